@@ -120,6 +120,13 @@ def _native(rows: np.ndarray) -> np.ndarray:
     return rows if rows.dtype.isnative else rows.astype(rows.dtype.newbyteorder("="))
 
 
+def _widen_f64(rows: np.ndarray) -> np.ndarray:
+    # Exact for f32; numpy warns when the NaN it widens is a signalling one, which is no
+    # news here: every NaN becomes NULL or null whatever its payload.
+    with np.errstate(invalid="ignore"):
+        return np.ascontiguousarray(rows, dtype=np.float64)
+
+
 def sql_value_type(dtype: str, element_shape: tuple[int, ...]) -> str:
     """The declared type of the ``value`` column for one partition.
 
@@ -191,7 +198,7 @@ def encode_scalar_cells(rows: np.ndarray) -> np.ndarray:
             "rows with a per-step shape are written as JSON text (encode_json_cells)"
         )
     if name in ("f64", "f32"):
-        return np.ascontiguousarray(rows, dtype=np.float64)
+        return _widen_f64(rows)
     rows = _native(rows)
     if name == "u64":
         _refuse_big_u64(rows)
@@ -273,7 +280,7 @@ def encode_json_cells(rows: np.ndarray) -> list[str]:
     if is_float:
         # orjson writes an f32 as its own shortest text (0.1); the layout wants the
         # f64 widening (0.10000000149011612).
-        arr = np.ascontiguousarray(rows, dtype=np.float64)
+        arr = _widen_f64(rows)
     elif name == "bool":
         # orjson writes numpy bools as true/false; the layout wants 1/0.
         arr = np.ascontiguousarray(rows, dtype=np.uint8)
@@ -348,23 +355,35 @@ def _holds(value: Any) -> InvalidParameterError:
     return InvalidParameterError(_HOLDS.format(text))
 
 
+# A cell is read in two passes, in the reference's order: first its JSON is walked for
+# shape and numbers (a stray string or object, a ragged array), then its numbers are
+# converted to the dtype (not an integer, out of range, not 0/1). So in an i32 array
+# '[1.5,"abc"]' reports the string, and '[3000000000,1.5]' the range.
+
+
+def _json_number(v: Any) -> Any:
+    """Pass one: a JSON leaf as a number (or None/bool), the two infinities included."""
+    t = type(v)
+    if t is float or t is int or t is bool or v is None:
+        return v
+    if t is str:
+        if v == "Infinity":
+            return _INF
+        if v == "-Infinity":
+            return -_INF
+    raise _holds(v)
+
+
 def _float_converters() -> tuple[Callable[[Any], float], Callable[[float], float]]:
     def from_json(v: Any) -> float:
         t = type(v)
         if t is float:
             return v
-        if t is int:
-            return float(v)
         if v is None:
             return _NAN
         if t is bool:
             return 1.0 if v else 0.0
-        if t is str:
-            if v == "Infinity":
-                return _INF
-            if v == "-Infinity":
-                return -_INF
-        raise _holds(v)
+        return float(v)
 
     def from_real(x: float) -> float:
         return x
@@ -390,10 +409,6 @@ def _int_converters(name: str) -> tuple[Callable[[Any], int], Callable[[float], 
             raise InvalidParameterError(not_int)
         if t is bool:
             return fit(int(v))
-        if t is str and v not in ("Infinity", "-Infinity"):
-            raise _holds(v)
-        if t is dict:
-            raise _holds(v)
         # null, a JSON float (even 2.0) and the infinities
         raise InvalidParameterError(not_int)
 
@@ -413,8 +428,6 @@ def _bool_converters() -> tuple[Callable[[Any], bool], Callable[[float], bool]]:
             return v
         if t is int and (v == 0 or v == 1):
             return v == 1
-        if (t is str and v not in ("Infinity", "-Infinity")) or t is dict:
-            raise _holds(v)
         raise InvalidParameterError(_NOT_BOOL)
 
     def from_real(x: float) -> bool:
@@ -428,6 +441,11 @@ def _bool_converters() -> tuple[Callable[[Any], bool], Callable[[float], bool]]:
 
 
 def _converters(name: str) -> tuple[Callable[[Any], Any], Callable[[float], Any]]:
+    """Pass two: ``(from_json, from_real)`` for one dtype.
+
+    ``from_json`` takes what :func:`_json_number` gives (an INTEGER cell too);
+    ``from_real`` takes a REAL cell, which an integer dtype accepts when it is whole.
+    """
     if name in ("f64", "f32"):
         return _float_converters()
     if name == "bool":
@@ -489,7 +507,7 @@ def _from_flat(flat: list, name: str, n: int, shape: tuple[int, ...]) -> np.ndar
 def _narrow_f32(values: np.ndarray) -> np.ndarray:
     # Round to nearest like numpy's cast; a value beyond f32 becomes an infinity,
     # which is what it would have become in the store.
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):
         return values.astype(np.float32)
 
 
@@ -507,7 +525,9 @@ def _decode_slow(cells: Sequence, name: str) -> np.ndarray:
                     f"a `value` cell nests JSON arrays {len(shape)} deep; "
                     f"an element has at most {_MAX_ELEMENT_DIMS} dimensions"
                 )
-            _fill(value, shape, 0, flat, from_json)
+            numbers: list = []
+            _fill(value, shape, 0, numbers, _json_number)
+            flat.extend(map(from_json, numbers))
         elif cell is None:
             shape = ()
             flat.append(from_json(None))

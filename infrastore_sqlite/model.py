@@ -637,7 +637,7 @@ def _encode_if_needed(values: Any, element_type: str | None, leading_dims: int) 
     et = parse_element_type(element_type)
     if et.kind == "scalar":
         return values
-    return encode_element_values(values, str(et), leading_dims)
+    return encode_element_values(values, str(et), None)
 
 
 class Deterministic(_Forecast):
@@ -794,7 +794,7 @@ def _check_kwargs(kwargs: dict[str, Any]) -> None:
 
 def _reshape_flat(values: Any, element_type: str | None, lead: list[int]) -> np.ndarray:
     if element_type is not None and parse_element_type(element_type).kind != "scalar":
-        arr = encode_element_values(values, element_type, 1)
+        arr = encode_element_values(values, element_type, None)
     else:
         arr = np.asarray(values)
     n = int(np.prod(lead))

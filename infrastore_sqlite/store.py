@@ -656,15 +656,16 @@ class Store:
             for r in rows
         ]
 
-    def _series_from(self, row: SeriesRow, stored: np.ndarray, ts_ms: np.ndarray | None) -> _Series:
-        """A series object from a catalog row and its stored array (no re-validation)."""
+    def _series_from(
+        self, row: SeriesRow, stored: np.ndarray, ts_ms: np.ndarray | None, *, pad: bool = True
+    ) -> _Series:
+        """A series object from a catalog row and its stored array (no re-validation).
+
+        Ragged composites are stored at their minimal width; ``pad`` restores the width
+        the series was added with (an export wants the minimal form and passes False).
+        """
         arr = stored
         et = parse_element_type(row.element_type)
-        if et.is_ragged and row.type is not TimeSeriesType.DeterministicSingleTimeSeries:
-            width = row.array_shape[-1]
-            if arr.shape[-1] != width:
-                pad = np.zeros((*arr.shape[:-1], width - arr.shape[-1]), dtype=arr.dtype)
-                arr = np.concatenate([arr, pad], axis=-1)
         kind = row.type
         cls = SERIES_CLASSES.get(kind, Deterministic)
         obj = cls.__new__(cls)
@@ -686,11 +687,9 @@ class Store:
                 arr = _materialize_windows(
                     arr, obj._resolution, obj._horizon, obj._interval, row.count
                 )
-                if et.is_ragged and arr.shape[-1] != row.array_shape[-1]:
-                    pad = np.zeros(
-                        (*arr.shape[:-1], row.array_shape[-1] - arr.shape[-1]), dtype=arr.dtype
-                    )
-                    arr = np.concatenate([arr, pad], axis=-1)
+        if pad and et.is_ragged and arr.shape[-1] != row.array_shape[-1]:
+            extra = np.zeros((*arr.shape[:-1], row.array_shape[-1] - arr.shape[-1]), arr.dtype)
+            arr = np.concatenate([arr, extra], axis=-1)
         if kind is TimeSeriesType.Probabilistic:
             obj._percentiles = list(row.percentiles or [])
         obj._data = arr

@@ -1,0 +1,464 @@
+"""Export to the SQLite interchange layout.
+
+The plan (``plan.py``) decides partitions, names and keys; this module only writes them.
+Values reach SQLite as buffers through apsw's ``carray`` binding, one statement per
+distinct array, with fixed-period coordinates computed inside SQLite from the row number;
+irregular or calendar grids bind their coordinates through a temporary table keyed by
+row number. The ``array_id`` index is built after the rows are in.
+
+Atomicity: a new file is written under a temporary name beside the target and renamed
+into place only when complete; an existing database gets one transaction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import apsw
+import numpy as np
+import orjson
+
+from .cells import encode_json_cells, encode_scalar_cells, has_negative_zero, sql_value_type
+from .errors import InvalidParameterError, StorageError, TimeSeriesError
+from .layout import (
+    VIEW_MARKER,
+    VIEW_NAMES,
+    Partition,
+    ViewSource,
+    arrays_ddl,
+    index_ddl,
+    q,
+    series_columns,
+    series_ddl,
+    type_of_table,
+    values_columns,
+    values_ddl,
+    view_sql,
+)
+from .model import TimeSeriesType
+from .plan import ExportPlan, PartitionPlan, RowBlock, iter_partition_arrays, plan_export
+
+if TYPE_CHECKING:
+    from .store import Store
+
+Progress = Callable[[int, int], None]
+
+
+def export_sqlite(
+    store: Store,
+    path: str | os.PathLike[str],
+    *,
+    table_prefix: str = "",
+    time_range: tuple[datetime, datetime] | None = None,
+    include_derived: bool = False,
+    dry_run: bool = False,
+    progress: Progress | None = None,
+    **filters: Any,
+) -> list[dict[str, Any]]:
+    """Export the series the filters select into the SQLite database at ``path``.
+
+    Parameters
+    ----------
+    store
+        The source store.
+    path
+        The database; created if absent, otherwise tables are added to it.
+    table_prefix
+        Prepended to every table and view name (``run1_``); see the layout's rules.
+    time_range
+        ``(start, end)``, half-open; each series is clipped as ``read_by_ids_range`` does.
+    include_derived
+        Also export DeterministicSingleTimeSeries (materialized windows).
+    dry_run
+        Plan only: return the partitions that would be written, touch nothing.
+    progress
+        Called as ``progress(rows_done, rows_total)`` while values are written.
+    **filters
+        ``list_metadata``'s keywords.
+
+    Returns
+    -------
+    list of dict
+        One per partition: ``values_table``, ``series_table``, ``arrays_table``,
+        ``time_series_type``, ``value_type``, ``time_reference``, ``arrays``, ``series``,
+        ``rows``.
+
+    Raises
+    ------
+    InvalidParameterError
+        A refusal (prefix, name collision, empty series, scalar -0.0, u64 overflow, …);
+        nothing was written.
+    """
+    plan = plan_export(
+        store,
+        table_prefix=table_prefix,
+        time_range=time_range,
+        include_derived=include_derived,
+        **filters,
+    )
+    target = Path(path)
+    if not plan.partitions:
+        return []
+    if dry_run:
+        if target.exists():
+            with _open_existing(target) as conn:
+                _check_collisions(conn, plan, table_prefix)
+                _existing_partitions(conn, table_prefix, str(target))
+        return plan.summary()
+    if target.exists():
+        with _open_existing(target) as conn:
+            _write(conn, store, plan, table_prefix, str(target), progress, fresh=False)
+    else:
+        if not target.parent.exists():
+            raise InvalidParameterError(
+                f"cannot create {target}: the directory {target.parent} does not exist"
+            )
+        tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.partial")
+        try:
+            conn = _connect(tmp, create=True)
+            try:
+                # A fresh file is only renamed into place when complete, so it needs no
+                # rollback journal; dropping it is what makes the export fast.
+                conn.execute("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF")
+                _write(conn, store, plan, table_prefix, str(target), progress, fresh=True)
+                conn.execute("PRAGMA journal_mode=DELETE")
+            finally:
+                conn.close()
+            os.replace(tmp, target)
+        finally:
+            for leftover in (tmp, Path(str(tmp) + "-journal")):
+                leftover.unlink(missing_ok=True)
+    return plan.summary()
+
+
+# ---------------------------------------------------------------------- connections
+def _connect(path: Path, *, create: bool) -> apsw.Connection:
+    flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
+    try:
+        conn = apsw.Connection(str(path), flags=flags)
+        conn.setbusytimeout(5000)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+    except apsw.NotADBError as exc:
+        raise InvalidParameterError(
+            f"{path} is not an SQLite database; export into a new file or an existing database"
+        ) from exc
+    except apsw.Error as exc:
+        raise StorageError(f"cannot open {path}: {exc}") from exc
+    return conn
+
+
+@contextlib.contextmanager
+def _open_existing(path: Path):
+    conn = _connect(path, create=False)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+# ---------------------------------------------------------------------- checks
+def _existing_names(conn: apsw.Connection) -> dict[str, tuple[str, str | None]]:
+    out = {}
+    for name, kind, sql in conn.execute("SELECT name, type, sql FROM sqlite_master"):
+        out[name.lower()] = (kind, sql)
+    return out
+
+
+def _is_our_view(entry: tuple[str, str | None] | None) -> bool:
+    return entry is not None and entry[0] == "view" and VIEW_MARKER in (entry[1] or "")
+
+
+def _check_collisions(conn: apsw.Connection, plan: ExportPlan, prefix: str) -> None:
+    existing = _existing_names(conn)
+    hits = [n for pp in plan.partitions for n in pp.partition.names() if n.lower() in existing]
+    for view in VIEW_NAMES:
+        name = prefix + view
+        entry = existing.get(name.lower())
+        if entry is not None and not _is_our_view(entry):
+            hits.append(name)
+    if hits:
+        raise InvalidParameterError(
+            f"the database already holds {len(hits)} of the names this export would create "
+            f"({', '.join(hits)}); nothing was written. Export into a fresh file, pick another "
+            "table prefix, or drop those tables first.",
+            table=hits[0],
+        )
+
+
+def _existing_partitions(conn: apsw.Connection, prefix: str, where: str) -> list[ViewSource]:
+    """Partitions an earlier export left under ``prefix`` (the views must span them)."""
+    tables = {
+        name: name
+        for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    }
+    out = []
+    for name in sorted(tables):
+        tst = type_of_table(name, prefix, "_values")
+        if tst is None:
+            continue
+        base = name[len(prefix) : -len("_values")]
+        for sibling in ("_series", "_arrays"):
+            if f"{prefix}{base}{sibling}" not in tables:
+                raise InvalidParameterError(
+                    f"the database {where} holds {name} but no {prefix}{base}{sibling} beside it; "
+                    "a partition's tables come from one export. Drop or complete it first.",
+                    table=name,
+                )
+        columns = {}
+        for suffix in ("_values", "_series", "_arrays"):
+            cols = conn.execute(f"PRAGMA table_info({q(prefix + base + suffix)})").fetchall()
+            columns[suffix] = {c[1] for c in cols}
+        out.append(ViewSource(base, tst, columns))
+    return out
+
+
+# ---------------------------------------------------------------------- writing
+def _write(
+    conn: apsw.Connection,
+    store: Store,
+    plan: ExportPlan,
+    prefix: str,
+    where: str,
+    progress: Progress | None,
+    *,
+    fresh: bool,
+) -> None:
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except apsw.Error as exc:
+        raise StorageError(f"cannot write to {where}: {exc}") from exc
+    try:
+        if not fresh:
+            _check_collisions(conn, plan, prefix)
+        earlier = [] if fresh else _existing_partitions(conn, prefix, where)
+        writer = _ValueWriter(conn)
+        done = [0]
+        total = plan.total_rows
+        negative_zero: list[str] = []
+        for pp in plan.partitions:
+            _write_partition(conn, store, plan, pp, writer, negative_zero, done, total, progress)
+        if negative_zero:
+            raise InvalidParameterError(
+                f"{len(negative_zero)} of the selected series hold a scalar -0.0, which a SQLite "
+                f"REAL cannot store (it reads back as +0.0): {', '.join(negative_zero)}. Nothing "
+                "was written. Narrow the selection past them.",
+                series=negative_zero,
+            )
+        _rebuild_views(conn, prefix, earlier, plan)
+        conn.execute("COMMIT")
+    except TimeSeriesError:
+        conn.execute("ROLLBACK")
+        raise
+    except apsw.Error as exc:
+        with contextlib.suppress(apsw.Error):
+            conn.execute("ROLLBACK")
+        raise StorageError(f"writing {where} failed: {exc}; nothing was written") from exc
+    except BaseException:
+        with contextlib.suppress(apsw.Error):
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _write_partition(
+    conn: apsw.Connection,
+    store: Store,
+    plan: ExportPlan,
+    pp: PartitionPlan,
+    writer: _ValueWriter,
+    negative_zero: list[str],
+    done: list[int],
+    total: int,
+    progress: Progress | None,
+) -> None:
+    p = pp.partition
+    key = p.key
+    et = key.et
+    shape = () if et.is_composite else key.element_shape
+    vtype = "TEXT" if et.is_composite else sql_value_type(et.dtype, shape)
+    conn.execute(arrays_ddl(p))
+    conn.execute(values_ddl(p, vtype))
+    conn.execute(series_ddl(p))
+    conn.executemany(
+        f"INSERT INTO {q(p.arrays_table)} (id, data_hash, time_axis) VALUES (?, ?, ?)",
+        [(i, h, axis) for (h, axis), i in sorted(pp.array_ids.items(), key=lambda kv: kv[1])],
+    )
+    insert = writer.statement(p, key.type)
+    for block in iter_partition_arrays(store, plan, pp):
+        if vtype == "TEXT":
+            try:
+                cells: Any = tuple(encode_json_cells(block.values))
+            except InvalidParameterError as exc:
+                raise _name_series(exc, block) from None
+        else:
+            if vtype == "REAL" and has_negative_zero(block.values):
+                negative_zero.extend(block.labels)
+                continue
+            try:
+                cells = encode_scalar_cells(block.values)
+            except InvalidParameterError as exc:
+                raise _name_series(exc, block) from None
+        if not negative_zero:
+            insert(block, cells)
+        done[0] += block.n
+        if progress:
+            progress(done[0], total)
+    _insert_series(conn, p, pp)
+    conn.execute(index_ddl(p))
+
+
+def _name_series(exc: InvalidParameterError, block: RowBlock) -> InvalidParameterError:
+    names = ", ".join(block.labels)
+    return InvalidParameterError(
+        f"{exc.message} (series {names}). Nothing was written. Narrow the selection past them.",
+        series=block.labels,
+        key=exc.key,
+    )
+
+
+def _insert_series(conn: apsw.Connection, p: Partition, pp: PartitionPlan) -> None:
+    tst = p.key.type
+    cols = ["array_id", "id", *series_columns(tst)]
+    sql = (
+        f"INSERT INTO {q(p.series_table)} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+    )
+    rows = []
+    for s in sorted(pp.series, key=lambda s: s.row.id):
+        r = s.row
+        values: dict[str, Any] = {
+            "array_id": pp.array_ids[s.key],
+            "id": r.id,
+            "owner_id": r.owner_id,
+            "owner_type": r.owner_type,
+            "owner_category": r.owner_category.name,
+            "time_series_type": tst.name,
+            "name": r.name,
+            "initial_timestamp": s.initial_ms,
+            "resolution": r.resolution,
+            "length": s.length,
+            "interval": r.interval,
+            "horizon": r.horizon,
+            "count": s.count,
+            "features": orjson.dumps(r.features, option=orjson.OPT_SORT_KEYS).decode(),
+            "element_type": r.element_type,
+            "element_shape": orjson.dumps(r.element_shape).decode(),
+            "time_reference": p.key.reference_label,
+            **{k: (v if v is not None else "") for k, v in r.descriptors().items()},
+        }
+        rows.append([values[c] for c in cols])
+    conn.executemany(sql, rows)
+
+
+class _ValueWriter:
+    """Inserts one block's rows with as little Python per row as possible."""
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self.conn = conn
+        self._temp_ready: set[str] = set()
+
+    def statement(self, p: Partition, tst: TimeSeriesType) -> Callable[[RowBlock, Any], None]:
+        table = q(p.values_table)
+        cols = values_columns(tst)
+        col_list = ", ".join(cols)
+
+        def insert(block: RowBlock, cells: Any) -> None:
+            carr = apsw.carray(cells)
+            if block.affine is not None:
+                a = block.affine
+                lanes, steps = a.lanes, a.steps
+                # r = rowid - 1; window j = r / (steps*lanes); step h = (r / lanes) % steps
+                issue = f"(?2 + ((rowid - 1) / {steps * lanes}) * ?3)"
+                ts = f"{issue} + (((rowid - 1) / {lanes}) % {steps}) * ?4"
+                exprs = ["?1", ts]
+                if tst.is_forecast:
+                    exprs.append(issue)
+                params: list[Any] = [block.array_id, a.anchor, a.interval_ms, a.resolution_ms]
+                if tst is TimeSeriesType.Probabilistic:
+                    exprs.append(_lane_case(block.lane_values, lanes, params))
+                elif tst is TimeSeriesType.Scenarios:
+                    exprs.append(f"(rowid - 1) % {lanes}")
+                exprs.append("value")
+                self.conn.execute(
+                    f"INSERT INTO {table} ({col_list}) SELECT {', '.join(exprs)} "
+                    f"FROM carray(?{len(params) + 1})",
+                    [*params, carr],
+                )
+                return
+            joins = self._coordinates(block)
+            exprs = ["?1", "c_t.x"]
+            if tst.is_forecast:
+                exprs.append("c_it.x")
+            if tst in (TimeSeriesType.Probabilistic, TimeSeriesType.Scenarios):
+                exprs.append("c_lane.x")
+            exprs.append("v.value")
+            self.conn.execute(
+                f"INSERT INTO {table} ({col_list}) SELECT {', '.join(exprs)} "
+                f"FROM carray(?2) AS v {joins}",
+                (block.array_id, carr),
+            )
+
+        return insert
+
+    def _coordinates(self, block: RowBlock) -> str:
+        """Load one block's coordinates into temp tables keyed by row number.
+
+        A carray cannot be searched by rowid, so each coordinate vector goes into its own
+        temp table with an INTEGER PRIMARY KEY and the insert drives from the values.
+        """
+        coords = block.coordinates()
+        joins = []
+        for column, name in (
+            ("timestamp", "t"),
+            ("issue_time", "it"),
+            ("percentile", "lane"),
+            ("scenario", "lane"),
+        ):
+            if column not in coords:
+                continue
+            table = f"temp.export_{name}"
+            if name not in self._temp_ready:
+                self.conn.execute(
+                    f"CREATE TEMP TABLE IF NOT EXISTS export_{name} (i INTEGER PRIMARY KEY, x)"
+                )
+                self._temp_ready.add(name)
+            self.conn.execute(f"DELETE FROM {table}")
+            dtype = np.float64 if column == "percentile" else np.int64
+            self.conn.execute(
+                f"INSERT INTO {table} (i, x) SELECT rowid, value FROM carray(?)",
+                (apsw.carray(np.ascontiguousarray(coords[column], dtype=dtype)),),
+            )
+            joins.append(f"JOIN {table} AS c_{name} ON c_{name}.i = v.rowid")
+        return " ".join(joins)
+
+
+def _lane_case(lane_values: np.ndarray, lanes: int, params: list[Any]) -> str:
+    """``CASE (rowid-1) % lanes WHEN 0 THEN ?p0 …`` with the percentiles bound."""
+    parts = []
+    for i in range(lanes):
+        params.append(float(lane_values[i]))
+        parts.append(f"WHEN {i} THEN ?{len(params)}")
+    return f"CASE (rowid - 1) % {lanes} {' '.join(parts)} END"
+
+
+def _rebuild_views(
+    conn: apsw.Connection, prefix: str, earlier: list[ViewSource], plan: ExportPlan
+) -> None:
+    sources = list(earlier) + [
+        ViewSource(pp.partition.base, pp.partition.key.type) for pp in plan.partitions
+    ]
+    existing = _existing_names(conn)
+    for view in VIEW_NAMES:
+        entry = existing.get((prefix + view).lower())
+        if _is_our_view(entry):
+            # Drop by the name SQLite holds (matching is case-insensitive).
+            actual = conn.execute(
+                "SELECT name FROM sqlite_master WHERE lower(name) = lower(?)", (prefix + view,)
+            ).fetchone()[0]
+            conn.execute(f"DROP VIEW {q(actual)}")
+    for view in ("all_values", "all_series", "all_arrays"):
+        conn.execute(view_sql(prefix, view, sources))

@@ -1,0 +1,392 @@
+"""Export planning and row generation, independent of the container.
+
+``plan_export`` turns a selection into partitions, each with its series, its distinct
+array keys (``data_hash``, ``time_axis``) and their 1-based ids, and the refusals that
+must fire before anything is written (empty series, a derived-type filter). Most keys
+come straight from the catalog; only a ``time_range`` slice or a materialized
+DeterministicSingleTimeSeries needs its arrays read (and hashed) while planning.
+
+``iter_partition_arrays`` then streams one partition's distinct arrays in key order as
+``RowBlock`` objects: the value rows in table order and the coordinates beside them. A
+SQLite writer and a Parquet writer consume the same blocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .errors import InvalidParameterError
+from .hashing import data_hash
+from .layout import (
+    Partition,
+    PartitionKey,
+    assign_names,
+    forecast_axis,
+    period_ms,
+    static_axis,
+    validate_prefix,
+    value_shape_for,
+)
+from .model import TimeSeriesType
+from .periods import Period, grid, step
+from .rows import SeriesRow
+from .slicing import slice_range
+
+if TYPE_CHECKING:
+    from .store import Store
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(slots=True)
+class ExportSeries:
+    """One series as the export writes it (its grid is the exported slice's)."""
+
+    row: SeriesRow
+    key: tuple[str, str]  # (data_hash hex, time_axis)
+    initial_ms: int | None
+    length: int | None
+    count: int | None
+    rows: int
+
+
+@dataclass(slots=True)
+class PartitionPlan:
+    partition: Partition
+    series: list[ExportSeries] = field(default_factory=list)
+    array_ids: dict[tuple[str, str], int] = field(default_factory=dict)
+    rows: int = 0
+
+    def summary(self) -> dict[str, Any]:
+        """The per-partition result dict, keys in the reference's order."""
+        p = self.partition
+        return {
+            "values_table": p.values_table,
+            "series_table": p.series_table,
+            "arrays_table": p.arrays_table,
+            "time_series_type": p.key.type.name,
+            "value_type": p.key.value_slug,
+            "time_reference": p.key.reference_label,
+            "arrays": len(self.array_ids),
+            "series": len(self.series),
+            "rows": self.rows,
+        }
+
+
+@dataclass(slots=True)
+class ExportPlan:
+    partitions: list[PartitionPlan]
+    time_range: tuple[datetime, datetime] | None
+    include_derived: bool
+
+    @property
+    def total_rows(self) -> int:
+        return sum(p.rows for p in self.partitions)
+
+    def summary(self) -> list[dict[str, Any]]:
+        return [p.summary() for p in self.partitions]
+
+
+def _rows_of(series: Any) -> int:
+    """Value rows an exported series writes: product of its leading dims."""
+    lead = series.time_series_type.leading_dims
+    return int(np.prod(series._data.shape[:lead], dtype=np.int64))
+
+
+def _needs_read(row: SeriesRow, time_range: Any) -> bool:
+    return time_range is not None or row.type is TimeSeriesType.DeterministicSingleTimeSeries
+
+
+def export_object(
+    store: Store, row: SeriesRow, stored: np.ndarray, ts: Any, time_range: Any
+) -> Any:
+    """The series object an export writes: minimal-width, materialized, clipped."""
+    obj = store._series_from(row, stored, ts, pad=False)
+    if time_range is not None:
+        obj = slice_range(obj, time_range, row.label)
+    return obj
+
+
+def _key_of(obj: Any, hash_hex: str | None = None) -> tuple[str, str, int | None, int | None]:
+    """(data_hash, time_axis, initial_ms, length|count) of an export object."""
+    h = hash_hex or data_hash(obj._data).hex()
+    tst = obj.time_series_type
+    if tst.is_irregular:
+        from .hashing import timestamps_hash
+
+        return h, timestamps_hash(obj._ts_ms).hex(), None, int(obj._ts_ms.size)
+    if tst.is_forecast:
+        axis = forecast_axis(obj._count, obj._initial_ms, obj.interval, obj.horizon, obj.resolution)
+        return h, axis, obj._initial_ms, obj._count
+    n = int(obj._data.shape[0])
+    return h, static_axis(n, obj._initial_ms, obj.resolution), obj._initial_ms, n
+
+
+def _catalog_key(row: SeriesRow) -> tuple[str, str, int | None, int | None, int]:
+    """The export key straight from the catalog (whole series, stored form)."""
+    h = row.data_hash.hex()
+    tst = row.type
+    shape = row.array_shape
+    if tst.is_irregular:
+        return h, row.timestamps_hash.hex(), None, shape[0], shape[0]
+    if tst.is_forecast:
+        axis = forecast_axis(row.count, row.initial_ms, row.interval, row.horizon, row.resolution)
+        lead = tst.leading_dims
+        return h, axis, row.initial_ms, row.count, int(np.prod(shape[:lead], dtype=np.int64))
+    return (
+        h,
+        static_axis(shape[0], row.initial_ms, row.resolution),
+        row.initial_ms,
+        shape[0],
+        shape[0],
+    )
+
+
+def _element_shape(row: SeriesRow) -> tuple[int, ...]:
+    """Per-step shape E of a row's values (a DST reads its source's)."""
+    lead = 1 if row.type is TimeSeriesType.DeterministicSingleTimeSeries else row.type.leading_dims
+    return tuple(row.array_shape[lead:])
+
+
+def plan_export(
+    store: Store,
+    *,
+    table_prefix: str = "",
+    time_range: tuple[datetime, datetime] | None = None,
+    include_derived: bool = False,
+    progress: Progress | None = None,
+    **filters: Any,
+) -> ExportPlan:
+    """Plan an export of the series ``filters`` select (``list_metadata``'s keywords).
+
+    Raises
+    ------
+    InvalidParameterError
+        Bad prefix, a derived-type filter without ``include_derived``, a bad range, or
+        empty series in the selection (all named in one error).
+    """
+    validate_prefix(table_prefix)
+    tst = filters.get("time_series_type")
+    if (
+        tst is not None
+        and TimeSeriesType.coerce(tst) is TimeSeriesType.DeterministicSingleTimeSeries
+        and not include_derived
+    ):
+        raise InvalidParameterError(
+            "a DeterministicSingleTimeSeries is derived from a stored SingleTimeSeries, so an "
+            "export leaves it out unless asked to include derived series (include_derived=True, "
+            "--include-derived). No import takes one back: import the SingleTimeSeries and run "
+            "transform instead."
+        )
+    if time_range is not None:
+        _check_range(time_range)
+    rows = store.select_rows(**filters)
+    if not include_derived:
+        rows = [r for r in rows if r.type is not TimeSeriesType.DeterministicSingleTimeSeries]
+
+    planned: list[tuple[SeriesRow, tuple]] = []
+    to_read = [r for r in rows if _needs_read(r, time_range)]
+    read_keys: dict[int, tuple] = {}
+    done = 0
+    for batch in store.iter_arrays(to_read):
+        for row, stored, ts in batch:
+            obj = export_object(store, row, stored, ts, time_range)
+            h, axis, anchor, n = _key_of(obj)
+            read_keys[row.id] = (h, axis, anchor, n, _rows_of(obj))
+            done += 1
+        if progress:
+            progress(done, len(to_read))
+    for row in rows:
+        planned.append((row, read_keys[row.id] if row.id in read_keys else _catalog_key(row)))
+
+    empty = [row.label for row, k in planned if k[4] == 0]
+    if empty:
+        raise InvalidParameterError(
+            f"{len(empty)} of the selected series hold no values and cannot be exported: "
+            f"{', '.join(empty)}. Narrow the selection past them.",
+            series=empty,
+        )
+
+    by_key: dict[PartitionKey, list[tuple[SeriesRow, tuple]]] = {}
+    for row, k in planned:
+        pkey = PartitionKey(
+            row.type,
+            row.element_type,
+            value_shape_for(row.element_type, _element_shape(row)),
+            row.time_reference,
+        )
+        by_key.setdefault(pkey, []).append((row, k))
+    partitions = []
+    for part in assign_names(by_key, table_prefix):
+        pp = PartitionPlan(part)
+        rows_by_array: dict[tuple[str, str], int] = {}
+        for row, (h, axis, anchor, n, nrows) in by_key[part.key]:
+            is_forecast = row.type.is_forecast
+            pp.series.append(
+                ExportSeries(
+                    row=row,
+                    key=(h, axis),
+                    initial_ms=anchor,
+                    length=None if is_forecast else n,
+                    count=n if is_forecast else None,
+                    rows=nrows,
+                )
+            )
+            rows_by_array[(h, axis)] = nrows
+        # Ids are the 1-based rank of the key, compared as byte strings.
+        for i, key in enumerate(
+            sorted(rows_by_array, key=lambda k: (k[0].encode(), k[1].encode()))
+        ):
+            pp.array_ids[key] = i + 1
+        pp.rows = sum(rows_by_array.values())
+        partitions.append(pp)
+    return ExportPlan(partitions, time_range, include_derived)
+
+
+def _check_range(time_range: Any) -> None:
+    try:
+        start, end = time_range
+    except (TypeError, ValueError):
+        raise InvalidParameterError("time_range must be a (start, end) pair of datetimes") from None
+    if not isinstance(start, datetime) or not isinstance(end, datetime):
+        raise InvalidParameterError("time_range must be a (start, end) pair of datetimes")
+    if (start.tzinfo is None) != (end.tzinfo is None):
+        raise InvalidParameterError(
+            "time_range mixes a naive and an aware bound; spell both the same way"
+        )
+    if end < start:
+        raise InvalidParameterError(f"time_range end < start ({end} < {start})")
+
+
+# ---------------------------------------------------------------------- row blocks
+@dataclass(slots=True)
+class Affine:
+    """Coordinates computable from the row number: fixed-period grids.
+
+    Row r of a block: window ``j = r // (steps * lanes)``, step ``h = (r // lanes) % steps``,
+    lane ``l = r % lanes``; ``issue = anchor + j * interval_ms`` and
+    ``timestamp = issue + h * resolution_ms``. A static series is one window of ``rows`` steps.
+    """
+
+    anchor: int
+    interval_ms: int
+    resolution_ms: int
+    steps: int
+    lanes: int
+
+
+@dataclass(slots=True)
+class RowBlock:
+    """One distinct array's value rows, in the table's row order."""
+
+    key: tuple[str, str]
+    array_id: int
+    values: np.ndarray  # [N, *E]
+    timestamps: np.ndarray | None  # int64 [N]; None when ``affine`` describes them
+    issue_times: np.ndarray | None
+    lane_values: np.ndarray | None  # per-lane percentile (float64) or None for scenarios
+    affine: Affine | None
+    tst: TimeSeriesType
+    lanes: int = 1
+    labels: list[str] = field(default_factory=list)  # series sharing this array (catalog order)
+
+    @property
+    def n(self) -> int:
+        return int(self.values.shape[0])
+
+    def coordinates(self) -> dict[str, np.ndarray]:
+        """Every key column as a full vector (for writers without an affine fast path)."""
+        n = self.n
+        out: dict[str, np.ndarray] = {}
+        if self.affine is not None:
+            a = self.affine
+            r = np.arange(n, dtype=np.int64)
+            j = r // (a.steps * a.lanes)
+            h = (r // a.lanes) % a.steps
+            issue = a.anchor + j * a.interval_ms
+            out["timestamp"] = issue + h * a.resolution_ms
+            if self.tst.is_forecast:
+                out["issue_time"] = issue
+        else:
+            out["timestamp"] = self.timestamps
+            if self.issue_times is not None:
+                out["issue_time"] = self.issue_times
+        lane = np.arange(n, dtype=np.int64) % self.lanes
+        if self.tst is TimeSeriesType.Probabilistic:
+            out["percentile"] = self.lane_values[lane]
+        elif self.tst is TimeSeriesType.Scenarios:
+            out["scenario"] = lane
+        return out
+
+
+def row_block(obj: Any, key: tuple[str, str], array_id: int) -> RowBlock:
+    """The value rows of one export object, window-major for forecasts."""
+    tst = obj.time_series_type
+    data = obj._data
+    if tst.is_irregular:
+        return RowBlock(key, array_id, data, obj._ts_ms, None, None, None, tst)
+    res: Period = obj._resolution
+    res_ms = period_ms(str(res))
+    if not tst.is_forecast:
+        n = int(data.shape[0])
+        if res_ms is not None:
+            return RowBlock(
+                key, array_id, data, None, None, None, Affine(obj._initial_ms, 0, res_ms, n, 1), tst
+            )
+        return RowBlock(key, array_id, data, grid(obj._initial_ms, res, n), None, None, None, tst)
+    # Forecast: stored [.., H, count, *E] -> rows [count, H, lanes, *E].
+    lead = tst.leading_dims
+    if lead == 2:
+        rows = np.swapaxes(data, 0, 1)
+        lanes = 1
+    else:
+        rows = np.transpose(data, (2, 1, 0, *range(3, data.ndim)))
+        lanes = int(data.shape[0])
+    count, steps = int(rows.shape[0]), int(rows.shape[1])
+    values = np.ascontiguousarray(rows).reshape(count * steps * lanes, *data.shape[lead:])
+    lane_values = (
+        np.asarray(obj._percentiles, dtype=np.float64)
+        if tst is TimeSeriesType.Probabilistic
+        else None
+    )
+    itv: Period = obj._interval
+    itv_ms = period_ms(str(itv))
+    if res_ms is not None and itv_ms is not None:
+        aff = Affine(obj._initial_ms, itv_ms, res_ms, steps, lanes)
+        return RowBlock(key, array_id, values, None, None, lane_values, aff, tst, lanes)
+    issues = np.array([step(obj._initial_ms, itv, j) for j in range(count)], dtype=np.int64)
+    targets = np.array(
+        [[step(int(i), res, h) for h in range(steps)] for i in issues], dtype=np.int64
+    ).reshape(count, steps)
+    ts = np.repeat(targets.reshape(-1), lanes)
+    it = np.repeat(issues, steps * lanes)
+    return RowBlock(key, array_id, values, ts, it, lane_values, None, tst, lanes)
+
+
+def iter_partition_arrays(
+    store: Store, plan: ExportPlan, pp: PartitionPlan, *, batch_bytes: int = 64 * 1024 * 1024
+) -> Iterator[RowBlock]:
+    """Each distinct array of a partition once, in array_id (key) order, read in bounded
+    batches; the labels of every series sharing it ride along (catalog order)."""
+    first: dict[tuple[str, str], ExportSeries] = {}
+    labels: dict[tuple[str, str], list[str]] = {}
+    for s in sorted(pp.series, key=lambda s: s.row.id):
+        first.setdefault(s.key, s)
+        labels.setdefault(s.key, []).append(s.row.label)
+    ordered = sorted(first.values(), key=lambda s: pp.array_ids[s.key])
+    for batch in store.iter_arrays([s.row for s in ordered], batch_bytes=batch_bytes):
+        for (row, stored, ts), s in zip(batch, ordered[: len(batch)], strict=True):
+            obj = export_object(store, row, stored, ts, plan.time_range)
+            block = row_block(obj, s.key, pp.array_ids[s.key])
+            block.labels = labels[s.key]
+            yield block
+        ordered = ordered[len(batch) :]
+
+
+def series_labels(series: Sequence[ExportSeries]) -> list[str]:
+    return [s.row.label for s in series]
