@@ -7,6 +7,10 @@ Switching from the reference implementation is one import::
 
 from __future__ import annotations
 
+# Load the two submodules now: importing a submodule later would rebind the package
+# attributes ``export_sqlite`` / ``import_sqlite`` to the modules, hiding the functions below.
+from . import export_sqlite as _export_module  # noqa: F401
+from . import import_sqlite as _import_module  # noqa: F401
 from .elements import decode_element_values, encode_element_values
 from .errors import (
     CatalogMigrationRequiredError,

@@ -63,7 +63,7 @@ class ArrayFile:
     ) -> None:
         self.path = str(path)
         try:
-            self.h5 = h5py.File(self.path, mode, rdcc_nbytes=32 * 1024 * 1024)
+            self.h5 = h5py.File(self.path, mode, rdcc_nbytes=4 * 1024 * 1024)
         except OSError as exc:
             raise StorageError(f"cannot open the array file {self.path}: {exc}") from exc
         if mode == "x":
@@ -132,7 +132,7 @@ class ArrayFile:
                 ds.resize(max(end, ds.shape[0] + ds.shape[0] // 2), axis=0)
             block = arrays[0][None, ...] if len(arrays) == 1 else np.stack(arrays)
             ds[first_slot:end] = block
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, TypeError) as exc:
             raise StorageError(f"writing pool {name} in {self.path} failed: {exc}") from exc
 
     def read(self, name: str, slots: Sequence[int]) -> list[np.ndarray]:
@@ -152,7 +152,8 @@ class ArrayFile:
                 slab = ds[lo:hi]
                 for k in range(i, j + 1):
                     idx = order[k]
-                    out[idx] = slab[slots[idx] - lo].copy() if j > i else slab[0]
+                    # Views into the slab: it lives as long as the batch that holds them.
+                    out[idx] = slab[slots[idx] - lo]
                 i = j + 1
         except (OSError, ValueError, IndexError) as exc:
             raise StorageError(f"reading pool {name} in {self.path} failed: {exc}") from exc

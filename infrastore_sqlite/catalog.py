@@ -83,7 +83,11 @@ class Catalog:
             ) from exc
         self._depth = 0
         self._counter = 0
-        self._migrate()
+        try:
+            self._migrate()
+        except BaseException:
+            self.close()  # a refused open must not leave the file held
+            raise
 
     # -- schema ------------------------------------------------------------------------
     def _migrate(self) -> None:
@@ -103,8 +107,14 @@ class Catalog:
                 f"{latest}; open the store once for writing (read_only=False) to upgrade it in place"
             )
         with self.transaction():
-            for number, _name, sql in steps[current:]:
-                self.conn.execute(sql)
+            for number, name, sql in steps[current:]:
+                try:
+                    self.conn.execute(sql)
+                except apsw.Error as exc:
+                    raise StorageError(
+                        f"migrating the catalog {self.path} failed at step {name}: {exc}; "
+                        f"nothing was changed (it stays at revision {current})"
+                    ) from exc
                 self.conn.execute(f"PRAGMA user_version={int(number)}")
 
     # -- queries -----------------------------------------------------------------------

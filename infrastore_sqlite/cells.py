@@ -20,6 +20,10 @@ Cell rules (peer contract §5, §7, §14.4):
 * A u64 above ``2**63 - 1`` has no SQLite INTEGER, and is refused.
 * On the way in, the shape of the result comes from the cells themselves (a REAL, an
   INTEGER or a NULL has shape ``[]``); every cell of one array must agree.
+
+Refusals use the reference's own words (``a `value` cell is not JSON: …``, with the
+backticks), minus the series: the importer adds which array it was reading. Only the
+parser's detail after "not JSON:" differs, as it comes from orjson, not serde_json.
 """
 
 from __future__ import annotations

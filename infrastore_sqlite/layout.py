@@ -344,3 +344,51 @@ def period_ms(text: str) -> int | None:
     """Fixed period length in ms, or None for a calendar period (no affine grid)."""
     p = Period.parse(text)
     return None if p.calendar else p.ms
+
+
+# ---------------------------------------------------------------------- the contract
+def contract() -> dict:
+    """The interchange layout as data: per type, the DDL of its three tables (with
+    placeholder names), and the views' columns. ``schemas/interchange.json`` is this,
+    written out; a test keeps the two equal."""
+    types = {}
+    for tst in TimeSeriesType:
+        key = PartitionKey(tst, "f64", (), "utc")
+        p = Partition(key, "{base}", "{prefix}")
+        types[tst.name] = {
+            "values_columns": [
+                ["array_id", "INTEGER NOT NULL"],
+                ["timestamp", "INTEGER NOT NULL"],
+                *([c, f"{t} NOT NULL"] for c, t in values_key_columns(tst)),
+                ["value", "REAL | INTEGER | TEXT (nullable)"],
+            ],
+            "series_columns": [
+                ["array_id", "INTEGER NOT NULL"],
+                ["id", "INTEGER PRIMARY KEY"],
+                *(
+                    [c, f"{t} NOT NULL"]
+                    for c, t in SERIES_HEAD + series_grid_columns(tst) + SERIES_TAIL
+                ),
+            ],
+            "ddl": [arrays_ddl(p), values_ddl(p, "{value_type}"), series_ddl(p), index_ddl(p)],
+            "importable": tst is not TimeSeriesType.DeterministicSingleTimeSeries,
+        }
+    return {
+        "title": "infrastore-sqlite interchange layout (SQLite container)",
+        "table_names": "{prefix}{Type}_{value_slug}_{reference_slug}[_{n}]_{values|series|arrays}",
+        "value_sql_type": {
+            "REAL": "f64/f32 scalar (NaN stored as NULL)",
+            "INTEGER": "integer and bool scalar",
+            "TEXT": "any per-step shape, tuple or composite: compact JSON, "
+            '"Infinity"/"-Infinity" strings, null for NaN',
+        },
+        "array_key": ["data_hash", "time_axis"],
+        "time_axis": {
+            "SingleTimeSeries": "R{length}/{anchor}/{resolution}",
+            "irregular": "{timestamps_hash hex}",
+            "forecast": "R{count}/{anchor}/{interval}/{horizon}/{resolution}",
+        },
+        "view_marker": VIEW_MARKER,
+        "views": {name: ["partition_name", *cols] for name, cols in VIEW_COLUMNS.items()},
+        "types": types,
+    }

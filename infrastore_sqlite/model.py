@@ -32,6 +32,7 @@ from .timeref import (
     check_period_for_reference,
     datetime_to_ms,
     datetimes_to_ms,
+    infer_time_reference,
     ms_to_datetime,
     ms_to_datetimes,
     normalize_time_reference,
@@ -263,8 +264,8 @@ class _Series:
     def element_shape(self) -> tuple[int, ...]:
         return tuple(self._data.shape[self.time_series_type.leading_dims :])
 
-    @property
-    def decoded_values(self) -> list:
+    def decoded_values(self) -> list | None:
+        """The logical per-step values (a method, as in the reference); None for scalars."""
         return decode_element_values(self._data, str(self._et), self.time_series_type.leading_dims)
 
     def descriptors(self) -> dict[str, str | None]:
@@ -450,8 +451,7 @@ class _Irregular(_Series):
     ) -> None:
         first = timestamps[0] if len(timestamps) else None
         tr = _reference_for(first, time_reference)
-        if time_reference is None and first is None:
-            tr = "utc"
+        _check_one_spelling(timestamps)
         ms = datetimes_to_ms(timestamps, what="timestamps")
         if ms.size > 1 and not np.all(np.diff(ms) > 0):
             bad = int(np.argmin(np.diff(ms) > 0)) + 1
@@ -502,6 +502,25 @@ class _Irregular(_Series):
     @property
     def length(self) -> int:
         return int(self._ts_ms.size)
+
+
+def _check_one_spelling(timestamps: Any) -> None:
+    """Every datetime of one axis must carry the same zone spelling (naive, utc, offset, zone)."""
+    if isinstance(timestamps, np.ndarray) or not len(timestamps):
+        return
+    first = timestamps[0]
+    if not isinstance(first, datetime):
+        return
+    want = infer_time_reference(first)
+    for i, t in enumerate(timestamps):
+        if isinstance(t, datetime) and t.tzinfo is not first.tzinfo:
+            got = infer_time_reference(t)
+            if got != want:
+                raise InvalidParameterError(
+                    f"timestamps disagree about how they are spelled: element 0 is {want} but "
+                    f"element {i} is {got}; one series records one spelling. Convert them all "
+                    "to one zone (or all naive) first"
+                )
 
 
 class NonSequentialTimeSeries(_Irregular):

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .elements import minimal_width, shrink
 from .errors import InvalidParameterError
 from .hashing import data_hash
 from .layout import (
@@ -109,6 +110,11 @@ def export_object(
     obj = store._series_from(row, stored, ts, pad=False)
     if time_range is not None:
         obj = slice_range(obj, time_range, row.label)
+    et = obj._et
+    if et.is_ragged and obj._data.size and minimal_width(et, obj._data) < obj._data.shape[-1]:
+        # A slice (or a DST's windows) may need fewer points than the whole stored array:
+        # write it, and hash it, at its own minimal width.
+        obj._data = shrink(et, obj._data)
     return obj
 
 
@@ -369,7 +375,7 @@ def row_block(obj: Any, key: tuple[str, str], array_id: int) -> RowBlock:
 
 
 def iter_partition_arrays(
-    store: Store, plan: ExportPlan, pp: PartitionPlan, *, batch_bytes: int = 64 * 1024 * 1024
+    store: Store, plan: ExportPlan, pp: PartitionPlan, *, batch_bytes: int = 16 * 1024 * 1024
 ) -> Iterator[RowBlock]:
     """Each distinct array of a partition once, in array_id (key) order, read in bounded
     batches; the labels of every series sharing it ride along (catalog order)."""

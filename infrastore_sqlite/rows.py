@@ -7,14 +7,17 @@ once.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 import orjson
 
 from .errors import InvalidParameterError
-from .hashing import features_hash, validate_features
+from .hashing import RESERVED_FEATURE_NAMES, features_hash, validate_features
 from .model import OwnerCategory, TimeSeriesType
 from .periods import as_period
 from .timeref import datetime_to_ms, ms_to_datetimes, ms_to_rfc3339
@@ -124,7 +127,11 @@ class SeriesRow:
         }
 
     def metadata(self, timestamps_ms: Any = None) -> dict[str, Any]:
-        """The ``list_metadata`` dict, keys in the reference's order."""
+        """The ``list_metadata`` dict, keys in the reference's order.
+
+        Instants are RFC 3339 UTC text; a zoneless series' wall clock has no offset.
+        """
+        render = _wall_clock_text if self.time_reference == "zoneless" else ms_to_rfc3339
         return {
             "owner_id": self.owner_id,
             "owner_type": self.owner_type,
@@ -133,9 +140,7 @@ class SeriesRow:
             "name": self.name,
             "data_hash": self.data_hash.hex(),
             "id": self.id,
-            "initial_timestamp": None
-            if self.initial_ms is None
-            else ms_to_rfc3339(self.initial_ms),
+            "initial_timestamp": None if self.initial_ms is None else render(self.initial_ms),
             "length": self.length,
             "resolution": self.resolution,
             "horizon": self.horizon,
@@ -146,7 +151,7 @@ class SeriesRow:
             "element_shape": list(self.element_shape),
             "timestamps": None
             if timestamps_ms is None
-            else [ms_to_rfc3339(int(t)) for t in timestamps_ms],
+            else [render(int(t)) for t in timestamps_ms],
             "features": dict(self.features),
             "units": self.units,
             "quantity_kind": self.quantity_kind,
@@ -158,6 +163,34 @@ class SeriesRow:
 
     def timestamps_as_datetimes(self, ms: Any) -> list[datetime]:
         return ms_to_datetimes(ms, self.time_reference)
+
+
+def _wall_clock_text(ms: int) -> str:
+    """RFC 3339 text without the offset: how a zoneless instant is shown."""
+    text = ms_to_rfc3339(ms)
+    return text[:-6] if text.endswith("+00:00") else text
+
+
+def _query_features(features: Any) -> dict[str, Any] | None:
+    """Check a ``features`` filter; None when no stored map can match it.
+
+    A reserved name, a NaN or a ``-0.0`` can never be stored, so a filter naming one
+    matches nothing (as in the reference) rather than raising; other bad input raises.
+    """
+    if not isinstance(features, Mapping):
+        return validate_features(features)
+    probe: dict[Any, Any] = {}
+    unstorable = False
+    for key, value in features.items():
+        if isinstance(key, str) and key in RESERVED_FEATURE_NAMES:
+            unstorable, key = True, "\0" + key
+        if isinstance(value, float) and (
+            math.isnan(value) or (value == 0.0 and math.copysign(1.0, value) < 0)
+        ):
+            unstorable, value = True, 0.0
+        probe[key] = value
+    checked = validate_features(probe)  # raises for what is wrong besides the above
+    return None if unstorable else checked
 
 
 def build_filter(filters: dict[str, Any]) -> tuple[str, list[Any]]:
@@ -180,9 +213,9 @@ def build_filter(filters: dict[str, Any]) -> tuple[str, list[Any]]:
 
     f = {k: v for k, v in filters.items() if v is not None}
     if "owner_id" in f:
-        if isinstance(f["owner_id"], bool) or not isinstance(f["owner_id"], int):
+        if isinstance(f["owner_id"], bool) or not isinstance(f["owner_id"], int | np.integer):
             raise InvalidParameterError(f"owner_id must be an integer, got {f['owner_id']!r}")
-        eq("owner_id", f["owner_id"])
+        eq("owner_id", int(f["owner_id"]))
     if "owner_category" in f:
         eq("owner_category", int(OwnerCategory.coerce(f["owner_category"])))
     if "owner_type" in f:
@@ -216,8 +249,10 @@ def build_filter(filters: dict[str, Any]) -> tuple[str, list[Any]]:
     if "length" in f:
         eq("length", int(f["length"]))
     if "features" in f:
-        feats = validate_features(f["features"])
-        if f.get("features_exact"):
+        feats = _query_features(f["features"])
+        if feats is None:
+            clauses.append("0")
+        elif f.get("features_exact"):
             eq("features_hash", features_hash(feats))
         else:
             for key, value in feats.items():

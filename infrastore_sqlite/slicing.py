@@ -50,7 +50,30 @@ def _window_axis(series: Any) -> int:
     return series.time_series_type.leading_dims - 1
 
 
-def _take_windows(series: Any, j0: int, j1: int) -> Any:
+def _check_regrid(series: Any, period: Any, i0: int, n: int, label: str, what: str) -> None:
+    """A slice re-anchored at step ``i0`` must regenerate the stored grid.
+
+    On a calendar grid anchored on a day that shorter months clamp (the 29th-31st), the
+    grid stepped from a later point names other dates (Jan 31 + 1 month is Feb 29, but
+    Feb 29 + 1 month is Mar 29, not the stored Mar 31); such a slice is refused.
+    """
+    if i0 == 0 or n < 2 or not period.calendar:
+        return
+    stored = grid(series._initial_ms, period, i0 + n)[i0:]
+    if not np.array_equal(grid(int(stored[0]), period, n), stored):
+        raise InvalidParameterError(
+            f"{label}: a {period} slice starting at {what} {i0} cannot be expressed as a grid "
+            f"of its own: the stored grid steps from {ms_to_axis_instant(series._initial_ms)}, "
+            f"a day of the month that shorter months clamp, so re-anchored at "
+            f"{ms_to_axis_instant(int(stored[0]))} it would name other dates than the stored "
+            "ones. Read from the start of the series (or a single step), or store the values "
+            "with explicit instants as a NonSequentialTimeSeries."
+        )
+
+
+def _take_windows(series: Any, j0: int, j1: int, label: str) -> Any:
+    if series._interval.is_positive:
+        _check_regrid(series, series._interval, j0, j1 - j0, label, "window")
     axis = _window_axis(series)
     index = [slice(None)] * series._data.ndim
     index[axis] = slice(j0, j1)
@@ -95,14 +118,19 @@ def slice_range(series: Any, time_range: tuple[datetime, datetime], label: str) 
         times = grid(series._initial_ms, series._resolution, n + 1)
         keep = np.nonzero((times[1:] > start) & (times[:-1] < end))[0]
         if keep.size == 0:
-            return _clone(series, series._data[:0])
+            # An empty slice is anchored where the range would begin: the step in force
+            # at ``start``, clamped to the series (the reference does the same).
+            i0 = int(np.count_nonzero(times[1:] <= start))
+            return _clone(series, series._data[i0:i0], _initial_ms=int(times[i0]))
         i0, i1 = int(keep[0]), int(keep[-1]) + 1
+        _check_regrid(series, series._resolution, i0, i1 - i0, label, "timestep")
         return _clone(series, series._data[i0:i1], _initial_ms=int(times[i0]))
     if kind in ("NonSequentialTimeSeries", "PersistentTimeSeries"):
         ts = series._ts_ms
         i0 = int(np.searchsorted(ts, start, side="left"))
         i1 = int(np.searchsorted(ts, end, side="left"))
-        if kind == "PersistentTimeSeries" and (i0 >= ts.size or ts[i0] != start):
+        # An empty range selects nothing, not even the breakpoint in force (the reference's rule).
+        if kind == "PersistentTimeSeries" and end > start and (i0 >= ts.size or ts[i0] != start):
             if i0 == 0:
                 raise InvalidParameterError(
                     f"{label} has no value at the range start {ms_to_axis_instant(start)}: it is "
@@ -114,7 +142,7 @@ def slice_range(series: Any, time_range: tuple[datetime, datetime], label: str) 
     # Forecasts: whole windows issued in [start, end).
     count = series._count
     j0 = _issue_index(series, start, label)
-    if j0 >= count and count:
+    if j0 >= count:
         raise InvalidParameterError(
             f"forecast start_time is past the last window of {label} (resolves to window index "
             f"{j0}, but only {count} window(s) are stored)"
@@ -128,7 +156,15 @@ def slice_range(series: Any, time_range: tuple[datetime, datetime], label: str) 
     )
     j1 = int(np.searchsorted(issues, end, side="left"))
     j1 = max(j0, min(j1, count))
-    return _take_windows(series, j0, j1)
+    return _take_windows(series, j0, j1, label)
+
+
+def _check_len(length: int | None, label: str) -> None:
+    if length is not None and int(length) == 0:
+        raise InvalidParameterError(
+            f"{label}: requested 0 timesteps; a read selects at least one (omit len to read "
+            "to the end)"
+        )
 
 
 def slice_window(
@@ -154,12 +190,22 @@ def slice_window(
             and _bound(start_time, series, label, "start_time") < series._initial_ms
         ):
             raise InvalidParameterError(f"start_time is before the first window of {label}")
+        if j0 >= series._count:
+            raise InvalidParameterError(
+                f"start_time is past the last window of {label} (resolves to window index "
+                f"{j0}, but only {series._count} window(s) are stored)"
+            )
         n = series._count - j0 if count is None else int(count)
+        if n == 0:
+            raise InvalidParameterError(
+                f"{label}: requested 0 windows; a read selects at least one (omit count to "
+                "read to the last window)"
+            )
         if j0 + n > series._count or n < 0:
             raise InvalidParameterError(
                 f"{label} has {series._count} window(s); window {j0} + count {n} is past the end"
             )
-        return _take_windows(series, j0, j0 + n)
+        return _take_windows(series, j0, j0 + n, label)
     if count is not None:
         raise InvalidParameterError("count applies to forecasts; use len for static series")
     if kind.name == "SingleTimeSeries":
@@ -174,10 +220,12 @@ def slice_window(
                     f"start_time {ms_to_axis_instant(t)} is not a timestep of {label}"
                 )
         n = series.length - i0 if length is None else int(length)
+        _check_len(length, label)
         if n < 0 or i0 + n > series.length:
             raise InvalidParameterError(
                 f"{label} has {series.length} steps; step {i0} + len {n} is past the end"
             )
+        _check_regrid(series, series._resolution, i0, n, label, "timestep")
         anchor = int(step(series._initial_ms, series._resolution, i0))
         return _clone(series, series._data[i0 : i0 + n], _initial_ms=anchor)
     ts = series._ts_ms
@@ -188,6 +236,7 @@ def slice_window(
         if i0 >= ts.size or ts[i0] != t:
             raise InvalidParameterError(f"start_time is not one of the timestamps of {label}")
     n = ts.size - i0 if length is None else int(length)
+    _check_len(length, label)
     if n < 0 or i0 + n > ts.size:
         raise InvalidParameterError(
             f"{label} has {ts.size} steps; step {i0} + len {n} is past the end"

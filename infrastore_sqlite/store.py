@@ -44,7 +44,7 @@ from .model import (
     _Irregular,
     _Series,
 )
-from .periods import as_period, divide
+from .periods import as_period, divide, grid, step
 from .rows import SELECT_ROWS, SeriesRow, build_filter, feature_rows
 from .slicing import slice_range, slice_window
 from .timeref import ms_to_rfc3339
@@ -237,7 +237,9 @@ class Store:
         with contextlib.suppress(_Rollback):
             cm.__exit__(_Rollback, _Rollback(), None)
 
+    @property
     def in_transaction(self) -> bool:
+        """Whether a transaction is open (a property, as in the reference)."""
         return self._catalog.in_transaction
 
     # ------------------------------------------------------------------ adding
@@ -282,7 +284,10 @@ class Store:
         with self.transaction():
             return self._insert_prepared(prepared)
 
-    def _prepare(self, index: int, item: Mapping[str, Any]) -> dict[str, Any]:
+    def _prepare(
+        self, index: int, item: Mapping[str, Any], *, known_hash: bytes | None = None
+    ) -> dict[str, Any]:
+        # known_hash: the caller already hashed the stored array (import_sqlite does).
         if not isinstance(item, Mapping):
             raise InvalidParameterError(
                 f"bulk item {index} must be a dict with owner_id, owner_type, owner_category, "
@@ -312,7 +317,7 @@ class Store:
                 f"time_series must be a series object (SingleTimeSeries, …), got {type(ts).__name__}"
             )
         feats = validate_features(item.get("features"))
-        return self._row_for(owner_id, owner_type, category, ts, feats)
+        return self._row_for(owner_id, owner_type, category, ts, feats, known_hash)
 
     def _row_for(
         self,
@@ -321,6 +326,7 @@ class Store:
         category: OwnerCategory,
         ts: _Series,
         feats: dict[str, Any],
+        known_hash: bytes | None = None,
     ) -> dict[str, Any]:
         arr = ts._data
         et = ts._et
@@ -345,7 +351,7 @@ class Store:
             "element_type": str(et),
             "element_shape": orjson.dumps(list(arr.shape[1:])).decode(),
             "array_shape": orjson.dumps(list(arr.shape)).decode(),
-            "data_hash": data_hash(stored),
+            "data_hash": data_hash(stored) if known_hash is None else known_hash,
             "features_hash": features_hash(feats),
         }
         if isinstance(ts, SingleTimeSeries | _Forecast):
@@ -456,7 +462,7 @@ class Store:
         )
         if clash is not None:
             kinds = ("Deterministic", "DeterministicSingleTimeSeries")
-            raise DuplicateTimeSeriesError(
+            raise InvalidParameterError(
                 f"{label} already has a {kinds[other - 2]} (id {clash}) for the same owner, name, "
                 f"resolution and features; a {kinds[code - 2]} cannot sit beside it. Remove one first.",
                 series=label,
@@ -507,7 +513,26 @@ class Store:
     ) -> list[SeriesRow]:
         self._open()
         cur = self._catalog.execute(f"{SELECT_ROWS} WHERE {where} ORDER BY {order}", params)
-        return [SeriesRow.from_sql(r) for r in cur]
+        rows = [SeriesRow.from_sql(r) for r in cur]
+        typed: dict[bytes, dict[str, Any]] = {}
+        for row in rows:
+            # JSON has no ±inf (the feature JSON holds null there); the typed rows do.
+            if any(v is None for v in row.features.values()):
+                if row.features_hash not in typed:
+                    typed[row.features_hash] = self._typed_features(row.features_hash)
+                row.features = dict(typed[row.features_hash])
+        return rows
+
+    def _typed_features(self, features_hash: bytes) -> dict[str, Any]:
+        """A feature map rebuilt from its typed ``feature_sets`` rows."""
+        out: dict[str, Any] = {}
+        for key, kind, i, f, b, text in self._catalog.execute(
+            "SELECT key, value_kind, value_int, value_float, value_bool, value_str "
+            "FROM feature_sets WHERE features_hash = ? ORDER BY key",
+            (features_hash,),
+        ):
+            out[key] = {"int": i, "float": f, "bool": bool(b), "str": text}[kind]
+        return out
 
     def _open(self) -> None:
         if self._arrays is None:
@@ -535,8 +560,9 @@ class Store:
         )
         return row.metadata(ts)
 
-    def list_metadata_by_ids(self, ids: Sequence[int]) -> list[dict[str, Any] | None]:
-        return [self.get_metadata_by_id(i) for i in ids]
+    def list_metadata_by_ids(self, ids: Sequence[int]) -> list[dict[str, Any]]:
+        """``list_metadata`` dicts for ``ids``, in the order given; NotFoundError if one is missing."""
+        return [r.metadata() for r in self.rows_by_ids(ids)]
 
     def rows_by_ids(self, ids: Sequence[int]) -> list[SeriesRow]:
         """Rows for ``ids`` in the order given; NotFoundError names any missing id."""
@@ -751,7 +777,14 @@ class Store:
             if owner_id is None or owner_category is None:
                 raise InvalidParameterError("pass owner_id and owner_category together")
             cat = OwnerCategory.coerce(owner_category)
-            rows = [r for r in rows if r.owner_id == owner_id and r.owner_category is cat]
+            for r in rows:
+                if r.owner_id != owner_id or r.owner_category is not cat:
+                    # the guard refuses the whole batch, as the reference does
+                    raise InvalidParameterError(
+                        f"series {r.id} belongs to owner {r.owner_id} ({r.owner_category.name}), "
+                        f"not to the expected owner {owner_id} ({cat.name}); nothing was removed",
+                        series=r.label,
+                    )
         with self.transaction():
             self._remove_rows(rows)
         return len(rows)
@@ -783,9 +816,9 @@ class Store:
                     ),
                 )
                 if backing is not None and backing not in ids:
-                    raise IntegrityError(
-                        f"{r.label} backs the DeterministicSingleTimeSeries id {backing}; "
-                        "remove that one too (or first)",
+                    raise InvalidParameterError(
+                        f"cannot remove {r.label}: it backs the DeterministicSingleTimeSeries "
+                        f"id {backing}; remove that one too (or first)",
                         series=r.label,
                     )
         cat.executemany(
@@ -857,6 +890,7 @@ class Store:
                             f"interval {itv} is longer than horizon {hor}, which would leave gaps"
                         )
                     count = (r.length - h) // steps + 1
+                    _check_calendar_windows(r, res, itv, h, steps, count)
                 else:
                     if h != r.length:
                         raise InvalidParameterError(
@@ -872,7 +906,7 @@ class Store:
                 if (str(hor), str(itv)) in [tuple(e) for e in existing]:
                     continue
                 if any(e[1] == str(itv) for e in existing):
-                    raise DuplicateTimeSeriesError(
+                    raise InvalidParameterError(
                         f"{r.label} already has a DeterministicSingleTimeSeries with interval "
                         f"{itv} and another horizon; remove it first",
                         series=r.label,
@@ -919,27 +953,66 @@ class Store:
                 ) from exc
 
     # ------------------------------------------------------------------ integrity
-    def verify_integrity(self) -> dict[str, Any]:
-        """Re-hash every stored array; ``{"ok": bool, "errors": [...], "checked": n}``."""
+    def verify_integrity(self, *, progress: Any = None) -> dict[str, Any]:
+        """Check that every catalog row's array (and time axis) exists and re-hashes to
+        the hash the catalog records.
+
+        Parameters
+        ----------
+        progress
+            Optional ``progress(done, total)`` callable, counted in distinct arrays.
+
+        Returns
+        -------
+        dict
+            ``{"ok": bool, "errors": [str, ...], "checked": n}``.
+        """
         self._open()
         errors: list[str] = []
         rows = self._select(order="t.data_hash, t.id")
+        held = {(bytes(h), k) for h, k in self._catalog.execute("SELECT hash, kind FROM arrays")}
+        readable = []
+        for row in rows:
+            if (row.data_hash, "data") not in held:
+                errors.append(
+                    f"{row.label} (id {row.id}) names array {row.data_hash.hex()}, which the "
+                    "store does not hold"
+                )
+            elif row.timestamps_hash and (row.timestamps_hash, "timestamps") not in held:
+                errors.append(
+                    f"{row.label} (id {row.id}) names a time axis the store does not hold"
+                )
+            else:
+                readable.append(row)
+        total = len({r.data_hash for r in readable})
         checked = 0
         seen: set[bytes] = set()
-        for batch in self.iter_arrays(rows, with_timestamps=True):
+        for batch in self.iter_arrays(readable, with_timestamps=True):
             for row, arr, ts in batch:
                 if row.data_hash in seen:
                     continue
                 seen.add(row.data_hash)
                 checked += 1
-                if data_hash(arr) != row.data_hash:
+                actual = data_hash(arr)
+                if actual != row.data_hash:
                     errors.append(
-                        f"array {row.data_hash.hex()} of {row.label} re-hashes to "
-                        f"{data_hash(arr).hex()}"
+                        f"array {row.data_hash.hex()} of {row.label} re-hashes to {actual.hex()}"
                     )
                 if ts is not None and timestamps_hash(ts) != row.timestamps_hash:
                     errors.append(f"the time axis of {row.label} does not match its hash")
+            if progress:
+                progress(checked, total)
         return {"ok": not errors, "errors": errors, "checked": checked}
+
+    @property
+    def compression(self) -> str:
+        """The HDF5 filter new arrays get: ``none`` or ``deflate:<level>:<shuffle|noshuffle>``."""
+        self._open()
+        return self._arrays.compression
+
+    def get_compression(self) -> str:
+        """Same as :attr:`compression` (the reference's method name)."""
+        return self.compression
 
     def compact(self) -> dict[str, int]:
         """Rewrite the HDF5 file from the live arrays, reclaiming freed slots."""
@@ -970,6 +1043,7 @@ class Store:
             else:
                 new_rows.append(r)
         slots_before = int(cat.scalar("SELECT COALESCE(sum(next_slot), 0) FROM pools") or 0)
+        pools_before = int(cat.scalar("SELECT count(*) FROM pools"))
         for pool, group in pools.items():
             arrays = self._arrays.read(pool, [g[5] for g in group])
             dtype, shape = group[0][2], orjson.loads(group[0][3])
@@ -994,8 +1068,12 @@ class Store:
             raise
         finally:
             self._arrays = ArrayFile(self.path, "r+")
+        # The reference's keys; feature maps and time axes are swept at removal already.
         return {
-            "slots_reclaimed": slots_before - len(live),
+            "slots_reclaimed": slots_before - sum(len(g) for g in pools.values()),
+            "datasets_dropped": pools_before - len(pools),
+            "feature_sets_reclaimed": 0,
+            "timestamp_sets_reclaimed": 0,
             "bytes_reclaimed": max(0, before - os.path.getsize(self.path)),
         }
 
@@ -1021,6 +1099,26 @@ def _dtype_of(arr: np.ndarray) -> str:
     from .elements import dtype_name
 
     return dtype_name(arr.dtype)
+
+
+def _check_calendar_windows(row: SeriesRow, res, itv, h: int, steps: int, count: int) -> None:
+    """A view's window j steps from its own issue time; on a calendar grid whose day of month
+    is clamped (anchored on the 29th-31st) that can name other dates than the source's own
+    timestamps, so such a view is refused rather than mislabelling values."""
+    if not res.calendar:
+        return
+    source = grid(row.initial_ms, res, row.length)
+    for j in range(1, count):
+        issue = step(row.initial_ms, itv, j)
+        if not np.array_equal(grid(issue, res, h), source[j * steps : j * steps + h]):
+            raise InvalidParameterError(
+                f"cannot derive a DeterministicSingleTimeSeries of {row.label} at resolution "
+                f"{res} with interval {itv}: the source grid starts on day "
+                f"{ms_to_rfc3339(row.initial_ms)[8:10]} of its month, which shorter months clamp, "
+                f"so window {j} would put the source's values under other dates. Anchor the "
+                "series on a day every month has (1-28), or store it as a NonSequentialTimeSeries.",
+                series=row.label,
+            )
 
 
 def _materialize_windows(src: np.ndarray, res, hor, itv, count: int) -> np.ndarray:

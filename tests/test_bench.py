@@ -1,0 +1,110 @@
+"""The benchmark harness runs end to end (``bench/run.py --quick``).
+
+Checks the harness, not the speed: the run exits 0, its JSON parses, every scenario has
+every operation for both implementations, and every per-round ratio is a positive finite
+number. Needs the reference implementation (``infrastore`` 0.15.1) installed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("infrastore")
+
+pytestmark = pytest.mark.interop
+
+REPO = Path(__file__).resolve().parent.parent
+RUN = REPO / "bench" / "run.py"
+SCENARIO_OPS = {
+    "sts": {"export", "import", "add", "read"},
+    "mixed": {"export", "import", "add", "read"},
+    "small": {"export", "import", "add", "read"},
+    "memory": {"export", "import"},
+}
+IMPLS = {"ours", "ref"}
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
+    tmp = tmp_path_factory.mktemp("bench")
+    out = tmp / "tmp.json"
+    proc = subprocess.run(
+        [sys.executable, str(RUN), "--quick", "--quiet", "--json", str(out)],
+        cwd=str(tmp),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return proc, out
+
+
+def test_quick_run_exits_zero(quick_run):
+    proc, _ = quick_run
+    assert proc.returncode == 0, f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
+    assert "speedup" in proc.stdout.lower()
+
+
+def test_json_has_every_op_of_every_scenario_for_both_implementations(quick_run):
+    proc, out = quick_run
+    assert out.exists(), proc.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    assert doc["failures"] == []
+    seen: dict[str, set[tuple[str, str]]] = {}
+    for rec in doc["results"]:
+        seen.setdefault(rec["scenario"], set()).add((rec["op"], rec["impl"]))
+    for scenario, ops in SCENARIO_OPS.items():
+        assert seen.get(scenario) == {(op, impl) for op in ops for impl in IMPLS}, scenario
+
+
+def test_every_ratio_is_positive_and_finite(quick_run):
+    _, out = quick_run
+    doc = json.loads(out.read_text())
+    for rec in doc["results"]:
+        where = (rec["scenario"], rec["size"], rec["op"], rec["impl"])
+        assert rec["ratio"], where
+        assert len(rec["ratio"]) == len(rec["seconds"]) == doc["meta"]["rounds"], where
+        for r in rec["ratio"]:
+            assert isinstance(r, float) and math.isfinite(r) and r > 0, (where, r)
+        for s in rec["seconds"]:
+            assert math.isfinite(s) and s > 0, where
+        assert rec["rows"] > 0, where
+        assert rec["rss_mb"] and all(m > 0 for m in rec["rss_mb"]), where
+        if rec["op"] == "export":
+            assert rec["db_bytes"] > 0, where
+
+
+def test_memory_growth_is_reported(quick_run):
+    _, out = quick_run
+    doc = json.loads(out.read_text())
+    pairs = {(m["op"], m["impl"]) for m in doc["memory"] if m["growth_mb"] is not None}
+    assert pairs == {(op, impl) for op in ("export", "import") for impl in IMPLS}
+
+
+def test_scenarios_are_deterministic():
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import scenarios
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    for builder in scenarios.BUILDERS:
+        n = scenarios.SIZES[builder]["quick"]
+        a, b = scenarios.specs(builder, n), scenarios.specs(builder, n)
+        assert len(a) == len(b) > 0
+        for x, y in zip(a, b, strict=True):
+            assert (x.kind, x.owner_id, x.owner_type, x.rows) == (
+                y.kind,
+                y.owner_id,
+                y.owner_type,
+                y.rows,
+            )
+            for u, v in zip(x.args, y.args, strict=True):
+                if hasattr(u, "shape"):
+                    assert u.tobytes() == v.tobytes()
+                else:
+                    assert u == v
