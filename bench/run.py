@@ -137,6 +137,7 @@ def child_main(spec: dict[str, Any]) -> None:
         parts = timed(lambda: store.export_sqlite(spec["out"]))
         store.close()
         out["rows"] = sum(int(p["rows"]) for p in parts)
+        out["series"] = sum(int(p["series"]) for p in parts)
         out["partitions"] = len(parts)
         out["db_bytes"] = _db_bytes(spec["out"])
     elif op == "import":
@@ -282,6 +283,13 @@ class Runner:
             elif op == "read":
                 spec.update(self.ensure_store(impl, builder, n))
             res = self.child(spec)
+            if op == "import":
+                # A partial import would look fast: it must give back every series.
+                ids = json.loads(Path(self.ensure_store(impl, builder, n)["ids"]).read_text())
+                if res["series"] != len(ids):
+                    raise ChildError(
+                        f"import returned {res['series']} ids; the store exported {len(ids)} series"
+                    )
             if op == "export" and keep:
                 # Keep this round's output as the database the import rounds read.
                 db = home / "export.db"
@@ -377,6 +385,7 @@ def records_for(scenario: str, size: str, n: int, op: str, m: dict[str, Any]) ->
                 "seconds_max": max(secs) if secs else None,
                 "cpu_seconds": [x["cpu_seconds"] for x in rs],
                 "rows": rows,
+                "series": rs[0].get("series") if rs else None,
                 "rows_per_s": rows / med if rows and med else None,
                 "rss_mb": [round(x["peak_rss_mb"], 1) for x in rs],
                 "rss_mb_median": _median([x["peak_rss_mb"] for x in rs]),
@@ -594,6 +603,8 @@ def machine_info() -> dict[str, Any]:
             if line.startswith("MemTotal:"):
                 info["ram_gb"] = round(int(line.split()[1]) / 2**20, 1)
     versions = {}
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
     for name in ("infrastore_sqlite", "infrastore", "numpy", "h5py", "apsw", "orjson"):
         try:
             versions[name] = getattr(importlib.import_module(name), "__version__", "?")
@@ -602,6 +613,7 @@ def machine_info() -> dict[str, Any]:
     with contextlib.suppress(Exception):
         import apsw
 
+        versions["apsw"] = apsw.apswversion()
         versions["sqlite (apsw)"] = apsw.sqlite_lib_version()
         versions["h5py hdf5"] = importlib.import_module("h5py").version.hdf5_version
     info["versions"] = versions

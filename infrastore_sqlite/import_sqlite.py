@@ -27,6 +27,7 @@ array ids on either side, and a recomputed hash that disagrees with the recorded
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -224,10 +225,13 @@ def import_sqlite(
     where = str(path)
     conn = open_database(path, read_only=True)
     try:
-        conn.execute("BEGIN")  # one consistent snapshot of the file
-        parts = discover(conn, table_prefix, where)
-        readers = [_PartitionReader(conn, t, where) for t in parts]
-        total = sum(r.values_count() for r in readers)
+        try:
+            conn.execute("BEGIN")  # one consistent snapshot of the file
+            parts = discover(conn, table_prefix, where)
+            readers = [_PartitionReader(conn, t, where) for t in parts]
+            total = sum(r.values_count() for r in readers)
+        except apsw.Error as exc:
+            raise StorageError(f"reading {where} failed: {exc}") from exc
         ctx = _Context(store, opts, skip_checksum, progress, total)
         report = ImportReport(where, table_prefix, dry_run)
         report.partitions = [_partition_entry(r.tables) for r in readers]
@@ -657,6 +661,10 @@ class _PartitionReader:
         self._features: dict[str, dict[str, Any]] = {}
         self._periods: dict[tuple[str, str], Period] = {}
         self._label: str | None = None  # the series being read, for messages
+        self._spans: dict[int, tuple[int, int] | None] = {}
+        # True when the arrays' rowid spans do not overlap: every row inside a span is
+        # then the array's own (check_claimed has refused rows of no array).
+        self._tiled = False
 
     # -- structure ---------------------------------------------------------------------
     def values_count(self) -> int:
@@ -981,6 +989,14 @@ class _PartitionReader:
             table=values,
         )
 
+    def find_spans(self, ids: Sequence[int]) -> None:
+        """The rowid span of every array (two index seeks each), and whether they tile."""
+        if self._mode != "range":
+            return
+        self._spans = {aid: self._span(aid) for aid in ids}
+        spans = sorted(sp for sp in self._spans.values() if sp is not None)
+        self._tiled = all(a[1] < b[0] for a, b in itertools.pairwise(spans))
+
     def _span(self, aid: int) -> tuple[int, int] | None:
         if self._temp is not None:
             lo = self.conn.execute(f"SELECT min(r) FROM temp.{self._temp} WHERE a = ?", (aid,)).get
@@ -1018,7 +1034,7 @@ class _PartitionReader:
         for aid in ids:
             span = None
             if self._mode == "range":
-                span = self._span(aid)
+                span = self._spans[aid] if aid in self._spans else self._span(aid)
                 if span is None:
                     continue  # no rows
             spans.append((aid, span))
@@ -1065,14 +1081,15 @@ class _PartitionReader:
             affine = ("det", first, spec.itv.ms, spec.res.ms, steps, n // steps)
         else:
             return None
-        if dtype == "f64":
-            # SQLite vouches for the storage class too, so the cells need no check here.
-            cond += " AND (typeof(value) = 'real' OR value IS NULL)"
+        if not self._tiled:
+            cond = f"array_id = ?5 AND {cond}"
         cells = _column(
             self.conn,
-            f"SELECT CASE WHEN array_id = ?5 AND {cond} THEN value ELSE x'00' END "
+            f"SELECT CASE WHEN {cond} THEN value ELSE x'00' END "
             f"FROM {self.V} WHERE rowid BETWEEN ?2 AND ?4",
-            params,
+            # ?5 (array_id) is a parameter only when the query still uses it, or when a
+            # later one (?6, ?7) makes SQLite count it anyway.
+            params if len(params) > 5 or not self._tiled else params[:4],
         )
         if len(cells) != n:
             return None  # a gap in the span: rows of the array are interleaved with others
@@ -1203,25 +1220,38 @@ class _PartitionReader:
 _FLOAT_CELLS = frozenset({float, type(None)})
 
 
-def _decode_fast(cells: list, dtype: str) -> np.ndarray | None:
-    """Decode the cells of the fused query; None when a row came back as the sentinel.
+def _floats_only(cells: list) -> np.ndarray | None:
+    """``cells`` as float64 when every one is a float (no NULL, text or blob), else None.
 
-    For f64 the query let through only REAL and NULL cells (a float or None here, which
-    ``fromiter`` takes as the number or NaN); anything else is the sentinel blob, which
-    ``fromiter`` refuses.
+    numpy's own type inference is the cheapest check there is: it gives float64 only
+    for a list of floats (and ints, which a REAL column never returns); a None makes it
+    an object array, a string or a blob a string array.
     """
+    arr = np.array(cells)
+    if arr.dtype == np.float64 and arr.ndim == 1:
+        return arr
+    return None
+
+
+def _decode_fast(cells: list, dtype: str) -> np.ndarray | None:
+    """Decode the cells of the fused query; None when a row came back as the sentinel."""
     if dtype == "f64":
-        try:
-            return np.fromiter(cells, dtype=np.float64, count=len(cells))
-        except (TypeError, ValueError):
-            return None
+        arr = _floats_only(cells)
+        if arr is not None:
+            return arr
     types = set(map(type, cells))
+    if dtype == "f64" and types <= _FLOAT_CELLS:
+        return np.fromiter(cells, dtype=np.float64, count=len(cells))
     if bytes in types:
         return None
     return decode_cells(cells, dtype)
 
 
 def _decode(cells: list, dtype: str) -> np.ndarray:
+    if dtype == "f64":
+        arr = _floats_only(cells)
+        if arr is not None:
+            return arr
     types = set(map(type, cells))
     if dtype == "f64" and types <= _FLOAT_CELLS:
         return np.fromiter(cells, dtype=np.float64, count=len(cells))
@@ -1452,7 +1482,7 @@ def _build_forecast(reader: _PartitionReader, group: _Group, spec: _Spec) -> _Bu
         if not np.isfinite(pct).all():
             i = int(np.argmax(~np.isfinite(pct)))
             raise InvalidParameterError(
-                f"series {spec.label} has a percentile of {pct[i]!r}, which is not finite "
+                f"series {spec.label} has a percentile of {float(pct[i])!r}, which is not finite "
                 f"({reader._row_text(group.key, rowids(), i)})"
             )
         lanes_v, lane = np.unique(pct, return_inverse=True)
@@ -1550,6 +1580,20 @@ def _series_object(tst: TimeSeriesType, spec: _Spec, built: _Built) -> Any:
 def _import_partition(
     ctx: _Context, reader: _PartitionReader, *, write: bool
 ) -> tuple[_PartitionResult, list[int]]:
+    try:
+        return _read_partition(ctx, reader, write=write)
+    except apsw.Error as exc:
+        # The interchange file failed under us (corrupt pages, an odd table definition).
+        raise StorageError(
+            f"reading {reader.tables.values} (and its series and arrays tables) from "
+            f"{reader.where} failed: {exc}",
+            table=reader.tables.values,
+        ) from exc
+
+
+def _read_partition(
+    ctx: _Context, reader: _PartitionReader, *, write: bool
+) -> tuple[_PartitionResult, list[int]]:
     store = ctx.store
     tables = reader.tables
     tst = reader.type
@@ -1579,6 +1623,7 @@ def _import_partition(
     try:
         reader.prepare_lookup()
         reader.check_claimed(arrays)
+        reader.find_spans(list(arrays))
         for key in sorted(ids_by_key):
             group_specs = by_key.get(key, [])
             group = reader.read_group(

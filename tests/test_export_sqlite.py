@@ -1087,11 +1087,10 @@ def test_progress_reaches_the_total(varied, tmp_path: Path) -> None:
 
 
 def test_module_level_function(varied, tmp_path: Path) -> None:
-    import infrastore_sqlite
-    import infrastore_sqlite.export_sqlite  # any export imports it
+    from infrastore_sqlite.export_sqlite import export_sqlite
 
     store, _, _ = varied
-    assert infrastore_sqlite.export_sqlite(store, tmp_path / "e.sqlite", name="f64")
+    assert export_sqlite(store, tmp_path / "e.sqlite", name="f64")
 
 
 def test_filters(varied, tmp_path: Path) -> None:

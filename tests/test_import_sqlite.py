@@ -328,6 +328,15 @@ def test_assertions_the_file_agrees_with(db, dst):
         ({"name": ""}, "name must not be empty"),
         ({"element_type": "float"}, 'unknown element_type "float"'),
         ({"resolution": "1 hour"}, "invalid ISO-8601 period"),
+        ({"element_shape": "[2,"}, "is not a JSON list"),
+        ({"element_shape": ["a"]}, "element_shape must be a list of non-negative integers"),
+        ({"element_shape": [-1]}, "must not hold negative sizes"),
+        ({"features": "a=1"}, "features must be a dict"),
+        ({"units": 5}, "units must be a string"),
+        (
+            {"resolution": "PT1H", "type": "NonSequentialTimeSeries"},
+            "is a Deterministic, but the type",
+        ),
     ],
 )
 def test_bad_override_values(db, dst, overrides, pattern):
@@ -340,3 +349,16 @@ def test_bad_override_values(db, dst, overrides, pattern):
 def test_overrides_none_means_not_given(db, dst):
     ids = dst.import_sqlite(db, overrides={"owner_type": None, "initial_timestamp": None} | {})
     assert len(ids) == 5
+
+
+def test_overrides_must_be_a_dict(db, dst):
+    with pytest.raises(InvalidParameterError, match="overrides must be a dict"):
+        dst.import_sqlite(db, overrides=[("units", "x")])
+
+
+def test_resolution_asserted_on_a_series_without_one(db, dst):
+    edit(db, "DELETE FROM Deterministic_f64_utc_series", "DELETE FROM Deterministic_f64_utc_values")
+    edit(db, f"DELETE FROM {STS}_series", f"DELETE FROM {STS}_values")
+    with pytest.raises(InvalidParameterError, match="which has no resolution, but resolution PT1H"):
+        dst.import_sqlite(db, overrides={"resolution": "PT1H"})
+    assert dst.import_sqlite(db, overrides={"element_shape": ""}) != []

@@ -881,3 +881,11 @@ def test_forecasts_sharing_an_array_on_another_grid(db, dst):
         InvalidParameterError,
         "series 'det' \\(owner 5.*issue time of 2024-01-01 02:00:00 UTC, which is not window 1 of a PT1H grid",
     )
+
+
+def test_corrupt_pages_are_a_storage_error(db, dst):
+    data = bytearray(db.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 2000] = b"\xff" * 2000
+    db.write_bytes(bytes(data))
+    refused(dst, db, I.StorageError, "failed: database disk image is malformed")

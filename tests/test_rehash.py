@@ -131,3 +131,14 @@ def test_missing_file_and_bad_prefix(tmp_path, db):
         InvalidParameterError, match="holds no exported partitions without a table prefix"
     ):
         rehash_sqlite(db)
+
+
+def test_progress_and_arrays_rows_without_series(db):
+    edit(db, f"INSERT INTO p_{STS}_arrays (id, data_hash, time_axis) VALUES (40, 'x', 'y')")
+    edit(db, f"UPDATE p_{STS}_values SET value = value + 1 WHERE array_id = 1")
+    seen = []
+    assert rehash_sqlite(db, "p_", progress=lambda done, total: seen.append((done, total))) == 1
+    assert seen and seen[-1][0] == seen[-1][1]
+    conn = apsw.Connection(str(db))
+    assert conn.execute(f"SELECT data_hash FROM p_{STS}_arrays WHERE id = 40").get == "x"
+    conn.close()
