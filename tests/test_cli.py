@@ -554,3 +554,42 @@ def test_unexpected_error_is_one_line(pristine: Path, monkeypatch: pytest.Monkey
     assert "INFRASTORE_SQLITE_DEBUG=1" in r.stderr and "Traceback" not in r.stderr
     debug = run("--store", str(pristine), "list", env={"INFRASTORE_SQLITE_DEBUG": "1"})
     assert debug.exit_code == 1 and "Traceback" in debug.stderr
+
+
+# ---------------------------------------------------------------------------- rehash
+
+
+def test_sql_edit_is_refused_then_imported_after_rehash(exported: str, tmp_path: Path) -> None:
+    """The issue's workflow 2 through the command line: edit, refuse, rehash, import."""
+    import apsw
+
+    conn = apsw.Connection(exported)
+    table = "SingleTimeSeries_f64_utc_values"
+    conn.execute(f'UPDATE "{table}" SET value = value * 1.1 WHERE array_id = 1')
+    edited = conn.execute(f'SELECT value FROM "{table}" WHERE array_id = 1 LIMIT 1').fetchone()[0]
+    conn.close()
+    copy = str(tmp_path / "copy.h5")
+    ok("init", copy)
+    refused = run("--store", copy, "add", "--sqlite", exported)
+    assert refused.exit_code == 1 and refused.stdout == ""
+    assert "does not match its recorded data_hash" in refused.stderr
+    assert "rehash" in refused.stderr or "--no-checksum" in refused.stderr
+    doc = js("rehash", "--db", exported)
+    assert doc["rehashed"] == 1
+    assert js("rehash", "--db", exported)["rehashed"] == 0  # idempotent
+    # The CLI committed the partitions before the refused one; import into a fresh store.
+    copy = str(tmp_path / "copy2.h5")
+    ok("init", copy)
+    added = js("--store", copy, "add", "--sqlite", exported)
+    assert added["added"] > 0
+    with Store.open(copy, read_only=True) as store:
+        values = [store.read_by_id(m["id"]).data[0] for m in store.list_metadata()
+                  if m["element_type"] == "f64" and m["time_reference"] == "utc"
+                  and m["time_series_type"] == "SingleTimeSeries"]  # fmt: skip
+    assert edited in values
+
+
+def test_rehash_refuses_a_missing_file(tmp_path: Path) -> None:
+    result = run("rehash", "--db", str(tmp_path / "nope.db"))
+    assert result.exit_code == 1 and result.stdout == ""
+    assert "nope.db" in result.stderr

@@ -238,6 +238,7 @@ def test_json_outputs_match_their_schemas(
                                          "--interval", "PT1H"))  # fmt: skip
     check(registry, "remove.json", js("--store", demo, "remove", "--name", "inflow", "--dry-run"))
     check(registry, "remove.json", js("--store", demo, "-y", "remove", "--name", "inflow"))
+    check(registry, "rehash.json", js("rehash", "--db", db))
     check(registry, "remove.json", js("--store", demo, "-y", "remove", "--name", "inflow"))
 
 
