@@ -25,7 +25,7 @@ import numpy as np
 import orjson
 
 from .cells import encode_json_cells, encode_scalar_cells, has_negative_zero, sql_value_type
-from .errors import InvalidParameterError, StorageError, TimeSeriesError
+from .errors import InvalidParameterError
 from .layout import (
     VIEW_MARKER,
     VIEW_NAMES,
@@ -43,6 +43,7 @@ from .layout import (
 )
 from .model import TimeSeriesType
 from .plan import ExportPlan, PartitionPlan, RowBlock, iter_partition_arrays, plan_export
+from .sqlitefile import open_database, write_transaction
 
 if TYPE_CHECKING:
     from .store import Store
@@ -145,18 +146,11 @@ def export_sqlite(
 
 # ---------------------------------------------------------------------- connections
 def _connect(path: Path, *, create: bool) -> apsw.Connection:
-    flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
-    try:
-        conn = apsw.Connection(str(path), flags=flags)
-        conn.setbusytimeout(5000)
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
-    except apsw.NotADBError as exc:
-        raise InvalidParameterError(
-            f"{path} is not an SQLite database; export into a new file or an existing database"
-        ) from exc
-    except apsw.Error as exc:
-        raise StorageError(f"cannot open {path}: {exc}") from exc
-    return conn
+    return open_database(
+        path,
+        create=create,
+        not_a_db_hint="export into a new file or an existing database",
+    )
 
 
 @contextlib.contextmanager
@@ -235,11 +229,7 @@ def _write(
     *,
     fresh: bool,
 ) -> None:
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-    except apsw.Error as exc:
-        raise StorageError(f"cannot write to {where}: {exc}") from exc
-    try:
+    with write_transaction(conn, where, "writing"):
         if not fresh:
             _check_collisions(conn, plan, prefix)
         earlier = [] if fresh else _existing_partitions(conn, prefix, where)
@@ -269,18 +259,6 @@ def _write(
                 series=labels,
             )
         _rebuild_views(conn, prefix, earlier, plan)
-        conn.execute("COMMIT")
-    except TimeSeriesError:
-        conn.execute("ROLLBACK")
-        raise
-    except apsw.Error as exc:
-        with contextlib.suppress(apsw.Error):
-            conn.execute("ROLLBACK")
-        raise StorageError(f"writing {where} failed: {exc}; nothing was written") from exc
-    except BaseException:
-        with contextlib.suppress(apsw.Error):
-            conn.execute("ROLLBACK")
-        raise
 
 
 def _write_partition(

@@ -62,6 +62,7 @@ from .model import (
     TimeSeriesType,
 )
 from .periods import Period, as_period, divide, grid_index, step
+from .sqlitefile import open_database
 from .timeref import check_period_for_reference, ms_to_axis_instant, normalize_time_reference
 
 if TYPE_CHECKING:
@@ -398,25 +399,6 @@ def _check_override(key: str, value: Any) -> Any:
 
 
 # ------------------------------------------------------------------------------ database
-def open_database(path: str | Path, *, read_only: bool) -> apsw.Connection:
-    """Open an interchange database, refusing a missing file or one that is not SQLite."""
-    p = Path(path)
-    if not p.is_file():
-        raise InvalidParameterError(f"{path} is not a file")
-    flags = apsw.SQLITE_OPEN_READONLY if read_only else apsw.SQLITE_OPEN_READWRITE
-    try:
-        conn = apsw.Connection(str(p), flags=flags)
-        conn.setbusytimeout(5000)
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
-    except apsw.NotADBError as exc:
-        raise InvalidParameterError(
-            f"{path} is not an SQLite database; pass the file export_sqlite wrote"
-        ) from exc
-    except apsw.Error as exc:
-        raise StorageError(f"cannot open {path}: {exc}") from exc
-    return conn
-
-
 @dataclass(slots=True)
 class _Tables:
     """One partition's three tables, with the names SQLite holds them under."""

@@ -15,16 +15,15 @@ from pathlib import Path
 
 import apsw
 
-from .errors import StorageError, TimeSeriesError
 from .import_sqlite import (
     _Options,
     _PartitionReader,
     build_group,
     discover,
-    open_database,
 )
 from .layout import validate_prefix
 from .model import TimeSeriesType
+from .sqlitefile import open_database, write_transaction
 
 __all__ = ["rehash_sqlite"]
 
@@ -71,24 +70,8 @@ def rehash_sqlite(
     where = str(path)
     conn = open_database(path, read_only=False)
     try:
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except apsw.Error as exc:
-            raise StorageError(f"cannot write to {where}: {exc}") from exc
-        try:
+        with write_transaction(conn, where, "rehashing"):
             changed = _rehash(conn, table_prefix, where, progress)
-            conn.execute("COMMIT")
-        except TimeSeriesError:
-            conn.execute("ROLLBACK")
-            raise
-        except apsw.Error as exc:
-            with contextlib.suppress(apsw.Error):
-                conn.execute("ROLLBACK")
-            raise StorageError(f"rehashing {where} failed: {exc}; nothing was written") from exc
-        except BaseException:
-            with contextlib.suppress(apsw.Error):
-                conn.execute("ROLLBACK")
-            raise
     finally:
         with contextlib.suppress(apsw.Error):
             conn.close()

@@ -496,3 +496,124 @@ def test_ragged_padding_reads_back_canonical(
     assert meta["data_hash"] == data_hash_hex(small)
     assert meta["element_shape"] == [width]
     tracked.first.setdefault(meta["data_hash"], small.tobytes())
+
+
+# --------------------------------------------------------------------------- exhaustive grid
+ELEMENT_GRID = [
+    *[(d, ()) for d in DTYPE_NAMES],
+    ("f64", (2, 3)),
+    ("bool", (2,)),
+    ("u8", (3, 1)),
+    *[(f"tuple(3,{d})", (3,)) for d in ("f64", "f32", "i16", "u64", "bool")],
+    ("linear_function", (2,)),
+    ("quadratic_function", (3,)),
+    ("piecewise_linear", (5,)),
+    ("piecewise_step", (4,)),
+]
+TYPE_GRID = [
+    "SingleTimeSeries",
+    "NonSequentialTimeSeries",
+    "PersistentTimeSeries",
+    "Deterministic",
+    "Probabilistic",
+    "Scenarios",
+]
+
+
+def grid_data(
+    element_type: str, e: tuple[int, ...], lead: tuple[int, ...], seed: int
+) -> np.ndarray:
+    """Deterministic data for one grid cell, special float values included."""
+    rng = np.random.default_rng(seed)
+    et = parse_element_type(element_type)
+    dtype = NUMPY_DTYPES[et.dtype]
+    shape = (*lead, *e)
+    if et.is_ragged:
+        cells = int(np.prod(lead))
+        width = e[0]
+        rows = np.zeros((cells, width))
+        for r in range(cells):
+            n = int(rng.integers(0, 3))
+            used = 1 + 2 * n if et.kind == "piecewise_linear" else (2 * n if n else 1)
+            rows[r, 0] = n
+            rows[r, 1:used] = rng.normal(size=used - 1)
+        rows[0, 0] = 2  # at least one full row, so the width is minimal
+        rows[0, 1:] = rng.normal(size=width - 1)
+        return rows.reshape(shape)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, size=shape).astype(bool)
+    if dtype.kind == "f":
+        bits = np.uint64 if dtype.itemsize == 8 else np.uint32
+        special = SPECIAL_F64 if dtype.itemsize == 8 else SPECIAL_F32
+        out = rng.normal(size=shape).astype(dtype)
+        flat = out.reshape(-1).view(bits)
+        flat[: len(special)] = np.array(special, dtype=bits)[: flat.size]
+        return out
+    info = np.iinfo(dtype)
+    out = rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+    out.reshape(-1)[:2] = [info.min, info.max][: out.size]
+    return out
+
+
+def grid_series(kind: str, element_type: str, e: tuple[int, ...], seed: int) -> Any:
+    name = f"grid#{next(NAMES)}"
+    start = datetime(2024, 3, 10, 8, tzinfo=UTC).astimezone(ZoneInfo("America/Denver"))
+    kw = {"element_type": element_type}
+    if kind == "SingleTimeSeries":
+        return SingleTimeSeries(start, "PT1H", grid_data(element_type, e, (4,), seed), name, **kw)
+    if kind in ("NonSequentialTimeSeries", "PersistentTimeSeries"):
+        stamps = [start + timedelta(hours=h) for h in (0, 1, 5, 30)]
+        cls = NonSequentialTimeSeries if kind == "NonSequentialTimeSeries" else PersistentTimeSeries
+        return cls(stamps, grid_data(element_type, e, (4,), seed), name, **kw)
+    if kind == "Deterministic":
+        return Deterministic(
+            start, "PT1H", "PT2H", "PT1H", 3, grid_data(element_type, e, (2, 3), seed), name, **kw
+        )
+    if kind == "Probabilistic":
+        data = grid_data(element_type, e, (2, 2, 3), seed)
+        return Probabilistic(start, "PT1H", "PT2H", "PT1H", 3, [0.1, 0.9], data, name, **kw)
+    return Scenarios(
+        start, "PT1H", "PT2H", "PT1H", 3, grid_data(element_type, e, (3, 2, 3), seed), name, **kw
+    )
+
+
+@pytest.fixture(scope="module")
+def grid_tracked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tracked]:
+    """A store of its own: the grid transforms every STS of its category and resolution."""
+    s = Store.create(Path(tmp_path_factory.mktemp("grid")) / "grid.h5")
+    yield Tracked(s)
+    assert s.verify_integrity()["ok"]
+    s.close()
+
+
+@pytest.mark.parametrize("kind", TYPE_GRID)
+@pytest.mark.parametrize(
+    ("element_type", "e"), ELEMENT_GRID, ids=[f"{t}{list(e)}" for t, e in ELEMENT_GRID]
+)
+def test_every_element_type_on_every_type(
+    grid_tracked: Tracked, kind: str, element_type: str, e: tuple
+) -> None:
+    tracked = grid_tracked
+    ts = grid_series(kind, element_type, e, seed=len(element_type) * 31 + len(kind))
+    who = {
+        "owner_id": 42,
+        "owner_type": "Grid",
+        "owner_category": OwnerCategory.SupplementalAttribute,
+        "features": {"kind": kind, "n": 1, "x": 0.5, "b": True},
+    }
+    round_trip(tracked, ts, who)
+    if kind == "SingleTimeSeries":  # and its view
+        s = tracked.store
+        s.transform_single_time_series(
+            "PT2H", "PT1H", resolution="PT1H", owner_category=OwnerCategory.SupplementalAttribute
+        )
+        view = [
+            m
+            for m in s.list_metadata(name=ts.name)
+            if m["time_series_type"] == "DeterministicSingleTimeSeries"
+        ]
+        got = s.read_by_id(view[0]["id"])
+        np.testing.assert_array_equal(
+            got.data, np.stack([ts.data[j : j + 2] for j in range(3)], axis=1)
+        )
+        s.remove_by_ids([view[0]["id"]])

@@ -1187,3 +1187,101 @@ def test_calendar_slices_agree(monthly: Pair, name: str) -> None:
     bounds = [*points, points[-1] + timedelta(days=40), points[0] - timedelta(days=40)]
     for a, b in itertools.product(bounds, bounds):
         _compare(monthly, lambda s, i, r=(a, b): s.read_by_ids_range([i], r), ids)
+
+
+# =========================================================================== exhaustive grid
+GRID_ELEMENTS = [
+    *[(d, ()) for d in DTYPE_NAMES],
+    ("f64", (2, 3)),
+    ("i32", (2,)),
+    *[(f"tuple(2,{d})", (2,)) for d in ("f64", "f32", "i8", "u64", "bool")],
+    ("linear_function", (2,)),
+    ("quadratic_function", (3,)),
+    ("piecewise_linear", (5,)),
+    ("piecewise_step", (4,)),
+]
+GRID_TYPES = [
+    "SingleTimeSeries",
+    "NonSequentialTimeSeries",
+    "PersistentTimeSeries",
+    "Deterministic",
+    "Probabilistic",
+    "Scenarios",
+]
+
+
+def _grid_array(
+    element_type: str, e: tuple[int, ...], lead: tuple[int, ...], seed: int
+) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    kind_dtype = (
+        element_type.split(",")[-1].rstrip(")")
+        if element_type.startswith("tuple")
+        else element_type
+    )
+    if element_type in ("piecewise_linear", "piecewise_step"):
+        cells, width = int(np.prod(lead)), e[0]
+        rows = np.zeros((cells, width))
+        for r in range(cells):
+            n = 2 if r == 0 else int(rng.integers(0, 3))  # row 0 full: minimal width
+            used = 1 + 2 * n if element_type == "piecewise_linear" else (2 * n if n else 1)
+            rows[r, 0] = n
+            rows[r, 1:used] = rng.normal(size=used - 1)
+        return rows.reshape((*lead, width))
+    if element_type in ("linear_function", "quadratic_function"):
+        kind_dtype = "f64"
+    dtype = NUMPY_DTYPES[kind_dtype]
+    shape = (*lead, *e)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, size=shape).astype(bool)
+    if dtype.kind == "f":
+        bits = np.uint64 if dtype.itemsize == 8 else np.uint32
+        special = SPECIAL_F64 if dtype.itemsize == 8 else SPECIAL_F32
+        out = rng.normal(size=shape).astype(dtype)
+        flat = out.reshape(-1).view(bits)
+        n = min(len(special), flat.size)
+        flat[:n] = np.array(special[:n], dtype=bits)
+        return out
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+
+
+def _grid_spec(kind: str, element_type: str, e: tuple[int, ...]) -> Spec:
+    name = f"grid#{next(NAMES)}"
+    start = datetime(2024, 11, 3, 6, tzinfo=UTC).astimezone(ZoneInfo("America/Denver"))
+    kw = {"element_type": element_type}
+    if kind == "SingleTimeSeries":
+        return Spec(kind, (start, "PT30M", _grid_array(element_type, e, (5,), 1), name), kw)
+    if kind in ("NonSequentialTimeSeries", "PersistentTimeSeries"):
+        stamps = [start + timedelta(hours=h) for h in (0, 1, 2, 40, 41)]
+        return Spec(kind, (stamps, _grid_array(element_type, e, (5,), 2), name), kw)
+    head = (start, "PT30M", "PT1H", "PT30M", 3)
+    if kind == "Deterministic":
+        return Spec(kind, (*head, _grid_array(element_type, e, (2, 3), 3), name), kw)
+    if kind == "Probabilistic":
+        return Spec(
+            kind, (*head, [0.25, 0.75], _grid_array(element_type, e, (2, 2, 3), 4), name), kw
+        )
+    return Spec(kind, (*head, _grid_array(element_type, e, (3, 2, 3), 5), name), kw)
+
+
+@pytest.mark.parametrize("kind", GRID_TYPES)
+@pytest.mark.parametrize(
+    ("element_type", "e"), GRID_ELEMENTS, ids=[f"{t}{list(e)}" for t, e in GRID_ELEMENTS]
+)
+def test_every_element_type_on_every_type_agrees(
+    pair: Pair, kind: str, element_type: str, e: tuple
+) -> None:
+    spec = _grid_spec(kind, element_type, e)
+    ids = pair.add(spec, owner_id=77, owner_type="Grid", features={"kind": kind, "w": 0.25})
+    assert_same_series(pair, ids)
+    window = pair.call(
+        lambda lib, s: [
+            state(x)
+            for x in s.read_by_ids_range(
+                [ids[0] if lib is infrastore else ids[1]],
+                (datetime(2024, 11, 3, 7, tzinfo=UTC), datetime(2024, 11, 3, 8, 30, tzinfo=UTC)),
+            )
+        ]
+    )
+    assert window[0] == window[1]
