@@ -1569,8 +1569,11 @@ def verify(ctx: click.Context) -> None:
 
 @cli.command(
     epilog=_example(
-        "sqlite3 demo.db 'UPDATE SingleTimeSeries_f64_utc_values SET value = value * 1.1'",
+        f"{PROG} --store demo.h5 export -f sqlite --db demo.db",
+        "sqlite3 demo.db 'UPDATE SingleTimeSeries_f64_utc_values SET value = value * 1.1 "
+        "WHERE array_id = 1 RETURNING value'",
         f"{PROG} rehash --db demo.db",
+        f"{PROG} init copy.h5",
         f"{PROG} --store copy.h5 add --sqlite demo.db",
     )
 )

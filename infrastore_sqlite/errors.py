@@ -65,6 +65,10 @@ class DuplicateTimeSeriesError(TimeSeriesError):
     """A series with the same identity is already in the store (or twice in one batch)."""
 
 
+class OwnerMismatchError(InvalidParameterError):
+    """A call guarded by an owner named series that belong to another owner."""
+
+
 class IntegrityError(TimeSeriesError):
     """Stored data disagrees with its recorded hash, or a catalog rule would be broken."""
 
@@ -106,6 +110,7 @@ __all__ = [
     "InvalidParameterError",
     "MismatchedArtifactError",
     "NotFoundError",
+    "OwnerMismatchError",
     "ReadOnlyStoreError",
     "StorageError",
     "StoreExistsError",

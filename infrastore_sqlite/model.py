@@ -242,10 +242,9 @@ class _Series:
     # -- shared properties -----------------------------------------------------------
     @property
     def data(self) -> np.ndarray:
-        """The stored array (read-only view)."""
-        view = self._data.view()
-        view.flags.writeable = False
-        return view
+        """The array, as a fresh writable copy each time (the reference's contract:
+        editing it never changes the series)."""
+        return self._data.copy()
 
     @property
     def element_type(self) -> str:

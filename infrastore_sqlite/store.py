@@ -29,6 +29,7 @@ from .errors import (
     InvalidParameterError,
     MismatchedArtifactError,
     NotFoundError,
+    OwnerMismatchError,
     ReadOnlyStoreError,
     StoreExistsError,
 )
@@ -780,7 +781,7 @@ class Store:
             for r in rows:
                 if r.owner_id != owner_id or r.owner_category is not cat:
                     # the guard refuses the whole batch, as the reference does
-                    raise InvalidParameterError(
+                    raise OwnerMismatchError(
                         f"series {r.id} belongs to owner {r.owner_id} ({r.owner_category.name}), "
                         f"not to the expected owner {owner_id} ({cat.name}); nothing was removed",
                         series=r.label,

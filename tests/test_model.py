@@ -126,14 +126,17 @@ def test_single_time_series_properties() -> None:
     assert ts.decoded_values() is None  # a method, as in the reference; scalars decode to None
 
 
-def test_data_is_a_read_only_view_of_a_normalized_array() -> None:
+def test_data_is_a_fresh_copy_of_a_normalized_array() -> None:
     be = np.arange(6, dtype=">f8").reshape(3, 2)
-    ts = SingleTimeSeries(T0, "PT1H", np.asfortranarray(be), "x")
+    source = np.asfortranarray(be)
+    ts = SingleTimeSeries(T0, "PT1H", source, "x")
     assert ts.data.dtype == np.dtype("<f8")
     assert ts.data.flags.c_contiguous
     np.testing.assert_array_equal(ts.data, be)
-    with pytest.raises(ValueError):
-        ts.data[0, 0] = 5.0
+    edited = ts.data
+    edited[0, 0] = 5.0  # writable, as the reference's, and the series is untouched
+    source[1, 1] = 7.0
+    assert ts.data[0, 0] == 0.0 and ts.data[1, 1] == 3.0
 
 
 def test_list_input_gets_numpy_default_dtype() -> None:

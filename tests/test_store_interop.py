@@ -647,6 +647,9 @@ STORE_CASES: dict[str, Callable[[Any, Any], Any]] = {
     "remove a view's source": lambda lib, s: s.remove_by_ids([1]),
     "remove a missing id": lambda lib, s: s.remove_by_ids([3, 999]),
     "remove with only owner_id": lambda lib, s: s.remove_by_ids([3], owner_id=1),
+    "remove another owner's series": lambda lib, s: s.remove_by_ids(
+        [3], owner_id=424242, owner_category=cat(lib)
+    ),
     "read a missing id": lambda lib, s: s.read_by_id(999),
     "read missing among many": lambda lib, s: s.read_by_ids([1, 999]),
     "range of a missing id": lambda lib, s: s.read_by_ids_range([999], (T0, T0 + H)),
