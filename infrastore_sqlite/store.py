@@ -422,26 +422,26 @@ class Store:
                     "INSERT INTO feature_sets VALUES (?, ?, ?, ?, ?, ?, ?)",
                     feature_rows(fh, p["features"]),
                 )
+        return [self._insert_row(p["row"], p["label"]) for p in prepared]
+
+    def _insert_row(self, row: dict[str, Any], label: str) -> int:
+        """One catalog row, after the family rule; a clash of identity names the series."""
+        self._check_family(row, label)
         sql = (
             f"INSERT INTO time_series_associations ({', '.join(self._INSERT_COLUMNS)}) "
             f"VALUES ({', '.join('?' * len(self._INSERT_COLUMNS))})"
         )
-        ids = []
-        for p in prepared:
-            row = p["row"]
-            self._check_family(row, p["label"])
-            try:
-                cat.execute(sql, [row[c] for c in self._INSERT_COLUMNS])
-            except apsw.ConstraintError as exc:
-                raise DuplicateTimeSeriesError(
-                    f"a time series with that key already exists: {p['label']}, "
-                    f"{TimeSeriesType.from_catalog_code(row['time_series_type']).name}"
-                    + (f" at {row['resolution']}" if row["resolution"] else "")
-                    + "; remove it first, or give the new one another name or features",
-                    series=p["label"],
-                ) from exc
-            ids.append(cat.conn.last_insert_rowid())
-        return ids
+        try:
+            self._catalog.execute(sql, [row[c] for c in self._INSERT_COLUMNS])
+        except apsw.ConstraintError as exc:
+            raise DuplicateTimeSeriesError(
+                f"a time series with that key already exists: {label}, "
+                f"{TimeSeriesType.from_catalog_code(row['time_series_type']).name}"
+                + (f" at {row['resolution']}" if row["resolution"] else "")
+                + "; remove it first, or give the new one another name or features",
+                series=label,
+            ) from exc
+        return self._catalog.conn.last_insert_rowid()
 
     def _check_family(self, row: dict[str, Any], label: str) -> None:
         """Deterministic and DeterministicSingleTimeSeries exclude each other per family."""
@@ -935,23 +935,9 @@ class Store:
                     "data_hash": r.data_hash,
                     "features_hash": r.features_hash,
                 }
-                self._insert_prepared_rows([(row, r.label)])
+                self._insert_row(row, r.label)
                 created += 1
         return created
-
-    def _insert_prepared_rows(self, rows: list[tuple[dict[str, Any], str]]) -> None:
-        sql = (
-            f"INSERT INTO time_series_associations ({', '.join(self._INSERT_COLUMNS)}) "
-            f"VALUES ({', '.join('?' * len(self._INSERT_COLUMNS))})"
-        )
-        for row, label in rows:
-            self._check_family(row, label)
-            try:
-                self._catalog.execute(sql, [row[c] for c in self._INSERT_COLUMNS])
-            except apsw.ConstraintError as exc:
-                raise DuplicateTimeSeriesError(
-                    f"a time series with that key already exists: {label}", series=label
-                ) from exc
 
     # ------------------------------------------------------------------ integrity
     def verify_integrity(self, *, progress: Any = None) -> dict[str, Any]:
