@@ -464,7 +464,8 @@ def check_targets(records: list[dict], memory: list[dict]) -> list[dict]:
             )
     by_key: dict[tuple, dict[str, dict]] = {}
     for r in records:
-        if r["op"] == "export" and r["db_bytes_per_row"] is not None:
+        # (The memory scenario's databases are the small builder's: not counted twice.)
+        if r["op"] == "export" and r["scenario"] != "memory" and r["db_bytes_per_row"] is not None:
             by_key.setdefault((r["scenario"], r["size"], r["n"]), {})[r["impl"]] = r
     for (scn, size, n), pair in by_key.items():
         if "ours" in pair and "ref" in pair:
@@ -546,7 +547,12 @@ def render_markdown(header: list[str], body: list[list[str]]) -> str:
 
 def report(doc: dict[str, Any], markdown: bool = False) -> str:
     render = render_markdown if markdown else render_text
-    header, body = table_rows(doc["results"])
+    # The memory scenario reuses the small scenario's runs where the sizes coincide.
+    small = {(r["n"], r["op"]) for r in doc["results"] if r["scenario"] == "small"}
+    shown = [
+        r for r in doc["results"] if r["scenario"] != "memory" or (r["n"], r["op"]) not in small
+    ]
+    header, body = table_rows(shown)
     parts = [
         "Speedup = (our rows/s) / (reference rows/s) = reference seconds / our seconds, "
         "per round; > 1 means infrastore_sqlite is faster. CPU speedup: the same on CPU "
@@ -578,7 +584,7 @@ def report(doc: dict[str, Any], markdown: bool = False) -> str:
     if doc["targets"]:
         th = ["target", "value", "threshold", "met"]
         tb = [
-            [t["target"], _fmt(t["value"], ".2f"), t["threshold"], "yes" if t["met"] else "NO"]
+            [t["target"], _fmt(t["value"], ".3f"), t["threshold"], "yes" if t["met"] else "NO"]
             for t in doc["targets"]
         ]
         parts += ["", "Targets:", "", render(th, tb)]
@@ -594,6 +600,14 @@ def report(doc: dict[str, Any], markdown: bool = False) -> str:
 
 
 # ============================================================================ metadata
+def sources_digest() -> str:
+    """A hash of the library's sources: what exactly was measured (they change between commits)."""
+    digest = hashlib.sha256()
+    for src in sorted((REPO / "infrastore_sqlite").rglob("*.py")):
+        digest.update(src.relative_to(REPO).as_posix().encode() + b"\0" + src.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def machine_info() -> dict[str, Any]:
     info: dict[str, Any] = {
         "nproc": len(os.sched_getaffinity(0))
@@ -627,11 +641,7 @@ def machine_info() -> dict[str, Any]:
         versions["sqlite (apsw)"] = apsw.sqlite_lib_version()
         versions["h5py hdf5"] = importlib.import_module("h5py").version.hdf5_version
     info["versions"] = versions
-    # What exactly was measured: the library's sources change between commits.
-    digest = hashlib.sha256()
-    for src in sorted((REPO / "infrastore_sqlite").rglob("*.py")):
-        digest.update(src.relative_to(REPO).as_posix().encode() + b"\0" + src.read_bytes())
-    info["infrastore_sqlite_sources_sha256"] = digest.hexdigest()[:16]
+    info["infrastore_sqlite_sources_sha256"] = sources_digest()
     with contextlib.suppress(Exception):
         head = subprocess.run(
             ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
@@ -677,6 +687,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--workdir", help="where stores are built (kept); default a temporary directory")
     p.add_argument("--profile", metavar="DIR", help="cProfile every run of ours into DIR")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument(
+        "--from-json",
+        metavar="IN",
+        help="run nothing: print (and --markdown) the report of a saved --json file",
+    )
     p.add_argument("--child", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -723,6 +738,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         child_main(json.loads(args.child))
         return 0
+    if args.from_json:
+        doc = json.loads(Path(args.from_json).read_text())
+        pairs = sorted({r["n"] for r in doc["results"] if r["scenario"] == "memory"})
+        doc["memory"] = memory_summary(doc["results"], tuple(pairs)) if len(pairs) == 2 else []
+        doc["targets"] = check_targets(doc["results"], doc["memory"])
+        print(report(doc))
+        if args.markdown:
+            Path(args.markdown).write_text(report(doc, markdown=True) + "\n")
+        return 0
     sys.path.insert(0, str(BENCH))
     ops = _split(args.ops) or list(OPS)
     bad = set(ops) - set(OPS)
@@ -734,6 +758,8 @@ def main(argv: list[str] | None = None) -> int:
     cases = plan_cases(args)
     started = time.perf_counter()
     load_start = os.getloadavg()
+    started_at = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    sources_start = sources_digest()
     tmp = None
     if args.workdir:
         workdir = Path(args.workdir).resolve()
@@ -771,7 +797,8 @@ def main(argv: list[str] | None = None) -> int:
             "command": " ".join(
                 ["python", "bench/run.py", *(argv if argv is not None else sys.argv[1:])]
             ),
-            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "started": started_at,
+            "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "rounds": rounds,
             "quick": bool(args.quick),
             "elapsed_seconds": None,
@@ -784,6 +811,9 @@ def main(argv: list[str] | None = None) -> int:
         "failures": runner.failures,
     }
     doc["meta"]["elapsed_seconds"] = round(time.perf_counter() - started, 1)
+    doc["meta"]["sources_changed_during_run"] = (
+        sources_start != doc["meta"]["machine"]["infrastore_sqlite_sources_sha256"]
+    )
     # Other processes on the machine skew wall-clock times; the load says how much.
     doc["meta"]["loadavg_start"] = [round(x, 2) for x in load_start]
     doc["meta"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -792,6 +822,8 @@ def main(argv: list[str] | None = None) -> int:
         f"\n({doc['meta']['elapsed_seconds']} s; load average at start "
         f"{doc['meta']['loadavg_start'][0]:.2f}, at end {doc['meta']['loadavg_end'][0]:.2f})"
     )
+    if doc["meta"]["sources_changed_during_run"]:
+        print("WARNING: infrastore_sqlite's sources changed while the benchmark ran")
     if args.json:
         Path(args.json).write_text(json.dumps(doc, indent=1, allow_nan=False))
     if args.markdown:
