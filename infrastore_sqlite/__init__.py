@@ -12,6 +12,8 @@ reference) and, as plain functions taking the store first,
 
 from __future__ import annotations
 
+# Loaded up front so the first export or import does not pay for compiling them.
+from . import export_sqlite, import_sqlite  # noqa: F401
 from .elements import decode_element_values, encode_element_values
 from .errors import (
     CatalogMigrationRequiredError,

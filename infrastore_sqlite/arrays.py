@@ -142,18 +142,31 @@ class ArrayFile:
         out: list[np.ndarray | None] = [None] * len(slots)
         i = 0
         n = len(order)
+        # Slots sharing a chunk come in one read: a chunk is then decompressed once per
+        # call, not once per array (a batch in hash order scatters over every chunk).
+        crow = ds.chunks[0] if ds.chunks else 1
         try:
             while i < n:
-                # Grow a run of nearby slots and fetch it as one slab.
+                # Grow a run of nearby slots (or of one chunk) and fetch it as one slab.
                 j = i
-                while j + 1 < n and slots[order[j + 1]] - slots[order[j]] <= _SLAB_GAP:
-                    j += 1
+                first = slots[order[i]]
+                while j + 1 < n:
+                    nxt = slots[order[j + 1]]
+                    if nxt // crow == first // crow or (
+                        nxt - slots[order[j]] <= _SLAB_GAP and nxt - first < 2 * crow
+                    ):
+                        j += 1
+                    else:
+                        break
                 lo, hi = slots[order[i]], slots[order[j]] + 1
                 slab = ds[lo:hi]
+                # Views into the slab keep it alive as long as the batch that holds them:
+                # when the slab also spans unwanted slots, copy the wanted ones out instead.
+                sparse = hi - lo > j - i + 1
                 for k in range(i, j + 1):
                     idx = order[k]
-                    # Views into the slab: it lives as long as the batch that holds them.
-                    out[idx] = slab[slots[idx] - lo]
+                    row = slab[slots[idx] - lo]
+                    out[idx] = row.copy() if sparse else row
                 i = j + 1
         except (OSError, ValueError, IndexError) as exc:
             raise StorageError(f"reading pool {name} in {self.path} failed: {exc}") from exc

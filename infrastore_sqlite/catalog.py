@@ -75,8 +75,12 @@ class Catalog:
             self.conn = apsw.Connection(self.path, flags=flags)
             self.conn.setbusytimeout(5000)
             if not read_only:
-                self.conn.execute("PRAGMA journal_mode=DELETE; PRAGMA synchronous=NORMAL")
-            self.conn.execute("PRAGMA foreign_keys=OFF; PRAGMA cache_size=-32000")
+                # One pragma per call: apsw stops a multi-statement string at the first
+                # statement that returns a row (journal_mode does).
+                self.conn.execute("PRAGMA journal_mode=DELETE").fetchall()
+                self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.execute("PRAGMA foreign_keys=OFF")
+            self.conn.execute("PRAGMA cache_size=-8000")
         except apsw.Error as exc:
             raise StorageError(
                 f"cannot open the catalog {self.path}: {exc}", hint="is it a store's .sqlite file?"

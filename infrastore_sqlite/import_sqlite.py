@@ -107,6 +107,7 @@ REFUSED_KEYS: dict[str, str] = {
 _BATCH_BYTES = 32 * 1024 * 1024
 _BATCH_SERIES = 4096
 _TEXT_HINT = "a partition's tables come from one export"
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 
 
 # ------------------------------------------------------------------------------ report
@@ -240,6 +241,7 @@ def import_sqlite(
             return _run_dry(ctx, readers, report)
         if per_partition:
             return _run_per_partition(ctx, readers, report)
+        ctx.report = False
         ids: list[int] = []
         with store.transaction():
             for reader in readers:
@@ -552,10 +554,9 @@ class _Spec:
     itv: Period | None = None
     hor: Period | None = None
     steps: int | None = None
-
-    @property
-    def grid_key(self) -> tuple:
-        return (self.res, self.itv, self.hor)
+    # Equal for equal ``(res, itv, hor)`` among the rows of one partition (a small int,
+    # cheaper to hash than the periods); only compared within one partition.
+    grid_key: Any = None
 
 
 @dataclass(slots=True)
@@ -611,6 +612,7 @@ class _Context:
         self.total = total
         self.done = 0
         self.identities: dict[tuple, str] = {}  # dry run: identities seen in the file
+        self.report = True  # whether the caller gets a report (its per-series entries)
 
     def advance(self, rows: int) -> None:
         self.done += rows
@@ -642,8 +644,13 @@ class _PartitionReader:
         self._temp: str | None = None  # temp table standing in for a missing index
         self._features: dict[str, dict[str, Any]] = {}
         self._periods: dict[tuple[str, str], Period] = {}
+        self._shared: dict[tuple, tuple] = {}  # the shared part of series rows, by its cells
+        self._shared_cols: tuple[int, ...] | None = None
+        self._grids: dict[tuple, int] = {}  # (res, itv, hor) -> grid_key
+        self._col_index: tuple[list[str], dict[str, int]] | None = None
         self._label: str | None = None  # the series being read, for messages
         self._spans: dict[int, tuple[int, int] | None] = {}
+        self._heads: dict[int, tuple[Any, Any]] = {}  # first row's (timestamp, issue_time)
         # True when the arrays' rowid spans do not overlap: every row inside a span is
         # then the array's own (check_claimed has refused rows of no array).
         self._tiled = False
@@ -759,29 +766,16 @@ class _PartitionReader:
         sql = f"SELECT {', '.join(cols)} FROM {self.S}"
         specs: list[_Spec] = []
         element_types: set[str] = set()
+        tst_at = cols.index("time_series_type")
+        # Rows repeat a handful of cell-type patterns; a pattern checked once is known good.
+        good_types: set[tuple] = set()
         for n, raw in enumerate(self.conn.execute(sql), start=1):
-            r = dict(zip(cols, raw, strict=True))
-            for c in cols:
-                if r[c] is None:
-                    shown = f"id {r['id']}" if r["id"] is not None else f"row {n}"
-                    raise InvalidParameterError(
-                        f"{table} {shown} has NULL in `{c}`; the layout holds NULL only in a "
-                        "values table's `value`",
-                        table=table,
-                    )
-            for c in ("array_id", "id", "owner_id"):
-                if type(r[c]) is not int:
-                    raise InvalidParameterError(
-                        f"{table} row {n}: `{c}` holds {r[c]!r}, which is not an integer",
-                        table=table,
-                    )
-            for c in cols[3:]:
-                if c not in ("initial_timestamp", "length", "count") and type(r[c]) is not str:
-                    raise InvalidParameterError(
-                        f"{table} id {r['id']}: `{c}` holds {r[c]!r}, which is not text",
-                        table=table,
-                    )
-            if r["time_series_type"] != tst.name:
+            types = tuple(map(type, raw))
+            if types not in good_types:
+                self._check_cells(n, dict(zip(cols, raw, strict=True)), cols)
+                good_types.add(types)
+            if raw[tst_at] != tst.name:
+                r = dict(zip(cols, raw, strict=True))
                 if r["time_series_type"] in {t.name for t in TimeSeriesType}:
                     raise InvalidParameterError(
                         f"{table} mixes time-series or element types; a partition holds one of "
@@ -792,8 +786,9 @@ class _PartitionReader:
                     f'{table} id {r["id"]}: unknown time_series_type "{r["time_series_type"]}"',
                     table=table,
                 )
-            specs.append(self._spec(r, arrays, opts))
-            element_types.add(str(specs[-1].et))
+            spec = self._spec(raw, cols, arrays, opts)
+            specs.append(spec)
+            element_types.add(str(spec.et))
         if len(element_types) > 1:
             raise InvalidParameterError(
                 f"{table} mixes time-series or element types; a partition holds one of each "
@@ -803,31 +798,107 @@ class _PartitionReader:
         specs.sort(key=lambda s: (s.key, s.file_id))
         return specs
 
-    def _spec(self, r: dict[str, Any], arrays: dict[int, tuple[str, str]], opts: _Options) -> _Spec:
-        tst = self.type
+    def _check_cells(self, n: int, r: dict[str, Any], cols: list[str]) -> None:
+        """NULLs and cell types of one series row."""
+        table = self.tables.series
+        for c in cols:
+            if r[c] is None:
+                shown = f"id {r['id']}" if r["id"] is not None else f"row {n}"
+                raise InvalidParameterError(
+                    f"{table} {shown} has NULL in `{c}`; the layout holds NULL only in a "
+                    "values table's `value`",
+                    table=table,
+                )
+        for c in ("array_id", "id", "owner_id"):
+            if type(r[c]) is not int:
+                raise InvalidParameterError(
+                    f"{table} row {n}: `{c}` holds {r[c]!r}, which is not an integer",
+                    table=table,
+                )
+        for c in cols[3:]:
+            if c not in ("initial_timestamp", "length", "count") and type(r[c]) is not str:
+                raise InvalidParameterError(
+                    f"{table} id {r['id']}: `{c}` holds {r[c]!r}, which is not text",
+                    table=table,
+                )
+
+    def _spec(
+        self,
+        raw: tuple,
+        cols: list[str],
+        arrays: dict[int, tuple[str, str]],
+        opts: _Options,
+    ) -> _Spec:
         table = self.tables.series
         ov = opts.overrides
-        key = arrays.get(r["array_id"])
+        idx = self._col_index
+        if idx is None or idx[0] is not cols:
+            idx = self._col_index = (cols, {c: i for i, c in enumerate(cols)})
+        at = idx[1]
+        aid, fid, owner_id, row_name, row_owner_type = (
+            raw[0],
+            raw[1],
+            raw[at["owner_id"]],
+            raw[at["name"]],
+            raw[at["owner_type"]],
+        )
+        key = arrays.get(aid)
         if key is None:
             raise InvalidParameterError(
-                f"a series row names `array_id` {r['array_id']}, which the arrays table does "
-                f"not hold; {_TEXT_HINT} ({table} id {r['id']})",
+                f"a series row names `array_id` {aid}, which the arrays table does "
+                f"not hold; {_TEXT_HINT} ({table} id {fid})",
                 table=table,
             )
-        label = f"'{r['name']}' (owner {r['owner_id']}, id {r['id']} in {table})"
-        what = f"series {label}"
-        name = ov.get("name", r["name"])
+        label = f"'{row_name}' (owner {owner_id}, id {fid} in {table})"
+        name = ov.get("name", row_name)
         if not name:
             raise InvalidParameterError(
-                f"the file records no series name and none was given ({table} id {r['id']}); "
+                f"the file records no series name and none was given ({table} id {fid}); "
                 "pass --name"
             )
-        owner_type = ov.get("owner_type", r["owner_type"])
+        owner_type = ov.get("owner_type", row_owner_type)
         if not owner_type:
             raise InvalidParameterError(
-                f"{what} has no owner_type: an export carries one, a foreign file does not, so "
-                "pass --owner-type"
+                f"series {label} has no owner_type: an export carries one, a foreign file does "
+                "not, so pass --owner-type"
             )
+        # Everything else a row says is shared by many rows: worked out (and checked) once
+        # per distinct combination, the first row that has it naming it in any message.
+        shared_key = tuple(raw[i] for i in self._shared_at(at))
+        shared = self._shared.get(shared_key)
+        if shared is None:
+            shared = self._shared_part(dict(zip(cols, raw, strict=True)), f"series {label}", opts)
+            self._shared[shared_key] = shared
+        category, et, tr, descriptors, features, res, itv, hor, steps, grid = shared
+        return _Spec(
+            file_id=fid,
+            key=key,
+            label=label,
+            owner_id=ov.get("owner_id", owner_id),
+            owner_type=owner_type,
+            category=category,
+            name=name,
+            features=features,
+            et=et,
+            tr=tr,
+            descriptors=descriptors,
+            res=res,
+            itv=itv,
+            hor=hor,
+            steps=steps,
+            grid_key=grid,
+        )
+
+    def _shared_at(self, at: dict[str, int]) -> tuple[int, ...]:
+        if self._shared_cols is None:
+            names = ["owner_category", "element_type", "time_reference", *DESCRIPTORS, "features"]
+            names += [c for c in ("resolution", "interval", "horizon") if c in at]
+            self._shared_cols = tuple(at[c] for c in names)
+        return self._shared_cols
+
+    def _shared_part(self, r: dict[str, Any], what: str, opts: _Options) -> tuple:
+        tst = self.type
+        ov = opts.overrides
         if "owner_category" in ov:
             category = ov["owner_category"]
         else:
@@ -864,29 +935,18 @@ class _PartitionReader:
             if features is None:
                 features = _parse_features(r["features"], what)
                 self._features[r["features"]] = features
-        spec = _Spec(
-            file_id=r["id"],
-            key=key,
-            label=label,
-            owner_id=ov.get("owner_id", r["owner_id"]),
-            owner_type=owner_type,
-            category=category,
-            name=name,
-            features=features,
-            et=et,
-            tr=tr,
-            descriptors=descriptors,
-        )
+        res = itv = hor = None
+        steps = None
         if tst is TimeSeriesType.SingleTimeSeries or tst.is_forecast:
-            spec.res = self._period(r["resolution"], "resolution", what)
-            if not spec.res.is_positive:
-                raise InvalidParameterError(f"{what}: resolution must be positive, got {spec.res}")
-            if opts.resolution is not None and opts.resolution != spec.res:
+            res = self._period(r["resolution"], "resolution", what)
+            if not res.is_positive:
+                raise InvalidParameterError(f"{what}: resolution must be positive, got {res}")
+            if opts.resolution is not None and opts.resolution != res:
                 raise InvalidParameterError(
-                    f"{what} has resolution {spec.res}, but {opts.resolution} was asserted"
+                    f"{what} has resolution {res}, but {opts.resolution} was asserted"
                 )
             try:
-                check_period_for_reference(spec.res, tr, what="resolution")
+                check_period_for_reference(res, tr, what="resolution")
             except InvalidParameterError as exc:
                 raise InvalidParameterError(f"{what}: {exc}") from None
         elif opts.resolution is not None:
@@ -895,20 +955,21 @@ class _PartitionReader:
                 f"{opts.resolution} was asserted"
             )
         if tst.is_forecast:
-            assert spec.res is not None
-            spec.hor = self._period(r["horizon"], "horizon", what)
-            spec.itv = self._period(r["interval"], "interval", what)
+            assert res is not None
+            hor = self._period(r["horizon"], "horizon", what)
+            itv = self._period(r["interval"], "interval", what)
             try:
-                spec.steps = divide(spec.hor, spec.res, what="horizon")
-                if spec.itv.is_positive:
-                    check_period_for_reference(spec.itv, tr, what="interval")
-                elif str(spec.itv) != "PT0S":
+                steps = divide(hor, res, what="horizon")
+                if itv.is_positive:
+                    check_period_for_reference(itv, tr, what="interval")
+                elif str(itv) != "PT0S":
                     raise InvalidParameterError(
-                        f"interval must be positive (PT0S only for a single window), got {spec.itv}"
+                        f"interval must be positive (PT0S only for a single window), got {itv}"
                     )
             except InvalidParameterError as exc:
                 raise InvalidParameterError(f"{what}: {exc}") from None
-        return spec
+        grid = self._grids.setdefault((res, itv, hor), len(self._grids))
+        return (category, et, tr, descriptors, features, res, itv, hor, steps, grid)
 
     def _period(self, text: str, what: str, series: str) -> Period:
         found = self._periods.get((text, what))
@@ -937,11 +998,19 @@ class _PartitionReader:
             return
         if self.conn.execute(f"SELECT 1 FROM {table} WHERE {col} IS NULL LIMIT 1").get:
             self._raise_stray(None)
-        aid = self.conn.execute(f"SELECT min({col}) FROM {table}").get
-        while aid is not None:
+        # The distinct ids in order, one index seek each, walked inside SQLite; the first
+        # that is not an integer id of the arrays table (if any) comes back.
+        rows = self.conn.execute(
+            f"WITH RECURSIVE d(x) AS (SELECT min({col}) FROM {table} UNION ALL "
+            f"SELECT (SELECT min({col}) FROM {table} WHERE {col} > d.x) FROM d "
+            "WHERE d.x IS NOT NULL) "
+            "SELECT x FROM d WHERE x IS NOT NULL AND (typeof(x) <> 'integer' OR "
+            f"x NOT IN (SELECT id FROM {self.A} WHERE typeof(id) = 'integer')) LIMIT 1"
+        ).fetchall()
+        for (aid,) in rows:
             if type(aid) is not int or aid not in arrays:
                 self._raise_stray(aid)
-            aid = self.conn.execute(f"SELECT min({col}) FROM {table} WHERE {col} > ?", (aid,)).get
+            raise AssertionError(f"array_id {aid!r} is claimed")  # pragma: no cover
 
     def _check_stray_scan(self) -> None:
         row = self.conn.execute(
@@ -972,10 +1041,36 @@ class _PartitionReader:
         )
 
     def find_spans(self, ids: Sequence[int]) -> None:
-        """The rowid span of every array (two index seeks each), and whether they tile."""
+        """The rowid span of every array (two index seeks each, all in one query), and
+        whether they tile."""
         if self._mode != "range":
             return
-        self._spans = {aid: self._span(aid) for aid in ids}
+        if self._temp is not None:
+            table, col, rid = f"temp.{self._temp}", "a", "r"
+        else:
+            table, col, rid = self.V, "array_id", "rowid"
+        # One statement for every array: each correlated min/max is a single index seek,
+        # and the coordinates of the first row (which the fast path anchors on) one more.
+        issue = "s.issue_time" if self.type.is_forecast else "NULL"
+        found: dict[int, tuple[int, int]] = {}
+        heads: dict[int, tuple[Any, Any]] = {}
+        for aid, lo, hi, t0, i0 in self.conn.execute(
+            f"SELECT x.id, x.lo, x.hi, s.timestamp, {issue} FROM (SELECT id, "
+            f"(SELECT min({rid}) FROM {table} WHERE {col} = a.id) AS lo, "
+            f"(SELECT max({rid}) FROM {table} WHERE {col} = a.id) AS hi FROM {self.A} AS a) "
+            f"AS x LEFT JOIN {self.V} AS s ON s.rowid = x.lo"
+        ):
+            found[aid] = (lo, hi)
+            if lo is not None:
+                heads[aid] = (t0, i0)
+        self._heads = heads
+        self._spans = {}
+        for aid in ids:
+            span = found.get(aid)
+            if span is None:
+                self._spans[aid] = self._span(aid)
+            else:
+                self._spans[aid] = None if span[0] is None else span
         spans = sorted(sp for sp in self._spans.values() if sp is not None)
         self._tiled = all(a[1] < b[0] for a, b in itertools.pairwise(spans))
 
@@ -991,6 +1086,18 @@ class _PartitionReader:
             return None
         hi = self.conn.execute(f"SELECT max(rowid) FROM {self.V} WHERE array_id = ?", (aid,)).get
         return lo, hi
+
+    def _head(self, aid: int, lo: int) -> tuple[Any, Any]:
+        """``(timestamp, issue_time)`` of the row ``lo`` (the first of the array ``aid``);
+        ``issue_time`` is None in a table without one."""
+        head = self._heads.get(aid)
+        if head is not None:
+            return head
+        issue = "issue_time" if self.type.is_forecast else "NULL"
+        rows = self.conn.execute(
+            f"SELECT timestamp, {issue} FROM {self.V} WHERE rowid = ?", (lo,)
+        ).fetchall()
+        return rows[0] if len(rows) == 1 else (None, None)
 
     def _where(self, aid: int, span: tuple[int, int] | None) -> tuple[str, tuple]:
         """A WHERE clause selecting one array's rows, and its parameters."""
@@ -1041,7 +1148,7 @@ class _PartitionReader:
             assert spec.res is not None
             if spec.res.calendar:
                 return None
-            first = self.conn.execute(f"SELECT timestamp FROM {self.V} WHERE rowid = ?", (lo,)).get
+            first = self._head(aid, lo)[0]
             if type(first) is not int:
                 return None
             cond = "timestamp IS (?1 + (rowid - ?2) * ?3)"
@@ -1054,13 +1161,22 @@ class _PartitionReader:
             steps = spec.steps
             if n % steps or (not spec.itv.is_positive and n != steps):
                 return None
-            first = self.conn.execute(f"SELECT issue_time FROM {self.V} WHERE rowid = ?", (lo,)).get
+            first = self._head(aid, lo)[1]
             if type(first) is not int:
                 return None
             issue = "(?1 + ((rowid - ?2) / ?6) * ?3)"
-            cond = f"issue_time IS {issue} AND timestamp IS ({issue} + ((rowid - ?2) % ?6) * ?7)"
+            # The step as an offset from the (verified) issue time: fewer operations per
+            # row. An overflowing difference turns REAL and far off, so it never matches.
+            cond = f"issue_time IS {issue} AND timestamp - issue_time IS ((rowid - ?2) % ?6) * ?7"
             params = (first, lo, spec.itv.ms, hi, aid, steps, spec.res.ms)
             affine = ("det", first, spec.itv.ms, spec.res.ms, steps, n // steps)
+        elif tst in (TimeSeriesType.Probabilistic, TimeSeriesType.Scenarios):
+            found = self._fast_lanes(lo, hi, aid, spec)
+            if found is None:
+                return None
+            cond, params, affine = found
+        elif tst.is_irregular:
+            return self._fast_irregular(key, aid, lo, hi, dtype)
         else:
             return None
         if not self._tiled:
@@ -1082,6 +1198,94 @@ class _PartitionReader:
         if values is None:
             return None
         return _Group(key, [aid], n, values, affine=affine, rowids=lambda: list(range(lo, hi + 1)))
+
+    def _fast_lanes(
+        self, lo: int, hi: int, aid: int, spec: _Spec
+    ) -> tuple[str, tuple, tuple] | None:
+        """The fused check of a Probabilistic or Scenarios group written window by window,
+        step by step, lane by lane (what every export writes), or None to read it whole.
+
+        The lanes are the rows of the first (window, step); a percentile lane must be a
+        finite, non-zero float, and the lanes strictly increasing, so that they are the
+        sorted distinct percentiles the general path would find and compare bit for bit.
+        """
+        assert spec.res is not None and spec.itv is not None and spec.steps is not None
+        if spec.res.calendar or spec.itv.calendar:
+            return None
+        n = hi - lo + 1
+        steps = spec.steps
+        t0, first = self._head(aid, lo)
+        if type(t0) is not int or type(first) is not int:
+            return None
+        nxt = self.conn.execute(
+            f"SELECT rowid FROM {self.V} WHERE rowid > ?1 AND rowid <= ?2 AND "
+            "(timestamp IS NOT ?3 OR issue_time IS NOT ?4) ORDER BY rowid LIMIT 1",
+            (lo, hi, t0, first),
+        ).get
+        lanes = n if nxt is None else nxt - lo
+        if lanes < 1 or lanes > 512:
+            return None
+        block = steps * lanes
+        if n % block or (not spec.itv.is_positive and n != block):
+            return None
+        count = n // block
+        issue = f"(?1 + ((rowid - ?2) / {block}) * ?3)"
+        offset = f"(((rowid - ?2) / {lanes}) % {steps}) * ?6"
+        params: list[Any] = [first, lo, spec.itv.ms, hi, aid, spec.res.ms]
+        if self.type is TimeSeriesType.Scenarios:
+            lane_cond = f"scenario IS ((rowid - ?2) % {lanes})"
+            lane_values = np.arange(lanes, dtype=np.int64)
+        else:
+            pct = _column(
+                self.conn,
+                f"SELECT percentile FROM {self.V} WHERE rowid BETWEEN ? AND ?",
+                (lo, lo + lanes - 1),
+            )
+            if len(pct) != lanes or any(
+                type(p) is not float or not math.isfinite(p) or p == 0.0 for p in pct
+            ):
+                return None
+            if any(a >= b for a, b in itertools.pairwise(pct)):
+                return None
+            whens = []
+            for i, p in enumerate(pct):
+                params.append(p)
+                whens.append(f"WHEN {i} THEN ?{len(params)}")
+            lane_cond = f"percentile IS (CASE (rowid - ?2) % {lanes} {' '.join(whens)} END)"
+            lane_values = np.array(pct, dtype=np.float64)
+        cond = f"issue_time IS {issue} AND timestamp - issue_time IS {offset} AND {lane_cond}"
+        affine = ("lanes", first, spec.itv.ms, spec.res.ms, steps, count, lanes, lane_values)
+        return cond, tuple(params), affine
+
+    def _fast_irregular(
+        self, key: tuple[str, str], aid: int, lo: int, hi: int, dtype: str
+    ) -> _Group | None:
+        """A NonSequential group's contiguous span: integer timestamps and the values."""
+        n = hi - lo + 1
+        own = "" if self._tiled else " AND array_id = ?3"
+        params = (lo, hi) if self._tiled else (lo, hi, aid)
+        cells = _column(
+            self.conn,
+            "SELECT CASE WHEN typeof(timestamp) = 'integer'"
+            f"{own} THEN value ELSE x'00' END FROM {self.V} WHERE rowid BETWEEN ?1 AND ?2",
+            params,
+        )
+        if len(cells) != n:
+            return None
+        try:
+            values = _decode_fast(cells, dtype)
+        except InvalidParameterError:
+            return None
+        if values is None:
+            return None
+        ts = _column(
+            self.conn, f"SELECT timestamp FROM {self.V} WHERE rowid BETWEEN ? AND ?", (lo, hi)
+        )
+        if len(ts) != n:  # pragma: no cover - one snapshot
+            return None
+        group = _Group(key, [aid], n, values, rowids=lambda: list(range(lo, hi + 1)))
+        group.timestamp = np.fromiter(ts, dtype=np.int64, count=n)
+        return group
 
     def _general(
         self, key: tuple[str, str], spans: list[tuple[int, tuple[int, int] | None]], dtype: str
@@ -1303,6 +1507,20 @@ def _build(reader: _PartitionReader, group: _Group, spec: _Spec, et: ElementType
         if kind == "sts":
             data = values
             return _Built(np.ascontiguousarray(data), "", initial_ms=group.affine[1])
+        if kind == "lanes":
+            _, first, _itv, _res, steps, count, lanes, lane_values = group.affine
+            e = values.shape[1:]
+            data = values.reshape(count, steps, lanes, *e).transpose(2, 1, 0, *range(3, 3 + len(e)))
+            if tst is TimeSeriesType.Scenarios:
+                return _Built(np.ascontiguousarray(data), "", initial_ms=first, count=count)
+            percentiles = [float(p) for p in lane_values]
+            return _Built(
+                np.ascontiguousarray(data),
+                "",
+                initial_ms=first,
+                count=count,
+                percentiles=percentiles,
+            )
         _, first, _itv, _res, steps, count = group.affine
         data = values.reshape(count, steps, *values.shape[1:]).swapaxes(0, 1)
         return _Built(np.ascontiguousarray(data), "", initial_ms=first, count=count)
@@ -1337,6 +1555,12 @@ def _materialize(group: _Group) -> None:
     if group.affine[0] == "sts":
         _, first, res = group.affine
         group.timestamp = first + r * res
+        return
+    if group.affine[0] == "lanes":
+        _, first, itv, res, steps, _count, lanes, lane_values = group.affine
+        group.issue = first + (r // (steps * lanes)) * itv
+        group.timestamp = group.issue + ((r // lanes) % steps) * res
+        group.lane = lane_values[r % lanes]
         return
     _, first, itv, res, steps, _count = group.affine
     group.issue = first + (r // steps) * itv
@@ -1650,27 +1874,32 @@ def _read_partition(
             for spec in group_specs:
                 b = built[spec.grid_key]
                 obj = _series_object(tst, spec, b)
-                item = {
-                    "owner_id": spec.owner_id,
-                    "owner_type": spec.owner_type,
-                    "owner_category": spec.category,
-                    "time_series": obj,
-                    "features": spec.features,
-                }
-                prepared = store._prepare(
-                    len(result.series), item, known_hash=bytes.fromhex(b.hash_hex)
+                # What Store._prepare checks of a bulk item holds here by construction
+                # (the series row was validated, the object is built here), but the range.
+                if not _I64_MIN <= spec.owner_id <= _I64_MAX:
+                    raise InvalidParameterError(
+                        f"owner_id {spec.owner_id} does not fit a signed 64-bit integer"
+                    )
+                prepared = store._row_for(
+                    spec.owner_id,
+                    spec.owner_type,
+                    spec.category,
+                    obj,
+                    spec.features,
+                    bytes.fromhex(b.hash_hex),
                 )
-                result.series.append(
-                    {
-                        "file_id": spec.file_id,
-                        "owner_id": spec.owner_id,
-                        "owner_type": spec.owner_type,
-                        "owner_category": spec.category.name,
-                        "name": spec.name,
-                        "data_hash": b.hash_hex,
-                        "time_axis": key[1],
-                    }
-                )
+                if ctx.report:
+                    result.series.append(
+                        {
+                            "file_id": spec.file_id,
+                            "owner_id": spec.owner_id,
+                            "owner_type": spec.owner_type,
+                            "owner_category": spec.category.name,
+                            "name": spec.name,
+                            "data_hash": b.hash_hex,
+                            "time_axis": key[1],
+                        }
+                    )
                 if write:
                     pending.append(prepared)
                     pending_bytes += b.data.nbytes

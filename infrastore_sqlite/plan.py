@@ -13,6 +13,7 @@ SQLite writer and a Parquet writer consume the same blocks.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,7 +29,6 @@ from .layout import (
     PartitionKey,
     assign_names,
     forecast_axis,
-    period_ms,
     static_axis,
     validate_prefix,
     value_shape_for,
@@ -45,10 +45,24 @@ Progress = Callable[[int, int], None]
 
 
 @dataclass(slots=True)
+class SeriesRef:
+    """What a plan keeps of a catalog row: enough to order and name it. The writer reads
+    the full row back from the catalog when it needs it (a plan of many series stays small)."""
+
+    id: int
+    owner_id: int
+    name: str
+
+    @property
+    def label(self) -> str:
+        return f"'{self.name}' (owner {self.owner_id})"
+
+
+@dataclass(slots=True)
 class ExportSeries:
     """One series as the export writes it (its grid is the exported slice's)."""
 
-    row: SeriesRow
+    row: SeriesRef
     key: tuple[str, str]  # (data_hash hex, time_axis)
     initial_ms: int | None
     length: int | None
@@ -62,6 +76,8 @@ class PartitionPlan:
     series: list[ExportSeries] = field(default_factory=list)
     array_ids: dict[tuple[str, str], int] = field(default_factory=dict)
     rows: int = 0
+    # The store planned from: the writer reads the full series rows back from it.
+    source: Store | None = field(default=None, repr=False, compare=False)
 
     def summary(self) -> dict[str, Any]:
         """The per-partition result dict, keys in the reference's order."""
@@ -159,6 +175,21 @@ def _element_shape(row: SeriesRow) -> tuple[int, ...]:
     return tuple(row.array_shape[lead:])
 
 
+def _partition_key(row: SeriesRow) -> PartitionKey:
+    return _partition_key_of(row.type, row.element_type, row.array_shape, row.time_reference)
+
+
+@functools.lru_cache(maxsize=256)
+def _partition_key_of(
+    tst: TimeSeriesType, element_type: str, array_shape: tuple[int, ...], reference: str | None
+) -> PartitionKey:
+    """A partition key from the row fields it depends on (few distinct ones: cached)."""
+    lead = 1 if tst is TimeSeriesType.DeterministicSingleTimeSeries else tst.leading_dims
+    return PartitionKey(
+        tst, element_type, value_shape_for(element_type, tuple(array_shape[lead:])), reference
+    )
+
+
 def plan_export(
     store: Store,
     *,
@@ -191,12 +222,20 @@ def plan_export(
         )
     if time_range is not None:
         _check_range(time_range)
-    rows = store.select_rows(**filters)
-    if not include_derived:
-        rows = [r for r in rows if r.type is not TimeSeriesType.DeterministicSingleTimeSeries]
-
-    planned: list[tuple[SeriesRow, tuple]] = []
-    to_read = [r for r in rows if _needs_read(r, time_range)]
+    # The catalog rows stream by: a plan keeps a SeriesRef and its key, and a full row
+    # only while its arrays must be read (a time_range slice, a materialized DST).
+    planned: list[tuple[SeriesRef, PartitionKey, tuple | None]] = []
+    to_read: list[SeriesRow] = []
+    for row in store.iter_select_rows(**filters):
+        if not include_derived and row.type is TimeSeriesType.DeterministicSingleTimeSeries:
+            continue
+        pkey = _partition_key(row)
+        ref = SeriesRef(row.id, row.owner_id, row.name)
+        if _needs_read(row, time_range):
+            to_read.append(row)
+            planned.append((ref, pkey, None))
+        else:
+            planned.append((ref, pkey, _catalog_key(row)))
     read_keys: dict[int, tuple] = {}
     done = 0
     for batch in store.iter_arrays(to_read):
@@ -207,10 +246,11 @@ def plan_export(
             done += 1
         if progress:
             progress(done, len(to_read))
-    for row in rows:
-        planned.append((row, read_keys[row.id] if row.id in read_keys else _catalog_key(row)))
+    del to_read
+    if read_keys:
+        planned = [(ref, pk, k if k is not None else read_keys[ref.id]) for ref, pk, k in planned]
 
-    empty = [row.label for row, k in planned if k[4] == 0]
+    empty = [ref.label for ref, _, k in planned if k[4] == 0]
     if empty:
         raise InvalidParameterError(
             f"{len(empty)} of the selected series hold no values and cannot be exported: "
@@ -218,24 +258,19 @@ def plan_export(
             series=empty,
         )
 
-    by_key: dict[PartitionKey, list[tuple[SeriesRow, tuple]]] = {}
-    for row, k in planned:
-        pkey = PartitionKey(
-            row.type,
-            row.element_type,
-            value_shape_for(row.element_type, _element_shape(row)),
-            row.time_reference,
-        )
-        by_key.setdefault(pkey, []).append((row, k))
+    by_key: dict[PartitionKey, list[tuple[SeriesRef, tuple]]] = {}
+    for ref, pkey, k in planned:
+        by_key.setdefault(pkey, []).append((ref, k))
+    del planned
     partitions = []
     for part in assign_names(by_key, table_prefix):
-        pp = PartitionPlan(part)
+        pp = PartitionPlan(part, source=store)
         rows_by_array: dict[tuple[str, str], int] = {}
-        for row, (h, axis, anchor, n, nrows) in by_key[part.key]:
-            is_forecast = row.type.is_forecast
+        is_forecast = part.key.type.is_forecast
+        for ref, (h, axis, anchor, n, nrows) in by_key[part.key]:
             pp.series.append(
                 ExportSeries(
-                    row=row,
+                    row=ref,
                     key=(h, axis),
                     initial_ms=anchor,
                     length=None if is_forecast else n,
@@ -330,6 +365,11 @@ class RowBlock:
         return out
 
 
+def _fixed_ms(p: Period) -> int | None:
+    """``layout.period_ms`` of a Period already parsed (no text round trip)."""
+    return None if p.calendar else p.ms
+
+
 def row_block(obj: Any, key: tuple[str, str], array_id: int) -> RowBlock:
     """The value rows of one export object, window-major for forecasts."""
     tst = obj.time_series_type
@@ -337,7 +377,7 @@ def row_block(obj: Any, key: tuple[str, str], array_id: int) -> RowBlock:
     if tst.is_irregular:
         return RowBlock(key, array_id, data, obj._ts_ms, None, None, None, tst)
     res: Period = obj._resolution
-    res_ms = period_ms(str(res))
+    res_ms = _fixed_ms(res)
     if not tst.is_forecast:
         n = int(data.shape[0])
         if res_ms is not None:
@@ -361,7 +401,7 @@ def row_block(obj: Any, key: tuple[str, str], array_id: int) -> RowBlock:
         else None
     )
     itv: Period = obj._interval
-    itv_ms = period_ms(str(itv))
+    itv_ms = _fixed_ms(itv)
     if res_ms is not None and itv_ms is not None:
         aff = Affine(obj._initial_ms, itv_ms, res_ms, steps, lanes)
         return RowBlock(key, array_id, values, None, None, lane_values, aff, tst, lanes)
@@ -375,7 +415,7 @@ def row_block(obj: Any, key: tuple[str, str], array_id: int) -> RowBlock:
 
 
 def iter_partition_arrays(
-    store: Store, plan: ExportPlan, pp: PartitionPlan, *, batch_bytes: int = 16 * 1024 * 1024
+    store: Store, plan: ExportPlan, pp: PartitionPlan, *, batch_bytes: int = 4 * 1024 * 1024
 ) -> Iterator[RowBlock]:
     """Each distinct array of a partition once, in array_id (key) order, read in bounded
     batches; the labels of every series sharing it ride along (catalog order)."""
@@ -385,13 +425,22 @@ def iter_partition_arrays(
         first.setdefault(s.key, s)
         labels.setdefault(s.key, []).append(s.row.label)
     ordered = sorted(first.values(), key=lambda s: pp.array_ids[s.key])
-    for batch in store.iter_arrays([s.row for s in ordered], batch_bytes=batch_bytes):
-        for (row, stored, ts), s in zip(batch, ordered[: len(batch)], strict=True):
+    del first
+    by_id = {s.row.id: s for s in ordered}
+    rows = iter_rows(store, [s.row.id for s in ordered])
+    for batch in store.iter_arrays(rows, batch_bytes=batch_bytes):  # type: ignore[arg-type]
+        for row, stored, ts in batch:
+            s = by_id.pop(row.id)
             obj = export_object(store, row, stored, ts, plan.time_range)
             block = row_block(obj, s.key, pp.array_ids[s.key])
-            block.labels = labels[s.key]
+            block.labels = labels.pop(s.key)
             yield block
-        ordered = ordered[len(batch) :]
+
+
+def iter_rows(store: Store, ids: Sequence[int], chunk: int = 500) -> Iterator[SeriesRow]:
+    """Full catalog rows for ``ids`` in the order given, read back ``chunk`` at a time."""
+    for start in range(0, len(ids), chunk):
+        yield from store.rows_by_ids(ids[start : start + chunk])
 
 
 def series_labels(series: Sequence[ExportSeries]) -> list[str]:

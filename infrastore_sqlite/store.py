@@ -9,6 +9,7 @@ unreferenced.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -512,17 +513,23 @@ class Store:
     def _select(
         self, where: str = "1", params: Sequence[Any] = (), order: str = "t.id"
     ) -> list[SeriesRow]:
+        return list(self._iter_select(where, params, order))
+
+    def _iter_select(
+        self, where: str = "1", params: Sequence[Any] = (), order: str = "t.id"
+    ) -> Iterator[SeriesRow]:
+        """``_select`` one row at a time (the cursor streams; nothing is held)."""
         self._open()
         cur = self._catalog.execute(f"{SELECT_ROWS} WHERE {where} ORDER BY {order}", params)
-        rows = [SeriesRow.from_sql(r) for r in cur]
         typed: dict[bytes, dict[str, Any]] = {}
-        for row in rows:
+        for r in cur:
+            row = SeriesRow.from_sql(r)
             # JSON has no ±inf (the feature JSON holds null there); the typed rows do.
             if any(v is None for v in row.features.values()):
                 if row.features_hash not in typed:
                     typed[row.features_hash] = self._typed_features(row.features_hash)
                 row.features = dict(typed[row.features_hash])
-        return rows
+            yield row
 
     def _typed_features(self, features_hash: bytes) -> dict[str, Any]:
         """A feature map rebuilt from its typed ``feature_sets`` rows."""
@@ -543,6 +550,11 @@ class Store:
         """Catalog rows matching the ``list_metadata`` filters, in id order."""
         where, params = build_filter(filters)
         return self._select(where, params)
+
+    def iter_select_rows(self, **filters: Any) -> Iterator[SeriesRow]:
+        """``select_rows`` streamed: one row at a time, in id order."""
+        where, params = build_filter(filters)
+        return self._iter_select(where, params)
 
     def list_metadata(self, **filters: Any) -> list[dict[str, Any]]:
         """Metadata dicts of the series matching the filters (the reference's keywords)."""
@@ -609,11 +621,22 @@ class Store:
     # ------------------------------------------------------------------ reading
     def _locations(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], tuple]:
         cat = self._catalog
+        keys = list(keys)
+        found: dict[tuple[bytes, str], tuple] = {}
+        for start in range(0, len(keys), 400):
+            chunk = keys[start : start + 400]
+            # One query per chunk; (hash, kind) is the arrays key, so row values match it.
+            marks = ", ".join(["(?, ?)"] * len(chunk))
+            flat = [x for k in chunk for x in k]
+            for h, kind, *loc in cat.execute(
+                "SELECT hash, kind, dtype, shape, pool, slot FROM arrays "
+                f"WHERE (hash, kind) IN (VALUES {marks})",
+                flat,
+            ):
+                found[(h, kind)] = tuple(loc)
         out = {}
         for h, kind in keys:
-            r = cat.execute(
-                "SELECT dtype, shape, pool, slot FROM arrays WHERE hash = ? AND kind = ?", (h, kind)
-            ).fetchone()
+            r = found.get((h, kind))
             if r is None:
                 raise IntegrityError(
                     f"the catalog names an array {h.hex()[:12]} ({kind}) that the store does not "
@@ -692,7 +715,7 @@ class Store:
         the series was added with (an export wants the minimal form and passes False).
         """
         arr = stored
-        et = parse_element_type(row.element_type)
+        et = _element_type(row.element_type)
         kind = row.type
         cls = SERIES_CLASSES.get(kind, Deterministic)
         obj = cls.__new__(cls)
@@ -705,10 +728,10 @@ class Store:
             obj._ts_ms = ts_ms
         else:
             obj._initial_ms = row.initial_ms
-            obj._resolution = as_period(row.resolution)
+            obj._resolution = _period(row.resolution, "resolution")
         if kind.is_forecast:
-            obj._horizon = as_period(row.horizon, what="horizon")
-            obj._interval = as_period(row.interval, what="interval")
+            obj._horizon = _period(row.horizon, "horizon")
+            obj._interval = _period(row.interval, "interval")
             obj._count = row.count
             if kind is TimeSeriesType.DeterministicSingleTimeSeries:
                 arr = _materialize_windows(
@@ -1080,6 +1103,18 @@ class Store:
 
 class _Rollback(Exception):
     """Raised into a transaction context to roll it back on request."""
+
+
+@functools.lru_cache(maxsize=256)
+def _element_type(text: str):
+    """``parse_element_type`` of catalog text, parsed once (an ElementType is frozen)."""
+    return parse_element_type(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _period(text: str, what: str):
+    """``as_period`` of catalog text, parsed once (a Period is immutable)."""
+    return as_period(text, what=what)
 
 
 def _dtype_of(arr: np.ndarray) -> str:
