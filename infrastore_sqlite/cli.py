@@ -1710,17 +1710,9 @@ def export(
 
 
 def _partition_columns() -> list[str]:
-    return [
-        "values_table",
-        "series_table",
-        "arrays_table",
-        "time_series_type",
-        "value_type",
-        "time_reference",
-        "arrays",
-        "series",
-        "rows",
-    ]
+    from .plan import SUMMARY_KEYS
+
+    return list(SUMMARY_KEYS)
 
 
 # ============================================================================ entry point

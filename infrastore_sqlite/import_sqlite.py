@@ -1192,7 +1192,7 @@ class _PartitionReader:
         if len(cells) != n:
             return None  # a gap in the span: rows of the array are interleaved with others
         try:
-            values = _decode_fast(cells, dtype)
+            values = _decode(cells, dtype, fused=True)
         except InvalidParameterError:
             return None  # the general path reads the group again and names the row
         if values is None:
@@ -1273,7 +1273,7 @@ class _PartitionReader:
         if len(cells) != n:
             return None
         try:
-            values = _decode_fast(cells, dtype)
+            values = _decode(cells, dtype, fused=True)
         except InvalidParameterError:
             return None
         if values is None:
@@ -1419,8 +1419,12 @@ def _floats_only(cells: list) -> np.ndarray | None:
     return None
 
 
-def _decode_fast(cells: list, dtype: str) -> np.ndarray | None:
-    """Decode the cells of the fused query; None when a row came back as the sentinel."""
+def _decode(cells: list, dtype: str, *, fused: bool = False) -> np.ndarray | None:
+    """Decode one group's value cells.
+
+    With ``fused`` the cells come from the query that checks the grid as it reads: a
+    row that failed the check comes back as a blob sentinel, and the answer is None.
+    """
     if dtype == "f64":
         arr = _floats_only(cells)
         if arr is not None:
@@ -1428,19 +1432,8 @@ def _decode_fast(cells: list, dtype: str) -> np.ndarray | None:
     types = set(map(type, cells))
     if dtype == "f64" and types <= _FLOAT_CELLS:
         return np.fromiter(cells, dtype=np.float64, count=len(cells))
-    if bytes in types:
+    if fused and bytes in types:
         return None
-    return decode_cells(cells, dtype)
-
-
-def _decode(cells: list, dtype: str) -> np.ndarray:
-    if dtype == "f64":
-        arr = _floats_only(cells)
-        if arr is not None:
-            return arr
-    types = set(map(type, cells))
-    if dtype == "f64" and types <= _FLOAT_CELLS:
-        return np.fromiter(cells, dtype=np.float64, count=len(cells))
     return decode_cells(cells, dtype)
 
 

@@ -70,6 +70,20 @@ class ExportSeries:
     rows: int
 
 
+#: Keys of the per-partition result of an export, in the reference's order.
+SUMMARY_KEYS = (
+    "values_table",
+    "series_table",
+    "arrays_table",
+    "time_series_type",
+    "value_type",
+    "time_reference",
+    "arrays",
+    "series",
+    "rows",
+)
+
+
 @dataclass(slots=True)
 class PartitionPlan:
     partition: Partition
@@ -80,19 +94,20 @@ class PartitionPlan:
     source: Store | None = field(default=None, repr=False, compare=False)
 
     def summary(self) -> dict[str, Any]:
-        """The per-partition result dict, keys in the reference's order."""
+        """The per-partition result dict, keys in the reference's order (``SUMMARY_KEYS``)."""
         p = self.partition
-        return {
-            "values_table": p.values_table,
-            "series_table": p.series_table,
-            "arrays_table": p.arrays_table,
-            "time_series_type": p.key.type.name,
-            "value_type": p.key.value_slug,
-            "time_reference": p.key.reference_label,
-            "arrays": len(self.array_ids),
-            "series": len(self.series),
-            "rows": self.rows,
-        }
+        values = (
+            p.values_table,
+            p.series_table,
+            p.arrays_table,
+            p.key.type.name,
+            p.key.value_slug,
+            p.key.reference_label,
+            len(self.array_ids),
+            len(self.series),
+            self.rows,
+        )
+        return dict(zip(SUMMARY_KEYS, values, strict=True))
 
 
 @dataclass(slots=True)
