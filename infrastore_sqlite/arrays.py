@@ -5,12 +5,20 @@ Arrays of one dtype and shape share a pool dataset ``pools/<dtype>__<shape>`` of
 handful of datasets, not 100,000, and a batch read of many arrays becomes a few slab reads
 of adjacent slots. Where each array lives is recorded in the catalog, which is the
 transactional half: a slot the catalog does not point at is free space.
+
+Writes run in a background thread: h5py releases the GIL while HDF5 writes and
+compresses, so the caller goes on preparing the next arrays meanwhile. Every other use of
+the file (reads, flush, close, ``sync``) first waits for the writes queued before it, so
+callers see the file as if each write had happened when it was called; ``sync`` is also
+where a failed write is reported, and the store calls it before its catalog commits.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections import deque
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import h5py
@@ -22,6 +30,14 @@ from .errors import StorageError
 DATA_FORMAT_VERSION = "1"
 _CHUNK_TARGET = 256 * 1024  # bytes per chunk: small enough to read one array cheaply
 _SLAB_GAP = 4  # read across up to this many unwanted slots rather than issue a new read
+# Bytes of queued writes the caller may run ahead of the writer thread by.
+_MAX_PENDING_BYTES = 64 * 1024 * 1024
+# No chunk cache on a writable file: each chunk is compressed as it is written (in the
+# writer thread, beside the caller's work) instead of all at once when the file is
+# flushed at commit, where nothing else can run. Reads group slots by chunk, so each read
+# decompresses a chunk once either way.
+_WRITE_CACHE_BYTES = 0
+_READ_CACHE_BYTES = 4 * 1024 * 1024
 
 
 def pool_name(dtype: str, shape: Sequence[int]) -> str:
@@ -62,25 +78,35 @@ class ArrayFile:
         shuffle: bool = True,
     ) -> None:
         self.path = str(path)
+        cache = _READ_CACHE_BYTES if mode == "r" else _WRITE_CACHE_BYTES
         try:
-            self.h5 = h5py.File(self.path, mode, rdcc_nbytes=4 * 1024 * 1024)
+            self._h5 = h5py.File(self.path, mode, rdcc_nbytes=cache)
         except OSError as exc:
             raise StorageError(f"cannot open the array file {self.path}: {exc}") from exc
+        self._writer: ThreadPoolExecutor | None = None
+        self._pending: deque[tuple[Future[None], int]] = deque()
+        self._pending_bytes = 0
         if mode == "x":
-            self.h5.attrs["data_format_version"] = DATA_FORMAT_VERSION
-            self.h5.attrs["storage_backend"] = "hdf5"
+            self._h5.attrs["data_format_version"] = DATA_FORMAT_VERSION
+            self._h5.attrs["storage_backend"] = "hdf5"
             spelled = (
                 "none"
                 if compression == "none"
                 else f"deflate:{compression_level}:" + ("shuffle" if shuffle else "noshuffle")
             )
-            self.h5.attrs["compression"] = spelled
-            self.h5.create_group("pools")
+            self._h5.attrs["compression"] = spelled
+            self._h5.create_group("pools")
         self._pools: dict[str, h5py.Dataset] = {}
 
     @property
+    def h5(self) -> h5py.File:
+        """The open HDF5 file, once every queued write is in."""
+        self.sync()
+        return self._h5
+
+    @property
     def compression(self) -> str:
-        return str(self.h5.attrs.get("compression", "none"))
+        return str(self._h5.attrs.get("compression", "none"))
 
     def _filter_args(self) -> dict:
         spec = self.compression
@@ -97,7 +123,7 @@ class ArrayFile:
         ds = self._pools.get(name)
         if ds is not None:
             return ds
-        group = self.h5["pools"]
+        group = self._h5["pools"]
         if name in group:
             ds = group[name]
         elif dtype is None or shape is None:
@@ -124,7 +150,30 @@ class ArrayFile:
         first_slot: int,
         arrays: Sequence[np.ndarray],
     ) -> None:
-        """Write ``arrays`` (each of ``shape``) into consecutive slots from ``first_slot``."""
+        """Queue ``arrays`` (each of ``shape``) for consecutive slots from ``first_slot``.
+
+        The arrays must not be changed afterwards; :meth:`sync` waits for the write.
+        """
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="infrastore-sqlite-h5")
+        size = sum(int(a.nbytes) for a in arrays)
+        future = self._writer.submit(self._write_now, name, dtype, shape, first_slot, arrays)
+        self._pending.append((future, size))
+        self._pending_bytes += size
+        # Report a failed write early, and keep the queue (the arrays it holds) bounded.
+        while self._pending and (
+            self._pending[0][0].done() or self._pending_bytes > _MAX_PENDING_BYTES
+        ):
+            self._settle_oldest()
+
+    def _write_now(
+        self,
+        name: str,
+        dtype: str,
+        shape: Sequence[int],
+        first_slot: int,
+        arrays: Sequence[np.ndarray],
+    ) -> None:
         ds = self._pool(name, dtype, shape)
         end = first_slot + len(arrays)
         try:
@@ -135,8 +184,35 @@ class ArrayFile:
         except (OSError, ValueError, TypeError) as exc:
             raise StorageError(f"writing pool {name} in {self.path} failed: {exc}") from exc
 
+    def _settle_oldest(self) -> None:
+        future, size = self._pending.popleft()
+        self._pending_bytes -= size
+        try:
+            future.result()
+        except StorageError:
+            self._fail()
+            raise
+        except Exception as exc:
+            self._fail()
+            raise StorageError(f"writing to {self.path} failed: {exc}") from exc
+
+    def _fail(self) -> None:
+        # A failed write poisons the queue behind it: wait for the rest and drop them
+        # (their slots stay unreferenced, which is free space).
+        while self._pending:
+            future, _ = self._pending.popleft()
+            with contextlib.suppress(Exception):
+                future.result()
+        self._pending_bytes = 0
+
+    def sync(self) -> None:
+        """Wait for every queued write; raise StorageError if one failed."""
+        while self._pending:
+            self._settle_oldest()
+
     def read(self, name: str, slots: Sequence[int]) -> list[np.ndarray]:
         """Read the arrays at ``slots`` (any order), each one a fresh array."""
+        self.sync()
         ds = self._pool(name)
         order = np.argsort(np.asarray(slots, dtype=np.int64), kind="stable")
         out: list[np.ndarray | None] = [None] * len(slots)
@@ -176,9 +252,18 @@ class ArrayFile:
         return list(self.h5["pools"].keys())
 
     def flush(self) -> None:
+        """Wait for the queued writes and flush the file (raises StorageError if a write failed)."""
+        self.sync()
         with contextlib.suppress(Exception):
-            self.h5.flush()
+            self._h5.flush()
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.h5.close()
+        try:
+            with contextlib.suppress(StorageError):
+                self.sync()
+        finally:
+            if self._writer is not None:
+                self._writer.shutdown(wait=True)
+                self._writer = None
+            with contextlib.suppress(Exception):
+                self._h5.close()

@@ -167,6 +167,11 @@ class Catalog:
     def in_transaction(self) -> bool:
         return self._depth > 0
 
+    @property
+    def depth(self) -> int:
+        """How many transactions are open (nested ones included)."""
+        return self._depth
+
     def close(self) -> None:
         with contextlib.suppress(apsw.Error):
             self.conn.close()

@@ -13,6 +13,7 @@ into place only when complete; an existing database gets one transaction.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -42,6 +43,7 @@ from .layout import (
     view_sql,
 )
 from .model import TimeSeriesType
+from .pipeline import Prefetch
 from .plan import (
     ExportPlan,
     ExportSeries,
@@ -266,11 +268,37 @@ def _write(
             _check_collisions(conn, plan, prefix)
         earlier = [] if fresh else _existing_partitions(conn, prefix, where)
         writer = _ValueWriter(conn)
-        done = [0]
+        done = 0
         total = plan.total_rows
         negative_zero: list[tuple[str, tuple[str, str]]] = []
+        insert: Callable[[list[RowBlock], Any], None] | None = None
+        # The store is read (and values encoded) in a worker thread while this one runs
+        # the inserts, which release the GIL: the two overlap instead of taking turns.
+        with Prefetch(_prepared(store, plan)) as steps:
+            for kind, pp, payload in steps:
+                p = pp.partition
+                if kind == "begin":
+                    _create_tables(conn, p)
+                    insert = writer.statement(p, p.key.type)
+                elif kind == "rows":
+                    blocks, cells = payload
+                    if cells is None:
+                        negative_zero.append((p.base, blocks[0].key))
+                        continue
+                    if not negative_zero:
+                        assert insert is not None
+                        insert(blocks, cells)
+                    done += sum(b.n for b in blocks)
+                    if progress:
+                        progress(done, total)
+                else:  # "end"
+                    conn.execute(index_ddl(p))
+        # The arrays and series rows go in once the worker is done: executemany steps
+        # SQLite once per row, and each step would wait for the GIL while the worker
+        # holds it.
         for pp in plan.partitions:
-            _write_partition(conn, store, plan, pp, writer, negative_zero, done, total, progress)
+            _insert_arrays(conn, pp)
+            _insert_series(conn, store, pp)
         if negative_zero:
             # Named in catalog order, whatever order the partitions and arrays came in.
             flagged = set(negative_zero)
@@ -293,51 +321,108 @@ def _write(
         _rebuild_views(conn, prefix, earlier, plan)
 
 
-def _write_partition(
-    conn: apsw.Connection,
-    store: Store,
-    plan: ExportPlan,
-    pp: PartitionPlan,
-    writer: _ValueWriter,
-    negative_zero: list[tuple[str, tuple[str, str]]],
-    done: list[int],
-    total: int,
-    progress: Progress | None,
-) -> None:
-    p = pp.partition
-    key = p.key
-    et = key.et
-    shape = () if et.is_composite else key.element_shape
-    vtype = "TEXT" if et.is_composite else sql_value_type(et.dtype, shape)
+def _value_type(p: Partition) -> str:
+    """The declared type of the values table's ``value`` column."""
+    et = p.key.et
+    return "TEXT" if et.is_composite else sql_value_type(et.dtype, p.key.element_shape)
+
+
+def _create_tables(conn: apsw.Connection, p: Partition) -> None:
     conn.execute(arrays_ddl(p))
-    conn.execute(values_ddl(p, vtype))
+    conn.execute(values_ddl(p, _value_type(p)))
     conn.execute(series_ddl(p))
+
+
+def _insert_arrays(conn: apsw.Connection, pp: PartitionPlan) -> None:
     conn.executemany(
-        f"INSERT INTO {q(p.arrays_table)} (id, data_hash, time_axis) VALUES (?, ?, ?)",
+        f"INSERT INTO {q(pp.partition.arrays_table)} (id, data_hash, time_axis) VALUES (?, ?, ?)",
         [(i, h, axis) for (h, axis), i in sorted(pp.array_ids.items(), key=lambda kv: kv[1])],
     )
-    insert = writer.statement(p, key.type)
+
+
+# One step of the export, as the worker hands it over: the partition it belongs to and
+# ("begin", None), ("rows", (blocks, cells)) or ("end", None). ``blocks`` are arrays of
+# consecutive ids whose rows one statement writes (see _batches); ``cells`` their value
+# cells end to end, or None for a lone block holding a scalar -0.0.
+_Step = tuple[str, PartitionPlan, Any]
+
+# Rows one statement writes when it carries several short arrays: each statement costs
+# a fixed overhead and a hand-over of the GIL, so short arrays go in by the batch.
+_BATCH_ROWS = 1 << 16
+
+
+def _prepared(store: Store, plan: ExportPlan) -> Iterator[_Step]:
+    """Everything the writer needs from the store, partition by partition (worker side)."""
+    for pp in plan.partitions:
+        yield ("begin", pp, None)
+        for blocks, cells in _batches(_encoded(store, plan, pp)):
+            yield ("rows", pp, (blocks, cells))
+        yield ("end", pp, None)
+
+
+def _encoded(store: Store, plan: ExportPlan, pp: PartitionPlan) -> Iterator[tuple[RowBlock, Any]]:
+    """Each distinct array's block with its value cells (None: it holds a scalar -0.0)."""
+    vtype = _value_type(pp.partition)
     for block in iter_partition_arrays(store, plan, pp):
-        if vtype == "TEXT":
-            try:
-                cells: Any = tuple(encode_json_cells(block.values))
-            except InvalidParameterError as exc:
-                raise _name_series(exc, block) from None
-        else:
-            if vtype == "REAL" and has_negative_zero(block.values):
-                negative_zero.append((p.base, block.key))
-                continue
-            try:
+        cells: Any
+        try:
+            if vtype == "TEXT":
+                cells = tuple(encode_json_cells(block.values))
+            elif vtype == "REAL" and has_negative_zero(block.values):
+                cells = None
+            else:
                 cells = encode_scalar_cells(block.values)
-            except InvalidParameterError as exc:
-                raise _name_series(exc, block) from None
-        if not negative_zero:
-            insert(block, cells)
-        done[0] += block.n
-        if progress:
-            progress(done[0], total)
-    _insert_series(conn, p, pp)
-    conn.execute(index_ddl(p))
+        except InvalidParameterError as exc:
+            raise _name_series(exc, block) from None
+        yield block, cells
+
+
+def _batches(encoded: Iterator[tuple[RowBlock, Any]]) -> Iterator[tuple[list[RowBlock], Any]]:
+    """Runs of consecutive blocks that one statement can write.
+
+    A run shares everything the row-number arithmetic needs (affine grid with the same
+    anchor, length and lanes; same percentiles), so a row's array id and coordinates
+    follow from its position alone. Blocks without an affine grid go alone.
+    """
+    run: list[RowBlock] = []
+    cells: list[Any] = []
+    rows = 0
+    for block, c in encoded:
+        if run and (c is None or not _joinable(run[-1], block) or rows + block.n > _BATCH_ROWS):
+            yield run, _joined(cells)
+            run, cells, rows = [], [], 0
+        if c is None:
+            yield [block], None
+            continue
+        run.append(block)
+        cells.append(c)
+        rows += block.n
+    if run:
+        yield run, _joined(cells)
+
+
+def _joinable(last: RowBlock, block: RowBlock) -> bool:
+    return (
+        last.affine is not None
+        and last.affine == block.affine
+        and last.n == block.n
+        and block.array_id == last.array_id + 1
+        and (
+            last.lane_values is None
+            or (
+                block.lane_values is not None
+                and np.array_equal(last.lane_values, block.lane_values)
+            )
+        )
+    )
+
+
+def _joined(cells: list[Any]) -> Any:
+    if len(cells) == 1:
+        return cells[0]
+    if isinstance(cells[0], tuple):
+        return tuple(itertools.chain.from_iterable(cells))
+    return np.concatenate(cells)
 
 
 def _name_series(exc: InvalidParameterError, block: RowBlock) -> InvalidParameterError:
@@ -349,16 +434,16 @@ def _name_series(exc: InvalidParameterError, block: RowBlock) -> InvalidParamete
     )
 
 
-def _insert_series(conn: apsw.Connection, p: Partition, pp: PartitionPlan) -> None:
-    tst = p.key.type
-    cols = ["array_id", "id", *series_columns(tst)]
+def _insert_series(conn: apsw.Connection, store: Store, pp: PartitionPlan) -> None:
+    p = pp.partition
+    cols = ["array_id", "id", *series_columns(p.key.type)]
     sql = (
         f"INSERT INTO {q(p.series_table)} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
     )
     ordered = sorted(pp.series, key=lambda s: s.row.id)
     # The plan keeps only a reference per series: the full rows stream back from the
     # catalog a chunk at a time, straight into executemany.
-    conn.executemany(sql, _series_values(pp.source, p, pp, ordered, cols))
+    conn.executemany(sql, _series_values(store, p, pp, ordered, cols))
 
 
 def _series_values(
@@ -401,15 +486,22 @@ class _ValueWriter:
         cols = values_columns(tst)
         col_list = ", ".join(cols)
 
-        def insert(block: RowBlock, cells: Any) -> None:
+        def insert(blocks: list[RowBlock], cells: Any) -> None:
             carr = apsw.carray(cells)
+            block = blocks[0]
             if block.affine is not None:
                 a = block.affine
                 lanes, steps = a.lanes, a.steps
-                # r = rowid - 1; window j = r / (steps*lanes); step h = (r / lanes) % steps
-                issue = f"(?2 + ((rowid - 1) / {steps * lanes}) * ?3)"
-                ts = f"{issue} + (((rowid - 1) / {lanes}) % {steps}) * ?4"
-                exprs = ["?1", ts]
+                if len(blocks) == 1:
+                    array_id, r = "?1", "(rowid - 1)"
+                else:
+                    # Arrays of one length n, end to end: row r of array k is at k*n + r.
+                    array_id = f"(?1 + (rowid - 1) / {block.n})"
+                    r = f"((rowid - 1) % {block.n})"
+                # window j = r / (steps*lanes); step h = (r / lanes) % steps
+                issue = f"(?2 + ({r} / {steps * lanes}) * ?3)"
+                ts = f"{issue} + (({r} / {lanes}) % {steps}) * ?4"
+                exprs = [array_id, ts]
                 if tst.is_forecast:
                     exprs.append(issue)
                 params: list[Any] = [block.array_id, a.anchor, a.interval_ms, a.resolution_ms]
@@ -424,6 +516,7 @@ class _ValueWriter:
                     [*params, carr],
                 )
                 return
+            assert len(blocks) == 1
             joins = self._coordinates(block)
             exprs = ["?1", "c_t.x"]
             if tst.is_forecast:

@@ -185,10 +185,12 @@ class Store:
     def close(self) -> None:
         """Flush and close both files. Safe to call twice."""
         if self._arrays is not None:
-            self._arrays.flush()
-            self._arrays.close()
-            self._catalog.close()
-            self._arrays = None  # type: ignore[assignment]
+            try:
+                self._arrays.flush()
+            finally:
+                self._arrays.close()
+                self._catalog.close()
+                self._arrays = None  # type: ignore[assignment]
 
     def __enter__(self) -> Store:
         return self
@@ -218,6 +220,10 @@ class Store:
         self._writable()
         with self._catalog.transaction():
             yield
+            if self._catalog.depth == 1:
+                # The arrays are written in the background: every one the catalog is
+                # about to point at must be in (a failed write rolls the catalog back).
+                self._arrays.sync()
         if not self._catalog.in_transaction:
             self._arrays.flush()
 
@@ -1060,8 +1066,10 @@ class Store:
             for start in range(0, len(group), 1024):
                 fresh.write(pool, dtype, shape, start, arrays[start : start + 1024])
             new_rows.extend((g[0], g[1], g[2], g[3], g[4], i) for i, g in enumerate(group))
-        fresh.flush()
-        fresh.close()
+        try:
+            fresh.flush()
+        finally:
+            fresh.close()
         try:
             with self._catalog.transaction():
                 cat.execute("DELETE FROM arrays")

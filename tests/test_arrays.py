@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import h5py
@@ -109,8 +111,10 @@ def test_errors_are_storage_errors(tmp_path: Path) -> None:
     f.write("f64__2", "f64", [2], 0, [np.zeros(2)])
     with pytest.raises(StorageError, match="reading pool f64__2"):
         f.read("f64__2", [100])
+    # Writes run in the background: a bad one is reported by the next sync at the latest.
     with pytest.raises(StorageError, match="writing pool f64__2"):
         f.write("f64__2", "f64", [2], 1, [np.zeros(3)])
+        f.sync()
     f.close()
     with pytest.raises(StorageError):
         ArrayFile(tmp_path / "a.h5", "x")  # exists
@@ -124,3 +128,58 @@ def test_chunking_keeps_chunks_near_the_target() -> None:
     assert big[0] == 1 and big[2] == 3
     assert big[1] * 3 * 8 <= _CHUNK_TARGET
     assert _chunks((), 1, 0)[0] >= 1
+
+
+def test_writes_run_in_a_background_thread_and_reads_wait_for_them(tmp_path: Path) -> None:
+    f = ArrayFile(tmp_path / "a.h5", "x")
+    threads: list[str] = []
+    real = ArrayFile._write_now
+
+    def slow(self, *args):
+        threads.append(threading.current_thread().name)
+        time.sleep(0.05)
+        return real(self, *args)
+
+    ArrayFile._write_now = slow  # type: ignore[method-assign]
+    try:
+        for k in range(4):
+            f.write("f64__3", "f64", [3], k, [np.full(3, float(k))])
+        # The read comes back with every queued write in, in order.
+        got = f.read("f64__3", [3, 0, 2, 1])
+    finally:
+        ArrayFile._write_now = real  # type: ignore[method-assign]
+    assert [a.tolist() for a in got] == [[3.0] * 3, [0.0] * 3, [2.0] * 3, [1.0] * 3]
+    assert threads and all(t.startswith("infrastore-sqlite-h5") for t in threads)
+    f.close()
+
+
+def test_queued_bytes_stay_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import infrastore_sqlite.arrays as arrays_module
+
+    monkeypatch.setattr(arrays_module, "_MAX_PENDING_BYTES", 1000)
+    f = ArrayFile(tmp_path / "a.h5", "x")
+    real = ArrayFile._write_now
+    monkeypatch.setattr(
+        ArrayFile, "_write_now", lambda self, *a: (time.sleep(0.01), real(self, *a))[1]
+    )
+    seen = []
+    for k in range(20):
+        f.write("f64__50", "f64", [50], k, [np.zeros(50)])  # 400 bytes each
+        seen.append(f._pending_bytes)
+    assert max(seen) <= 1000
+    f.close()
+    with h5py.File(tmp_path / "a.h5", "r") as h5:
+        assert h5["pools/f64__50"].shape[0] >= 20
+
+
+def test_a_failed_write_is_reported_once_and_the_file_goes_on(tmp_path: Path) -> None:
+    f = ArrayFile(tmp_path / "a.h5", "x")
+    f.write("f64__2", "f64", [2], 0, [np.ones(2)])
+    with pytest.raises(StorageError, match="writing pool f64__2"):
+        f.write("f64__2", "f64", [2], 1, [np.zeros(3)])  # wrong shape
+        f.write("f64__2", "f64", [2], 2, [np.zeros(2)])
+        f.sync()
+    f.sync()  # reported once
+    f.write("f64__2", "f64", [2], 3, [np.full(2, 7.0)])
+    assert [a.tolist() for a in f.read("f64__2", [0, 3])] == [[1.0, 1.0], [7.0, 7.0]]
+    f.close()

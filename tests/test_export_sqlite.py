@@ -1127,3 +1127,66 @@ def test_the_varied_export_is_consistent(varied) -> None:
         assert c.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
         assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert c.execute("PRAGMA foreign_key_check").fetchall() == []
+
+
+def test_short_arrays_of_one_grid_share_a_statement_and_keep_their_rows(tmp_path: Path) -> None:
+    # Arrays of one length and anchor are written several to a statement (ids and
+    # coordinates from the row number); each must still get exactly its own rows.
+    import infrastore_sqlite.export_sqlite as export_module
+
+    s = Store.create(tmp_path / "s.h5")
+    rng = np.random.default_rng(7)
+    n = 5
+    sts = [rng.normal(size=24) for _ in range(n)]
+    det = [rng.normal(size=(3, 4)) for _ in range(n)]
+    prob = [np.sort(rng.normal(size=(3, 2, 4)), axis=0) for _ in range(n)]
+    scen = [rng.normal(size=(2, 2, 4)) for _ in range(n)]
+    for k in range(n):
+        add = lambda ts, k=k: s.add_time_series(k + 1, "Gen", "Component", ts)  # noqa: E731
+        add(SingleTimeSeries(T0, "PT1H", sts[k], "sts"))
+        add(Deterministic(T0, "PT1H", "PT3H", "PT2H", 4, det[k], "det"))
+        add(Probabilistic(T0, "PT1H", "PT2H", "PT2H", 4, [10.0, 50.0, 90.0], prob[k], "prob"))
+        add(Scenarios(T0, "PT1H", "PT2H", "PT2H", 4, scen[k], "scen"))
+    statements: list[int] = []
+    real = export_module._ValueWriter.statement
+
+    def counting(self: Any, p: Any, tst: Any) -> Any:
+        insert = real(self, p, tst)
+
+        def wrapped(blocks: list[Any], cells: Any) -> None:
+            statements.append(len(blocks))
+            insert(blocks, cells)
+
+        return wrapped
+
+    export_module._ValueWriter.statement = counting  # type: ignore[method-assign]
+    try:
+        s.export_sqlite(tmp_path / "out.db")
+    finally:
+        export_module._ValueWriter.statement = real  # type: ignore[method-assign]
+    assert statements == [n, n, n, n]  # one statement per partition
+    con = sqlite3.connect(tmp_path / "out.db")
+    for k in range(n):
+        owner = k + 1
+        assert values_of(con, "SingleTimeSeries_f64_utc", "sts", owner=owner) == [
+            (T0_MS + h * H_MS, float(sts[k][h])) for h in range(24)
+        ]
+        assert values_of(con, "Deterministic_f64_utc", "det", owner=owner) == [
+            (T0_MS + (2 * j + h) * H_MS, T0_MS + 2 * j * H_MS, float(det[k][h, j]))
+            for j in range(4)
+            for h in range(3)
+        ]
+        assert values_of(con, "Probabilistic_f64_utc", "prob", owner=owner) == [
+            (T0_MS + (2 * j + h) * H_MS, T0_MS + 2 * j * H_MS, p, float(prob[k][lane, h, j]))
+            for j in range(4)
+            for h in range(2)
+            for lane, p in enumerate([10.0, 50.0, 90.0])
+        ]
+        assert values_of(con, "Scenarios_f64_utc", "scen", owner=owner) == [
+            (T0_MS + (2 * j + h) * H_MS, T0_MS + 2 * j * H_MS, sc, float(scen[k][sc, h, j]))
+            for j in range(4)
+            for h in range(2)
+            for sc in range(2)
+        ]
+    con.close()
+    s.close()

@@ -168,19 +168,26 @@ def test_faults_fire_mid_way(store: Store, out_dir: Path, monkeypatch: pytest.Mo
     # The first partition really was written before the failure (so rollback mattered).
     target = existing(store, out_dir)
     before = digest(target)
-    seen: list[int] = []
-    real = export_module._insert_series
+    seen: list[str] = []
+    real = export_module.index_ddl
 
-    def spy(conn: Any, p: Any, pp: Any) -> None:
-        real(conn, p, pp)
-        seen.append(conn.execute(f'SELECT count(*) FROM "{p.values_table}"').fetchone()[0])
-        if len(seen) == 2:
+    def spy(p: Any) -> str:
+        # Called once a partition's rows are in, just before its index is built.
+        seen.append(p.values_table)
+        if len(seen) == 3:
             raise Boom("after two partitions")
+        return real(p)
 
-    monkeypatch.setattr(export_module, "_insert_series", spy)
+    monkeypatch.setattr(export_module, "index_ddl", spy)
     with pytest.raises(Boom):
         store.export_sqlite(target, name_glob="[abcd]")
-    assert seen == [5000, 5]
+    with sqlite3.connect(target) as con:
+        # Nothing of the two partitions that were complete survives the rollback.
+        for table in seen:
+            assert con.execute(
+                "SELECT count(*) FROM sqlite_master WHERE name = ?", (table,)
+            ).fetchone() == (0,)
+    assert len(seen) == 3
     assert digest(target) == before
 
 

@@ -1045,3 +1045,39 @@ def test_list_metadata_filters(filled: Store, filters: dict, expected: list) -> 
 def test_filter_refusals(filled: Store, filters: dict, exc: type, message: str) -> None:
     with pytest.raises(exc, match=message):
         filled.list_metadata(**filters)
+
+
+def test_a_failed_background_array_write_rolls_the_catalog_back(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from infrastore_sqlite.arrays import ArrayFile
+    from infrastore_sqlite.errors import StorageError
+
+    kept = add(store, sts("kept", np.arange(3.0)))
+    real = ArrayFile._write_now
+
+    def failing(self: ArrayFile, *args: Any) -> None:
+        raise StorageError("writing pool f64__3 failed: disk full (simulated)")
+
+    monkeypatch.setattr(ArrayFile, "_write_now", failing)
+    with pytest.raises(StorageError, match="disk full"):
+        store.add_time_series_bulk(
+            [
+                {
+                    "owner_id": 2,
+                    "owner_type": "Gen",
+                    "time_series": sts("lost", np.arange(3.0) + 1),
+                },
+                {
+                    "owner_id": 3,
+                    "owner_type": "Gen",
+                    "time_series": sts("lost", np.arange(3.0) + 2),
+                },
+            ]
+        )
+    assert [r["name"] for r in store.list_metadata()] == ["kept"]
+    assert store._catalog.scalar("SELECT count(*) FROM arrays") == 1
+    monkeypatch.setattr(ArrayFile, "_write_now", real)
+    again = add(store, sts("lost", np.arange(3.0) + 1), owner_id=2)
+    assert store.read_by_id(again).data.tolist() == [1.0, 2.0, 3.0]
+    assert store.read_by_id(kept).data.tolist() == [0.0, 1.0, 2.0]

@@ -1,0 +1,107 @@
+"""Running one side of a producer/consumer loop in a second thread.
+
+Export and import alternate between two kinds of work: Python that prepares values
+(HDF5 reads, reshaping, encoding, hashing) and calls into SQLite or HDF5 that run without
+the GIL (apsw releases it for the whole of a statement's step, h5py for a dataset write
+and its compression). Run one of them in a worker thread and the two overlap on a second
+core instead of taking turns.
+
+The queue between them holds at most ``depth`` items, so memory stays bounded by what
+the producer makes per item; nothing else is shared.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import sys
+import threading
+from collections.abc import Iterable, Iterator
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+_ITEM, _END, _ERROR = 0, 1, 2
+
+# How long a thread may hold the GIL while another waits for it. The default (5 ms) is
+# longer than most of the statements the consumer runs, which would then spend most of
+# their time waiting for the producer to let go; 0.5 ms keeps the hand-over prompt.
+_SWITCH_INTERVAL = 0.0005
+
+
+class Prefetch(Generic[T]):
+    """Iterate ``source`` in a worker thread, at most ``depth`` items ahead.
+
+    Use as a context manager; iterating yields the source's items in order, and an
+    exception the source raised is raised again in the consumer, at the point where its
+    item would have come. Leaving the block (normally or by an exception) stops the
+    worker and waits for it, so the source is never used after the block.
+
+    Parameters
+    ----------
+    source
+        Any iterable; it is iterated (and, if a generator, closed) in the worker only.
+    depth
+        Items made ahead of the consumer.
+    """
+
+    def __init__(self, source: Iterable[T], depth: int = 4) -> None:
+        self._queue: queue.Queue[tuple[int, object]] = queue.Queue(maxsize=max(1, depth))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(source,), name="infrastore-sqlite-prefetch", daemon=True
+        )
+        self._interval: float | None = None
+
+    def __enter__(self) -> Prefetch[T]:
+        self._interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._interval, _SWITCH_INTERVAL))
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _run(self, source: Iterable[T]) -> None:
+        it = iter(source)
+        try:
+            for item in it:
+                if not self._put((_ITEM, item)):
+                    return
+            self._put((_END, None))
+        except BaseException as exc:  # handed to the consumer, which raises it
+            self._put((_ERROR, exc))
+        finally:
+            close = getattr(it, "close", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    close()
+
+    def _put(self, message: tuple[int, object]) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(message, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def __iter__(self) -> Iterator[T]:
+        while True:
+            kind, value = self._queue.get()
+            if kind == _ITEM:
+                yield value  # type: ignore[misc]
+            elif kind == _END:
+                return
+            else:
+                assert isinstance(value, BaseException)
+                raise value
+
+    def close(self) -> None:
+        """Stop the worker (it finishes its current item) and wait for it."""
+        self._stop.set()
+        if self._thread.is_alive() or self._thread.ident is not None:
+            self._thread.join()
+        if self._interval is not None:
+            sys.setswitchinterval(self._interval)
+            self._interval = None
