@@ -1229,8 +1229,10 @@ class _PartitionReader:
         if n % block or (not spec.itv.is_positive and n != block):
             return None
         count = n // block
-        issue = f"(?1 + ((rowid - ?2) / {block}) * ?3)"
-        offset = f"(((rowid - ?2) / {lanes}) % {steps}) * ?6"
+        # i = rowid - ?2: window i / block, step i % block / lanes, lane i % lanes (the
+        # fewest operators per row; each one costs on every row of the group).
+        issue = f"(?1 + ((rowid - ?2) / {block}) * ?3)" if count > 1 else "?1"
+        offset = f"((rowid - ?2) % {block} / {lanes}) * ?6"
         params: list[Any] = [first, lo, spec.itv.ms, hi, aid, spec.res.ms]
         if self.type is TimeSeriesType.Scenarios:
             lane_cond = f"scenario IS ((rowid - ?2) % {lanes})"
