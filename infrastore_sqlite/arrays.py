@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
@@ -31,7 +32,7 @@ DATA_FORMAT_VERSION = "1"
 _CHUNK_TARGET = 256 * 1024  # bytes per chunk: small enough to read one array cheaply
 _SLAB_GAP = 4  # read across up to this many unwanted slots rather than issue a new read
 # Bytes of queued writes the caller may run ahead of the writer thread by.
-_MAX_PENDING_BYTES = 64 * 1024 * 1024
+_MAX_PENDING_BYTES = 16 * 1024 * 1024
 # No chunk cache on a writable file: each chunk is compressed as it is written (in the
 # writer thread, beside the caller's work) instead of all at once when the file is
 # flushed at commit, where nothing else can run. Reads group slots by chunk, so each read
@@ -166,14 +167,9 @@ class ArrayFile:
         ):
             self._settle_oldest()
 
-    def _write_now(
-        self,
-        name: str,
-        dtype: str,
-        shape: Sequence[int],
-        first_slot: int,
-        arrays: Sequence[np.ndarray],
-    ) -> None:
+    def _write_now(self, *job: Any) -> None:
+        """Do one write of :meth:`write` (its arguments, in order); the writer thread's side."""
+        name, dtype, shape, first_slot, arrays = job
         ds = self._pool(name, dtype, shape)
         end = first_slot + len(arrays)
         try:

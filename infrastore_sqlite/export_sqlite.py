@@ -1,10 +1,14 @@
 """Export to the SQLite interchange layout.
 
 The plan (``plan.py``) decides partitions, names and keys; this module only writes them.
-Values reach SQLite as buffers through apsw's ``carray`` binding, one statement per
-distinct array, with fixed-period coordinates computed inside SQLite from the row number;
-irregular or calendar grids bind their coordinates through a temporary table keyed by
-row number. The ``array_id`` index is built after the rows are in.
+Values reach SQLite as buffers through apsw's ``carray`` binding: one statement per
+distinct array, or per run of short arrays on one grid, with array ids and fixed-period
+coordinates computed inside SQLite from the row number; irregular or calendar grids bind
+their coordinates through a temporary table keyed by row number. The ``array_id`` index
+is built after the rows are in.
+
+A worker thread reads the store and encodes the value cells (``pipeline.Prefetch``)
+while this thread runs the inserts, which release the GIL, so the two overlap.
 
 Atomicity: a new file is written under a temporary name beside the target and renamed
 into place only when complete; an existing database gets one transaction.

@@ -27,6 +27,27 @@ _ITEM, _END, _ERROR = 0, 1, 2
 # longer than most of the statements the consumer runs, which would then spend most of
 # their time waiting for the producer to let go; 0.5 ms keeps the hand-over prompt.
 _SWITCH_INTERVAL = 0.0005
+# The interval is process-wide: shortened while any Prefetch runs, restored after the last.
+_switch_lock = threading.Lock()
+_switch_users = 0
+_switch_saved = 0.0
+
+
+def _shorten_switch_interval() -> None:
+    global _switch_users, _switch_saved
+    with _switch_lock:
+        if _switch_users == 0:
+            _switch_saved = sys.getswitchinterval()
+            sys.setswitchinterval(min(_switch_saved, _SWITCH_INTERVAL))
+        _switch_users += 1
+
+
+def _restore_switch_interval() -> None:
+    global _switch_users
+    with _switch_lock:
+        _switch_users -= 1
+        if _switch_users == 0:
+            sys.setswitchinterval(_switch_saved)
 
 
 class Prefetch(Generic[T]):
@@ -51,11 +72,11 @@ class Prefetch(Generic[T]):
         self._thread = threading.Thread(
             target=self._run, args=(source,), name="infrastore-sqlite-prefetch", daemon=True
         )
-        self._interval: float | None = None
+        self._shortened = False
 
     def __enter__(self) -> Prefetch[T]:
-        self._interval = sys.getswitchinterval()
-        sys.setswitchinterval(min(self._interval, _SWITCH_INTERVAL))
+        _shorten_switch_interval()
+        self._shortened = True
         self._thread.start()
         return self
 
@@ -102,6 +123,6 @@ class Prefetch(Generic[T]):
         self._stop.set()
         if self._thread.is_alive() or self._thread.ident is not None:
             self._thread.join()
-        if self._interval is not None:
-            sys.setswitchinterval(self._interval)
-            self._interval = None
+        if self._shortened:
+            _restore_switch_interval()
+            self._shortened = False

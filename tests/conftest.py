@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import shutil
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -27,3 +28,25 @@ def store(store_path: Path) -> Iterator[Store]:
         yield s
     finally:
         s.close()
+
+
+def exported_db(
+    tmp_path_factory: pytest.TempPathFactory, label: str, build: Callable[[Store], None]
+) -> Path:
+    """A database exported from a store that ``build`` fills (for module-scoped fixtures)."""
+    d = tmp_path_factory.mktemp(label)
+    src = Store.create(d / "src.h5")
+    try:
+        build(src)
+        db = d / "base.db"
+        src.export_sqlite(db)
+    finally:
+        src.close()
+    return db
+
+
+def copy_of(db: Path, tmp_path: Path, name: str) -> Path:
+    """A private copy of ``db`` that one test may edit."""
+    target = tmp_path / name
+    shutil.copy(db, target)
+    return target

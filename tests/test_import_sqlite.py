@@ -4,12 +4,12 @@ per-partition mode, dry runs, inline overrides and assertions."""
 from __future__ import annotations
 
 import re
-import shutil
 from datetime import UTC, datetime
 
 import apsw
 import numpy as np
 import pytest
+from conftest import copy_of, exported_db
 
 import infrastore_sqlite as I
 from infrastore_sqlite.errors import DuplicateTimeSeriesError, InvalidParameterError
@@ -54,20 +54,12 @@ def _source(store) -> None:
 
 @pytest.fixture(scope="module")
 def base_db(tmp_path_factory):
-    d = tmp_path_factory.mktemp("api")
-    src = I.Store.create(d / "src.h5")
-    _source(src)
-    db = d / "base.db"
-    src.export_sqlite(db)
-    src.close()
-    return db
+    return exported_db(tmp_path_factory, "api", _source)
 
 
 @pytest.fixture
 def db(base_db, tmp_path):
-    target = tmp_path / "x.db"
-    shutil.copy(base_db, target)
-    return target
+    return copy_of(base_db, tmp_path, "x.db")
 
 
 @pytest.fixture

@@ -9,12 +9,12 @@ leave the store exactly as it was.
 from __future__ import annotations
 
 import re
-import shutil
 from datetime import UTC, datetime, timedelta
 
 import apsw
 import numpy as np
 import pytest
+from conftest import copy_of, exported_db
 
 import infrastore_sqlite as I
 from infrastore_sqlite.errors import DuplicateTimeSeriesError, InvalidParameterError
@@ -83,20 +83,12 @@ def _build_source(store) -> None:
 
 @pytest.fixture(scope="module")
 def base_db(tmp_path_factory):
-    d = tmp_path_factory.mktemp("faults")
-    src = I.Store.create(d / "src.h5")
-    _build_source(src)
-    db = d / "base.db"
-    src.export_sqlite(db)
-    src.close()
-    return db
+    return exported_db(tmp_path_factory, "faults", _build_source)
 
 
 @pytest.fixture
 def db(base_db, tmp_path):
-    target = tmp_path / "edited.db"
-    shutil.copy(base_db, target)
-    return target
+    return copy_of(base_db, tmp_path, "edited.db")
 
 
 @pytest.fixture

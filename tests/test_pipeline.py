@@ -84,3 +84,15 @@ def test_the_switch_interval_is_restored() -> None:
         assert sys.getswitchinterval() <= before
         assert list(items) == [0, 1, 2]
     assert sys.getswitchinterval() == before
+
+
+def test_overlapping_prefetches_restore_the_interval_after_the_last() -> None:
+    before = sys.getswitchinterval()
+    a = Prefetch(iter(range(3)))
+    b = Prefetch(iter(range(3)))
+    a.__enter__()
+    b.__enter__()
+    a.close()  # b still runs: the interval stays short
+    assert sys.getswitchinterval() < before or before <= 0.0005
+    b.close()
+    assert sys.getswitchinterval() == before
