@@ -418,18 +418,34 @@ class Store:
             ]
         )
         cat = self._catalog
-        for p in prepared:
-            fh = p["row"]["features_hash"]
-            if cat.scalar("SELECT 1 FROM feature_maps WHERE features_hash = ?", (fh,)) is None:
+        features = {p["row"]["features_hash"]: p["features"] for p in prepared}
+        known = self._known_features(list(features))
+        for fh, feats in features.items():
+            if fh not in known:
                 cat.execute(
                     "INSERT INTO feature_maps (features_hash, features_json) VALUES (?, ?)",
-                    (fh, features_json(p["features"])),
+                    (fh, features_json(feats)),
                 )
                 cat.executemany(
                     "INSERT INTO feature_sets VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    feature_rows(fh, p["features"]),
+                    feature_rows(fh, feats),
                 )
         return [self._insert_row(p["row"], p["label"]) for p in prepared]
+
+    def _known_features(self, hashes: list[bytes]) -> set[bytes]:
+        """Which of ``hashes`` the catalog's feature_maps already holds (500 per query)."""
+        found: set[bytes] = set()
+        for start in range(0, len(hashes), 500):
+            chunk = hashes[start : start + 500]
+            found.update(
+                r[0]
+                for r in self._catalog.execute(
+                    "SELECT features_hash FROM feature_maps WHERE features_hash IN "
+                    f"({', '.join('?' * len(chunk))})",
+                    chunk,
+                )
+            )
+        return found
 
     def _insert_row(self, row: dict[str, Any], label: str) -> int:
         """One catalog row, after the family rule; a clash of identity names the series."""
@@ -479,11 +495,10 @@ class Store:
     def _store_arrays(self, entries: list[tuple[bytes, str, np.ndarray]]) -> None:
         """Write every array the catalog does not yet hold, pooled and slab-wise."""
         cat = self._catalog
+        held = self._found_locations({(h, kind) for h, kind, _ in entries})
         new: dict[tuple[bytes, str], np.ndarray] = {}
         for h, kind, arr in entries:
-            if (h, kind) in new:
-                continue
-            if cat.scalar("SELECT 1 FROM arrays WHERE hash = ? AND kind = ?", (h, kind)) is None:
+            if (h, kind) not in new and (h, kind) not in held:
                 new[(h, kind)] = arr
         by_pool: dict[str, list[tuple[bytes, str, np.ndarray]]] = {}
         for (h, kind), arr in new.items():
@@ -626,6 +641,22 @@ class Store:
 
     # ------------------------------------------------------------------ reading
     def _locations(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], tuple]:
+        keys = list(keys)
+        found = self._found_locations(keys)
+        out = {}
+        for h, kind in keys:
+            r = found.get((h, kind))
+            if r is None:
+                raise IntegrityError(
+                    f"the catalog names an array {h.hex()[:12]} ({kind}) that the store does not "
+                    "hold; run verify to list every damaged series",
+                    key=h.hex(),
+                )
+            out[(h, kind)] = r
+        return out
+
+    def _found_locations(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], tuple]:
+        """Where each of ``keys`` the catalog holds is stored (absent keys are left out)."""
         cat = self._catalog
         keys = list(keys)
         found: dict[tuple[bytes, str], tuple] = {}
@@ -640,17 +671,7 @@ class Store:
                 flat,
             ):
                 found[(h, kind)] = tuple(loc)
-        out = {}
-        for h, kind in keys:
-            r = found.get((h, kind))
-            if r is None:
-                raise IntegrityError(
-                    f"the catalog names an array {h.hex()[:12]} ({kind}) that the store does not "
-                    "hold; run verify to list every damaged series",
-                    key=h.hex(),
-                )
-            out[(h, kind)] = r
-        return out
+        return found
 
     def _load(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], np.ndarray]:
         """Read distinct arrays, grouped by pool so neighbours come in one slab."""
