@@ -283,6 +283,8 @@ def _write(
             for kind, pp, payload in steps:
                 p = pp.partition
                 if kind == "begin":
+                    # Tables per partition, as they come (sqlite_master keeps the
+                    # reference's order: each partition's tables, then its index).
                     _create_tables(conn, p)
                     insert = writer.statement(p, p.key.type)
                 elif kind == "rows":
