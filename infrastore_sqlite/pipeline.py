@@ -1,10 +1,13 @@
 """Running one side of a producer/consumer loop in a second thread.
 
-Export and import alternate between two kinds of work: Python that prepares values
-(HDF5 reads, reshaping, encoding, hashing) and calls into SQLite or HDF5 that run without
-the GIL (apsw releases it for the whole of a statement's step, h5py for a dataset write
-and its compression). Run one of them in a worker thread and the two overlap on a second
-core instead of taking turns.
+The export alternates between two kinds of work: Python that prepares values (HDF5
+reads, reshaping, encoding) and SQLite statements that run without the GIL (apsw
+releases it for the whole of a statement's step). Run the first in a worker thread and
+the two overlap on a second core instead of taking turns. (The store's HDF5 writes have
+a writer thread of their own, in ``arrays.py``.)
+
+Not for per-row fetches: apsw releases and retakes the GIL at every row a cursor steps,
+so a fetch beside a thread busy in Python waits at each row.
 
 The queue between them holds at most ``depth`` items, so memory stays bounded by what
 the producer makes per item; nothing else is shared.
