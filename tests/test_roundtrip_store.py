@@ -22,6 +22,7 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 import pytest
+from bitpatterns import grid_data, values
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -37,7 +38,7 @@ from infrastore_sqlite import (
     Store,
     TimeSeriesType,
 )
-from infrastore_sqlite.elements import DTYPE_NAMES, NUMPY_DTYPES, parse_element_type, shrink
+from infrastore_sqlite.elements import DTYPE_NAMES, parse_element_type, shrink
 from infrastore_sqlite.hashing import RESERVED_FEATURE_NAMES, data_hash_hex
 
 SETTINGS = settings(
@@ -71,31 +72,6 @@ def tracked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tracked]:
 
 
 # --------------------------------------------------------------------------- strategies
-SPECIAL_F64 = [
-    0x7FF8000000000000,  # quiet NaN
-    0x7FF8000000000001,  # quiet NaN with payload
-    0xFFF8000000000000,  # negative NaN
-    0x7FF0000000000001,  # signalling NaN
-    0x8000000000000000,  # -0.0
-    0x7FF0000000000000,  # +inf
-    0xFFF0000000000000,  # -inf
-    0x0000000000000001,  # smallest subnormal
-]
-SPECIAL_F32 = [0x7FC00000, 0x7FC00001, 0xFFC00000, 0x7F800001, 0x80000000, 0x7F800000, 0xFF800000]
-
-
-def values(dtype: str, shape: tuple[int, ...]) -> st.SearchStrategy[np.ndarray]:
-    """Arrays of ``dtype`` with every bit pattern reachable (floats built from their bits)."""
-    if dtype in ("f64", "f32"):
-        bits, special = (np.uint64, SPECIAL_F64) if dtype == "f64" else (np.uint32, SPECIAL_F32)
-        top = 2 ** (8 * np.dtype(bits).itemsize) - 1
-        floats = st.floats(width=64 if dtype == "f64" else 32, allow_nan=False)
-        as_bits = floats.map(lambda f: int(np.array(f, dtype=NUMPY_DTYPES[dtype]).view(bits)))
-        elements = st.one_of(st.sampled_from(special), st.integers(0, top), as_bits)
-        return hnp.arrays(bits, shape, elements=elements).map(lambda a: a.view(NUMPY_DTYPES[dtype]))
-    return hnp.arrays(NUMPY_DTYPES[dtype], shape)
-
-
 @dataclass
 class Element:
     element_type: str | None  # None: let the constructor default it
@@ -518,41 +494,6 @@ TYPE_GRID = [
     "Probabilistic",
     "Scenarios",
 ]
-
-
-def grid_data(
-    element_type: str, e: tuple[int, ...], lead: tuple[int, ...], seed: int
-) -> np.ndarray:
-    """Deterministic data for one grid cell, special float values included."""
-    rng = np.random.default_rng(seed)
-    et = parse_element_type(element_type)
-    dtype = NUMPY_DTYPES[et.dtype]
-    shape = (*lead, *e)
-    if et.is_ragged:
-        cells = int(np.prod(lead))
-        width = e[0]
-        rows = np.zeros((cells, width))
-        for r in range(cells):
-            n = int(rng.integers(0, 3))
-            used = 1 + 2 * n if et.kind == "piecewise_linear" else (2 * n if n else 1)
-            rows[r, 0] = n
-            rows[r, 1:used] = rng.normal(size=used - 1)
-        rows[0, 0] = 2  # at least one full row, so the width is minimal
-        rows[0, 1:] = rng.normal(size=width - 1)
-        return rows.reshape(shape)
-    if dtype.kind == "b":
-        return rng.integers(0, 2, size=shape).astype(bool)
-    if dtype.kind == "f":
-        bits = np.uint64 if dtype.itemsize == 8 else np.uint32
-        special = SPECIAL_F64 if dtype.itemsize == 8 else SPECIAL_F32
-        out = rng.normal(size=shape).astype(dtype)
-        flat = out.reshape(-1).view(bits)
-        flat[: len(special)] = np.array(special, dtype=bits)[: flat.size]
-        return out
-    info = np.iinfo(dtype)
-    out = rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
-    out.reshape(-1)[:2] = [info.min, info.max][: out.size]
-    return out
 
 
 def grid_series(kind: str, element_type: str, e: tuple[int, ...], seed: int) -> Any:

@@ -25,12 +25,12 @@ from zoneinfo import ZoneInfo
 import infrastore
 import numpy as np
 import pytest
+from bitpatterns import grid_data, values
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
 
 import infrastore_sqlite
-from infrastore_sqlite.elements import DTYPE_NAMES, NUMPY_DTYPES
+from infrastore_sqlite.elements import DTYPE_NAMES
 from infrastore_sqlite.hashing import RESERVED_FEATURE_NAMES
 
 pytestmark = [
@@ -172,30 +172,6 @@ def assert_same_series(pair: Pair, ids: tuple[int, int]) -> None:
 
 
 # =========================================================================== strategies
-SPECIAL_F64 = [
-    0x7FF8000000000000,
-    0x7FF8000000000001,
-    0xFFF8000000000000,
-    0x7FF0000000000001,
-    0x8000000000000000,
-    0x7FF0000000000000,
-    0xFFF0000000000000,
-    1,
-]
-SPECIAL_F32 = [0x7FC00000, 0x7FC00001, 0xFFC00000, 0x7F800001, 0x80000000, 0x7F800000, 0xFF800000]
-
-
-def values(dtype: str, shape: tuple[int, ...]) -> st.SearchStrategy[np.ndarray]:
-    if dtype in ("f64", "f32"):
-        bits, special = (np.uint64, SPECIAL_F64) if dtype == "f64" else (np.uint32, SPECIAL_F32)
-        top = 2 ** (8 * np.dtype(bits).itemsize) - 1
-        finite = st.floats(width=64 if dtype == "f64" else 32, allow_nan=False)
-        as_bits = finite.map(lambda f: int(np.array(f, dtype=NUMPY_DTYPES[dtype]).view(bits)))
-        elements = st.one_of(st.sampled_from(special), st.integers(0, top), as_bits)
-        return hnp.arrays(bits, shape, elements=elements).map(lambda a: a.view(NUMPY_DTYPES[dtype]))
-    return hnp.arrays(NUMPY_DTYPES[dtype], shape)
-
-
 @st.composite
 def minimal_ragged(draw: Any, kind: str, lead: tuple[int, ...]) -> np.ndarray:
     cells = int(np.prod(lead, dtype=np.int64))
@@ -1213,59 +1189,21 @@ GRID_TYPES = [
 ]
 
 
-def _grid_array(
-    element_type: str, e: tuple[int, ...], lead: tuple[int, ...], seed: int
-) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    kind_dtype = (
-        element_type.split(",")[-1].rstrip(")")
-        if element_type.startswith("tuple")
-        else element_type
-    )
-    if element_type in ("piecewise_linear", "piecewise_step"):
-        cells, width = int(np.prod(lead)), e[0]
-        rows = np.zeros((cells, width))
-        for r in range(cells):
-            n = 2 if r == 0 else int(rng.integers(0, 3))  # row 0 full: minimal width
-            used = 1 + 2 * n if element_type == "piecewise_linear" else (2 * n if n else 1)
-            rows[r, 0] = n
-            rows[r, 1:used] = rng.normal(size=used - 1)
-        return rows.reshape((*lead, width))
-    if element_type in ("linear_function", "quadratic_function"):
-        kind_dtype = "f64"
-    dtype = NUMPY_DTYPES[kind_dtype]
-    shape = (*lead, *e)
-    if dtype.kind == "b":
-        return rng.integers(0, 2, size=shape).astype(bool)
-    if dtype.kind == "f":
-        bits = np.uint64 if dtype.itemsize == 8 else np.uint32
-        special = SPECIAL_F64 if dtype.itemsize == 8 else SPECIAL_F32
-        out = rng.normal(size=shape).astype(dtype)
-        flat = out.reshape(-1).view(bits)
-        n = min(len(special), flat.size)
-        flat[:n] = np.array(special[:n], dtype=bits)
-        return out
-    info = np.iinfo(dtype)
-    return rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
-
-
 def _grid_spec(kind: str, element_type: str, e: tuple[int, ...]) -> Spec:
     name = f"grid#{next(NAMES)}"
     start = datetime(2024, 11, 3, 6, tzinfo=UTC).astimezone(ZoneInfo("America/Denver"))
     kw = {"element_type": element_type}
     if kind == "SingleTimeSeries":
-        return Spec(kind, (start, "PT30M", _grid_array(element_type, e, (5,), 1), name), kw)
+        return Spec(kind, (start, "PT30M", grid_data(element_type, e, (5,), 1), name), kw)
     if kind in ("NonSequentialTimeSeries", "PersistentTimeSeries"):
         stamps = [start + timedelta(hours=h) for h in (0, 1, 2, 40, 41)]
-        return Spec(kind, (stamps, _grid_array(element_type, e, (5,), 2), name), kw)
+        return Spec(kind, (stamps, grid_data(element_type, e, (5,), 2), name), kw)
     head = (start, "PT30M", "PT1H", "PT30M", 3)
     if kind == "Deterministic":
-        return Spec(kind, (*head, _grid_array(element_type, e, (2, 3), 3), name), kw)
+        return Spec(kind, (*head, grid_data(element_type, e, (2, 3), 3), name), kw)
     if kind == "Probabilistic":
-        return Spec(
-            kind, (*head, [0.25, 0.75], _grid_array(element_type, e, (2, 2, 3), 4), name), kw
-        )
-    return Spec(kind, (*head, _grid_array(element_type, e, (3, 2, 3), 5), name), kw)
+        return Spec(kind, (*head, [0.25, 0.75], grid_data(element_type, e, (2, 2, 3), 4), name), kw)
+    return Spec(kind, (*head, grid_data(element_type, e, (3, 2, 3), 5), name), kw)
 
 
 @pytest.mark.parametrize("kind", GRID_TYPES)
