@@ -31,7 +31,8 @@ from infrastore_sqlite.elements import (
 )
 from infrastore_sqlite.errors import InvalidParameterError
 
-CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
+# A copy of the shared conformance vectors: tests read nothing outside the repository.
+CONFORMANCE = Path(__file__).resolve().parent / "data"
 VECTORS = json.loads((CONFORMANCE / "element_type_vectors.json").read_text())["vectors"]
 
 PL = parse_element_type("piecewise_linear")

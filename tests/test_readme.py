@@ -45,6 +45,8 @@ def test_readme_starts_with_the_two_commands() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "pip install --quiet -e '.[test,interop]'" in ci
     assert "python -m pytest" in ci
+    # CI runs in a fresh clone with nothing beside it, so no test can read ../shared.
+    assert 'git clone --quiet "$src" "$work/repo"' in ci
 
 
 def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
