@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .elements import (
+from .core.elements import (
     ElementType,
     as_store_array,
     check_composite_rows,
@@ -26,9 +26,8 @@ from .elements import (
     encode_element_values,
     parse_element_type,
 )
-from .errors import InvalidParameterError
-from .periods import Period, as_period, divide, grid, step
-from .timeref import (
+from .core.periods import Period, as_period, divide, grid, step
+from .core.timeref import (
     check_period_for_reference,
     datetime_to_ms,
     datetimes_to_ms,
@@ -38,6 +37,7 @@ from .timeref import (
     normalize_time_reference,
     resolve_time_reference,
 )
+from .errors import InvalidParameterError
 
 
 class TimeSeriesType(enum.IntEnum):

@@ -1,0 +1,13 @@
+"""What a value and an instant are: the lowest layer, shared by every other.
+
+* :mod:`.periods` — ISO-8601 durations, their canonical spelling, calendar grids;
+* :mod:`.timeref` — time references (UTC, fixed offsets, zones, naive), instants as
+  integer milliseconds and their text forms;
+* :mod:`.elements` — element types (the dtype of one value, scalar or struct), their
+  encoding and decoding;
+* :mod:`.hashing` — the content hashes (data, timestamps, features) the store and the
+  interchange files carry.
+
+May import: :mod:`infrastore_sqlite.errors`, numpy, orjson and the standard library —
+nothing else of this package.
+"""
