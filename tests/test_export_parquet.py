@@ -511,6 +511,7 @@ def test_values_sqlite_cannot_hold_are_written_exactly(tmp_path: Path) -> None:
 
 def test_the_reference_from_arrow_rebuilds_one_array(varied) -> None:
     import infrastore
+
     store, _, result, _ = varied
     picked = {
         ("SingleTimeSeries", "f64", "America/Denver"),
