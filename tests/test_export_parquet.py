@@ -540,10 +540,13 @@ def test_the_reference_from_arrow_rebuilds_one_array(varied) -> None:
 # ---------------------------------------------------------------------- row groups
 
 
-def test_row_groups_are_cut_at_array_boundaries(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("chunk_rows", [4096, 4], ids=["copied", "chunked"])
+def test_row_groups_are_cut_at_array_boundaries(tmp_path: Path, monkeypatch, chunk_rows) -> None:
     from infrastore_sqlite.interchange.parquet import export as writer
 
     monkeypatch.setattr(writer, "ROW_GROUP_ROWS", 10)
+    # Short arrays are copied into one buffer, long ones passed as chunks: both paths.
+    monkeypatch.setattr(writer, "_CHUNK_ROWS", chunk_rows)
     store = new_store(tmp_path / "s.h5")
     # Arrays of 4, 4, 4 rows (12 > 10: the third starts a group), 25 (spans three
     # groups of 10, 10, 5), then 3 (a new group after the long one).
@@ -574,6 +577,11 @@ def test_row_groups_are_cut_at_array_boundaries(tmp_path: Path, monkeypatch) -> 
     assert [len(g) for g in groups if long_id in g] == [10, 10, 5]
     assert all(g == sorted(g) for g in groups)
     assert [x for g in groups for x in g] == sorted(x for g in groups for x in g)
+    t = pq.read_table(e["values_file"])
+    got = sorted(t["value"].to_pylist())
+    assert got == sorted(
+        float(x + 100 * i) for i, n in enumerate([4, 4, 4, 25, 3]) for x in range(n)
+    )
     # Statistics let a reader prune by array_id.
     stats = f.metadata.row_group(0).column(0).statistics
     assert stats.min == groups[0][0] and stats.max == groups[0][-1]

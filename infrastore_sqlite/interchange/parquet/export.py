@@ -213,9 +213,10 @@ def _write_values(
                 if kind == "begin":
                     path = temps[target / file_names(pp.partition)["values"]]
                     group = _Group(pa, pq, pp, path)
-                elif kind == "block":
+                elif kind == "blocks":
                     assert group is not None
-                    done += group.add(payload)
+                    for cols in payload:
+                        done += group.add(cols)
                     if progress:
                         progress(done, total)
                 else:  # "end"
@@ -229,20 +230,34 @@ def _write_values(
             group.abandon()
 
 
+# Rows the worker lays out before handing them over: one hand-over per short array would
+# cost more in thread switches than the array itself (both sides run Python).
+_HANDOFF_ROWS = 1 << 16
+
+
 def _prepared(store: Store, plan: ExportPlan) -> Iterator[tuple[str, PartitionPlan, Any]]:
-    """("begin", pp, None), ("block", pp, columns) per distinct array, ("end", pp, None)."""
+    """("begin", pp, None), ("blocks", pp, [columns of each array]) in key order, a run
+    of up to ``_HANDOFF_ROWS`` rows at a time, then ("end", pp, None)."""
     for pp in plan.partitions:
         yield ("begin", pp, None)
+        run: list[dict[str, np.ndarray]] = []
+        rows = 0
         for block in iter_partition_arrays(store, plan, pp):
-            yield ("block", pp, _columns(block, pp))
+            run.append(_columns(block, pp))
+            rows += block.n
+            if rows >= _HANDOFF_ROWS:
+                yield ("blocks", pp, run)
+                run, rows = [], 0
+        if run:
+            yield ("blocks", pp, run)
         yield ("end", pp, None)
 
 
-def _columns(block: RowBlock, pp: PartitionPlan) -> dict[str, np.ndarray]:
+def _columns(block: RowBlock, pp: PartitionPlan) -> dict[str, Any]:
     """One array's rows as the values file's column vectors (the cells padded to the
     partition's width for composites)."""
-    n = block.n
-    cols: dict[str, np.ndarray] = {"array_id": np.full(n, block.array_id, dtype=np.int64)}
+    # array_id is one number per array here; the writer repeats it per row.
+    cols: dict[str, Any] = {"array_id": (block.array_id, block.n)}
     cols.update(block.coordinates())
     values = block.values
     et = pp.partition.key.et
@@ -260,34 +275,76 @@ def _columns(block: RowBlock, pp: PartitionPlan) -> dict[str, np.ndarray]:
     return cols
 
 
+# Arrays of at least this many rows reach pyarrow as chunks of their own (no copy: the
+# writer encodes a row group's chunks as one column chunk); shorter ones are copied end
+# to end into one buffer, since every chunk costs the writer more than copying a short
+# array does.
+_CHUNK_ROWS = 4096
+
+
 class _Group:
-    """One values file: whole arrays gathered into row groups of up to ROW_GROUP_ROWS."""
+    """One values file: whole arrays gathered into row groups of up to ROW_GROUP_ROWS.
+
+    A group is a list of segments, each a set of column vectors: a long array's own, or
+    a buffer the short arrays are copied into as they arrive (so their per-array
+    vectors are dropped at once and the group is held once, not twice). ``array_id``
+    is kept as (id, rows) pairs and repeated when the group is written.
+    """
 
     def __init__(self, pa: ModuleType, pq: ModuleType, pp: PartitionPlan, path: Path) -> None:
         key = pp.partition.key
         self.pa = pa
         self.path = path
         self.schema = values_schema(pa, key, pp.width)
-        self.parts: list[dict[str, np.ndarray]] = []
-        self.rows = 0
+        self.columns = [f.name for f in self.schema][1:]
+        self._reset()
         with _storage_errors(path):
             self.writer = pq.ParquetWriter(
                 path, self.schema, **writer_options(pq, pa, self.schema, "values")
             )
 
-    def add(self, cols: dict[str, np.ndarray]) -> int:
+    def _reset(self) -> None:
+        self.ids: list[tuple[int, int]] = []
+        self.segments: list[dict[str, np.ndarray]] = []
+        self.buffer: dict[str, np.ndarray] | None = None
+        self.used = 0
+        self.rows = 0
+
+    def add(self, cols: dict[str, Any]) -> int:
         """Take one array; returns the rows written to the file by doing so."""
-        n = int(cols["array_id"].shape[0])
+        array_id, n = cols["array_id"]
         written = 0
-        if self.parts and self.rows + n > ROW_GROUP_ROWS:
+        if self.rows and self.rows + n > ROW_GROUP_ROWS:
             written += self._flush()
         if n > ROW_GROUP_ROWS:
             # Longer than a group: its own groups, and the next array starts a new one.
-            self._write([cols], n, ROW_GROUP_ROWS)
+            self.ids.append((array_id, n))
+            self.segments.append({c: cols[c] for c in self.columns})
+            self._write(ROW_GROUP_ROWS)
+            self._reset()
             return written + n
-        self.parts.append(cols)
+        self.ids.append((array_id, n))
+        if n >= _CHUNK_ROWS:
+            self._seal()
+            self.segments.append({c: cols[c] for c in self.columns})
+        else:
+            if self.buffer is None:
+                # Room for the rest of the group; untouched pages cost no memory.
+                room = ROW_GROUP_ROWS - self.rows
+                self.buffer = {
+                    c: np.empty((room, *cols[c].shape[1:]), dtype=cols[c].dtype)
+                    for c in self.columns
+                }
+            for c in self.columns:
+                self.buffer[c][self.used : self.used + n] = cols[c]
+            self.used += n
         self.rows += n
         return written
+
+    def _seal(self) -> None:
+        if self.buffer is not None and self.used:
+            self.segments.append({c: v[: self.used] for c, v in self.buffer.items()})
+        self.buffer, self.used = None, 0
 
     def close(self) -> int:
         written = self._flush()
@@ -300,20 +357,20 @@ class _Group:
             self.writer.close()
 
     def _flush(self) -> int:
-        if not self.parts:
-            return 0
         rows = self.rows
-        self._write(self.parts, rows, rows)
-        self.parts, self.rows = [], 0
+        if rows:
+            self._seal()
+            self._write(rows)
+        self._reset()
         return rows
 
-    def _write(self, parts: list[dict[str, np.ndarray]], rows: int, group_rows: int) -> None:
+    def _write(self, group_rows: int) -> None:
         pa = self.pa
-        arrays = []
-        for f in self.schema:
-            vectors = [p[f.name] for p in parts]
-            data = vectors[0] if len(vectors) == 1 else np.concatenate(vectors)
-            arrays.append(_arrow_array(pa, data, f.type))
+        ids = np.array(self.ids, dtype=np.int64)
+        arrays = [_arrow_array(pa, np.repeat(ids[:, 0], ids[:, 1]), self.schema[0].type)]
+        for f in list(self.schema)[1:]:
+            chunks = [_arrow_array(pa, seg[f.name], f.type) for seg in self.segments]
+            arrays.append(pa.chunked_array(chunks, type=f.type))
         table = pa.Table.from_arrays(arrays, schema=self.schema)
         with _storage_errors(self.path):
             self.writer.write_table(table, row_group_size=group_rows)
@@ -321,18 +378,44 @@ class _Group:
 
 def _arrow_array(pa: ModuleType, data: np.ndarray, type_: Any) -> Any:
     """A numpy column as an Arrow array of ``type_``: a primitive straight from its
-    buffer, a cell shape as fixed-size lists over the row-major leaf buffer."""
-    if not pa.types.is_fixed_size_list(type_):
-        return pa.array(data, type=type_)
+    buffer, a cell shape as fixed-size lists over the row-major leaf buffer.
+
+    Built from buffers rather than with ``pa.array``, which imports pandas on its first
+    call (a third of a second, and its memory) only to ask whether this is a pandas
+    object.
+    """
     levels = []
     t = type_
     while pa.types.is_fixed_size_list(t):
         levels.append(t)
         t = t.value_type
-    arr = pa.array(data.reshape(-1), type=t)
+    flat = data.reshape(-1)
+    if pa.types.is_boolean(t):
+        buffer = np.packbits(flat, bitorder="little")
+    else:
+        dtype = np.int64 if pa.types.is_timestamp(t) else t.to_pandas_dtype()
+        buffer = np.ascontiguousarray(flat, dtype=np.dtype(dtype).newbyteorder("="))
+    arr = pa.Array.from_buffers(t, flat.shape[0], [None, pa.py_buffer(buffer)])
     for level in reversed(levels):
         arr = pa.FixedSizeListArray.from_arrays(arr, type=level)
     return arr
+
+
+def _python_array(pa: ModuleType, values: list[Any], type_: Any) -> Any:
+    """A column of Python values (the series and arrays files) as an Arrow array."""
+    if pa.types.is_string(type_):
+        encoded = [v.encode() for v in values]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in encoded], out=offsets[1:])
+        if offsets[-1] < 2**31:
+            offsets = offsets.astype(np.int32)
+        else:
+            type_ = pa.large_string()  # not reached by any real series file
+        data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+        buffers = [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+        arr = pa.Array.from_buffers(type_, len(encoded), buffers)
+        return arr
+    return _arrow_array(pa, np.asarray(values, dtype=np.int64), type_)
 
 
 # ---------------------------------------------------------------------- series, arrays
@@ -345,13 +428,23 @@ def _write_series(
     shape = schema.metadata[b"element_shape"].decode()
     ordered = sorted(pp.series, key=lambda s: (pp.array_ids[s.key], s.row.id))
     names = series_column_names(key.type)
+    # Python values a chunk of rows at a time, then Arrow's compact columns: a big
+    # selection never holds its series rows as Python objects all at once.
+    batches = []
     columns: dict[str, list[Any]] = {c: [] for c in names}
-    for values in plan_series_values(store, pp, ordered):
+    for i, values in enumerate(plan_series_values(store, pp, ordered), 1):
         values["element_shape"] = shape
         for c in names:
             columns[c].append(values[c])
-    arrays = [pa.array(columns[f.name], type=f.type) for f in schema]
-    _write_table(pa, pq, pa.Table.from_arrays(arrays, schema=schema), path, "series")
+        if i % _SERIES_CHUNK == 0 or i == len(ordered):
+            arrays = [_python_array(pa, columns[f.name], f.type) for f in schema]
+            batches.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
+            columns = {c: [] for c in names}
+    _write_table(pa, pq, pa.Table.from_batches(batches, schema=schema), path, "series")
+
+
+# Series rows turned into Arrow columns at a time.
+_SERIES_CHUNK = 4096
 
 
 def _write_arrays(pa: ModuleType, pq: ModuleType, pp: PartitionPlan, path: Path) -> None:
@@ -359,9 +452,9 @@ def _write_arrays(pa: ModuleType, pq: ModuleType, pp: PartitionPlan, path: Path)
     keyed = sorted(pp.array_ids.items(), key=lambda kv: kv[1])
     table = pa.Table.from_arrays(
         [
-            pa.array([i for _, i in keyed], type=pa.int64()),
-            pa.array([h for (h, _), _ in keyed], type=pa.string()),
-            pa.array([axis for (_, axis), _ in keyed], type=pa.string()),
+            _python_array(pa, [i for _, i in keyed], pa.int64()),
+            _python_array(pa, [h for (h, _), _ in keyed], pa.string()),
+            _python_array(pa, [axis for (_, axis), _ in keyed], pa.string()),
         ],
         schema=schema,
     )

@@ -8,6 +8,7 @@ optional dependency, so it is imported only through :func:`require_pyarrow`.
 
 from __future__ import annotations
 
+import functools
 from importlib import metadata as _metadata
 from types import ModuleType
 from typing import Any
@@ -106,6 +107,7 @@ def footer(key: PartitionKey, width: int, role: str) -> dict[str, str]:
 _DISTRIBUTION = "infrastore-sqlite"
 
 
+@functools.cache
 def _version() -> str:
     try:
         return _metadata.version(_DISTRIBUTION)
