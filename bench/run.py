@@ -132,29 +132,24 @@ def child_main(spec: dict[str, Any]) -> None:
         out["seconds"] = time.perf_counter() - t0
         Path(spec["ids"]).write_text(json.dumps(ids))
         out["rows"] = scenarios.summary(builder, n)["rows"]
-    elif op == "export":
+    elif op in ("export", "export_parquet"):
+        parquet = op == "export_parquet"
+        if parquet:
+            # pyarrow and the writer are imported before the clock starts, as the floor's
+            # pyarrow is and as the package imports its SQLite exporter up front.
+            import pyarrow.parquet  # noqa: F401
+
+            import infrastore_sqlite.interchange.parquet  # noqa: F401
         store = mod.Store.open(spec["store"], read_only=True)
-        parts = timed(lambda: store.export_sqlite(spec["out"]))
+        method = store.export_parquet if parquet else store.export_sqlite
+        parts = timed(lambda: method(spec["out"]))
         store.close()
         out["rows"] = sum(int(p["rows"]) for p in parts)
         out["series"] = sum(int(p["series"]) for p in parts)
         out["partitions"] = len(parts)
-        out["db_bytes"] = _db_bytes(spec["out"])
-    elif op == "export_parquet":
-        # pyarrow and the writer are imported before the clock starts, as the floor's
-        # pyarrow is and as the package imports its SQLite exporter up front.
-        import pyarrow.parquet  # noqa: F401
-
-        import infrastore_sqlite.interchange.parquet  # noqa: F401
-
-        store = mod.Store.open(spec["store"], read_only=True)
-        parts = timed(lambda: store.export_parquet(spec["out"]))
-        store.close()
-        out["rows"] = sum(int(p["rows"]) for p in parts)
-        out["series"] = sum(int(p["series"]) for p in parts)
-        out["partitions"] = len(parts)
-        out["db_bytes"] = _dir_bytes(spec["out"])
-        out["values_bytes"] = sum(os.path.getsize(p["values_file"]) for p in parts)
+        out["db_bytes"] = (_dir_bytes if parquet else _db_bytes)(spec["out"])
+        if parquet:
+            out["values_bytes"] = sum(os.path.getsize(p["values_file"]) for p in parts)
     elif op == "parquet_floor":
         out.update(_parquet_floor(spec, timed))
     elif op == "import":

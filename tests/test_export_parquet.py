@@ -23,7 +23,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from test_export_sqlite import FORECASTS, LANES, T0, add, build_varied, new_store, sts
+from test_export_sqlite import (
+    FORECASTS,
+    LANES,
+    SERIES_TAIL,
+    T0,
+    add,
+    build_varied,
+    new_store,
+    sts,
+)
 
 from infrastore_sqlite import Deterministic, NonSequentialTimeSeries, Store
 from infrastore_sqlite.errors import (
@@ -234,17 +243,7 @@ def test_columns_types_and_nullability(varied) -> None:
                 ("count", pa.int64()),
             ],
         )
-        tail = [
-            "features",
-            "element_type",
-            "element_shape",
-            "time_reference",
-            "units",
-            "quantity_kind",
-            "unit_system",
-            "component_field",
-            "application_data",
-        ]
+        tail = [c for c, *_ in SERIES_TAIL]
         assert [(f.name, f.type) for f in series] == [
             ("array_id", pa.int64()),
             ("id", pa.int64()),
