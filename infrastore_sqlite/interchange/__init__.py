@@ -3,7 +3,8 @@
 * :mod:`.layout` — partitions, table names and slugs, columns, the JSON contract;
 * :mod:`.plan` — the export plan (store rows → partitions) and row blocks;
 * :mod:`.pipeline` — the prefetching thread between a batch reader and a writer;
-* :mod:`.sqlite` — the SQLite container (writer, reader, cells, the file, rehash).
+* :mod:`.sqlite` — the SQLite container (writer, reader, cells, the file, rehash);
+* :mod:`.parquet` — the Parquet container (export; needs pyarrow, loaded only when used).
 
 May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
 :mod:`infrastore_sqlite.model`, :mod:`infrastore_sqlite.store`. A module here outside a
