@@ -471,6 +471,53 @@ class SingleTimeSeries(_Series):
             time_reference=time_reference,
         )
 
+    @classmethod
+    def from_arrow(
+        cls,
+        table: Any,
+        *,
+        name: str | None = None,
+        resolution: str | timedelta | Period | None = None,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
+    ) -> SingleTimeSeries:
+        """Build from an Arrow table with ``timestamp`` and ``value`` columns (needs pyarrow).
+
+        Keywords override the table's schema metadata (what :meth:`to_arrow` writes); the
+        resolution comes from ``resolution=``, else the metadata, else the timestamps.
+
+        Raises
+        ------
+        InvalidParameterError
+            A missing column, nulls, sub-millisecond instants, variable-length lists, no
+            name, or timestamps off the resolution's grid.
+        """
+        from .arrow import from_arrow
+
+        kw = {
+            "application_data": application_data,
+            "element_type": element_type,
+            "units": units,
+            "quantity_kind": quantity_kind,
+            "unit_system": unit_system,
+            "component_field": component_field,
+            "time_reference": time_reference,
+        }
+        return from_arrow(cls, table, name=name, resolution=resolution, kw=kw)
+
+    def to_arrow(self) -> Any:
+        """The series as an Arrow table: ``timestamp`` and ``value`` columns, its name,
+        type, element type and shape, time reference, resolution and set descriptors in
+        the schema metadata (needs pyarrow)."""
+        from .arrow import to_arrow
+
+        return to_arrow(self)
+
     @property
     def initial_timestamp(self) -> datetime:
         return self._render(self._initial_ms)
@@ -608,6 +655,41 @@ class _Irregular(_Series):
             component_field=component_field,
             time_reference=time_reference,
         )
+
+    @classmethod
+    def from_arrow(
+        cls,
+        table: Any,
+        *,
+        name: str | None = None,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
+    ) -> Any:
+        """Build from an Arrow table with ``timestamp`` and ``value`` columns (needs
+        pyarrow); keywords override the schema metadata :meth:`to_arrow` writes."""
+        from .arrow import from_arrow
+
+        kw = {
+            "application_data": application_data,
+            "element_type": element_type,
+            "units": units,
+            "quantity_kind": quantity_kind,
+            "unit_system": unit_system,
+            "component_field": component_field,
+            "time_reference": time_reference,
+        }
+        return from_arrow(cls, table, name=name, resolution=None, kw=kw)
+
+    def to_arrow(self) -> Any:
+        """The series as an Arrow table (``timestamp``, ``value``, metadata; needs pyarrow)."""
+        from .arrow import to_arrow
+
+        return to_arrow(self)
 
     @classmethod
     def _from_ms(cls, ms: np.ndarray, data: np.ndarray, name: str, tr: str | None, **kw: Any):

@@ -177,3 +177,35 @@ def test_from_timestamps_infers_whole_months() -> None:
     assert isq.SingleTimeSeries.from_timestamps(two, np.zeros(3), "x").resolution == "P2M"
     ends = [datetime(2024, 1, 31), datetime(2024, 2, 29), datetime(2024, 3, 31)]
     assert isq.SingleTimeSeries.from_timestamps(ends, np.zeros(3), "x").resolution == "P1M"
+
+
+def test_arrow_without_pyarrow_says_how_to_install_it(monkeypatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # makes `import pyarrow` fail
+    ts = isq.SingleTimeSeries(T0, "PT1H", np.zeros(2), "x")
+    with pytest.raises(ImportError, match=r"pip install 'infrastore-sqlite\[parquet\]'"):
+        ts.to_arrow()
+    with pytest.raises(ImportError, match="parquet"):
+        isq.NonSequentialTimeSeries.from_arrow(object())
+
+
+def test_arrow_round_trip_keeps_unspecified_and_bits() -> None:
+    pa = pytest.importorskip("pyarrow")
+    data = np.array([np.nan, -0.0, 1.0])
+    ts = isq.SingleTimeSeries(T0, "PT1H", data, "x", time_reference="utc")
+    ts._tr = None  # as a store row without a time reference reads back
+    table = ts.to_arrow()
+    assert table.schema.field("timestamp").type == pa.timestamp("ms", tz="UTC")
+    assert table.schema.metadata[b"time_reference"] == b"unspecified"
+    back = isq.SingleTimeSeries.from_arrow(table)
+    assert back == ts and back.time_reference is None
+    with pytest.raises(InvalidParameterError, match=r"row 1 .* not a whole millisecond"):
+        isq.SingleTimeSeries.from_arrow(
+            pa.table({"timestamp": pa.array([0, 1500], pa.timestamp("us")), "value": [1.0, 2.0]}),
+            name="x",
+        )
+    us = pa.table(
+        {"timestamp": pa.array([0, 3_600_000_000], pa.timestamp("us")), "value": [1.0, 2.0]}
+    )
+    assert isq.SingleTimeSeries.from_arrow(us, name="x").resolution == "PT1H"
