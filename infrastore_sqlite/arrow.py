@@ -20,6 +20,14 @@ import numpy as np
 
 from .elements import NUMPY_DTYPES, dtype_name, parse_element_type
 from .errors import InvalidParameterError
+from .interchange.parquet.layout import (
+    ELEMENT_SHAPE_KEY,
+    ELEMENT_TYPE_KEY,
+    REFERENCE_KEY,
+    TYPE_KEY,
+    arrow_zone,
+    require_pyarrow,
+)
 from .model import (
     DESCRIPTORS,
     Deterministic,
@@ -27,15 +35,14 @@ from .model import (
     _Irregular,
     _Series,
 )
-from .timeref import reference_kind
 
-#: Schema-metadata keys every table carries.
-NAME, TIME_SERIES_TYPE, ELEMENT_TYPE, ELEMENT_SHAPE, TIME_REFERENCE = (
-    "name",
-    "time_series_type",
-    "element_type",
-    "element_shape",
-    "time_reference",
+#: Schema-metadata keys every table carries (the Parquet footers use the same names).
+NAME = "name"
+TIME_SERIES_TYPE, ELEMENT_TYPE, ELEMENT_SHAPE, TIME_REFERENCE = (
+    TYPE_KEY,
+    ELEMENT_TYPE_KEY,
+    ELEMENT_SHAPE_KEY,
+    REFERENCE_KEY,
 )
 #: Grid keys: ``resolution`` for a SingleTimeSeries and a window; a window adds the rest.
 RESOLUTION, INTERVAL, HORIZON, COUNT, ISSUE_TIME = (
@@ -62,31 +69,13 @@ METADATA_KEYS: tuple[str, ...] = (
 #: The ``time_reference`` metadata value of a series without one (its column says UTC).
 UNSPECIFIED = "unspecified"
 
-_INSTALL = "pip install 'infrastore-sqlite[parquet]'"
-
 
 def pyarrow() -> Any:
-    """The pyarrow module, or an error saying how to install it."""
-    try:
-        import pyarrow as pa
-    except ImportError as exc:
-        raise ImportError(
-            f"Arrow tables need pyarrow, which is not installed; install it with: {_INSTALL}"
-        ) from exc
-    return pa
+    """The pyarrow module, or :class:`MissingDependencyError` naming the install command."""
+    return require_pyarrow()[0]
 
 
 # --------------------------------------------------------------------------- writing
-def arrow_tz(time_reference: str | None) -> str | None:
-    """The Arrow timestamp zone of a time reference (None: a naive, zoneless column)."""
-    kind = reference_kind(time_reference)
-    if kind == "zoneless":
-        return None
-    if kind in ("utc", "unspecified"):
-        return "UTC"
-    return time_reference
-
-
 def value_type(dtype: str, element_shape: tuple[int, ...]) -> Any:
     """The Arrow type of the ``value`` column: the primitive, wrapped once per axis of E."""
     pa = pyarrow()
@@ -123,7 +112,7 @@ def _metadata(series: _Series, **extra: str) -> dict[str, str]:
 def _table(ms: np.ndarray, data: np.ndarray, tr: str | None, meta: dict[str, str]) -> Any:
     pa = pyarrow()
     stamps = pa.array(np.asarray(ms, dtype=np.int64), type=pa.int64()).cast(
-        pa.timestamp("ms", tz=arrow_tz(tr))
+        pa.timestamp("ms", tz=arrow_zone(tr))
     )
     return pa.table({"timestamp": stamps, "value": _values_array(data, 1)}, metadata=meta)
 
