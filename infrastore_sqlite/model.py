@@ -310,6 +310,23 @@ class _Series:
         )
 
 
+def _keywords(scope: dict[str, Any], **override: Any) -> dict[str, Any]:
+    """The element type and descriptor keywords of a constructor's or ``from_values``'s
+    local scope (spelled out in every signature so that ``help()`` shows them), to pass on."""
+    return {**{k: scope[k] for k in KEYWORDS}, **override}
+
+
+KEYWORDS = (
+    "application_data",
+    "element_type",
+    "units",
+    "quantity_kind",
+    "unit_system",
+    "component_field",
+    "time_reference",
+)
+
+
 def _reference_for(ts: Any, explicit: str | None) -> str | None:
     if explicit is not None:
         return normalize_time_reference(explicit)
@@ -359,17 +376,7 @@ class SingleTimeSeries(_Series):
         self._initial_ms = _anchor_ms(initial_timestamp)
         self._resolution = _positive(as_period(resolution, what="resolution"), "resolution")
         check_period_for_reference(self._resolution, tr, what="resolution")
-        self._init_common(
-            data,
-            name,
-            element_type=element_type,
-            units=units,
-            quantity_kind=quantity_kind,
-            unit_system=unit_system,
-            component_field=component_field,
-            application_data=application_data,
-            time_reference=tr,
-        )
+        self._init_common(data, name, **_keywords(locals(), time_reference=tr))
 
     @classmethod
     def from_values(
@@ -407,13 +414,7 @@ class SingleTimeSeries(_Series):
             resolution,
             data,
             name,
-            element_type=et,
-            application_data=application_data,
-            units=units,
-            quantity_kind=quantity_kind,
-            unit_system=unit_system,
-            component_field=component_field,
-            time_reference=time_reference,
+            **_keywords(locals(), element_type=et),
         )
 
     @classmethod
@@ -462,13 +463,7 @@ class SingleTimeSeries(_Series):
             res,
             data,
             name,
-            application_data=application_data,
-            element_type=element_type,
-            units=units,
-            quantity_kind=quantity_kind,
-            unit_system=unit_system,
-            component_field=component_field,
-            time_reference=time_reference,
+            **_keywords(locals()),
         )
 
     @classmethod
@@ -499,15 +494,7 @@ class SingleTimeSeries(_Series):
         """
         from .arrow import from_arrow
 
-        kw = {
-            "application_data": application_data,
-            "element_type": element_type,
-            "units": units,
-            "quantity_kind": quantity_kind,
-            "unit_system": unit_system,
-            "component_field": component_field,
-            "time_reference": time_reference,
-        }
+        kw = _keywords(locals())
         return from_arrow(cls, table, name=name, resolution=resolution, kw=kw)
 
     def to_arrow(self) -> Any:
@@ -606,17 +593,7 @@ class _Irregular(_Series):
                 f"(timestamp {bad} is not after timestamp {bad - 1})"
             )
         self._ts_ms = ms
-        self._init_common(
-            data,
-            name,
-            element_type=element_type,
-            units=units,
-            quantity_kind=quantity_kind,
-            unit_system=unit_system,
-            component_field=component_field,
-            application_data=application_data,
-            time_reference=tr,
-        )
+        self._init_common(data, name, **_keywords(locals(), time_reference=tr))
         if self._data.shape[0] != ms.size:
             raise InvalidParameterError(
                 f"{type(self).__name__} '{name}': {ms.size} timestamps but data has "
@@ -647,13 +624,7 @@ class _Irregular(_Series):
             timestamps,
             data,
             name,
-            element_type=et,
-            application_data=application_data,
-            units=units,
-            quantity_kind=quantity_kind,
-            unit_system=unit_system,
-            component_field=component_field,
-            time_reference=time_reference,
+            **_keywords(locals(), element_type=et),
         )
 
     @classmethod
@@ -674,15 +645,7 @@ class _Irregular(_Series):
         pyarrow); keywords override the schema metadata :meth:`to_arrow` writes."""
         from .arrow import from_arrow
 
-        kw = {
-            "application_data": application_data,
-            "element_type": element_type,
-            "units": units,
-            "quantity_kind": quantity_kind,
-            "unit_system": unit_system,
-            "component_field": component_field,
-            "time_reference": time_reference,
-        }
+        kw = _keywords(locals())
         return from_arrow(cls, table, name=name, resolution=None, kw=kw)
 
     def to_arrow(self) -> Any:
@@ -929,15 +892,7 @@ class Deterministic(_Forecast):
             count,
             data,
             name,
-            {
-                "application_data": application_data,
-                "element_type": element_type,
-                "units": units,
-                "quantity_kind": quantity_kind,
-                "unit_system": unit_system,
-                "component_field": component_field,
-                "time_reference": time_reference,
-            },
+            _keywords(locals()),
             None,
         )
 
@@ -972,13 +927,7 @@ class Deterministic(_Forecast):
             count,
             data,
             name,
-            element_type=et,
-            application_data=application_data,
-            units=units,
-            quantity_kind=quantity_kind,
-            unit_system=unit_system,
-            component_field=component_field,
-            time_reference=time_reference,
+            **_keywords(locals(), element_type=et),
         )
 
     def to_arrow_windows(self) -> dict[datetime, Any]:
@@ -1033,15 +982,7 @@ class Probabilistic(_Forecast):
             count,
             data,
             name,
-            {
-                "application_data": application_data,
-                "element_type": element_type,
-                "units": units,
-                "quantity_kind": quantity_kind,
-                "unit_system": unit_system,
-                "component_field": component_field,
-                "time_reference": time_reference,
-            },
+            _keywords(locals()),
             len(pct),
         )
 
@@ -1078,13 +1019,7 @@ class Probabilistic(_Forecast):
             percentiles,
             data,
             name,
-            element_type=et,
-            application_data=application_data,
-            units=units,
-            quantity_kind=quantity_kind,
-            unit_system=unit_system,
-            component_field=component_field,
-            time_reference=time_reference,
+            **_keywords(locals(), element_type=et),
         )
 
     @property
@@ -1124,15 +1059,7 @@ class Scenarios(_Forecast):
             count,
             data,
             name,
-            {
-                "application_data": application_data,
-                "element_type": element_type,
-                "units": units,
-                "quantity_kind": quantity_kind,
-                "unit_system": unit_system,
-                "component_field": component_field,
-                "time_reference": time_reference,
-            },
+            _keywords(locals()),
             None,
         )
 
@@ -1168,13 +1095,7 @@ class Scenarios(_Forecast):
             count,
             data,
             name,
-            element_type=et,
-            application_data=application_data,
-            units=units,
-            quantity_kind=quantity_kind,
-            unit_system=unit_system,
-            component_field=component_field,
-            time_reference=time_reference,
+            **_keywords(locals(), element_type=et),
         )
 
     @property
