@@ -806,8 +806,20 @@ class Store(StoreApi):
         start_time: datetime | None = None,
         len: int | None = None,
         count: int | None = None,
+        owner_id: int | None = None,
+        owner_category: OwnerCategory | str | None = None,
     ) -> _Series:
-        """Read one series (or the window ``start_time``/``len``/``count`` names)."""
+        """Read one series (or the window ``start_time``/``len``/``count`` names).
+
+        ``owner_id`` with ``owner_category`` (both or neither) guard the read: a series of
+        another owner raises :class:`OwnerMismatchError` instead of being returned.
+        """
+        if (owner_id is None) != (owner_category is None):
+            raise InvalidParameterError(
+                "read_by_id requires both owner_id and owner_category, or neither"
+            )
+        if owner_id is not None:
+            self._check_owner(self.rows_by_ids([id]), owner_id, owner_category)
         return self.read_by_ids([id], start_time=start_time, len=len, count=count)[0]
 
     def read_by_ids_range(
@@ -835,18 +847,24 @@ class Store(StoreApi):
         if owner_id is not None or owner_category is not None:
             if owner_id is None or owner_category is None:
                 raise InvalidParameterError("pass owner_id and owner_category together")
-            cat = OwnerCategory.coerce(owner_category)
-            for r in rows:
-                if r.owner_id != owner_id or r.owner_category is not cat:
-                    # the guard refuses the whole batch, as the reference does
-                    raise OwnerMismatchError(
-                        f"series {r.id} belongs to owner {r.owner_id} ({r.owner_category.name}), "
-                        f"not to the expected owner {owner_id} ({cat.name}); nothing was removed",
-                        series=r.label,
-                    )
+            self._check_owner(rows, owner_id, owner_category, "nothing was removed")
         with self.transaction():
             self._remove_rows(rows)
         return len(rows)
+
+    @staticmethod
+    def _check_owner(
+        rows: list[SeriesRow], owner_id: int, owner_category: Any, outcome: str = "not read"
+    ) -> None:
+        """The owner guard: any row of another owner refuses the whole call."""
+        cat = OwnerCategory.coerce(owner_category)
+        for r in rows:
+            if r.owner_id != owner_id or r.owner_category is not cat:
+                raise OwnerMismatchError(
+                    f"series {r.id} belongs to owner {r.owner_id} ({r.owner_category.name}), "
+                    f"not to the expected owner {owner_id} ({cat.name}); {outcome}",
+                    series=r.label,
+                )
 
     def remove_by_filter(self, **filters: Any) -> int:
         """Remove every series matching the filters, all or nothing; returns the count."""
@@ -1055,9 +1073,13 @@ class Store(StoreApi):
         self._open()
         return self._arrays.compression
 
-    def get_compression(self) -> str:
-        """Same as :attr:`compression` (the reference's method name)."""
-        return self.compression
+    def get_compression(self) -> dict[str, Any]:
+        """The HDF5 filter new arrays get, as the reference reports it:
+        ``{"compression": "deflate" | "none", "level": int | None, "shuffle": bool}``."""
+        spec = self.compression.split(":")
+        if spec[0] == "none":
+            return {"compression": "none", "level": None, "shuffle": False}
+        return {"compression": "deflate", "level": int(spec[1]), "shuffle": spec[2] == "shuffle"}
 
     def compact(self) -> dict[str, int]:
         """Rewrite the HDF5 file from the live arrays, reclaiming freed slots."""
