@@ -341,26 +341,10 @@ _SUMMARY_FIELDS = (
     "interval",
     "window_count",
 )
-_STATIC_FIELDS = (
-    "owner_type",
-    "owner_category",
-    "time_series_type",
-    "name",
-    "initial_timestamp",
-    "resolution",
-    "time_step_count",
-)
-_FORECAST_FIELDS = (
-    "owner_type",
-    "owner_category",
-    "time_series_type",
-    "name",
-    "initial_timestamp",
-    "resolution",
-    "horizon",
-    "interval",
-    "window_count",
-)
+# A summary group is who (owner type, category, type, name) and which grid.
+_WHO = ("owner_type", "owner_category", "time_series_type", "name", "initial_timestamp")
+_STATIC_FIELDS = (*_WHO, "resolution", "time_step_count")
+_FORECAST_FIELDS = (*_WHO, "resolution", "horizon", "interval", "window_count")
 
 
 def _fields(r: SeriesRow) -> dict[str, Any]:
