@@ -49,7 +49,7 @@ from .model import (
 from .periods import as_period, divide, grid, step
 from .rows import SELECT_ROWS, SeriesRow, build_filter, feature_rows
 from .slicing import slice_range, slice_window
-from .store_api import StoreApi, Transaction
+from .store_api import StoreApi, Transaction, check_store_file
 from .timeref import ms_to_rfc3339
 
 CATALOG_SUFFIX = ".sqlite"
@@ -153,17 +153,11 @@ class Store(StoreApi):
         read_only
             Refuse every write; the files are not modified.
         """
+        if not isinstance(path, str | os.PathLike):
+            raise TypeError(f"Store.open: path must be a str or path, not {type(path).__name__}")
         path = Path(path)
         cat = catalog_path(path)
-        if not path.is_file():
-            raise NotFoundError(
-                f"no store at {path}: the file does not exist; create one with "
-                "`infrastore-sqlite --store PATH init` or Store.create"
-            )
-        if not cat.is_file():
-            raise NotFoundError(
-                f"{path} has no catalog beside it ({cat} is missing); a store is both files"
-            )
+        check_store_file(path, cat)
         arrays = ArrayFile(path, "r" if read_only else "r+")
         try:
             catalog = Catalog(cat, read_only=read_only)

@@ -417,3 +417,52 @@ def _renamed(series: Any, name: str) -> Any:
     out = copy.copy(series)
     out.name = _check_name(name)
     return out
+
+
+#: The documented way across from a reference store (also in docs/compatibility.md).
+REFERENCE_WAY_ACROSS = (
+    "python -c \"import infrastore; infrastore.Store.open('{path}', read_only=True)"
+    ".export_sqlite('{stem}.db')\" && infrastore-sqlite --store NEW.h5 add --sqlite {stem}.db"
+)
+
+
+def check_store_file(path: Any, catalog: Any) -> None:
+    """Refuse, with the reference's exception class and a way forward, a path that is not
+    one of our stores: missing (:class:`IoError`), not HDF5 or not a store
+    (:class:`InvalidParameterError`), a reference ``infrastore`` store
+    (:class:`IncompatibleFormatError`, with the one-line way across), or an array file
+    without its catalog (:class:`MismatchedArtifactError`)."""
+    import h5py
+
+    from .errors import IncompatibleFormatError, IoError, MismatchedArtifactError
+
+    if not path.is_file():
+        raise IoError(
+            f"no store at {path}: the file does not exist; create one with "
+            "`infrastore-sqlite --store PATH init` or Store.create"
+        )
+    try:
+        with h5py.File(path, "r") as h5:
+            groups, backend = set(h5.keys()), h5.attrs.get("storage_backend")
+    except OSError as exc:
+        raise InvalidParameterError(
+            f"{path} could not be opened as an HDF5 file, so it is not a store. If another "
+            f"process has it open for writing, close that one first. HDF5 said: {exc}"
+        ) from exc
+    if "pools" not in groups:
+        if backend is not None and "time_series" in groups:
+            stem = path.with_suffix("")
+            raise IncompatibleFormatError(
+                f"{path} is a store of the reference implementation (infrastore), whose "
+                "array layout this package does not read. Carry it across in one line: "
+                + REFERENCE_WAY_ACROSS.format(path=path, stem=stem)
+            )
+        raise InvalidParameterError(
+            f"{path} is an HDF5 file but not an infrastore-sqlite store (it has no pools "
+            "group); open the store's own .h5 file"
+        )
+    if not catalog.is_file():
+        raise MismatchedArtifactError(
+            f"{path} has no catalog beside it ({catalog} is missing); a store is both "
+            "files, so restore the catalog that was written with it"
+        )

@@ -6,9 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
+import infrastore
 import numpy as np
 import pytest
-from test_api_interop import LIBS
+from test_api_interop import LIBS, both
+
+import infrastore_sqlite
 
 pytestmark = pytest.mark.interop
 
@@ -206,3 +209,69 @@ def test_maintenance_agrees(pair, call) -> None:
             (m["owner_id"], m["name"], m["time_series_type"]) for m in s.list_metadata()
         ],
     )
+
+
+def _open_cases(tmp_path) -> dict[str, object]:
+    import h5py
+
+    (tmp_path / "junk.h5").write_text("not hdf5")
+    h5py.File(tmp_path / "bare.h5", "w").close()
+    return {
+        "missing": str(tmp_path / "missing.h5"),
+        "junk": str(tmp_path / "junk.h5"),
+        "bare": str(tmp_path / "bare.h5"),
+        "not_a_path": 123,
+    }
+
+
+@pytest.mark.parametrize("case", ["missing", "junk", "bare", "not_a_path"])
+def test_open_refuses_with_the_reference_class(tmp_path, case: str) -> None:
+    path = _open_cases(tmp_path)[case]
+    assert both(lambda lib: lib.Store.open(path)) == [both(lambda lib: lib.Store.open(path))[0]] * 2
+
+
+def test_open_of_an_array_file_without_its_catalog(tmp_path) -> None:
+    def run(lib):
+        p = tmp_path / f"{lib.__name__}.h5"
+        lib.Store.create(str(p)).close()
+        (tmp_path / f"{lib.__name__}.h5.sqlite").rename(tmp_path / f"{lib.__name__}.aside")
+        lib.Store.open(str(p))
+
+    assert both(run) == ["MismatchedArtifactError"] * 2
+
+
+def test_a_reference_store_says_what_it_is_and_the_way_across_works(tmp_path, monkeypatch) -> None:
+    import shlex
+
+    from click.testing import CliRunner
+
+    from infrastore_sqlite.cli import cli
+
+    ref_path = tmp_path / "ref.h5"
+    with infrastore.Store.create(str(ref_path)) as ref:
+        _fill(infrastore, ref)
+    with pytest.raises(infrastore_sqlite.IncompatibleFormatError) as refused:
+        infrastore_sqlite.Store.open(ref_path)
+    message = str(refused.value)
+    assert "reference implementation (infrastore)" in message
+    # the message's command, run as written (python -c …, then our CLI)
+    line = message.split("in one line: ", 1)[1]
+    export, add = (shlex.split(part) for part in line.split(" && "))
+    assert export[:2] == ["python", "-c"] and add[0] == "infrastore-sqlite"
+    monkeypatch.chdir(tmp_path)
+    exec(export[2], {})  # the reference's export_sqlite, in this interpreter
+    add[add.index("NEW.h5")] = str(tmp_path / "new.h5")
+    assert CliRunner().invoke(cli, ["--store", str(tmp_path / "new.h5"), "init"]).exit_code == 0
+    result = CliRunner().invoke(cli, add[1:])
+    assert result.exit_code == 0, result.output
+    with infrastore.Store.open(str(ref_path), read_only=True) as ref:
+        # derived forecast views stay behind (export_sqlite's include_derived=False)
+        rows = [
+            m
+            for m in ref.list_metadata()
+            if m["time_series_type"] != "DeterministicSingleTimeSeries"
+        ]
+        want = sorted((m["owner_id"], m["name"], m["data_hash"]) for m in rows)
+    with infrastore_sqlite.Store.open(tmp_path / "new.h5", read_only=True) as ours:
+        got = sorted((m["owner_id"], m["name"], m["data_hash"]) for m in ours.list_metadata())
+    assert got == want
