@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -47,7 +48,14 @@ from .model import (
     _Series,
 )
 from .periods import as_period, divide, grid, step
-from .rows import SELECT_ROWS, SeriesRow, build_filter, feature_rows
+from .rows import (
+    SELECT_ROWS,
+    SeriesRow,
+    build_filter,
+    feature_rows,
+    filter_keywords,
+    filter_signature,
+)
 from .slicing import slice_range, slice_window
 from .store_api import StoreApi, Transaction, check_store_file
 from .timeref import ms_to_rfc3339
@@ -569,16 +577,19 @@ class Store(StoreApi):
         if self._arrays is None:
             raise InvalidParameterError("the store is closed")
 
+    @filter_keywords
     def select_rows(self, **filters: Any) -> list[SeriesRow]:
         """Catalog rows matching the ``list_metadata`` filters, in id order."""
         where, params = build_filter(filters)
         return self._select(where, params)
 
+    @filter_keywords
     def iter_select_rows(self, **filters: Any) -> Iterator[SeriesRow]:
         """``select_rows`` streamed: one row at a time, in id order."""
         where, params = build_filter(filters)
         return self._iter_select(where, params)
 
+    @filter_keywords
     def list_metadata(self, **filters: Any) -> list[dict[str, Any]]:
         """Metadata dicts of the series matching the filters (the reference's keywords)."""
         return [r.metadata() for r in self.select_rows(**filters)]
@@ -860,6 +871,7 @@ class Store(StoreApi):
                     series=r.label,
                 )
 
+    @filter_keywords
     def remove_by_filter(self, **filters: Any) -> int:
         """Remove every series matching the filters, all or nothing; returns the count."""
         self._writable()
@@ -1147,6 +1159,7 @@ class Store(StoreApi):
 
         return export_sqlite(self, path, **kwargs)
 
+    @filter_keywords
     def export_parquet(
         self,
         dir: str | Path,
@@ -1230,3 +1243,24 @@ def _materialize_windows(src: np.ndarray, res, hor, itv, count: int) -> np.ndarr
 
 
 __all__ = ["Store", "catalog_path"]
+
+
+def _method_signature(fn: Any, *, filters: bool) -> inspect.Signature:
+    """``fn(store, …)``'s signature as a Store method's (``self`` for ``store``), so that
+    ``help(Store.export_sqlite)`` shows the keywords the delegate takes."""
+    sig = inspect.signature(fn)
+    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    sig = sig.replace(parameters=[self_param, *list(sig.parameters.values())[1:]])
+    return filter_signature(sig) if filters else sig
+
+
+def _delegate_signatures() -> None:
+    # Deferred to here: the interchange modules import this one's names.
+    from .export_sqlite import export_sqlite
+    from .import_sqlite import import_sqlite
+
+    Store.export_sqlite.__signature__ = _method_signature(export_sqlite, filters=True)  # type: ignore[attr-defined]
+    Store.import_sqlite.__signature__ = _method_signature(import_sqlite, filters=False)  # type: ignore[attr-defined]
+
+
+_delegate_signatures()

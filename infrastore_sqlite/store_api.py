@@ -21,7 +21,7 @@ from .errors import DuplicateTimeSeriesError, InvalidParameterError, NotFoundErr
 from .hashing import features_hash, validate_features
 from .model import OwnerCategory, TimeSeriesType
 from .periods import as_period
-from .rows import SeriesRow
+from .rows import SeriesRow, filter_keywords
 
 if TYPE_CHECKING:
     from .store import Store
@@ -74,14 +74,17 @@ class StoreApi:
         def iter_select_rows(self, **filters: Any) -> Iterable[SeriesRow]: ...
 
     # ------------------------------------------------------------------ discovery
+    @filter_keywords
     def list_names(self, **filters: Any) -> list[str]:
         """The distinct series names among the matching series, sorted."""
         return sorted({r.name for r in self.iter_select_rows(**filters)})
 
+    @filter_keywords
     def list_owner_types(self, **filters: Any) -> list[str]:
         """The distinct owner types among the matching series, sorted."""
         return sorted({r.owner_type for r in self.iter_select_rows(**filters)})
 
+    @filter_keywords
     def has_any_time_series(self, **filters: Any) -> bool:
         """Whether any series matches the filters."""
         return next(iter(self.iter_select_rows(**filters)), None) is not None
