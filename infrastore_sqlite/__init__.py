@@ -26,10 +26,12 @@ from .core.elements import decode_element_values, encode_element_values
 from .errors import (
     CatalogMigrationRequiredError,
     CatalogTooNewError,
+    ConnectionError,
     DuplicateTimeSeriesError,
     IncompatibleFormatError,
     IntegrityError,
     InvalidParameterError,
+    IoError,
     MismatchedArtifactError,
     NotFoundError,
     OwnerMismatchError,
@@ -53,18 +55,26 @@ from .model import (
     TimeSeriesType,
 )
 from .store import Store
+from .store.api import Transaction
+from .store.store import _delegate_signatures
 
 __version__ = "0.1.0"
+
+# help(Store.export_sqlite) shows the keywords of the function it calls; the store cannot
+# look them up itself without importing the layer above it.
+_delegate_signatures(export_sqlite, import_sqlite)
 
 
 __all__ = [
     "CatalogMigrationRequiredError",
     "CatalogTooNewError",
+    "ConnectionError",
     "Deterministic",
     "DuplicateTimeSeriesError",
     "IncompatibleFormatError",
     "IntegrityError",
     "InvalidParameterError",
+    "IoError",
     "MismatchedArtifactError",
     "NonSequentialTimeSeries",
     "NotFoundError",
@@ -80,6 +90,7 @@ __all__ = [
     "StoreExistsError",
     "TimeSeriesError",
     "TimeSeriesType",
+    "Transaction",
     "decode_element_values",
     "encode_element_values",
     "export_sqlite",

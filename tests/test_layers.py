@@ -25,9 +25,9 @@ LAYERS = {
     "cli": 6,
 }
 
-#: The only imports that point up: the reference's ``Store.export_sqlite`` /
-#: ``Store.import_sqlite`` (and ``export_parquet`` beside them) are methods, so they load
-#: the container when called.
+#: The only imports that point up: methods of the reference's API whose work is a
+#: container's (``Store.export_sqlite`` / ``import_sqlite`` / ``export_parquet``, a series'
+#: ``to_arrow`` / ``from_arrow``) load it when called.
 #: The containers: packages of the interchange layer that know a file format.
 CONTAINERS = [["sqlite"], ["parquet"]]
 
@@ -35,6 +35,10 @@ CALL_TIME_EXCEPTIONS = {
     ("store.store", "export_sqlite", "interchange.sqlite"),
     ("store.store", "import_sqlite", "interchange.sqlite"),
     ("store.store", "export_parquet", "interchange.parquet"),
+    # The series' Arrow forms (the reference's API) are the Parquet container's schemas.
+    ("model", "from_arrow", "interchange.parquet"),
+    ("model", "to_arrow", "interchange.parquet"),
+    ("model", "to_arrow_windows", "interchange.parquet"),
 }
 
 

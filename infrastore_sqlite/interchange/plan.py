@@ -25,10 +25,10 @@ import orjson
 from ..core.elements import minimal_width, shrink
 from ..core.hashing import data_hash
 from ..core.periods import Period, grid, step
+from ..core.slicing import slice_range
 from ..errors import InvalidParameterError
 from ..model import TimeSeriesType
 from ..store.rows import SeriesRow
-from ..store.slicing import slice_range
 from .layout import (
     Partition,
     PartitionKey,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -30,6 +31,7 @@ from ..core.hashing import (
     validate_features,
 )
 from ..core.periods import as_period, divide, grid, step
+from ..core.slicing import slice_range, slice_window
 from ..core.timeref import ms_to_rfc3339
 from ..errors import (
     DuplicateTimeSeriesError,
@@ -52,10 +54,17 @@ from ..model import (
     _Irregular,
     _Series,
 )
+from .api import StoreApi, Transaction, check_store_file
 from .arrays import ArrayFile, pool_name
 from .catalog import Catalog
-from .rows import SELECT_ROWS, SeriesRow, build_filter, feature_rows
-from .slicing import slice_range, slice_window
+from .rows import (
+    SELECT_ROWS,
+    SeriesRow,
+    build_filter,
+    feature_rows,
+    filter_keywords,
+    filter_signature,
+)
 
 CATALOG_SUFFIX = ".sqlite"
 _GENERATION_KEY = "infrastore_sqlite.catalog_generation"
@@ -68,7 +77,7 @@ def catalog_path(path: str | Path) -> Path:
     return Path(str(path) + CATALOG_SUFFIX)
 
 
-class Store:
+class Store(StoreApi):
     """A content-addressed time-series store (HDF5 arrays + SQLite catalog).
 
     Use :meth:`create` or :meth:`open`; the constructor is not public.
@@ -158,17 +167,11 @@ class Store:
         read_only
             Refuse every write; the files are not modified.
         """
+        if not isinstance(path, str | os.PathLike):
+            raise TypeError(f"Store.open: path must be a str or path, not {type(path).__name__}")
         path = Path(path)
         cat = catalog_path(path)
-        if not path.is_file():
-            raise NotFoundError(
-                f"no store at {path}: the file does not exist; create one with "
-                "`infrastore-sqlite --store PATH init` or Store.create"
-            )
-        if not cat.is_file():
-            raise NotFoundError(
-                f"{path} has no catalog beside it ({cat} is missing); a store is both files"
-            )
+        check_store_file(path, cat)
         arrays = ArrayFile(path, "r" if read_only else "r+")
         try:
             catalog = Catalog(cat, read_only=read_only)
@@ -220,9 +223,16 @@ class Store:
             raise InvalidParameterError("the store is closed")
 
     # ------------------------------------------------------------------ transactions
+    def transaction(self) -> Transaction:
+        """All or nothing for everything inside the block; blocks nest.
+
+        ``with store.transaction() as s`` binds the store to ``s``; the returned object can
+        be entered more than once (as in the reference).
+        """
+        return Transaction(self, self._transaction_block)
+
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        """All or nothing for everything inside the block; blocks nest."""
+    def _transaction_block(self) -> Iterator[None]:
         self._writable()
         with self._catalog.transaction():
             yield
@@ -573,16 +583,19 @@ class Store:
         if self._arrays is None:
             raise InvalidParameterError("the store is closed")
 
+    @filter_keywords
     def select_rows(self, **filters: Any) -> list[SeriesRow]:
         """Catalog rows matching the ``list_metadata`` filters, in id order."""
         where, params = build_filter(filters)
         return self._select(where, params)
 
+    @filter_keywords
     def iter_select_rows(self, **filters: Any) -> Iterator[SeriesRow]:
         """``select_rows`` streamed: one row at a time, in id order."""
         where, params = build_filter(filters)
         return self._iter_select(where, params)
 
+    @filter_keywords
     def list_metadata(self, **filters: Any) -> list[dict[str, Any]]:
         """Metadata dicts of the series matching the filters (the reference's keywords)."""
         return [r.metadata() for r in self.select_rows(**filters)]
@@ -804,8 +817,20 @@ class Store:
         start_time: datetime | None = None,
         len: int | None = None,
         count: int | None = None,
+        owner_id: int | None = None,
+        owner_category: OwnerCategory | str | None = None,
     ) -> _Series:
-        """Read one series (or the window ``start_time``/``len``/``count`` names)."""
+        """Read one series (or the window ``start_time``/``len``/``count`` names).
+
+        ``owner_id`` with ``owner_category`` (both or neither) guard the read: a series of
+        another owner raises :class:`OwnerMismatchError` instead of being returned.
+        """
+        if (owner_id is None) != (owner_category is None):
+            raise InvalidParameterError(
+                "read_by_id requires both owner_id and owner_category, or neither"
+            )
+        if owner_id is not None:
+            self._check_owner(self.rows_by_ids([id]), owner_id, owner_category)
         return self.read_by_ids([id], start_time=start_time, len=len, count=count)[0]
 
     def read_by_ids_range(
@@ -833,19 +858,26 @@ class Store:
         if owner_id is not None or owner_category is not None:
             if owner_id is None or owner_category is None:
                 raise InvalidParameterError("pass owner_id and owner_category together")
-            cat = OwnerCategory.coerce(owner_category)
-            for r in rows:
-                if r.owner_id != owner_id or r.owner_category is not cat:
-                    # the guard refuses the whole batch, as the reference does
-                    raise OwnerMismatchError(
-                        f"series {r.id} belongs to owner {r.owner_id} ({r.owner_category.name}), "
-                        f"not to the expected owner {owner_id} ({cat.name}); nothing was removed",
-                        series=r.label,
-                    )
+            self._check_owner(rows, owner_id, owner_category, "nothing was removed")
         with self.transaction():
             self._remove_rows(rows)
         return len(rows)
 
+    @staticmethod
+    def _check_owner(
+        rows: list[SeriesRow], owner_id: int, owner_category: Any, outcome: str = "not read"
+    ) -> None:
+        """The owner guard: any row of another owner refuses the whole call."""
+        cat = OwnerCategory.coerce(owner_category)
+        for r in rows:
+            if r.owner_id != owner_id or r.owner_category is not cat:
+                raise OwnerMismatchError(
+                    f"series {r.id} belongs to owner {r.owner_id} ({r.owner_category.name}), "
+                    f"not to the expected owner {owner_id} ({cat.name}); {outcome}",
+                    series=r.label,
+                )
+
+    @filter_keywords
     def remove_by_filter(self, **filters: Any) -> int:
         """Remove every series matching the filters, all or nothing; returns the count."""
         self._writable()
@@ -1053,9 +1085,13 @@ class Store:
         self._open()
         return self._arrays.compression
 
-    def get_compression(self) -> str:
-        """Same as :attr:`compression` (the reference's method name)."""
-        return self.compression
+    def get_compression(self) -> dict[str, Any]:
+        """The HDF5 filter new arrays get, as the reference reports it:
+        ``{"compression": "deflate" | "none", "level": int | None, "shuffle": bool}``."""
+        spec = self.compression.split(":")
+        if spec[0] == "none":
+            return {"compression": "none", "level": None, "shuffle": False}
+        return {"compression": "deflate", "level": int(spec[1]), "shuffle": spec[2] == "shuffle"}
 
     def compact(self) -> dict[str, int]:
         """Rewrite the HDF5 file from the live arrays, reclaiming freed slots."""
@@ -1125,13 +1161,14 @@ class Store:
     # ------------------------------------------------------------------ interchange
     # The reference's API, so methods of the store, though the container is a layer above:
     # each imports it when called, so loading the store never loads the interchange layer
-    # (docs/architecture.md, "The one call that points up").
+    # (docs/architecture.md, "The calls that point up").
     def export_sqlite(self, path: str | Path, **kwargs: Any) -> list[dict[str, Any]]:
         """Export the selection to the SQLite interchange layout; see :func:`export_sqlite`."""
         from ..interchange.sqlite import export_sqlite
 
         return export_sqlite(self, path, **kwargs)
 
+    @filter_keywords
     def export_parquet(
         self,
         dir: str | Path,
@@ -1215,3 +1252,19 @@ def _materialize_windows(src: np.ndarray, res, hor, itv, count: int) -> np.ndarr
 
 
 __all__ = ["Store", "catalog_path"]
+
+
+def _method_signature(fn: Any, *, filters: bool) -> inspect.Signature:
+    """``fn(store, …)``'s signature as a Store method's (``self`` for ``store``), so that
+    ``help(Store.export_sqlite)`` shows the keywords the delegate takes."""
+    sig = inspect.signature(fn)
+    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    sig = sig.replace(parameters=[self_param, *list(sig.parameters.values())[1:]])
+    return filter_signature(sig) if filters else sig
+
+
+def _delegate_signatures(export_sqlite: Any, import_sqlite: Any) -> None:
+    # Called by the package root once the container is loaded: the store does not import
+    # the interchange layer (docs/architecture.md), so it is handed the functions.
+    Store.export_sqlite.__signature__ = _method_signature(export_sqlite, filters=True)  # type: ignore[attr-defined]
+    Store.import_sqlite.__signature__ = _method_signature(import_sqlite, filters=False)  # type: ignore[attr-defined]

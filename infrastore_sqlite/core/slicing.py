@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from ..core.periods import grid, grid_index, step
-from ..core.timeref import datetime_to_ms, ms_to_axis_instant
 from ..errors import InvalidParameterError
+from .periods import grid, grid_index, step
+from .timeref import datetime_to_ms, ms_to_axis_instant
 
 
 def _bound(value: datetime, series: Any, label: str, what: str) -> int:
