@@ -46,9 +46,8 @@ BEHAVIOUR: dict[str, tuple[str, str]] = {
     ),
     "Store.create": (
         "`in_memory=True` keeps both files in a private temporary directory, removed on "
-        "`close` (persist_to keeps a copy); `catalog=\"memory\"` only with it",
-        "the HDF5 side has no RAM-only mode here; a scratch directory gives the same "
-        "lifetime",
+        '`close` (persist_to keeps a copy); `catalog="memory"` only with it',
+        "the HDF5 side has no RAM-only mode here; a scratch directory gives the same lifetime",
     ),
     "Store.get_array_by_hash": (
         "a ragged composite comes back at its minimal width",
