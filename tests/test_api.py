@@ -233,3 +233,21 @@ def test_store_members_without_the_reference(tmp_path) -> None:
             "dst": 0,
         }
         assert store.get_compression() == {"compression": "deflate", "level": 3, "shuffle": True}
+
+
+def test_an_in_memory_store_removes_its_scratch_files_on_close() -> None:
+    store = isq.Store.create(in_memory=True)
+    scratch = store.path.parent
+    assert scratch.is_dir() and store.catalog == "memory"
+    store.add_time_series(1, "G", "Component", isq.SingleTimeSeries(T0, "PT1H", np.zeros(2), "x"))
+    store.close()
+    assert not scratch.exists()
+
+
+def test_persist_to_refuses_inside_a_transaction_and_a_missing_directory(tmp_path) -> None:
+    with isq.Store.create(tmp_path / "s.h5") as store:
+        with pytest.raises(InvalidParameterError, match="does not exist"):
+            store.persist_to(tmp_path / "nowhere" / "c.h5")
+        with store.transaction(), pytest.raises(InvalidParameterError, match="commit first"):
+            store.persist_to(tmp_path / "c.h5")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.h5", "s.h5.sqlite"]

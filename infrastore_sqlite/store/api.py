@@ -9,9 +9,13 @@ the write path can change underneath without these changing.
 
 from __future__ import annotations
 
+import os
+import shutil
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import apsw
@@ -19,7 +23,13 @@ import numpy as np
 
 from ..core.hashing import features_hash, validate_features
 from ..core.periods import as_period
-from ..errors import DuplicateTimeSeriesError, InvalidParameterError, NotFoundError
+from ..errors import (
+    DuplicateTimeSeriesError,
+    InvalidParameterError,
+    IoError,
+    NotFoundError,
+    StoreExistsError,
+)
 from ..model import OwnerCategory, TimeSeriesType
 from .rows import SeriesRow, filter_keywords
 
@@ -329,6 +339,89 @@ class StoreApi:
         self._open()  # type: ignore[attr-defined]
         self._arrays.flush()  # type: ignore[attr-defined]
 
+    # ------------------------------------------------------------------ files
+    @property
+    def catalog(self) -> str:
+        """``"memory"`` for an ``in_memory`` store (gone on close), else ``"attached"``."""
+        return "memory" if self._scratch is not None else "attached"  # type: ignore[attr-defined]
+
+    def show(self, *, file: Any = None) -> None:
+        """Print what the store holds: series per type, distinct arrays, owners.
+
+        ``file`` is what :func:`print` takes (default ``sys.stdout``). Catalog queries
+        only; no array is read.
+        """
+        counts = self.counts_by_type()  # type: ignore[attr-defined]
+        total = sum(counts.values())
+        owners = {c: set() for c in OwnerCategory}
+        for r in self.iter_select_rows():
+            owners[r.owner_category].add(r.owner_id)
+        mode = "read-only" if self.read_only else "read-write"  # type: ignore[attr-defined]
+        where = "in-memory" if self._scratch is not None else self.path  # type: ignore[attr-defined]
+        lines = [f"Store: {where} ({mode})"]
+        if total:
+            arrays = self.num_distinct_arrays()  # type: ignore[attr-defined]
+            lines.append(f"Time series: {total} associations over {arrays} distinct arrays")
+            width = max(len(n) for n in counts) + 2
+            order = sorted(counts, key=lambda n: TimeSeriesType[n].catalog_code)
+            lines += [f"  {n:<{width}}{counts[n]}" for n in order]
+        else:
+            lines.append("Time series: none")
+        comp, attr = (len(owners[c]) for c in OwnerCategory)
+        lines.append(
+            f"Owners with time series: {_plural(comp, 'component')}, "
+            f"{_plural(attr, 'supplemental attribute')}"
+        )
+        # No association API here, so none can exist (the reference prints these too).
+        lines += ["Supplemental attribute attachments: 0", "Parent/child edges: 0"]
+        print("\n".join(lines), file=file)
+
+    def persist_to(self, path: str | Path) -> None:
+        """Write a complete, independent copy of the store (both files) to ``path``,
+        replacing a store there; each file lands under a temporary name first.
+
+        Raises
+        ------
+        InvalidParameterError
+            A transaction is open, or ``path``'s directory does not exist.
+        """
+        self._open()  # type: ignore[attr-defined]
+        if self.in_transaction:  # type: ignore[attr-defined]
+            raise InvalidParameterError(
+                "persist_to inside a transaction would copy uncommitted work; commit first"
+            )
+        self._arrays.flush()  # type: ignore[attr-defined]
+        _copy_pair(Path(self.path), self._catalog.conn, Path(path))  # type: ignore[attr-defined]
+
+    @classmethod
+    def open_copy(cls, src: str | Path, dest: str | Path, *, catalog: str = "attached") -> Any:
+        """Copy the store at ``src`` to ``dest`` and open the copy read-write; ``src`` is
+        never opened for writing.
+
+        Raises
+        ------
+        StoreExistsError
+            ``dest`` (or its catalog) already exists.
+        """
+        from .store import catalog_path
+
+        if catalog != "attached":
+            raise InvalidParameterError(
+                f'catalog="{catalog}" is not provided here; only "attached" (the default)'
+            )
+        src, dest = Path(src), Path(dest)
+        check_store_file(src, catalog_path(src))
+        if dest.exists() or catalog_path(dest).exists():
+            raise StoreExistsError(
+                f"{dest} already holds a store; open it with Store.open, or pick another dest"
+            )
+        source = apsw.Connection(str(catalog_path(src)), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            _copy_pair(src, source, dest)
+        finally:
+            source.close()
+        return cls.open(dest)  # type: ignore[attr-defined]
+
 
 _FORECAST_PARAMETERS = ("horizon", "interval", "count", "resolution", "initial_timestamp")
 _SUMMARY_FIELDS = (
@@ -437,7 +530,7 @@ def check_store_file(path: Any, catalog: Any) -> None:
     without its catalog (:class:`MismatchedArtifactError`)."""
     import h5py
 
-    from ..errors import IncompatibleFormatError, IoError, MismatchedArtifactError
+    from ..errors import IncompatibleFormatError, MismatchedArtifactError
 
     if not path.is_file():
         raise IoError(
@@ -469,3 +562,36 @@ def check_store_file(path: Any, catalog: Any) -> None:
             f"{path} has no catalog beside it ({catalog} is missing); a store is both "
             "files, so restore the catalog that was written with it"
         )
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _copy_pair(h5_src: Path, catalog_src: apsw.Connection, dest: Path) -> None:
+    """Both files of a store to ``dest`` (+ ``.sqlite``): each written under a temporary
+    name, then renamed, so a failure leaves no half-written store."""
+    from .store import catalog_path
+
+    if not dest.parent.is_dir():
+        raise InvalidParameterError(f"the directory {dest.parent} does not exist; create it first")
+    tag = uuid.uuid4().hex[:12]
+    tmp_h5 = dest.with_name(f"{dest.name}.persist-{tag}")
+    tmp_cat = dest.with_name(f"{dest.name}.sqlite.persist-{tag}")
+    try:
+        shutil.copyfile(h5_src, tmp_h5)
+        target = apsw.Connection(str(tmp_cat))
+        try:
+            with target.backup("main", catalog_src, "main") as backup:
+                backup.step()
+            # A self-contained file: no -wal beside the renamed catalog.
+            target.execute("PRAGMA journal_mode=DELETE")
+        finally:
+            target.close()
+        os.replace(tmp_h5, dest)
+        os.replace(tmp_cat, catalog_path(dest))
+    except OSError as exc:
+        raise IoError(f"could not write the store copy {dest}: {exc}") from exc
+    finally:
+        tmp_h5.unlink(missing_ok=True)
+        tmp_cat.unlink(missing_ok=True)

@@ -12,6 +12,8 @@ import contextlib
 import functools
 import inspect
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -89,16 +91,19 @@ class Store(StoreApi):
         self._catalog = catalog
         self._read_only = read_only
         self._open_tx: list[Any] = []
+        self._scratch: Path | None = None  # the directory of an in_memory store
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
     def create(
         cls,
-        path: str | Path,
+        path: str | Path | None = None,
         *,
+        in_memory: bool = False,
         compression: str = "deflate",
         compression_level: int = 3,
         shuffle: bool = True,
+        catalog: str | None = None,
         overwrite: bool = False,
     ) -> Store:
         """Create a new, empty store at ``path`` (and ``path.sqlite``).
@@ -106,7 +111,14 @@ class Store(StoreApi):
         Parameters
         ----------
         path
-            The HDF5 file to create; the catalog goes to ``<path>.sqlite``.
+            The HDF5 file to create; the catalog goes to ``<path>.sqlite``. Ignored with
+            ``in_memory=True``.
+        in_memory
+            A scratch store that nothing at ``path`` backs: both files live in a private
+            temporary directory removed on :meth:`close` (``persist_to`` keeps a copy).
+        catalog
+            ``"attached"`` (``<path>.sqlite``, the default) or, with ``in_memory=True``,
+            ``"memory"``; a RAM-only catalog beside an on-disk array file is not provided.
         compression
             ``"deflate"`` (default) or ``"none"``.
         compression_level
@@ -116,6 +128,33 @@ class Store(StoreApi):
         overwrite
             Replace an existing store at ``path`` instead of refusing.
         """
+        if catalog not in (None, "attached", "memory"):
+            raise InvalidParameterError(
+                f"unknown catalog {catalog!r}; expected 'attached' or 'memory'"
+            )
+        if in_memory:
+            scratch = Path(tempfile.mkdtemp(prefix="infrastore-sqlite-memory-"))
+            try:
+                store = cls.create(
+                    scratch / "store.h5",
+                    compression=compression,
+                    compression_level=compression_level,
+                    shuffle=shuffle,
+                )
+            except BaseException:
+                shutil.rmtree(scratch, ignore_errors=True)
+                raise
+            store._scratch = scratch
+            return store
+        if path is None:
+            raise InvalidParameterError(
+                "Store.create needs a path unless in_memory=True; pass the .h5 file to create"
+            )
+        if catalog == "memory":
+            raise InvalidParameterError(
+                'catalog="memory" is not provided for an on-disk store here; use the default '
+                '"attached", or in_memory=True for a scratch store'
+            )
         path = Path(path)
         cat = catalog_path(path)
         if compression not in ("deflate", "none"):
@@ -157,7 +196,7 @@ class Store(StoreApi):
         return cls(path, arrays, catalog, read_only=False)
 
     @classmethod
-    def open(cls, path: str | Path, *, read_only: bool = False) -> Store:
+    def open(cls, path: str | Path, *, read_only: bool = False, catalog: str = "attached") -> Store:
         """Open an existing store.
 
         Parameters
@@ -166,7 +205,14 @@ class Store(StoreApi):
             The HDF5 file of the store (the catalog is ``<path>.sqlite``).
         read_only
             Refuse every write; the files are not modified.
+        catalog
+            ``"attached"`` only: a RAM-only copy of the catalog is not provided here.
         """
+        if catalog != "attached":
+            raise InvalidParameterError(
+                f'catalog="{catalog}" is not provided by Store.open here; use the default '
+                '"attached" (open_copy gives a copy to change without touching the original)'
+            )
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"Store.open: path must be a str or path, not {type(path).__name__}")
         path = Path(path)
@@ -200,6 +246,8 @@ class Store(StoreApi):
                 self._arrays.close()
                 self._catalog.close()
                 self._arrays = None  # type: ignore[assignment]
+                if self._scratch is not None:
+                    shutil.rmtree(self._scratch, ignore_errors=True)
 
     def __enter__(self) -> Store:
         return self
@@ -208,7 +256,8 @@ class Store(StoreApi):
         self.close()
 
     def __repr__(self) -> str:
-        return f"Store({str(self.path)!r}, read_only={self._read_only})"
+        where = "in-memory" if self._scratch is not None else repr(str(self.path))
+        return f"Store({where}, read_only={self._read_only})"
 
     @property
     def read_only(self) -> bool:

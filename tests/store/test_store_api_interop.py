@@ -275,3 +275,62 @@ def test_a_reference_store_says_what_it_is_and_the_way_across_works(tmp_path, mo
     with infrastore_sqlite.Store.open(tmp_path / "new.h5", read_only=True) as ours:
         got = sorted((m["owner_id"], m["name"], m["data_hash"]) for m in ours.list_metadata())
     assert got == want
+
+
+def test_show_prints_the_same_summary(pair) -> None:
+    import io
+
+    def shown(lib, s, i):
+        out = io.StringIO()
+        s.show(file=out)
+        return out.getvalue().split("\n", 1)[1]  # the first line names each file
+
+    _same(pair, shown)
+
+
+def test_persist_to_and_open_copy_agree(pair, tmp_path) -> None:
+    def copies(lib, s, i):
+        here = tmp_path / lib.__name__
+        here.mkdir()
+        s.persist_to(str(here / "p.h5"))
+        s.persist_to(str(here / "p.h5"))  # replaces the earlier copy
+        with lib.Store.open(str(here / "p.h5")) as p:
+            persisted = [(m["owner_id"], m["name"], m["data_hash"]) for m in p.list_metadata()]
+        with lib.Store.open_copy(str(here / "p.h5"), str(here / "c.h5")) as c:
+            copied = len(c.list_metadata()), c.read_only, c.catalog
+            c.clear_time_series()
+        with lib.Store.open(str(here / "p.h5")) as p:
+            untouched = len(p.list_metadata())
+        return persisted, copied, untouched, sorted(f.name for f in here.iterdir())
+
+    _same(pair, copies)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda lib, d: lib.Store.open_copy(str(d / "missing.h5"), str(d / "c.h5")),
+        lambda lib, d: lib.Store.create(str(d / "x.h5"), catalog="bogus"),
+        lambda lib, d: lib.Store.create(),
+        lambda lib, d: repr(lib.Store.create(in_memory=True)),
+        lambda lib, d: lib.Store.create(in_memory=True).catalog,
+        lambda lib, d: lib.Store.create(str(d / "m.h5"), in_memory=True).list_metadata(),
+    ],
+)
+def test_create_and_copy_options_agree(tmp_path, call) -> None:
+    ref, ours = both(lambda lib: call(lib, tmp_path))
+    assert ours == ref
+    assert not (tmp_path / "m.h5").exists()
+
+
+def test_an_in_memory_store_works_and_leaves_nothing(tmp_path) -> None:
+    def run(lib):
+        s = lib.Store.create(in_memory=True)
+        ts = lib.SingleTimeSeries(T0, "PT1H", np.arange(3.0), "x")
+        sid = s.add_time_series(1, "G", lib.OwnerCategory.Component, ts)
+        s.persist_to(str(tmp_path / f"{lib.__name__}.h5"))
+        s.close()
+        with lib.Store.open(str(tmp_path / f"{lib.__name__}.h5")) as back:
+            return back.read_by_id(sid).data.tolist()
+
+    assert both(run) == [[0.0, 1.0, 2.0]] * 2
