@@ -39,7 +39,7 @@ from .core.timeref import (
     normalize_time_reference,
     resolve_time_reference,
 )
-from .errors import InvalidParameterError
+from .errors import InvalidParameterError, ParameterTypeError
 
 
 class TimeSeriesType(enum.IntEnum):
@@ -169,7 +169,7 @@ def _check_descriptor(name: str, value: Any) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise InvalidParameterError(f"{name} must be a string or None, not {type(value).__name__}")
+        raise ParameterTypeError(f"{name} must be a string or None, not {type(value).__name__}")
     if name == "unit_system" and value not in UNIT_SYSTEMS:
         raise InvalidParameterError(
             f'unknown unit_system "{value}"; expected natural_units, component_base or None'
@@ -178,7 +178,9 @@ def _check_descriptor(name: str, value: Any) -> str | None:
 
 
 def _check_name(name: Any) -> str:
-    if not isinstance(name, str) or not name:
+    if not isinstance(name, str):
+        raise ParameterTypeError(f"a time series name is a str, not {type(name).__name__}")
+    if not name:
         raise InvalidParameterError("a time series needs a non-empty string name")
     return name
 
@@ -759,7 +761,9 @@ class _Forecast(_Series):
         res = _positive(as_period(resolution, what="resolution"), "resolution")
         hor = _positive(as_period(horizon, what="horizon"), "horizon")
         itv = as_period(interval, what="interval")
-        if not isinstance(count, int | np.integer) or isinstance(count, bool) or count < 0:
+        if not isinstance(count, int | np.integer) or isinstance(count, bool):
+            raise ParameterTypeError(f"count must be a non-negative integer, got {count!r}")
+        if count < 0:
             raise InvalidParameterError(f"count must be a non-negative integer, got {count!r}")
         count = int(count)
         if not itv.is_positive and not (str(itv) == "PT0S" and count <= 1):

@@ -17,7 +17,7 @@ from typing import Any
 import numpy
 import orjson
 
-from ..errors import InvalidParameterError
+from ..errors import InvalidParameterError, ParameterTypeError
 from .elements import NUMPY_DTYPES, ElementType, dtype_name, shrink
 
 __all__ = [
@@ -253,7 +253,7 @@ def validate_features(features: Mapping[str, Any] | None) -> dict[str, int | flo
     if features is None:
         return {}
     if not isinstance(features, Mapping):
-        raise InvalidParameterError(
+        raise ParameterTypeError(
             f"features must be a mapping (a dict), not {type(features).__name__}.",
             hint="Pass a dict from feature name to int, float, bool or str.",
         )

@@ -22,7 +22,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from infrastore_sqlite.errors import InvalidParameterError
+from infrastore_sqlite.errors import InvalidParameterError, ParameterTypeError
 
 __all__ = [
     "DAY_MS",
@@ -500,7 +500,7 @@ def as_period(value: str | timedelta | Period, *, what: str = "resolution") -> P
             return Period.parse(value)
         except InvalidParameterError as exc:
             raise InvalidParameterError(f"{what}: {exc.message}", hint=exc.hint) from None
-    raise InvalidParameterError(
+    raise ParameterTypeError(
         f"{what}: expected an ISO-8601 duration string, a datetime.timedelta or a Period, "
         f"not {type(value).__name__}",
         hint=_GRAMMAR_HINT,

@@ -28,6 +28,7 @@ from ..errors import (
     InvalidParameterError,
     IoError,
     NotFoundError,
+    ParameterTypeError,
     StoreExistsError,
 )
 from ..model import OwnerCategory, TimeSeriesType
@@ -296,7 +297,7 @@ class StoreApi:
 
     def association_exists(self, id: int) -> bool:
         """Whether a series with this id is stored."""
-        return bool(self._select("t.id = ?", (int(id),)))  # type: ignore[attr-defined]
+        return bool(self._select("t.id = ?", (series_id(id),)))  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------ attributes
     def set_store_attribute(self, key: str, value: str) -> None:
@@ -562,6 +563,13 @@ def check_store_file(path: Any, catalog: Any) -> None:
             f"{path} has no catalog beside it ({catalog} is missing); a store is both "
             "files, so restore the catalog that was written with it"
         )
+
+
+def series_id(value: Any) -> int:
+    """A series id as an int; anything but an integer is a :class:`ParameterTypeError`."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ParameterTypeError(f"a series id is an int, not {type(value).__name__} {value!r}")
+    return int(value)
 
 
 def _plural(n: int, word: str) -> str:

@@ -19,7 +19,7 @@ import orjson
 from ..core.hashing import RESERVED_FEATURE_NAMES, features_hash, validate_features
 from ..core.periods import as_period
 from ..core.timeref import datetime_to_ms, ms_to_datetimes, ms_to_rfc3339
-from ..errors import InvalidParameterError
+from ..errors import ParameterTypeError
 from ..model import OwnerCategory, TimeSeriesType
 
 SELECT_ROWS = """
@@ -214,7 +214,7 @@ def build_filter(filters: dict[str, Any]) -> tuple[str, list[Any]]:
     f = {k: v for k, v in filters.items() if v is not None}
     if "owner_id" in f:
         if isinstance(f["owner_id"], bool) or not isinstance(f["owner_id"], int | np.integer):
-            raise InvalidParameterError(f"owner_id must be an integer, got {f['owner_id']!r}")
+            raise ParameterTypeError(f"owner_id must be an integer, got {f['owner_id']!r}")
         eq("owner_id", int(f["owner_id"]))
     if "owner_category" in f:
         eq("owner_category", int(OwnerCategory.coerce(f["owner_category"])))

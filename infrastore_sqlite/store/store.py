@@ -42,6 +42,7 @@ from ..errors import (
     MismatchedArtifactError,
     NotFoundError,
     OwnerMismatchError,
+    ParameterTypeError,
     ReadOnlyStoreError,
     StoreExistsError,
 )
@@ -56,7 +57,7 @@ from ..model import (
     _Irregular,
     _Series,
 )
-from .api import StoreApi, Transaction, check_store_file
+from .api import StoreApi, Transaction, check_store_file, series_id
 from .arrays import ArrayFile, pool_name
 from .catalog import Catalog
 from .rows import (
@@ -374,12 +375,14 @@ class Store(StoreApi):
             )
         owner_id = item.get("owner_id")
         if isinstance(owner_id, bool) or not isinstance(owner_id, int | np.integer):
-            raise InvalidParameterError(f"owner_id must be an integer, got {owner_id!r}")
+            raise ParameterTypeError(f"owner_id must be an integer, got {owner_id!r}")
         owner_id = int(owner_id)
         if not -(2**63) <= owner_id < 2**63:
             raise InvalidParameterError(f"owner_id {owner_id} does not fit a signed 64-bit integer")
         owner_type = item.get("owner_type")
-        if not isinstance(owner_type, str) or not owner_type:
+        if not isinstance(owner_type, str):
+            raise ParameterTypeError(f"owner_type must be a str, got {owner_type!r}")
+        if not owner_type:
             raise InvalidParameterError(
                 f"owner_type must be a non-empty string, got {owner_type!r}"
             )
@@ -651,7 +654,7 @@ class Store(StoreApi):
 
     def get_metadata_by_id(self, id: int) -> dict[str, Any] | None:
         """The metadata row of ``id`` (with timestamps for irregular series), or None."""
-        rows = self._select("t.id = ?", (int(id),))
+        rows = self._select("t.id = ?", (series_id(id),))
         if not rows:
             return None
         row = rows[0]
@@ -668,7 +671,7 @@ class Store(StoreApi):
 
     def rows_by_ids(self, ids: Sequence[int]) -> list[SeriesRow]:
         """Rows for ``ids`` in the order given; NotFoundError names any missing id."""
-        wanted = [int(i) for i in ids]
+        wanted = [series_id(i) for i in ids]
         found: dict[int, SeriesRow] = {}
         for chunk_start in range(0, len(wanted), 500):
             chunk = wanted[chunk_start : chunk_start + 500]
@@ -903,7 +906,7 @@ class Store(StoreApi):
     ) -> int:
         """Remove series by id, all or nothing; returns how many were removed."""
         self._writable()
-        rows = self.rows_by_ids(list(dict.fromkeys(int(i) for i in ids)))
+        rows = self.rows_by_ids(list(dict.fromkeys(series_id(i) for i in ids)))
         if owner_id is not None or owner_category is not None:
             if owner_id is None or owner_category is None:
                 raise InvalidParameterError("pass owner_id and owner_category together")

@@ -966,6 +966,19 @@ FROM_VALUES = [
         "piecewise_step",
     ),
     ("SingleTimeSeries", (T0, "PT1H"), [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], "tuple(3,f64)"),
+    ("NonSequentialTimeSeries", ([T0, T0 + H],), [(1.0, -0.0), (np.nan, 2.0)], "tuple(2,f64)"),
+    (
+        "PersistentTimeSeries",
+        ([T0],),
+        [{"quadratic": 1.0, "proportional": 2.0, "constant": 3.0}],
+        "quadratic_function",
+    ),
+    (
+        "Deterministic",
+        (T0, "PT1H", "PT1H", "PT1H", 2),
+        [[{"x": 0.0, "y": 1.0}], [{"x": 1.0, "y": 2.0}, {"x": 2.0, "y": 3.0}]],
+        "piecewise_linear",
+    ),
     (
         "Deterministic",
         (T0, "PT1H", "PT2H", "PT1H", 2),
@@ -988,15 +1001,17 @@ FROM_VALUES = [
 
 
 @pytest.mark.parametrize(("kind", "head", "logical", "element_type"), FROM_VALUES)
+@pytest.mark.parametrize("declared", [False, True], ids=["inferred", "declared"])
 def test_from_values_agrees(
-    pair: Pair, kind: str, head: tuple, logical: Any, element_type: str | None
+    pair: Pair, kind: str, head: tuple, logical: Any, element_type: str, declared: bool
 ) -> None:
     name = f"fv#{next(NAMES)}"
-    kw = {} if element_type is None else {"element_type": element_type}
+    kw = {"element_type": element_type} if declared else {}
     built = [getattr(lib, kind).from_values(*head, logical, name, **kw) for lib in LIBS]
+    assert [b.element_type for b in built] == [element_type] * 2
     assert built[1].data.tobytes() == built[0].data.tobytes()
     assert built[1].data.shape == built[0].data.shape
-    assert built[1].decoded_values() == built[0].decoded_values()
+    assert repr(built[1].decoded_values()) == repr(built[0].decoded_values())  # NaN-safe
     ids = tuple(
         store.add_time_series(1, "G", cat(lib), ts)
         for (lib, store), ts in zip(pair.stores(), built, strict=True)
