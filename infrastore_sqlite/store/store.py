@@ -474,6 +474,17 @@ class Store(StoreApi):
         "features_hash",
     )
 
+    def _id_of_identity(self, identity: tuple) -> int | None:
+        """The id of the series with this identity ``(owner_id, owner_category,
+        time_series_type, name, resolution or "", interval or "", features_hash)``, if any
+        (the import's dry run asks before anything is written)."""
+        return self._catalog.scalar(
+            "SELECT id FROM time_series_associations WHERE owner_id = ? AND owner_category = ? "
+            "AND time_series_type = ? AND name = ? AND COALESCE(resolution, '') = ? AND "
+            "COALESCE(interval, '') = ? AND features_hash = ?",
+            identity,
+        )
+
     def _insert_prepared(self, prepared: list[dict[str, Any]]) -> list[int]:
         if not prepared:
             return []
