@@ -449,7 +449,9 @@ class Built:
 
 @dataclass(slots=True)
 class Group:
-    """One array's rows, decoded. Coordinates are int64/float64 vectors in row order."""
+    """One array's values rows as a reader hands them to the core: ``values`` ``[n, *E]``
+    and the coordinates as int64/float64 vectors, in the container's row order;
+    ``rowids()`` gives the rows' numbers for messages (:attr:`Place.numbered`)."""
 
     key: tuple[str, str]
     ids: list[int]
@@ -458,7 +460,8 @@ class Group:
     timestamp: np.ndarray | None = None
     issue: np.ndarray | None = None
     lane: np.ndarray | None = None
-    # Set by the fast path: the rows are exactly this grid, in table order.
+    # Set by a reader that verified the grid itself (the SQLite fast path): the rows are
+    # exactly this grid in row order, and the core does not place them again.
     affine: tuple | None = None
     rowids: Callable[[], list[int]] | None = None
 
