@@ -65,6 +65,18 @@ def _same(pair, call) -> None:
     assert got[1] == got[0]
 
 
+def _exact(lib, s, name: str, kind: str, interval, features) -> bool:
+    return s.has_exact_time_series(
+        owner_id=1,
+        owner_category=lib.OwnerCategory.Component,
+        name=name,
+        time_series_type=getattr(lib.TimeSeriesType, kind),
+        resolution="PT1H",
+        interval=interval,
+        features=features,
+    )
+
+
 QUERIES = {
     "list_names": lambda lib, s, i: s.list_names(),
     "list_names_owner": lambda lib, s, i: s.list_names(
@@ -112,33 +124,9 @@ QUERIES = {
     "array_by_hash_bad": lambda lib, s, i: s.get_array_by_hash("zz"),
     "exists": lambda lib, s, i: (s.association_exists(i["a"]), s.association_exists(999)),
     "compression": lambda lib, s, i: s.get_compression(),
-    "has_exact": lambda lib, s, i: s.has_exact_time_series(
-        owner_id=1,
-        owner_category=lib.OwnerCategory.Component,
-        name="load",
-        time_series_type=lib.TimeSeriesType.SingleTimeSeries,
-        resolution="PT1H",
-        interval=None,
-        features={"s": 1},
-    ),
-    "has_exact_features": lambda lib, s, i: s.has_exact_time_series(
-        owner_id=1,
-        owner_category=lib.OwnerCategory.Component,
-        name="load",
-        time_series_type=lib.TimeSeriesType.SingleTimeSeries,
-        resolution="PT1H",
-        interval=None,
-        features={},
-    ),
-    "has_exact_forecast": lambda lib, s, i: s.has_exact_time_series(
-        owner_id=1,
-        owner_category=lib.OwnerCategory.Component,
-        name="fc",
-        time_series_type=lib.TimeSeriesType.Deterministic,
-        resolution="PT1H",
-        interval="PT1H",
-        features={},
-    ),
+    "has_exact": lambda lib, s, i: _exact(lib, s, "load", "SingleTimeSeries", None, {"s": 1}),
+    "has_exact_features": lambda lib, s, i: _exact(lib, s, "load", "SingleTimeSeries", None, {}),
+    "has_exact_forecast": lambda lib, s, i: _exact(lib, s, "fc", "Deterministic", "PT1H", {}),
     "read_guard_ok": lambda lib, s, i: (
         s.read_by_id(i["a"], owner_id=1, owner_category=lib.OwnerCategory.Component).name
     ),
@@ -334,3 +322,31 @@ def test_an_in_memory_store_works_and_leaves_nothing(tmp_path) -> None:
             return back.read_by_id(sid).data.tolist()
 
     assert both(run) == [[0.0, 1.0, 2.0]] * 2
+
+
+def test_persist_catalog_agrees(tmp_path) -> None:
+    def run(lib):
+        out = []
+        mem = lib.Store.create(in_memory=True)
+        try:
+            mem.persist_catalog()
+        except Exception as exc:
+            out.append(type(exc).__name__)
+        path = str(tmp_path / f"{lib.__name__}.h5")
+        with lib.Store.create(path) as s:
+            s.add_time_series(
+                1,
+                "G",
+                lib.OwnerCategory.Component,
+                lib.SingleTimeSeries(T0, "PT1H", np.zeros(2), "x"),
+            )
+            out.append(s.persist_catalog())
+        with lib.Store.open(path, read_only=True) as s:
+            out.append(len(s.list_metadata()))
+            try:
+                s.persist_catalog()
+            except Exception as exc:
+                out.append(type(exc).__name__)
+        return out
+
+    assert both(run) == [["InvalidParameterError", None, 1, "ReadOnlyStoreError"]] * 2
