@@ -27,6 +27,7 @@ from .errors import (
     OwnerMismatchError,
     ReadOnlyStoreError,
     StorageError,
+    StoreBusyError,
     StoreExistsError,
     TimeSeriesError,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "SingleTimeSeries",
     "StorageError",
     "Store",
+    "StoreBusyError",
     "StoreExistsError",
     "TimeSeriesError",
     "TimeSeriesType",

@@ -77,6 +77,10 @@ class StorageError(TimeSeriesError):
     """The HDF5 or SQLite layer failed (I/O, corruption, not a database)."""
 
 
+class StoreBusyError(StorageError):
+    """Another process held the store's write lock for longer than the timeout."""
+
+
 class ReadOnlyStoreError(TimeSeriesError):
     """A write was attempted on a store opened with ``read_only=True``."""
 
@@ -113,6 +117,7 @@ __all__ = [
     "OwnerMismatchError",
     "ReadOnlyStoreError",
     "StorageError",
+    "StoreBusyError",
     "StoreExistsError",
     "TimeSeriesError",
 ]
