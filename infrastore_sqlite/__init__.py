@@ -18,10 +18,12 @@ from .elements import decode_element_values, encode_element_values
 from .errors import (
     CatalogMigrationRequiredError,
     CatalogTooNewError,
+    ConnectionError,
     DuplicateTimeSeriesError,
     IncompatibleFormatError,
     IntegrityError,
     InvalidParameterError,
+    IoError,
     MismatchedArtifactError,
     NotFoundError,
     OwnerMismatchError,
@@ -42,6 +44,7 @@ from .model import (
     TimeSeriesType,
 )
 from .store import Store
+from .store_api import Transaction
 
 __version__ = "0.1.0"
 
@@ -49,11 +52,13 @@ __version__ = "0.1.0"
 __all__ = [
     "CatalogMigrationRequiredError",
     "CatalogTooNewError",
+    "ConnectionError",
     "Deterministic",
     "DuplicateTimeSeriesError",
     "IncompatibleFormatError",
     "IntegrityError",
     "InvalidParameterError",
+    "IoError",
     "MismatchedArtifactError",
     "NonSequentialTimeSeries",
     "NotFoundError",
@@ -70,6 +75,7 @@ __all__ = [
     "StoreExistsError",
     "TimeSeriesError",
     "TimeSeriesType",
+    "Transaction",
     "decode_element_values",
     "encode_element_values",
 ]

@@ -81,6 +81,19 @@ class StoreBusyError(StorageError):
     """Another process held the store's write lock for longer than the timeout."""
 
 
+class MissingDependencyError(TimeSeriesError, ImportError):
+    """An optional dependency a feature needs is not installed (the message names the
+    ``pip install`` command)."""
+
+
+class IoError(StorageError):
+    """A file the call needs could not be read or written (missing, unreadable)."""
+
+
+class ConnectionError(StorageError):
+    """The catalog database could not be opened or reached."""
+
+
 class ReadOnlyStoreError(TimeSeriesError):
     """A write was attempted on a store opened with ``read_only=True``."""
 
@@ -108,11 +121,14 @@ class MismatchedArtifactError(IncompatibleFormatError):
 __all__ = [
     "CatalogMigrationRequiredError",
     "CatalogTooNewError",
+    "ConnectionError",
     "DuplicateTimeSeriesError",
     "IncompatibleFormatError",
     "IntegrityError",
     "InvalidParameterError",
+    "IoError",
     "MismatchedArtifactError",
+    "MissingDependencyError",
     "NotFoundError",
     "OwnerMismatchError",
     "ReadOnlyStoreError",

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import os
 import shutil
+import tempfile
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -56,7 +58,14 @@ from .model import (
     _Series,
 )
 from .periods import as_period, divide, grid, step
-from .rows import SELECT_ROWS, SeriesRow, build_filter, feature_rows
+from .rows import (
+    SELECT_ROWS,
+    SeriesRow,
+    build_filter,
+    feature_rows,
+    filter_keywords,
+    filter_signature,
+)
 from .segments import (
     LEGACY_SEGMENT,
     SEGMENT_DIR,
@@ -70,6 +79,7 @@ from .segments import (
     work_dir,
 )
 from .slicing import slice_range, slice_window
+from .store_api import StoreApi, Transaction, check_store_file
 from .timeref import ms_to_rfc3339
 
 _GENERATION_KEY = "infrastore_sqlite.catalog_generation"
@@ -86,7 +96,7 @@ def catalog_path(path: str | Path) -> Path:
     return catalog_file(Path(path))
 
 
-class Store:
+class Store(StoreApi):
     """A content-addressed time-series store (HDF5 segments + SQLite catalog).
 
     Use :meth:`create` or :meth:`open`; the constructor is not public.
@@ -100,16 +110,19 @@ class Store:
         self._open_tx: list[Any] = []
         self._doomed: list[str] = []  # segments to delete once the running commit is durable
         self._merging = False
+        self._scratch: Path | None = None  # the directory of an in_memory store
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
     def create(
         cls,
-        path: str | Path,
+        path: str | Path | None = None,
         *,
+        in_memory: bool = False,
         compression: str = "deflate",
         compression_level: int = 3,
         shuffle: bool = True,
+        catalog: str | None = None,
         overwrite: bool = False,
         timeout: float = _DEFAULT_TIMEOUT,
     ) -> Store:
@@ -118,7 +131,15 @@ class Store:
         Parameters
         ----------
         path
-            The store directory to create (its parent must exist).
+            The store directory to create (its parent must exist). Ignored with
+            ``in_memory=True``.
+        in_memory
+            A scratch store that nothing at ``path`` backs: it lives in a private
+            temporary directory removed on :meth:`close` (``persist_to`` keeps a copy).
+        catalog
+            ``"attached"`` (the catalog inside the store directory, the default) or, with
+            ``in_memory=True``, ``"memory"``; a RAM-only catalog of an on-disk store is not
+            provided.
         compression
             ``"deflate"`` (default) or ``"none"``.
         compression_level
@@ -130,6 +151,33 @@ class Store:
         timeout
             Seconds a write waits for another process's write before StoreBusyError.
         """
+        if catalog not in (None, "attached", "memory"):
+            raise InvalidParameterError(
+                f"unknown catalog {catalog!r}; expected 'attached' or 'memory'"
+            )
+        if in_memory:
+            scratch = Path(tempfile.mkdtemp(prefix="infrastore-sqlite-memory-"))
+            try:
+                store = cls.create(
+                    scratch / "store.h5",
+                    compression=compression,
+                    compression_level=compression_level,
+                    shuffle=shuffle,
+                )
+            except BaseException:
+                shutil.rmtree(scratch, ignore_errors=True)
+                raise
+            store._scratch = scratch
+            return store
+        if path is None:
+            raise InvalidParameterError(
+                "Store.create needs a path unless in_memory=True; pass the .h5 file to create"
+            )
+        if catalog == "memory":
+            raise InvalidParameterError(
+                'catalog="memory" is not provided for an on-disk store here; use the default '
+                '"attached", or in_memory=True for a scratch store'
+            )
         path = Path(path)
         if compression not in ("deflate", "none"):
             raise InvalidParameterError(
@@ -188,7 +236,12 @@ class Store:
 
     @classmethod
     def open(
-        cls, path: str | Path, *, read_only: bool = False, timeout: float = _DEFAULT_TIMEOUT
+        cls,
+        path: str | Path,
+        *,
+        read_only: bool = False,
+        catalog: str = "attached",
+        timeout: float = _DEFAULT_TIMEOUT,
     ) -> Store:
         """Open an existing store.
 
@@ -199,18 +252,22 @@ class Store:
             into one by a writable open).
         read_only
             Refuse every write; the files are not modified.
+        catalog
+            ``"attached"`` only: a RAM-only copy of the catalog is not provided here.
         timeout
             Seconds a write waits for another process's write before StoreBusyError.
         """
+        if catalog != "attached":
+            raise InvalidParameterError(
+                f'catalog="{catalog}" is not provided by Store.open here; use the default '
+                '"attached" (open_copy gives a copy to change without touching the original)'
+            )
+        if not isinstance(path, str | os.PathLike):
+            raise TypeError(f"Store.open: path must be a str or path, not {type(path).__name__}")
         path = Path(path)
         if not read_only:
             _finish_conversion(path)
-        if path.is_file():
-            if not legacy_catalog(path).is_file():
-                raise NotFoundError(
-                    f"{path} has no catalog beside it ({legacy_catalog(path)} is missing); a "
-                    "store of this layout is both files"
-                )
+        if check_store_file(path) == "two files":
             if read_only:
                 raise CatalogMigrationRequiredError(
                     f"{path} is a store of an earlier version (the two files {path} and "
@@ -218,16 +275,7 @@ class Store:
                     "any writing command of the CLI) to convert it into a store directory"
                 )
             _convert_legacy(path, timeout)
-        if not path.is_dir():
-            raise NotFoundError(
-                f"no store at {path}: it does not exist; create one with "
-                "`infrastore-sqlite --store PATH init` or Store.create"
-            )
         cat = catalog_file(path)
-        if not cat.is_file():
-            raise NotFoundError(
-                f"{path} is a directory but not a store ({cat.name} is missing in it)"
-            )
         catalog = Catalog(cat, read_only=read_only, timeout=timeout)
         try:
             attrs = dict(
@@ -270,6 +318,8 @@ class Store:
             finally:
                 self._catalog.close()
                 self._segments = None  # type: ignore[assignment]
+                if self._scratch is not None:
+                    shutil.rmtree(self._scratch, ignore_errors=True)
 
     def __enter__(self) -> Store:
         return self
@@ -278,7 +328,8 @@ class Store:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Store({str(self.path)!r}, read_only={self._read_only})"
+        where = "in-memory" if self._scratch is not None else repr(str(self.path))
+        return f"Store({where}, read_only={self._read_only})"
 
     @property
     def read_only(self) -> bool:
@@ -307,9 +358,17 @@ class Store:
         return {"hdf5_bytes": h5, "catalog_bytes": cat}
 
     # ------------------------------------------------------------------ transactions
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self) -> Transaction:
         """All or nothing for everything inside the block; blocks nest.
+
+        ``with store.transaction() as s`` binds the store to ``s``; the returned object can
+        be entered more than once (as in the reference).
+        """
+        return Transaction(self, self._transaction_block)
+
+    @contextlib.contextmanager
+    def _transaction_block(self) -> Iterator[None]:
+        """The block :meth:`transaction` enters.
 
         The outermost block holds the catalog's write lock from its start (a second
         writer waits up to the store's timeout). Its new arrays go into one new segment,
@@ -765,16 +824,19 @@ class Store:
         if self._segments is None:
             raise InvalidParameterError("the store is closed")
 
+    @filter_keywords
     def select_rows(self, **filters: Any) -> list[SeriesRow]:
         """Catalog rows matching the ``list_metadata`` filters, in id order."""
         where, params = build_filter(filters)
         return self._select(where, params)
 
+    @filter_keywords
     def iter_select_rows(self, **filters: Any) -> Iterator[SeriesRow]:
         """``select_rows`` streamed: one row at a time, in id order."""
         where, params = build_filter(filters)
         return self._iter_select(where, params)
 
+    @filter_keywords
     def list_metadata(self, **filters: Any) -> list[dict[str, Any]]:
         """Metadata dicts of the series matching the filters (the reference's keywords)."""
         return [r.metadata() for r in self.select_rows(**filters)]
@@ -1018,8 +1080,20 @@ class Store:
         start_time: datetime | None = None,
         len: int | None = None,
         count: int | None = None,
+        owner_id: int | None = None,
+        owner_category: OwnerCategory | str | None = None,
     ) -> _Series:
-        """Read one series (or the window ``start_time``/``len``/``count`` names)."""
+        """Read one series (or the window ``start_time``/``len``/``count`` names).
+
+        ``owner_id`` with ``owner_category`` (both or neither) guard the read: a series of
+        another owner raises :class:`OwnerMismatchError` instead of being returned.
+        """
+        if (owner_id is None) != (owner_category is None):
+            raise InvalidParameterError(
+                "read_by_id requires both owner_id and owner_category, or neither"
+            )
+        if owner_id is not None:
+            self._check_owner(self.rows_by_ids([id]), owner_id, owner_category)
         return self.read_by_ids([id], start_time=start_time, len=len, count=count)[0]
 
     def read_by_ids_range(
@@ -1047,19 +1121,26 @@ class Store:
         if owner_id is not None or owner_category is not None:
             if owner_id is None or owner_category is None:
                 raise InvalidParameterError("pass owner_id and owner_category together")
-            cat = OwnerCategory.coerce(owner_category)
-            for r in rows:
-                if r.owner_id != owner_id or r.owner_category is not cat:
-                    # the guard refuses the whole batch, as the reference does
-                    raise OwnerMismatchError(
-                        f"series {r.id} belongs to owner {r.owner_id} ({r.owner_category.name}), "
-                        f"not to the expected owner {owner_id} ({cat.name}); nothing was removed",
-                        series=r.label,
-                    )
+            self._check_owner(rows, owner_id, owner_category, "nothing was removed")
         with self.transaction():
             self._remove_rows(rows)
         return len(rows)
 
+    @staticmethod
+    def _check_owner(
+        rows: list[SeriesRow], owner_id: int, owner_category: Any, outcome: str = "not read"
+    ) -> None:
+        """The owner guard: any row of another owner refuses the whole call."""
+        cat = OwnerCategory.coerce(owner_category)
+        for r in rows:
+            if r.owner_id != owner_id or r.owner_category is not cat:
+                raise OwnerMismatchError(
+                    f"series {r.id} belongs to owner {r.owner_id} ({r.owner_category.name}), "
+                    f"not to the expected owner {owner_id} ({cat.name}); {outcome}",
+                    series=r.label,
+                )
+
+    @filter_keywords
     def remove_by_filter(self, **filters: Any) -> int:
         """Remove every series matching the filters, all or nothing; returns the count."""
         self._writable()
@@ -1285,9 +1366,13 @@ class Store:
         self._open()
         return self._segments.compression
 
-    def get_compression(self) -> str:
-        """Same as :attr:`compression` (the reference's method name)."""
-        return self.compression
+    def get_compression(self) -> dict[str, Any]:
+        """The HDF5 filter new arrays get, as the reference reports it:
+        ``{"compression": "deflate" | "none", "level": int | None, "shuffle": bool}``."""
+        spec = self.compression.split(":")
+        if spec[0] == "none":
+            return {"compression": "none", "level": None, "shuffle": False}
+        return {"compression": "deflate", "level": int(spec[1]), "shuffle": spec[2] == "shuffle"}
 
     def compact(self) -> dict[str, int]:
         """Rewrite the live arrays into one segment, reclaiming removed arrays' space.
@@ -1316,6 +1401,32 @@ class Store:
         from .export_sqlite import export_sqlite
 
         return export_sqlite(self, path, **kwargs)
+
+    @filter_keywords
+    def export_parquet(
+        self,
+        dir: str | Path,
+        *,
+        time_range: tuple[datetime, datetime] | None = None,
+        include_derived: bool = False,
+        dry_run: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+        **filters: Any,
+    ) -> list[dict[str, Any]]:
+        """Export the selection as Parquet files in ``dir`` (three per partition); see
+        :func:`infrastore_sqlite.interchange.parquet.export_parquet`. Needs pyarrow
+        (``pip install 'infrastore-sqlite[parquet]'``)."""
+        from .interchange.parquet import export_parquet
+
+        return export_parquet(
+            self,
+            dir,
+            time_range=time_range,
+            include_derived=include_derived,
+            dry_run=dry_run,
+            progress=progress,
+            **filters,
+        )
 
     def import_sqlite(self, path: str | Path, **kwargs: Any) -> list[int]:
         """Import an interchange database; see :func:`import_sqlite`."""
@@ -1485,3 +1596,24 @@ def _materialize_windows(src: np.ndarray, res, hor, itv, count: int) -> np.ndarr
 
 
 __all__ = ["Store", "catalog_path"]
+
+
+def _method_signature(fn: Any, *, filters: bool) -> inspect.Signature:
+    """``fn(store, …)``'s signature as a Store method's (``self`` for ``store``), so that
+    ``help(Store.export_sqlite)`` shows the keywords the delegate takes."""
+    sig = inspect.signature(fn)
+    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    sig = sig.replace(parameters=[self_param, *list(sig.parameters.values())[1:]])
+    return filter_signature(sig) if filters else sig
+
+
+def _delegate_signatures() -> None:
+    # Deferred to here: the interchange modules import this one's names.
+    from .export_sqlite import export_sqlite
+    from .import_sqlite import import_sqlite
+
+    Store.export_sqlite.__signature__ = _method_signature(export_sqlite, filters=True)  # type: ignore[attr-defined]
+    Store.import_sqlite.__signature__ = _method_signature(import_sqlite, filters=False)  # type: ignore[attr-defined]
+
+
+_delegate_signatures()
