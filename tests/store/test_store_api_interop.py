@@ -65,6 +65,18 @@ def _same(pair, call) -> None:
     assert got[1] == got[0]
 
 
+def _exact(lib, s, name: str, kind: str, interval, features) -> bool:
+    return s.has_exact_time_series(
+        owner_id=1,
+        owner_category=lib.OwnerCategory.Component,
+        name=name,
+        time_series_type=getattr(lib.TimeSeriesType, kind),
+        resolution="PT1H",
+        interval=interval,
+        features=features,
+    )
+
+
 QUERIES = {
     "list_names": lambda lib, s, i: s.list_names(),
     "list_names_owner": lambda lib, s, i: s.list_names(
@@ -112,33 +124,9 @@ QUERIES = {
     "array_by_hash_bad": lambda lib, s, i: s.get_array_by_hash("zz"),
     "exists": lambda lib, s, i: (s.association_exists(i["a"]), s.association_exists(999)),
     "compression": lambda lib, s, i: s.get_compression(),
-    "has_exact": lambda lib, s, i: s.has_exact_time_series(
-        owner_id=1,
-        owner_category=lib.OwnerCategory.Component,
-        name="load",
-        time_series_type=lib.TimeSeriesType.SingleTimeSeries,
-        resolution="PT1H",
-        interval=None,
-        features={"s": 1},
-    ),
-    "has_exact_features": lambda lib, s, i: s.has_exact_time_series(
-        owner_id=1,
-        owner_category=lib.OwnerCategory.Component,
-        name="load",
-        time_series_type=lib.TimeSeriesType.SingleTimeSeries,
-        resolution="PT1H",
-        interval=None,
-        features={},
-    ),
-    "has_exact_forecast": lambda lib, s, i: s.has_exact_time_series(
-        owner_id=1,
-        owner_category=lib.OwnerCategory.Component,
-        name="fc",
-        time_series_type=lib.TimeSeriesType.Deterministic,
-        resolution="PT1H",
-        interval="PT1H",
-        features={},
-    ),
+    "has_exact": lambda lib, s, i: _exact(lib, s, "load", "SingleTimeSeries", None, {"s": 1}),
+    "has_exact_features": lambda lib, s, i: _exact(lib, s, "load", "SingleTimeSeries", None, {}),
+    "has_exact_forecast": lambda lib, s, i: _exact(lib, s, "fc", "Deterministic", "PT1H", {}),
     "read_guard_ok": lambda lib, s, i: (
         s.read_by_id(i["a"], owner_id=1, owner_category=lib.OwnerCategory.Component).name
     ),
