@@ -53,6 +53,10 @@ BEHAVIOUR: dict[str, tuple[str, str]] = {
         '`close` (persist_to keeps a copy); `catalog="memory"` only with it',
         "the HDF5 side has no RAM-only mode here; a scratch directory gives the same lifetime",
     ),
+    "Store.persist_catalog": (
+        "the same as `flush()`: the catalog is always attached here",
+        "the reference documents it as `flush()` for an attached catalog",
+    ),
     "Store.get_array_by_hash": (
         "a ragged composite comes back at its minimal width",
         "composites are stored (and hashed) minimal-width here",
@@ -83,7 +87,6 @@ ABSENT: dict[str, str] = {
     "16 MB cap, not a tunable buffer",
     "Store.open_without_catalog": "rebuilds a store from arrays plus an OpenAPI document, "
     "which is out of scope for now",
-    "Store.persist_catalog": "no RAM-only catalog on disk stores here (see `Store.create`)",
     "Store.persist_arrays_to": "the arrays-only artifact serves the OpenAPI round trip, out "
     "of scope for now",
 }

@@ -338,6 +338,24 @@ class StoreApi:
         """Nothing to do: every commit is durable when it returns (the reference's name)."""
         self._open()  # type: ignore[attr-defined]
 
+    def persist_catalog(self) -> None:
+        """Make the catalog beside this store's HDF5 file current. Every commit already
+        writes it (the catalog is always attached here), so this is :meth:`flush`.
+
+        Raises
+        ------
+        InvalidParameterError
+            An ``in_memory`` store: it has no file to pair with; use :meth:`persist_to`.
+        ReadOnlyStoreError
+            The store is open read-only.
+        """
+        if self._scratch is not None:  # type: ignore[attr-defined]
+            raise InvalidParameterError(
+                "an in-memory store has no HDF5 file for a catalog to pair with; use persist_to"
+            )
+        self._writable()  # type: ignore[attr-defined]
+        self.flush()
+
     # ------------------------------------------------------------------ files
     @property
     def catalog(self) -> str:

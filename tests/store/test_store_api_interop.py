@@ -326,3 +326,31 @@ def test_an_in_memory_store_works_and_leaves_nothing(tmp_path) -> None:
             return back.read_by_id(sid).data.tolist()
 
     assert both(run) == [[0.0, 1.0, 2.0]] * 2
+
+
+def test_persist_catalog_agrees(tmp_path) -> None:
+    def run(lib):
+        out = []
+        mem = lib.Store.create(in_memory=True)
+        try:
+            mem.persist_catalog()
+        except Exception as exc:
+            out.append(type(exc).__name__)
+        path = str(tmp_path / f"{lib.__name__}.h5")
+        with lib.Store.create(path) as s:
+            s.add_time_series(
+                1,
+                "G",
+                lib.OwnerCategory.Component,
+                lib.SingleTimeSeries(T0, "PT1H", np.zeros(2), "x"),
+            )
+            out.append(s.persist_catalog())
+        with lib.Store.open(path, read_only=True) as s:
+            out.append(len(s.list_metadata()))
+            try:
+                s.persist_catalog()
+            except Exception as exc:
+                out.append(type(exc).__name__)
+        return out
+
+    assert both(run) == [["InvalidParameterError", None, 1, "ReadOnlyStoreError"]] * 2
