@@ -40,12 +40,16 @@ BEHAVIOUR: dict[str, tuple[str, str]] = {
     ),
     "Store.add_time_series_bulk": ("as `add_time_series`", "chosen, as there"),
     "Store.open": (
-        "opens this package's stores only; a reference `.h5` store is refused with the "
-        "one-line way across (below)",
+        "opens this package's stores only (a directory; one of the earlier two-file layout is "
+        "converted by a writable open); a reference `.h5` store is refused with the "
+        "one-line way across (below); `timeout=` seconds a write waits for another "
+        "process's write",
         "the two HDF5 layouts differ; the SQLite interchange file is the shared format",
     ),
     "Store.create": (
-        "`in_memory=True` keeps both files in a private temporary directory, removed on "
+        "the store is a directory (catalog and immutable segment files); `timeout=` seconds a "
+        "write waits for another process's write; "
+        "`in_memory=True` keeps the store in a private temporary directory, removed on "
         '`close` (persist_to keeps a copy); `catalog="memory"` only with it',
         "the HDF5 side has no RAM-only mode here; a scratch directory gives the same lifetime",
     ),
