@@ -49,6 +49,7 @@ from .model import (
 from .periods import as_period, divide, grid, step
 from .rows import SELECT_ROWS, SeriesRow, build_filter, feature_rows
 from .slicing import slice_range, slice_window
+from .store_api import StoreApi, Transaction
 from .timeref import ms_to_rfc3339
 
 CATALOG_SUFFIX = ".sqlite"
@@ -62,7 +63,7 @@ def catalog_path(path: str | Path) -> Path:
     return Path(str(path) + CATALOG_SUFFIX)
 
 
-class Store:
+class Store(StoreApi):
     """A content-addressed time-series store (HDF5 arrays + SQLite catalog).
 
     Use :meth:`create` or :meth:`open`; the constructor is not public.
@@ -214,9 +215,16 @@ class Store:
             raise InvalidParameterError("the store is closed")
 
     # ------------------------------------------------------------------ transactions
+    def transaction(self) -> Transaction:
+        """All or nothing for everything inside the block; blocks nest.
+
+        ``with store.transaction() as s`` binds the store to ``s``; the returned object can
+        be entered more than once (as in the reference).
+        """
+        return Transaction(self, self._transaction_block)
+
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        """All or nothing for everything inside the block; blocks nest."""
+    def _transaction_block(self) -> Iterator[None]:
         self._writable()
         with self._catalog.transaction():
             yield
