@@ -54,6 +54,11 @@ class InvalidParameterError(TimeSeriesError, ValueError):
     """An argument, a value or a file's content is not acceptable."""
 
 
+class ParameterTypeError(InvalidParameterError, TypeError):
+    """An argument of the wrong Python type (a str where an id goes): a ``TypeError``, as
+    in the reference, and an ``InvalidParameterError`` for callers that catch those."""
+
+
 class NotFoundError(TimeSeriesError, KeyError):
     """A series, an array or a file named by the caller does not exist."""
 
@@ -80,6 +85,14 @@ class StorageError(TimeSeriesError):
 class MissingDependencyError(TimeSeriesError, ImportError):
     """An optional dependency a feature needs is not installed (the message names the
     ``pip install`` command)."""
+
+
+class IoError(StorageError):
+    """A file the call needs could not be read or written (missing, unreadable)."""
+
+
+class ConnectionError(StorageError):
+    """The catalog database could not be opened or reached."""
 
 
 class ReadOnlyStoreError(TimeSeriesError):
@@ -109,14 +122,17 @@ class MismatchedArtifactError(IncompatibleFormatError):
 __all__ = [
     "CatalogMigrationRequiredError",
     "CatalogTooNewError",
+    "ConnectionError",
     "DuplicateTimeSeriesError",
     "IncompatibleFormatError",
     "IntegrityError",
     "InvalidParameterError",
+    "IoError",
     "MismatchedArtifactError",
     "MissingDependencyError",
     "NotFoundError",
     "OwnerMismatchError",
+    "ParameterTypeError",
     "ReadOnlyStoreError",
     "StorageError",
     "StoreExistsError",

@@ -209,3 +209,45 @@ def test_arrow_round_trip_keeps_unspecified_and_bits() -> None:
         {"timestamp": pa.array([0, 3_600_000_000], pa.timestamp("us")), "value": [1.0, 2.0]}
     )
     assert isq.SingleTimeSeries.from_arrow(us, name="x").resolution == "PT1H"
+
+
+def test_store_members_without_the_reference(tmp_path) -> None:
+    ts = isq.SingleTimeSeries(T0, "PT1H", np.arange(3.0), "x")
+    with isq.Store.create(tmp_path / "s.h5") as store:
+        a = store.add_time_series(1, "G", "Component", ts)
+        store.add_time_series(2, "G", "Component", ts)
+        # replace_owner is all or nothing: owner 2 already has 'x'
+        with pytest.raises(isq.DuplicateTimeSeriesError, match="nothing was moved"):
+            store.replace_owner(1, 2, "Component")
+        assert store.list_owner_ids("Component") == [1, 2]
+        with pytest.raises(InvalidParameterError, match="the store's own"):
+            store.set_store_attribute("infrastore_sqlite.catalog_generation", "x")
+        store.set_store_attribute("k", "v")
+        assert store.list_store_attributes() == {"k": "v"}
+        with pytest.raises(isq.OwnerMismatchError, match="belongs to owner 1"):
+            store.read_by_id(a, owner_id=2, owner_category="Component")
+        c = store.copy_time_series(a, 3, "H", new_name="y")
+        assert store.read_by_id(c) == isq.SingleTimeSeries(T0, "PT1H", np.arange(3.0), "y")
+        assert store.count_array_references(store.get_metadata_by_id(a)["data_hash"]) == {
+            "sts": 3,
+            "dst": 0,
+        }
+        assert store.get_compression() == {"compression": "deflate", "level": 3, "shuffle": True}
+
+
+def test_an_in_memory_store_removes_its_scratch_files_on_close() -> None:
+    store = isq.Store.create(in_memory=True)
+    scratch = store.path.parent
+    assert scratch.is_dir() and store.catalog == "memory"
+    store.add_time_series(1, "G", "Component", isq.SingleTimeSeries(T0, "PT1H", np.zeros(2), "x"))
+    store.close()
+    assert not scratch.exists()
+
+
+def test_persist_to_refuses_inside_a_transaction_and_a_missing_directory(tmp_path) -> None:
+    with isq.Store.create(tmp_path / "s.h5") as store:
+        with pytest.raises(InvalidParameterError, match="does not exist"):
+            store.persist_to(tmp_path / "nowhere" / "c.h5")
+        with store.transaction(), pytest.raises(InvalidParameterError, match="commit first"):
+            store.persist_to(tmp_path / "c.h5")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.h5", "s.h5.sqlite"]

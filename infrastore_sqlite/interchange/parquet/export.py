@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...elements import pad
+from ...core.elements import pad
 from ...errors import IntegrityError, InvalidParameterError, StorageError
-from ...pipeline import Prefetch
-from ...plan import SUMMARY_KEYS as SQLITE_SUMMARY_KEYS
-from ...plan import ExportPlan, PartitionPlan, RowBlock, iter_partition_arrays, plan_export
-from ...plan import series_values as plan_series_values
+from ..pipeline import Prefetch
+from ..plan import SUMMARY_KEYS as SQLITE_SUMMARY_KEYS
+from ..plan import ExportPlan, PartitionPlan, RowBlock, iter_partition_arrays, plan_export
+from ..plan import series_values as plan_series_values
 from .layout import (
     ROLES,
     ROW_GROUP_ROWS,

@@ -1,0 +1,18 @@
+"""The SQLite container of the interchange layout.
+
+* :mod:`.writer` — :func:`export_sqlite` (plan → rows → tables);
+* :mod:`.reader` — :func:`import_sqlite` and its :class:`ImportReport`;
+* :mod:`.cells` — encoding values to SQLite cells and back;
+* :mod:`.database` — opening the file, write transactions, apsw errors wrapped;
+* :mod:`.rehash` — :func:`rehash_sqlite`, recomputing the hashes of edited values.
+
+May import: everything below it (:mod:`infrastore_sqlite.interchange` and lower) and
+apsw. Nothing outside this package imports it except the ``Store`` methods (at call
+time), the package root (for the public names) and the command line.
+"""
+
+from .reader import ImportReport, import_sqlite
+from .rehash import rehash_sqlite
+from .writer import export_sqlite
+
+__all__ = ["ImportReport", "export_sqlite", "import_sqlite", "rehash_sqlite"]
