@@ -2,6 +2,10 @@
 JSON against schemas/cli/), the usage errors, refusals without a traceback, the progress
 bar on a terminal, and the message when pyarrow is missing."""
 
+# The fixtures come from test_cli_contract (imported by name, which ruff reads as a
+# redefinition wherever a test names one).
+# ruff: noqa: F811
+
 from __future__ import annotations
 
 import json
@@ -28,7 +32,7 @@ def test_export_writes_the_files_and_prints_one_row_per_partition(demo: str, tmp
     assert table.num_rows > 0
 
 
-def test_summary_json_matches_its_schemas(registry, demo: str, tmp_path: Path):  # noqa: F811
+def test_summary_json_matches_its_schemas(registry, demo: str, tmp_path: Path):
     out = str(tmp_path / "pq")
     dry = run("--store", demo, "export", "-f", "parquet", "--dir", out, "--dry-run",
               "--summary", "json")  # fmt: skip
@@ -74,7 +78,7 @@ def test_existing_file_is_refused_naming_it(demo: str, tmp_path: Path) -> None:
     assert os.listdir(out) == ["singletimeseries.f64.utc.values.parquet"]
 
 
-def test_without_pyarrow_the_error_names_the_install_command(pristine: Path, tmp_path: Path):  # noqa: F811
+def test_without_pyarrow_the_error_names_the_install_command(pristine: Path, tmp_path: Path):
     code = (
         "import sys; sys.modules['pyarrow'] = None; "
         "from infrastore_sqlite.cli import main; "
@@ -88,7 +92,7 @@ def test_without_pyarrow_the_error_names_the_install_command(pristine: Path, tmp
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
-def test_progress_bar_only_on_a_terminal(pristine: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_progress_bar_only_on_a_terminal(pristine: Path, tmp_path: Path) -> None:
     code, out, err = _on_a_terminal(
         ["--store", str(pristine), "export", "-f", "parquet", "--dir", "t"], tmp_path
     )
