@@ -38,6 +38,7 @@ from .errors import (
     ParameterTypeError,
     ReadOnlyStoreError,
     StorageError,
+    StoreBusyError,
     StoreExistsError,
     TimeSeriesError,
 )
@@ -89,6 +90,7 @@ __all__ = [
     "SingleTimeSeries",
     "StorageError",
     "Store",
+    "StoreBusyError",
     "StoreExistsError",
     "TimeSeriesError",
     "TimeSeriesType",
