@@ -92,7 +92,7 @@ from .segments import (
 _GENERATION_KEY = "infrastore_sqlite.catalog_generation"
 _COMPRESSION_KEY = "infrastore_sqlite.compression"
 _DEFAULT_BATCH_BYTES = 64 * 1024 * 1024
-_DEFAULT_TIMEOUT = 5.0
+DEFAULT_TIMEOUT = 5.0
 _BULK_KEYS = frozenset({"owner_id", "owner_type", "owner_category", "time_series", "features"})
 # Arrays copied per read/write step when segments are merged or compacted.
 _REWRITE_STEP = 1024
@@ -131,7 +131,7 @@ class Store(StoreApi):
         shuffle: bool = True,
         catalog: str | None = None,
         overwrite: bool = False,
-        timeout: float = _DEFAULT_TIMEOUT,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> Store:
         """Create a new, empty store: the directory ``path``.
 
@@ -248,7 +248,7 @@ class Store(StoreApi):
         *,
         read_only: bool = False,
         catalog: str = "attached",
-        timeout: float = _DEFAULT_TIMEOUT,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> Store:
         """Open an existing store.
 
@@ -1618,7 +1618,7 @@ def _materialize_windows(src: np.ndarray, res, hor, itv, count: int) -> np.ndarr
     return np.ascontiguousarray(src[idx])
 
 
-__all__ = ["Store", "catalog_path"]
+__all__ = ["DEFAULT_TIMEOUT", "Store", "catalog_path"]
 
 
 def _method_signature(fn: Any, *, filters: bool) -> inspect.Signature:

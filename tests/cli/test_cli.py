@@ -537,7 +537,7 @@ def test_export_dry_run_and_empty_selection(pristine: Path, tmp_path: Path) -> N
         (["-f", "json"], "export -f json (series values as json on stdout) is not implemented"),
         (["-f", "csv", "--dir", "out"], "export --dir (one CSV/JSON/JSONL file per series) is not"),
         (["-f", "sqlite"], "export -f sqlite needs --db FILE"),
-        (["-f", "parquet", "--db", "x.db"], "export -f parquet is not implemented in this version"),
+        (["-f", "sqlite", "--db", "x.db", "--summary", "json"], "--summary names how -f parquet"),
     ],
 )
 def test_export_formats_left_for_later(pristine: Path, args: list[str], message: str) -> None:

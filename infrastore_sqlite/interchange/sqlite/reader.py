@@ -228,12 +228,43 @@ class _PartitionReader:
         becomes a StorageError naming the partition."""
         try:
             yield
+        except UnicodeDecodeError:
+            # apsw decodes TEXT as UTF-8, and SQLite stores whatever bytes it was given.
+            raise self._invalid_text() from None
         except apsw.Error as exc:
             raise StorageError(
                 f"reading {self.place.values} (and its series and arrays tables) from "
                 f"{self.where} failed: {exc}",
                 table=self.place.values,
             ) from exc
+
+    def _invalid_text(self) -> InvalidParameterError:
+        """The first TEXT cell of the partition's tables that is not UTF-8, as a refusal
+        naming its table, row and column (found by a scan that runs only after a decode
+        failed)."""
+        conn = self.conn
+        for table in (self.place.arrays, self.place.series, self.place.values):
+            for col in [r[1] for r in conn.execute(f"PRAGMA table_info({q(table)})")]:
+                sql = (
+                    f"SELECT rowid, CAST({q(col)} AS BLOB) FROM {q(table)} "
+                    f"WHERE typeof({q(col)}) = 'text'"
+                )
+                for rowid, raw in conn.execute(sql):
+                    try:
+                        bytes(raw).decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        bad = bytes(raw)[exc.start : exc.start + 1].hex()
+                        return InvalidParameterError(
+                            f"{table}, row with rowid {rowid}, column `{col}`: the text is not "
+                            f"valid UTF-8 (byte {exc.start} is 0x{bad}); write that cell again "
+                            "as UTF-8 text and import again. Nothing of this partition was added",
+                            table=table,
+                        )
+        return InvalidParameterError(
+            f"{self.where} holds text that is not valid UTF-8 in the tables of "
+            f"{self.place.values}; write it again as UTF-8 and import again",
+            table=self.place.values,
+        )
 
     def values_count(self) -> int:
         if self._count is None:
