@@ -51,6 +51,7 @@ from .pipeline import Prefetch
 from .plan import (
     ExportPlan,
     ExportSeries,
+    ExportSummary,
     PartitionPlan,
     RowBlock,
     iter_partition_arrays,
@@ -75,7 +76,7 @@ def export_sqlite(
     dry_run: bool = False,
     progress: Progress | None = None,
     **filters: Any,
-) -> list[dict[str, Any]]:
+) -> ExportSummary:
     """Export the series the filters select into the SQLite database at ``path``.
 
     Parameters
@@ -99,10 +100,12 @@ def export_sqlite(
 
     Returns
     -------
-    list of dict
-        One per partition: ``values_table``, ``series_table``, ``arrays_table``,
-        ``time_series_type``, ``value_type``, ``time_reference``, ``arrays``, ``series``,
-        ``rows``.
+    ExportSummary
+        A list with one dict per partition: ``values_table``, ``series_table``,
+        ``arrays_table``, ``time_series_type``, ``value_type``, ``time_reference``,
+        ``arrays``, ``series``, ``rows``; its ``derived_left_out`` counts the derived
+        series the selection matched and the export left out (``notices`` says so in
+        words).
 
     Raises
     ------
@@ -120,7 +123,7 @@ def export_sqlite(
     )
     target = Path(path)
     if not plan.partitions:
-        return []
+        return plan.summary()
     if dry_run:
         if target.exists():
             with _open_existing(target) as conn:
