@@ -117,6 +117,18 @@ def changed_columns(stored: dict[str, Any], row: dict[str, Any]) -> dict[str, li
     return out
 
 
+def conflict_error(label: str, held_id: int) -> DuplicateTimeSeriesError:
+    """The refusal of a series the store holds, under ``on_conflict="error"``."""
+    return DuplicateTimeSeriesError(
+        f"a time series with that key already exists: {label} (id {held_id} in the store). "
+        "To bring a file's edits back into the store it came from, {replace} updates such "
+        "series in place (they keep their ids) and {ignore} leaves them as they are (also "
+        "the way to resume an interrupted import).",
+        series=label,
+        terms={"replace": REPLACE, "ignore": IGNORE},
+    )
+
+
 @dataclass(slots=True)
 class Filed:
     """What :func:`file_items` did, item by item, in the order given."""
@@ -177,14 +189,7 @@ def file_items(
                 series=p["label"],
             )
         if on_conflict == "error":
-            raise DuplicateTimeSeriesError(
-                f"a time series with that key already exists: {p['label']} (id {held['id']} in "
-                "the store). To bring a file's edits back into the store it came from, "
-                "{replace} updates such series in place (they keep their ids) and {ignore} "
-                "leaves them as they are (also the way to resume an interrupted import).",
-                series=p["label"],
-                terms={"replace": REPLACE, "ignore": IGNORE},
-            )
+            raise conflict_error(p["label"], held["id"])
         ids.append(held["id"])
         if on_conflict == "ignore":
             outcomes.append("skipped")
@@ -285,6 +290,7 @@ __all__ = [
     "changed_points",
     "check_on_conflict",
     "compare",
+    "conflict_error",
     "file_items",
     "identity",
     "stored_rows",

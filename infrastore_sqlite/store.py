@@ -1232,6 +1232,12 @@ class Store:
 
         return import_sqlite(self, path, **kwargs)
 
+    def diff_sqlite(self, path: str | Path, **kwargs: Any) -> list[dict[str, Any]]:
+        """What importing an interchange database would change; see :func:`diff_sqlite`."""
+        from .diff_sqlite import diff_sqlite
+
+        return diff_sqlite(self, path, **kwargs)
+
 
 class _Rollback(Exception):
     """Raised into a transaction context to roll it back on request."""
