@@ -48,7 +48,7 @@ ZONELESS = Term("--zoneless", "zoneless=True")
 # The CLI shows the user's own command with the flag added.
 ZONED_RETRY = Term("`{command} --zoned`", "pass zoneless=False")
 OVERWRITE = Term("--overwrite", "overwrite=True")
-TABLE_PREFIX = Term("--table-prefix", "table_prefix=")
+OTHER_PREFIX = Term("--table-prefix P", 'table_prefix="P"')
 DIFF = Term("`infrastore-sqlite diff --sqlite FILE`", "Store.diff_sqlite")
 
 
