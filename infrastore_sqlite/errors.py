@@ -182,6 +182,11 @@ class StorageError(TimeSeriesError):
     """The HDF5 or SQLite layer failed (I/O, corruption, not a database)."""
 
 
+class MissingDependencyError(TimeSeriesError, ImportError):
+    """An optional dependency a feature needs is not installed (the message names the
+    ``pip install`` command)."""
+
+
 class ReadOnlyStoreError(TimeSeriesError):
     """A write was attempted on a store opened with ``read_only=True``."""
 
@@ -214,6 +219,7 @@ __all__ = [
     "IntegrityError",
     "InvalidParameterError",
     "MismatchedArtifactError",
+    "MissingDependencyError",
     "NotFoundError",
     "Notice",
     "OwnerMismatchError",

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 import numpy as np
-import orjson
 
 from .cells import encode_json_cells, encode_scalar_cells, has_negative_zero, sql_value_type
 from .errors import OTHER_PREFIX, OVERWRITE, InvalidParameterError
@@ -55,8 +54,8 @@ from .plan import (
     PartitionPlan,
     RowBlock,
     iter_partition_arrays,
-    iter_rows,
     plan_export,
+    series_values,
 )
 from .sqlitefile import open_database, write_transaction
 
@@ -476,28 +475,7 @@ def _insert_series(conn: apsw.Connection, store: Store, pp: PartitionPlan) -> No
 def _series_values(
     store: Store, p: Partition, pp: PartitionPlan, ordered: list[ExportSeries], cols: list[str]
 ) -> Iterator[list[Any]]:
-    tst = p.key.type
-    for s, r in zip(ordered, iter_rows(store, [s.row.id for s in ordered]), strict=True):
-        values: dict[str, Any] = {
-            "array_id": pp.array_ids[s.key],
-            "id": r.id,
-            "owner_id": r.owner_id,
-            "owner_type": r.owner_type,
-            "owner_category": r.owner_category.name,
-            "time_series_type": tst.name,
-            "name": r.name,
-            "initial_timestamp": s.initial_ms,
-            "resolution": r.resolution,
-            "length": s.length,
-            "interval": r.interval,
-            "horizon": r.horizon,
-            "count": s.count,
-            "features": orjson.dumps(r.features, option=orjson.OPT_SORT_KEYS).decode(),
-            "element_type": r.element_type,
-            "element_shape": orjson.dumps(r.element_shape).decode(),
-            "time_reference": p.key.reference_label,
-            **{k: (v if v is not None else "") for k, v in r.descriptors().items()},
-        }
+    for values in series_values(store, pp, ordered):
         yield [values[c] for c in cols]
 
 

@@ -98,6 +98,12 @@ class PartitionKey:
         """``<Type>_<value-slug>_<reference-slug>``, before any collision suffix."""
         return f"{self.type.name}_{self.value_slug}_{reference_slug(self.time_reference)}"
 
+    @property
+    def file_stem(self) -> str:
+        """``<Type>.<value-slug>.<reference-slug>``: the Parquet files' stem, before any
+        collision suffix (the slugs keep their own ``_``)."""
+        return f"{self.type.name}.{self.value_slug}.{reference_slug(self.time_reference)}"
+
     def sort_key(self) -> tuple:
         """The reference's partition order: type, value type, reference."""
         et = self.et
@@ -128,6 +134,14 @@ class Partition:
     key: PartitionKey
     base: str
     prefix: str = ""
+    # The collision suffix (``''``, ``_2``, …), kept so the Parquet stem carries the
+    # same one as the SQLite base without being rebuilt from it.
+    suffix: str = ""
+
+    @property
+    def file_stem(self) -> str:
+        """The Parquet files' stem: ``<Type>.<value-slug>.<reference-slug>[_<n>]``."""
+        return self.key.file_stem + self.suffix
 
     @property
     def values_table(self) -> str:
@@ -157,12 +171,13 @@ def assign_names(keys: Iterable[PartitionKey], prefix: str = "") -> list[Partiti
     out = []
     for key in sorted(set(keys), key=PartitionKey.sort_key):
         stem = key.stem
-        base, n = stem, 1
+        base, n, suffix = stem, 1, ""
         while base.lower() in taken:
             n += 1
-            base = f"{stem}_{n}"
+            suffix = f"_{n}"
+            base = stem + suffix
         taken.add(base.lower())
-        out.append(Partition(key, base, prefix))
+        out.append(Partition(key, base, prefix, suffix))
     return out
 
 

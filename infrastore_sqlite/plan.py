@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import orjson
 
 from .elements import minimal_width, shrink
 from .errors import INCLUDE_DERIVED, TRANSFORM, ZONED_RETRY, InvalidParameterError, Notice
@@ -90,6 +91,9 @@ class PartitionPlan:
     series: list[ExportSeries] = field(default_factory=list)
     array_ids: dict[tuple[str, str], int] = field(default_factory=dict)
     rows: int = 0
+    # The widest value row (last axis) of any array, read from the catalog or the
+    # planned slice: a Parquet file fixes its composite column's width before any row.
+    width: int = 0
     # The store planned from: the writer reads the full series rows back from it.
     source: Store | None = field(default=None, repr=False, compare=False)
 
@@ -206,30 +210,43 @@ def _key_of(obj: Any, hash_hex: str | None = None) -> tuple[str, str, int | None
     return h, static_axis(n, obj._initial_ms, obj.resolution), obj._initial_ms, n
 
 
-def _catalog_key(row: SeriesRow) -> tuple[str, str, int | None, int | None, int]:
-    """The export key straight from the catalog (whole series, stored form)."""
+def _catalog_key(row: SeriesRow) -> tuple[str, str, int | None, int | None, int, int]:
+    """The export key straight from the catalog (whole series, stored form), with the
+    rows it writes and its value width (ragged composites are stored at minimal width)."""
     h = row.data_hash.hex()
     tst = row.type
     shape = row.array_shape
+    width = _width(shape)
     if tst.is_irregular:
-        return h, row.timestamps_hash.hex(), None, shape[0], shape[0]
+        return h, row.timestamps_hash.hex(), None, shape[0], shape[0], width
     if tst.is_forecast:
         axis = forecast_axis(row.count, row.initial_ms, row.interval, row.horizon, row.resolution)
         lead = tst.leading_dims
-        return h, axis, row.initial_ms, row.count, int(np.prod(shape[:lead], dtype=np.int64))
+        rows = int(np.prod(shape[:lead], dtype=np.int64))
+        return h, axis, row.initial_ms, row.count, rows, width
     return (
         h,
         static_axis(shape[0], row.initial_ms, row.resolution),
         row.initial_ms,
         shape[0],
         shape[0],
+        width,
     )
+
+
+def _width(shape: Sequence[int]) -> int:
+    return int(shape[-1]) if shape else 1
 
 
 def _element_shape(row: SeriesRow) -> tuple[int, ...]:
     """Per-step shape E of a row's values (a DST reads its source's)."""
     lead = 1 if row.type is TimeSeriesType.DeterministicSingleTimeSeries else row.type.leading_dims
     return tuple(row.array_shape[lead:])
+
+
+@functools.lru_cache(maxsize=256)
+def _is_ragged(key: PartitionKey) -> bool:
+    return key.et.is_ragged
 
 
 def _partition_key(row: SeriesRow) -> PartitionKey:
@@ -286,6 +303,9 @@ def plan_export(
     derived_left_out = 0
     aware = time_range is not None and time_range[0].tzinfo is not None
     zoneless: list[str] = []
+    # Ragged composites are stored at their minimal width, which the catalog row (the
+    # width the series was added with) does not record: looked up below, per array.
+    ragged: dict[int, bytes] = {}
     for row in store.iter_select_rows(**filters):
         if not include_derived and row.type is TimeSeriesType.DeterministicSingleTimeSeries:
             derived_left_out += 1
@@ -299,6 +319,8 @@ def plan_export(
             planned.append((ref, pkey, None))
         else:
             planned.append((ref, pkey, _catalog_key(row)))
+            if _is_ragged(pkey):
+                ragged[ref.id] = row.data_hash
     if zoneless:
         raise InvalidParameterError(
             f"{len(zoneless)} of the selected series are zoneless (wall clock only) and cannot "
@@ -315,13 +337,21 @@ def plan_export(
         for row, stored, ts in batch:
             obj = export_object(store, row, stored, ts, time_range)
             h, axis, anchor, n = _key_of(obj)
-            read_keys[row.id] = (h, axis, anchor, n, _rows_of(obj))
+            read_keys[row.id] = (h, axis, anchor, n, _rows_of(obj), _width(obj._data.shape))
             done += 1
         if progress:
             progress(done, len(to_read))
     del to_read
     if read_keys:
         planned = [(ref, pk, k if k is not None else read_keys[ref.id]) for ref, pk, k in planned]
+    if ragged:
+        locations = store._locations({(h, "data") for h in ragged.values()})
+        widths = {h: _width(orjson.loads(loc[1])) for (h, _), loc in locations.items()}
+        planned = [
+            (ref, pk, (*k[:5], widths[ragged[ref.id]]) if ref.id in ragged else k)
+            for ref, pk, k in planned
+        ]
+    del ragged
 
     empty = [ref.label for ref, _, k in planned if k[4] == 0]
     if empty:
@@ -340,7 +370,8 @@ def plan_export(
         pp = PartitionPlan(part, source=store)
         rows_by_array: dict[tuple[str, str], int] = {}
         is_forecast = part.key.type.is_forecast
-        for ref, (h, axis, anchor, n, nrows) in by_key[part.key]:
+        for ref, (h, axis, anchor, n, nrows, width) in by_key[part.key]:
+            pp.width = max(pp.width, width)
             pp.series.append(
                 ExportSeries(
                     row=ref,
@@ -514,6 +545,37 @@ def iter_rows(store: Store, ids: Sequence[int], chunk: int = 500) -> Iterator[Se
     """Full catalog rows for ``ids`` in the order given, read back ``chunk`` at a time."""
     for start in range(0, len(ids), chunk):
         yield from store.rows_by_ids(ids[start : start + chunk])
+
+
+def series_values(
+    store: Store, pp: PartitionPlan, ordered: Sequence[ExportSeries]
+) -> Iterator[dict[str, Any]]:
+    """Every series-table column of each series in ``ordered``, as the layout spells it
+    (a container may retype a column: Parquet's ``initial_timestamp`` is a timestamp).
+    The full catalog rows stream back a chunk at a time."""
+    tst = pp.partition.key.type
+    reference = pp.partition.key.reference_label
+    for s, r in zip(ordered, iter_rows(store, [s.row.id for s in ordered]), strict=True):
+        yield {
+            "array_id": pp.array_ids[s.key],
+            "id": r.id,
+            "owner_id": r.owner_id,
+            "owner_type": r.owner_type,
+            "owner_category": r.owner_category.name,
+            "time_series_type": tst.name,
+            "name": r.name,
+            "initial_timestamp": s.initial_ms,
+            "resolution": r.resolution,
+            "length": s.length,
+            "interval": r.interval,
+            "horizon": r.horizon,
+            "count": s.count,
+            "features": orjson.dumps(r.features, option=orjson.OPT_SORT_KEYS).decode(),
+            "element_type": r.element_type,
+            "element_shape": orjson.dumps(r.element_shape).decode(),
+            "time_reference": reference,
+            **{k: (v if v is not None else "") for k, v in r.descriptors().items()},
+        }
 
 
 def series_labels(series: Sequence[ExportSeries]) -> list[str]:

@@ -12,7 +12,7 @@ import contextlib
 import functools
 import os
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -1225,6 +1225,31 @@ class Store:
         from .export_sqlite import export_sqlite
 
         return export_sqlite(self, path, **kwargs)
+
+    def export_parquet(
+        self,
+        dir: str | Path,
+        *,
+        time_range: tuple[datetime, datetime] | None = None,
+        include_derived: bool = False,
+        dry_run: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+        **filters: Any,
+    ) -> list[dict[str, Any]]:
+        """Export the selection as Parquet files in ``dir`` (three per partition); see
+        :func:`infrastore_sqlite.interchange.parquet.export_parquet`. Needs pyarrow
+        (``pip install 'infrastore-sqlite[parquet]'``)."""
+        from .interchange.parquet import export_parquet
+
+        return export_parquet(
+            self,
+            dir,
+            time_range=time_range,
+            include_derived=include_derived,
+            dry_run=dry_run,
+            progress=progress,
+            **filters,
+        )
 
     def import_sqlite(self, path: str | Path, **kwargs: Any) -> list[int]:
         """Import an interchange database; see :func:`import_sqlite`."""

@@ -1,0 +1,1 @@
+"""The interchange layout's containers."""

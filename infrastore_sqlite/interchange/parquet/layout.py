@@ -1,0 +1,217 @@
+"""The Parquet form of the interchange layout: file names, Arrow schemas, footer keys and
+writer settings (``shared/spec/parquet-layout.md``).
+
+Nothing here reads a store or writes a file: the export writes what these functions
+describe, and an import checks files against the same description. pyarrow is an
+optional dependency, so it is imported only through :func:`require_pyarrow`.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import metadata as _metadata
+from types import ModuleType
+from typing import Any
+
+import orjson
+
+from ...elements import NUMPY_DTYPES
+from ...errors import MissingDependencyError
+from ...layout import Partition, PartitionKey, series_columns, values_key_columns
+from ...model import TimeSeriesType
+from ...timeref import reference_kind
+
+#: The ``pip`` command that installs what the Parquet form needs.
+INSTALL_HINT = "pip install 'infrastore-sqlite[parquet]'"
+
+#: The layout this writer produces (``infrastore:format``).
+FORMAT = "normalized_v2"
+
+# Footer keys. The unprefixed ones are the names ``to_arrow`` writes into a series'
+# schema metadata, so that the reference's ``from_arrow`` reads a values file's footer.
+FORMAT_KEY = "infrastore:format"
+ROLE_KEY = "infrastore:role"
+WRITER_KEY = "infrastore:writer"
+TYPE_KEY = "time_series_type"
+ELEMENT_TYPE_KEY = "element_type"
+ELEMENT_SHAPE_KEY = "element_shape"
+REFERENCE_KEY = "time_reference"
+
+ROLES = ("values", "series", "arrays")
+
+#: Values rows a row group holds at most, unless one array alone is longer.
+ROW_GROUP_ROWS = 1_048_576
+
+
+def require_pyarrow() -> tuple[ModuleType, ModuleType]:
+    """``(pyarrow, pyarrow.parquet)``, or an error naming the install command.
+
+    Raises
+    ------
+    MissingDependencyError
+        pyarrow is not installed.
+    """
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise MissingDependencyError(
+            f"the Parquet form needs pyarrow, which is not installed; run {INSTALL_HINT}"
+        ) from None
+    return pyarrow, pyarrow.parquet
+
+
+def file_names(p: Partition) -> dict[str, str]:
+    """``{role: file name}`` of one partition, values first."""
+    return {role: f"{p.file_stem}.{role}.parquet" for role in ROLES}
+
+
+def arrow_zone(time_reference: str | None) -> str | None:
+    """The zone of a partition's instant columns, as ``to_arrow`` chooses it: ``UTC`` for
+    utc and for an unspecified reference, the name or ``±HH:MM`` itself, none (naive)
+    for zoneless."""
+    kind = reference_kind(time_reference)
+    if kind in ("utc", "unspecified"):
+        return "UTC"
+    if kind == "zoneless":
+        return None
+    return time_reference
+
+
+def cell_shape(key: PartitionKey, width: int) -> tuple[int, ...]:
+    """The per-step shape of a value cell in this partition's files: E for plain values
+    and tuples, ``(W,)`` for composites (``width`` is the partition's widest row)."""
+    et = key.et
+    if et.kind == "linear_function":
+        return (2,)
+    if et.kind == "quadratic_function":
+        return (3,)
+    if et.is_composite:
+        return (width,)
+    return tuple(key.element_shape)
+
+
+def footer(key: PartitionKey, width: int, role: str) -> dict[str, str]:
+    """The schema metadata of one file, in the spec's key order."""
+    return {
+        FORMAT_KEY: FORMAT,
+        ROLE_KEY: role,
+        TYPE_KEY: key.type.name,
+        ELEMENT_TYPE_KEY: key.element_type,
+        ELEMENT_SHAPE_KEY: orjson.dumps(list(cell_shape(key, width))).decode(),
+        REFERENCE_KEY: key.reference_label,
+        WRITER_KEY: f"{_DISTRIBUTION} {_version()}",
+    }
+
+
+_DISTRIBUTION = "infrastore-sqlite"
+
+
+@functools.cache
+def _version() -> str:
+    try:
+        return _metadata.version(_DISTRIBUTION)
+    except _metadata.PackageNotFoundError:  # running from a checkout that is not installed
+        return "unknown"
+
+
+def _field(pa: ModuleType, name: str, type_: Any) -> Any:
+    return pa.field(name, type_, nullable=False)
+
+
+def value_arrow_type(pa: ModuleType, key: PartitionKey, width: int) -> Any:
+    """Arrow type of the ``value`` column: the dtype's primitive, wrapped in one
+    non-nullable ``fixed_size_list`` per axis of the cell shape (innermost = last)."""
+    t = pa.from_numpy_dtype(NUMPY_DTYPES[key.et.dtype])
+    for d in reversed(cell_shape(key, width)):
+        t = pa.list_(_field(pa, "element", t), d)
+    return t
+
+
+def instant_type(pa: ModuleType, key: PartitionKey) -> Any:
+    return pa.timestamp("ms", tz=arrow_zone(key.time_reference))
+
+
+def values_schema(pa: ModuleType, key: PartitionKey, width: int) -> Any:
+    ts = instant_type(pa, key)
+    fields = [_field(pa, "array_id", pa.int64()), _field(pa, "timestamp", ts)]
+    for column, _ in values_key_columns(key.type):
+        fields.append(_field(pa, column, _KEY_TYPES[column](pa) if column in _KEY_TYPES else ts))
+    fields.append(_field(pa, "value", value_arrow_type(pa, key, width)))
+    return pa.schema(fields, metadata=footer(key, width, "values"))
+
+
+_KEY_TYPES = {"percentile": lambda pa: pa.float64(), "scenario": lambda pa: pa.int64()}
+
+_INT_SERIES_COLUMNS = {"array_id", "id", "owner_id", "length", "count"}
+
+
+def series_column_names(tst: TimeSeriesType) -> list[str]:
+    return ["array_id", "id", *series_columns(tst)]
+
+
+def series_schema(pa: ModuleType, key: PartitionKey, width: int) -> Any:
+    fields = []
+    for column in series_column_names(key.type):
+        if column in _INT_SERIES_COLUMNS:
+            t = pa.int64()
+        elif column == "initial_timestamp":
+            t = instant_type(pa, key)
+        else:
+            t = pa.string()
+        fields.append(_field(pa, column, t))
+    return pa.schema(fields, metadata=footer(key, width, "series"))
+
+
+def arrays_schema(pa: ModuleType, key: PartitionKey, width: int) -> Any:
+    fields = [
+        _field(pa, "id", pa.int64()),
+        _field(pa, "data_hash", pa.string()),
+        _field(pa, "time_axis", pa.string()),
+    ]
+    return pa.schema(fields, metadata=footer(key, width, "arrays"))
+
+
+def _leaf_paths(schema: Any) -> list[tuple[str, Any]]:
+    """(Parquet column path, leaf Arrow type) of every leaf, in column order."""
+    out = []
+    for f in schema:
+        path, t = f.name, f.type
+        while hasattr(t, "list_size"):  # fixed_size_list: pyarrow names the levels so
+            path += ".list.element"
+            t = t.value_type
+        out.append((path, t))
+    return out
+
+
+def writer_options(pq: ModuleType, pa: ModuleType, schema: Any, role: str) -> dict[str, Any]:
+    """``ParquetWriter`` keywords for one file: zstd everywhere; dictionary on strings,
+    ``array_id``, ``percentile``, ``scenario`` and integer values; DELTA_BINARY_PACKED on
+    instants; BYTE_STREAM_SPLIT on float values; the sort order declared."""
+    types = pa.types
+    dictionary, encoding = [], {}
+    for path, t in _leaf_paths(schema):
+        top = path.split(".", 1)[0]
+        if types.is_string(t) or top in ("array_id", "percentile", "scenario"):
+            dictionary.append(path)
+        elif types.is_timestamp(t):
+            encoding[path] = "DELTA_BINARY_PACKED"
+        elif top == "value" and types.is_floating(t):
+            encoding[path] = "BYTE_STREAM_SPLIT"
+        elif top == "value" and types.is_integer(t):
+            dictionary.append(path)
+    names = [f.name for f in schema]
+    order = {
+        "values": ["array_id", "issue_time", "timestamp", "percentile", "scenario"],
+        "series": ["array_id", "id"],
+        "arrays": ["id"],
+    }[role]
+    sorting = [pq.SortingColumn(names.index(c)) for c in order if c in names]
+    return {
+        "compression": "zstd",
+        "use_dictionary": dictionary,
+        "column_encoding": encoding,
+        "write_statistics": True,
+        "sorting_columns": sorting,
+        "store_schema": True,
+    }
