@@ -57,7 +57,6 @@ GRID_COLUMNS = (
     "element_type",
     "element_shape",
 )
-_IDENTITY = "owner_id, owner_category, time_series_type, name, COALESCE(resolution, ''), COALESCE(interval, ''), features_hash"
 _COMPARED = ("data_hash", "array_shape", *DESCRIPTOR_COLUMNS, *GRID_COLUMNS)
 
 
@@ -84,23 +83,9 @@ def identity(row: dict[str, Any]) -> tuple:
 
 
 def stored_rows(store: Store, items: Sequence[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
-    """The stored catalog row (``id`` and the compared columns) of every item already held.
-
-    One query per 100 items, so a batch costs a few statements, not one per series.
-    """
-    found: dict[tuple, dict[str, Any]] = {}
+    """The stored catalog row (``id`` and the compared columns) of every item already held."""
     keys = list(dict.fromkeys(identity(p["row"]) for p in items))
-    columns = ("id", *_COMPARED)
-    for start in range(0, len(keys), 100):
-        chunk = keys[start : start + 100]
-        marks = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
-        for r in store._catalog.execute(
-            f"SELECT {_IDENTITY}, {', '.join(columns)} FROM time_series_associations "
-            f"WHERE ({_IDENTITY}) IN (VALUES {marks})",
-            [x for k in chunk for x in k],
-        ):
-            found[tuple(r[:7])] = dict(zip(columns, r[7:], strict=True))
-    return found
+    return store._rows_by_identity(keys, _COMPARED)
 
 
 def changed_columns(stored: dict[str, Any], row: dict[str, Any]) -> dict[str, list[str]]:

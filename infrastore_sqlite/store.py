@@ -473,6 +473,35 @@ class Store:
             ) from exc
         return self._catalog.conn.last_insert_rowid()
 
+    def _rows_by_identity(
+        self, keys: Sequence[tuple], columns: Sequence[str]
+    ) -> dict[tuple, dict[str, Any]]:
+        """``identity -> {"id": …, column: value}`` for the keys the catalog holds.
+
+        A key is ``(owner_id, owner_category, time_series_type, name, resolution or "",
+        interval or "", features_hash)``, as the ``ts_identity`` index spells it;
+        ``columns`` are catalog column names (``_INSERT_COLUMNS``). One query per 100 keys.
+        """
+        unknown = set(columns) - set(self._INSERT_COLUMNS)
+        if unknown:  # the names go into the SQL text: only the catalog's own
+            raise InvalidParameterError(f"not catalog columns: {sorted(unknown)}")
+        identity = (
+            "owner_id, owner_category, time_series_type, name, COALESCE(resolution, ''), "
+            "COALESCE(interval, ''), features_hash"
+        )
+        wanted = ("id", *columns)
+        found: dict[tuple, dict[str, Any]] = {}
+        for start in range(0, len(keys), 100):
+            chunk = keys[start : start + 100]
+            marks = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
+            for r in self._catalog.execute(
+                f"SELECT {identity}, {', '.join(wanted)} FROM time_series_associations "
+                f"WHERE ({identity}) IN (VALUES {marks})",
+                [x for k in chunk for x in k],
+            ):
+                found[tuple(r[:7])] = dict(zip(wanted, r[7:], strict=True))
+        return found
+
     def _replace_rows(self, replacing: list[tuple[int, dict[str, Any]]]) -> None:
         """Update catalog rows in place from prepared items: each keeps its id.
 
