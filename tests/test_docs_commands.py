@@ -18,7 +18,6 @@ import pytest
 from click.testing import CliRunner
 
 from infrastore_sqlite.cli import PROG, cli
-from infrastore_sqlite.demo import build_demo_store
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"```(console|sql|sh)\n(.*?)```", re.S)
@@ -77,9 +76,9 @@ def run(tmp_path: Path, items: list[tuple[str, str, str | None]]) -> None:
 
 @pytest.fixture
 def demo_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty directory: each document builds the demo store itself."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("INFRASTORE_STORE", raising=False)
-    build_demo_store(tmp_path / "demo.h5").close()
     return tmp_path
 
 
@@ -90,8 +89,6 @@ def test_interchange_md_runs_as_written(demo_dir: Path) -> None:
 
 
 def test_readme_command_line_quick_start_runs_as_written(demo_dir: Path) -> None:
-    (demo_dir / "demo.h5").unlink()
-    (demo_dir / "demo.h5.sqlite").unlink()
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     items = steps(readme, section="## Quick start: command line")
     assert any("demo demo.h5" in t for _, t, _ in items)
