@@ -18,10 +18,12 @@ from .elements import decode_element_values, encode_element_values
 from .errors import (
     CatalogMigrationRequiredError,
     CatalogTooNewError,
+    ConnectionError,
     DuplicateTimeSeriesError,
     IncompatibleFormatError,
     IntegrityError,
     InvalidParameterError,
+    IoError,
     MismatchedArtifactError,
     NotFoundError,
     OwnerMismatchError,
@@ -41,6 +43,7 @@ from .model import (
     TimeSeriesType,
 )
 from .store import Store
+from .store_api import Transaction
 
 __version__ = "0.1.0"
 
@@ -48,11 +51,13 @@ __version__ = "0.1.0"
 __all__ = [
     "CatalogMigrationRequiredError",
     "CatalogTooNewError",
+    "ConnectionError",
     "Deterministic",
     "DuplicateTimeSeriesError",
     "IncompatibleFormatError",
     "IntegrityError",
     "InvalidParameterError",
+    "IoError",
     "MismatchedArtifactError",
     "NonSequentialTimeSeries",
     "NotFoundError",
@@ -68,6 +73,7 @@ __all__ = [
     "StoreExistsError",
     "TimeSeriesError",
     "TimeSeriesType",
+    "Transaction",
     "decode_element_values",
     "encode_element_values",
 ]

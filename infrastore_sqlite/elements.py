@@ -762,6 +762,129 @@ def encode_element_values(
     return numpy.ascontiguousarray(flat.reshape((*dims, flat.shape[1])))
 
 
+def _row_kind(row: Any) -> str | None:
+    """The element kind one ``from_values`` entry names, or None for an empty list (no vote)."""
+    if isinstance(row, Mapping):
+        if not row:
+            return None
+        if "quadratic" in row:
+            return "quadratic_function"
+        if "x" in row or "y" in row:
+            return "piecewise_step"
+        return "linear_function"
+    if isinstance(row, (str, bytes, bytearray)) or not isinstance(row, (Sequence, numpy.ndarray)):
+        return "number"
+    if isinstance(row, numpy.ndarray) and row.ndim != 1:
+        return "number"
+    if len(row) == 0:
+        return None
+    return "piecewise_linear" if isinstance(row[0], Mapping) else "tuple"
+
+
+def infer_element_type(values: Sequence[Any], *, declared: str | None = None) -> str:
+    """The element type per-timestep logical values name (``from_values``'s table).
+
+    Parameters
+    ----------
+    values
+        One logical value per timestep: ``{"proportional", "constant"}`` →
+        ``linear_function``; with ``"quadratic"`` → ``quadratic_function``;
+        ``list[{"x", "y"}]`` → ``piecewise_linear``; ``{"x": list, "y": list}`` →
+        ``piecewise_step``; ``list[float]`` of length N → ``tuple(N,f64)``.
+    declared
+        The caller's ``element_type=``: an assertion checked against the values, and the
+        only guide where the values name nothing (no values, or only empty rows).
+
+    Returns
+    -------
+    str
+        The canonical element-type string.
+
+    Raises
+    ------
+    InvalidParameterError
+        Plain numbers (they are ``data=`` on the constructor), a scalar ``declared``, rows
+        of different kinds, nothing to infer from and nothing declared, or a ``declared``
+        type the values disagree with.
+    """
+    if isinstance(values, (str, bytes, bytearray, Mapping)) or not isinstance(
+        values, (Sequence, numpy.ndarray)
+    ):
+        raise TypeError(
+            f"values must be a sequence of per-timestep values, not {type(values).__name__}"
+        )
+    want = None if declared is None else parse_element_type(declared)
+    if want is not None and want.kind == "scalar":
+        raise _invalid(
+            "from_values encodes composite per-timestep values (a cost curve, a linear "
+            f'function, a tuple), and element_type "{want}" is a scalar',
+            hint="a series of plain numbers is `data=` on the constructor, which needs no "
+            "encoding.",
+        )
+    kind: str | None = None
+    first = -1
+    for i, row in enumerate(values):
+        k = _row_kind(row)
+        if k == "number":
+            raise _invalid(
+                "from_values takes per-timestep composite values (a cost curve, a linear "
+                f"function, a tuple), and row {i} is {type(row).__name__}",
+                hint="a series of plain numbers is `data=` on the constructor, which needs "
+                "no encoding.",
+            )
+        if k is None:
+            continue
+        if kind is None:
+            kind, first = k, i
+        elif k != kind:
+            raise _invalid(
+                f"from_values rows disagree: row {first} is a {kind} value but row {i} is "
+                f"a {k} value",
+                hint="one series holds one element type; split the values into two series.",
+            )
+    if kind is None:
+        if want is not None and want.kind == "tuple":
+            # A tuple's arity lives in its rows: with none (or only empty ones) the
+            # declaration cannot be checked, so it is refused rather than trusted.
+            if len(values) == 0:
+                raise _invalid(
+                    "an empty tuple series cannot be built from values, because a tuple's "
+                    "arity lives in its rows and there are none",
+                    hint=f'encode it with encode_element_values([], "{want}") and pass the '
+                    "array to the constructor with the same element_type=.",
+                )
+            raise _invalid(
+                f'element_type "{want}" disagrees with the values, which are "tuple(0,f64)"',
+                hint="give every row its values, or drop the declaration.",
+            )
+        if want is not None and want.kind != "piecewise_linear" and len(values):
+            raise _invalid(
+                f'element_type "{want}" disagrees with the values, whose rows are all empty '
+                "sequences, which read as `piecewise_linear` curves with no points, not as "
+                f'"{want}"',
+                hint="give the rows their values, or declare piecewise_linear.",
+            )
+        if want is not None:
+            return str(want)
+        if len(values) == 0:
+            raise _invalid(
+                "cannot infer an element_type from an empty `values`",
+                hint="declare element_type= to say what the series holds.",
+            )
+        raise _invalid(
+            "cannot tell what these values are: every row is empty, which reads equally as "
+            "a `piecewise_linear` curve with no points or a tuple with no fields",
+            hint="declare `element_type=` to say which.",
+        )
+    found = f"tuple({len(values[first])},f64)" if kind == "tuple" else kind
+    if want is not None and str(want) != found:
+        raise _invalid(
+            f'element_type "{want}" disagrees with the values, which are "{found}"',
+            hint="drop the declaration: from_values derives it.",
+        )
+    return found
+
+
 def decode_element_values(
     data: numpy.ndarray, element_type: str, leading_dims: int = 1
 ) -> list | None:

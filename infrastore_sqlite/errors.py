@@ -187,6 +187,14 @@ class MissingDependencyError(TimeSeriesError, ImportError):
     ``pip install`` command)."""
 
 
+class IoError(StorageError):
+    """A file the call needs could not be read or written (missing, unreadable)."""
+
+
+class ConnectionError(StorageError):
+    """The catalog database could not be opened or reached."""
+
+
 class ReadOnlyStoreError(TimeSeriesError):
     """A write was attempted on a store opened with ``read_only=True``."""
 
@@ -214,10 +222,12 @@ class MismatchedArtifactError(IncompatibleFormatError):
 __all__ = [
     "CatalogMigrationRequiredError",
     "CatalogTooNewError",
+    "ConnectionError",
     "DuplicateTimeSeriesError",
     "IncompatibleFormatError",
     "IntegrityError",
     "InvalidParameterError",
+    "IoError",
     "MismatchedArtifactError",
     "MissingDependencyError",
     "NotFoundError",

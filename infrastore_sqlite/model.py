@@ -24,10 +24,12 @@ from .elements import (
     default_element_type,
     dtype_name,
     encode_element_values,
+    infer_element_type,
     parse_element_type,
 )
 from .errors import InvalidParameterError
 from .periods import Period, as_period, divide, grid, step
+from .slicing import _bound
 from .timeref import (
     check_period_for_reference,
     datetime_to_ms,
@@ -212,6 +214,10 @@ class _Series:
     ) -> None:
         self.name = _check_name(name)
         arr = as_store_array(data, what=f"{type(self).__name__} data")
+        if arr is data or arr.base is not None:
+            # The array (or a view of it) is the caller's: without a copy, editing it
+            # after construction would change the series and what the store writes.
+            arr = arr.copy()
         lead = self.time_series_type.leading_dims
         if arr.ndim < lead:
             raise InvalidParameterError(
@@ -273,11 +279,52 @@ class _Series:
     def _render(self, ms: int) -> datetime:
         return ms_to_datetime(ms, self._tr)
 
+    def __len__(self) -> int:
+        """Steps of a static series, windows (``count``) of a forecast, as in the reference."""
+        return self.count if self.time_series_type.is_forecast else self.length
+
+    def _identity(self) -> tuple:
+        """Everything ``==`` compares besides the array: type, name, grid, descriptors."""
+        return (type(self), self.name, str(self._et), self._tr, *self.descriptors().values())
+
+    def _grid_key(self) -> tuple:
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        """Equal by content, as in the reference: same type, name, descriptors, grid and
+        array bit for bit (so NaN equals the same NaN, and -0.0 differs from 0.0)."""
+        if not isinstance(other, _Series):
+            return NotImplemented
+        if self._identity() != other._identity() or self._grid_key() != other._grid_key():
+            return False
+        a, b = self._data, other._data
+        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+    # Equal by content yet mutable by nothing: still unhashable, as in the reference.
+    __hash__ = None  # type: ignore[assignment]
+
     def __repr__(self) -> str:
         return (
             f'{type(self).__name__}(name="{self.name}", shape={list(self._data.shape)}, '
             f"element_type={self._et}, time_reference={self._tr or 'unspecified'})"
         )
+
+
+def _keywords(scope: dict[str, Any], **override: Any) -> dict[str, Any]:
+    """The element type and descriptor keywords of a constructor's or ``from_values``'s
+    local scope (spelled out in every signature so that ``help()`` shows them), to pass on."""
+    return {**{k: scope[k] for k in KEYWORDS}, **override}
+
+
+KEYWORDS = (
+    "application_data",
+    "element_type",
+    "units",
+    "quantity_kind",
+    "unit_system",
+    "component_field",
+    "time_reference",
+)
 
 
 def _reference_for(ts: Any, explicit: str | None) -> str | None:
@@ -302,17 +349,6 @@ def _positive(period: Period, what: str) -> Period:
     if not period.is_positive:
         raise InvalidParameterError(f"{what} must be positive, got {period}")
     return period
-
-
-_KW = (
-    "application_data",
-    "element_type",
-    "units",
-    "quantity_kind",
-    "unit_system",
-    "component_field",
-    "time_reference",
-)
 
 
 class SingleTimeSeries(_Series):
@@ -340,45 +376,134 @@ class SingleTimeSeries(_Series):
         self._initial_ms = _anchor_ms(initial_timestamp)
         self._resolution = _positive(as_period(resolution, what="resolution"), "resolution")
         check_period_for_reference(self._resolution, tr, what="resolution")
-        self._init_common(
-            data,
-            name,
-            element_type=element_type,
-            units=units,
-            quantity_kind=quantity_kind,
-            unit_system=unit_system,
-            component_field=component_field,
-            application_data=application_data,
-            time_reference=tr,
-        )
+        self._init_common(data, name, **_keywords(locals(), time_reference=tr))
 
     @classmethod
     def from_values(
         cls,
         initial_timestamp: datetime,
         resolution: str | timedelta | Period,
-        values: Any,
+        values: Sequence[Any],
         name: str,
-        **kwargs: Any,
+        *,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
     ) -> SingleTimeSeries:
-        """Build from logical values (decoded composites, tuples, plain numbers)."""
-        data = _encode_if_needed(values, kwargs.get("element_type"), 1)
-        return cls(initial_timestamp, resolution, data, name, **kwargs)
+        """Build from per-timestep composite values; the values name the element type.
+
+        Parameters
+        ----------
+        values
+            One logical value per step, in the shapes :meth:`decoded_values` returns
+            (see :func:`~infrastore_sqlite.elements.infer_element_type` for the table).
+            Plain numbers are refused: pass them to the constructor as ``data``.
+        element_type
+            An assertion, refused when the values say otherwise; the only guide for
+            empty values.
+
+        Other keyword arguments are the constructor's descriptors.
+        """
+        data, et = _values_data(values, element_type, None)
+        return cls(
+            initial_timestamp,
+            resolution,
+            data,
+            name,
+            **_keywords(locals(), element_type=et),
+        )
 
     @classmethod
     def from_timestamps(
-        cls, timestamps: Sequence[datetime], data: Any, name: str, **kwargs: Any
+        cls,
+        timestamps: Sequence[datetime],
+        data: Any,
+        name: str,
+        *,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
     ) -> SingleTimeSeries:
-        """Build from an explicit, evenly spaced (or calendar-regular) timestamp vector."""
+        """Build from an explicit timestamp vector on a regular (or calendar) grid.
+
+        The resolution is inferred: the spacing of the first two timestamps, or whole
+        calendar months (``P2M``, month ends clamped) when the spacing is uneven.
+
+        Raises
+        ------
+        InvalidParameterError
+            Fewer than two timestamps, not one per step of ``data``, a mix of naive and
+            aware (or differently zoned) timestamps, or no grid that fits them.
+        """
         if len(timestamps) < 2:
             raise InvalidParameterError(
-                "from_timestamps needs at least two timestamps to infer a resolution; "
-                "use the constructor with an explicit resolution"
+                f"cannot infer a resolution from {len(timestamps)} timestamp(s): a grid "
+                "needs at least two to have a step; use the constructor with an explicit "
+                "resolution instead"
             )
+        _check_one_spelling(timestamps)
         ms = datetimes_to_ms(list(timestamps))
+        steps = int(np.shape(data)[0]) if np.ndim(data) else 0
+        if ms.size != steps:
+            raise InvalidParameterError(
+                f"SingleTimeSeries.from_timestamps: {ms.size} timestamps for {steps} "
+                "value(s); give one timestamp per step of data"
+            )
         res = _infer_resolution(ms)
-        ts0 = timestamps[0]
-        return cls(ts0, res, data, name, **kwargs)
+        return cls(
+            timestamps[0],
+            res,
+            data,
+            name,
+            **_keywords(locals()),
+        )
+
+    @classmethod
+    def from_arrow(
+        cls,
+        table: Any,
+        *,
+        name: str | None = None,
+        resolution: str | timedelta | Period | None = None,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
+    ) -> SingleTimeSeries:
+        """Build from an Arrow table with ``timestamp`` and ``value`` columns (needs pyarrow).
+
+        Keywords override the table's schema metadata (what :meth:`to_arrow` writes); the
+        resolution comes from ``resolution=``, else the metadata, else the timestamps.
+
+        Raises
+        ------
+        InvalidParameterError
+            A missing column, nulls, sub-millisecond instants, variable-length lists, no
+            name, or timestamps off the resolution's grid.
+        """
+        from .arrow import from_arrow
+
+        kw = _keywords(locals())
+        return from_arrow(cls, table, name=name, resolution=resolution, kw=kw)
+
+    def to_arrow(self) -> Any:
+        """The series as an Arrow table: ``timestamp`` and ``value`` columns, its name,
+        type, element type and shape, time reference, resolution and set descriptors in
+        the schema metadata (needs pyarrow)."""
+        from .arrow import to_arrow
+
+        return to_arrow(self)
 
     @property
     def initial_timestamp(self) -> datetime:
@@ -408,6 +533,9 @@ class SingleTimeSeries(_Series):
     def timestamps_ms(self) -> np.ndarray:
         return grid(self._initial_ms, self._resolution, self.length)
 
+    def _grid_key(self) -> tuple:
+        return (self._initial_ms, str(self._resolution))
+
     def __repr__(self) -> str:
         return (
             f'SingleTimeSeries(name="{self.name}", initial_timestamp={self.initial_timestamp}, '
@@ -420,14 +548,20 @@ def _infer_resolution(ms: np.ndarray) -> Period:
     diffs = np.diff(ms)
     if diffs.size and np.all(diffs == diffs[0]) and diffs[0] > 0:
         return Period(ms=int(diffs[0]))
-    # Calendar grids (P1M, P1Y) have uneven spacing: try whole months from the anchor.
-    for months in (1, 3, 6, 12):
+    # Calendar grids (P1M, P2M, P1Y) have uneven spacing: the first step names the
+    # number of whole months, and the grid from the anchor must then hit every stamp.
+    a, b = (ms_to_datetime(int(t), "utc") for t in ms[:2])
+    months = (b.year - a.year) * 12 + b.month - a.month
+    if months > 0:
         p = Period(months=months, calendar=True)
         if np.array_equal(grid(int(ms[0]), p, ms.size), ms):
             return p
+    bad = int(np.argmax(diffs != diffs[0])) + 1 if diffs.size else 0
     raise InvalidParameterError(
-        "timestamps are not evenly spaced, so no resolution fits them; "
-        "use NonSequentialTimeSeries for an irregular axis"
+        f"timestamps are not on a regular grid: timestamp {bad} is not one step of "
+        f"{Period(ms=int(diffs[0])) if diffs[0] > 0 else 'a positive period'} after "
+        f"timestamp {bad - 1}; store them as a NonSequentialTimeSeries (or, if each value "
+        "holds until the next, a PersistentTimeSeries)"
     )
 
 
@@ -459,17 +593,7 @@ class _Irregular(_Series):
                 f"(timestamp {bad} is not after timestamp {bad - 1})"
             )
         self._ts_ms = ms
-        self._init_common(
-            data,
-            name,
-            element_type=element_type,
-            units=units,
-            quantity_kind=quantity_kind,
-            unit_system=unit_system,
-            component_field=component_field,
-            application_data=application_data,
-            time_reference=tr,
-        )
+        self._init_common(data, name, **_keywords(locals(), time_reference=tr))
         if self._data.shape[0] != ms.size:
             raise InvalidParameterError(
                 f"{type(self).__name__} '{name}': {ms.size} timestamps but data has "
@@ -478,10 +602,57 @@ class _Irregular(_Series):
 
     @classmethod
     def from_values(
-        cls, timestamps: Sequence[datetime], values: Any, name: str, **kwargs: Any
+        cls,
+        timestamps: Sequence[datetime],
+        values: Sequence[Any],
+        name: str,
+        *,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
     ) -> Any:
-        data = _encode_if_needed(values, kwargs.get("element_type"), 1)
-        return cls(timestamps, data, name, **kwargs)
+        """Build from per-timestep composite values; the values name the element type.
+
+        As :meth:`SingleTimeSeries.from_values`, with one timestamp per value.
+        """
+        data, et = _values_data(values, element_type, None)
+        return cls(
+            timestamps,
+            data,
+            name,
+            **_keywords(locals(), element_type=et),
+        )
+
+    @classmethod
+    def from_arrow(
+        cls,
+        table: Any,
+        *,
+        name: str | None = None,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
+    ) -> Any:
+        """Build from an Arrow table with ``timestamp`` and ``value`` columns (needs
+        pyarrow); keywords override the schema metadata :meth:`to_arrow` writes."""
+        from .arrow import from_arrow
+
+        kw = _keywords(locals())
+        return from_arrow(cls, table, name=name, resolution=None, kw=kw)
+
+    def to_arrow(self) -> Any:
+        """The series as an Arrow table (``timestamp``, ``value``, metadata; needs pyarrow)."""
+        from .arrow import to_arrow
+
+        return to_arrow(self)
 
     @classmethod
     def _from_ms(cls, ms: np.ndarray, data: np.ndarray, name: str, tr: str | None, **kw: Any):
@@ -501,6 +672,9 @@ class _Irregular(_Series):
     @property
     def length(self) -> int:
         return int(self._ts_ms.size)
+
+    def _grid_key(self) -> tuple:
+        return (self._ts_ms.tobytes(),)
 
 
 def _check_one_spelling(timestamps: Any) -> None:
@@ -535,19 +709,34 @@ class PersistentTimeSeries(_Irregular):
     time_series_type = TimeSeriesType.PersistentTimeSeries
     __slots__ = ()
 
-    def index_at(self, when: datetime) -> int | None:
-        """Index of the breakpoint in force at ``when``, or None before the first."""
-        t = datetime_to_ms(when, what="time")
+    def index_at(self, at: datetime) -> int:
+        """Index of the breakpoint in force at ``at``.
+
+        Raises
+        ------
+        InvalidParameterError
+            ``at`` is before the first breakpoint (a step function is undefined there),
+            or it is aware for a zoneless series (naive for a zoned one).
+        """
+        t = _bound(at, self, f"PersistentTimeSeries '{self.name}'", "at")
         i = int(np.searchsorted(self._ts_ms, t, side="right")) - 1
-        return None if i < 0 else i
+        if i < 0:
+            first = self._render(int(self._ts_ms[0])) if self._ts_ms.size else None
+            where = f"the first breakpoint {first}" if first else "any breakpoint (none)"
+            raise InvalidParameterError(
+                f"PersistentTimeSeries '{self.name}' has no value at {self._render(t)}: it is "
+                f"before {where}, where a step function is undefined"
+            )
+        return i
 
-    def breakpoint_at(self, when: datetime) -> datetime | None:
-        i = self.index_at(when)
-        return None if i is None else self._render(int(self._ts_ms[i]))
+    def breakpoint_at(self, at: datetime) -> datetime:
+        """The breakpoint in force at ``at`` (raises as :meth:`index_at`)."""
+        return self._render(int(self._ts_ms[self.index_at(at)]))
 
-    def value_at(self, when: datetime) -> Any:
-        i = self.index_at(when)
-        return None if i is None else self._data[i]
+    def value_at(self, at: datetime) -> Any:
+        """The value in force at ``at``: a numpy scalar, or the step's array for a
+        non-scalar element (raises as :meth:`index_at`)."""
+        return self._data[self.index_at(at)].copy()
 
 
 class _Forecast(_Series):
@@ -635,6 +824,11 @@ class _Forecast(_Series):
         """H: the number of steps in one window (horizon / resolution)."""
         return int(self._data.shape[self.time_series_type.leading_dims - 2])
 
+    def _grid_key(self) -> tuple:
+        periods = (str(self._resolution), str(self._horizon), str(self._interval))
+        lanes = tuple(getattr(self, "_percentiles", ()))
+        return (self._initial_ms, *periods, self._count, lanes)
+
     def issue_times_ms(self) -> np.ndarray:
         return np.array(
             [step(self._initial_ms, self._interval, j) for j in range(self._count)], dtype=np.int64
@@ -649,13 +843,21 @@ class _Forecast(_Series):
         )
 
 
-def _encode_if_needed(values: Any, element_type: str | None, leading_dims: int) -> Any:
-    if element_type is None:
-        return values
-    et = parse_element_type(element_type)
-    if et.kind == "scalar":
-        return values
-    return encode_element_values(values, str(et), None)
+def _values_data(
+    values: Sequence[Any], element_type: str | None, lead: list[int] | None
+) -> tuple[np.ndarray, str]:
+    """``from_values``: the element type the values name (``element_type`` asserts it),
+    and the values encoded into an array with the leading axes ``lead``."""
+    et = infer_element_type(values, declared=element_type)
+    return encode_element_values(values, et, lead), et
+
+
+def _steps(horizon: Any, resolution: Any) -> int:
+    return divide(
+        as_period(horizon, what="horizon"),
+        as_period(resolution, what="resolution"),
+        what="horizon",
+    )
 
 
 class Deterministic(_Forecast):
@@ -667,34 +869,76 @@ class Deterministic(_Forecast):
     def __init__(
         self,
         initial_timestamp: datetime,
-        resolution: Any,
-        horizon: Any,
-        interval: Any,
+        resolution: str | timedelta | Period,
+        horizon: str | timedelta | Period,
+        interval: str | timedelta | Period,
         count: int,
         data: Any,
         name: str,
-        **kwargs: Any,
+        *,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
     ) -> None:
-        _check_kwargs(kwargs)
         self._init_forecast(
-            initial_timestamp, resolution, horizon, interval, count, data, name, kwargs, None
+            initial_timestamp,
+            resolution,
+            horizon,
+            interval,
+            count,
+            data,
+            name,
+            _keywords(locals()),
+            None,
         )
 
     @classmethod
     def from_values(
         cls,
         initial_timestamp: datetime,
-        resolution: Any,
-        horizon: Any,
-        interval: Any,
+        resolution: str | timedelta | Period,
+        horizon: str | timedelta | Period,
+        interval: str | timedelta | Period,
         count: int,
-        values: Any,
+        values: Sequence[Any],
         name: str,
-        **kwargs: Any,
+        *,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
     ) -> Deterministic:
-        h = divide(as_period(horizon, what="horizon"), as_period(resolution), what="horizon")
-        data = _reshape_flat(values, kwargs.get("element_type"), [h, count])
-        return cls(initial_timestamp, resolution, horizon, interval, count, data, name, **kwargs)
+        """Build from per-step composite values, ``H * count`` of them, step-major
+        (``values[h * count + j]`` is window j's step h); the values name the element
+        type as in :meth:`SingleTimeSeries.from_values`."""
+        data, et = _values_data(values, element_type, [_steps(horizon, resolution), count])
+        return cls(
+            initial_timestamp,
+            resolution,
+            horizon,
+            interval,
+            count,
+            data,
+            name,
+            **_keywords(locals(), element_type=et),
+        )
+
+    def to_arrow_windows(self) -> dict[datetime, Any]:
+        """One Arrow table per window, keyed by its issue time (needs pyarrow).
+
+        Each table is what :meth:`SingleTimeSeries.to_arrow` gives for that window, with
+        ``interval``, ``horizon``, ``count`` and ``issue_time`` added to its metadata.
+        """
+        from .arrow import windows_to_arrow
+
+        return windows_to_arrow(self)
 
 
 class Probabilistic(_Forecast):
@@ -706,16 +950,22 @@ class Probabilistic(_Forecast):
     def __init__(
         self,
         initial_timestamp: datetime,
-        resolution: Any,
-        horizon: Any,
-        interval: Any,
+        resolution: str | timedelta | Period,
+        horizon: str | timedelta | Period,
+        interval: str | timedelta | Period,
         count: int,
         percentiles: Sequence[float],
         data: Any,
         name: str,
-        **kwargs: Any,
+        *,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
     ) -> None:
-        _check_kwargs(kwargs)
         pct = [float(p) for p in percentiles]
         if not pct:
             raise InvalidParameterError("percentiles must not be empty")
@@ -725,24 +975,41 @@ class Probabilistic(_Forecast):
             )
         self._percentiles = pct
         self._init_forecast(
-            initial_timestamp, resolution, horizon, interval, count, data, name, kwargs, len(pct)
+            initial_timestamp,
+            resolution,
+            horizon,
+            interval,
+            count,
+            data,
+            name,
+            _keywords(locals()),
+            len(pct),
         )
 
     @classmethod
     def from_values(
         cls,
         initial_timestamp: datetime,
-        resolution: Any,
-        horizon: Any,
-        interval: Any,
+        resolution: str | timedelta | Period,
+        horizon: str | timedelta | Period,
+        interval: str | timedelta | Period,
         count: int,
         percentiles: Sequence[float],
-        values: Any,
+        values: Sequence[Any],
         name: str,
-        **kwargs: Any,
+        *,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
     ) -> Probabilistic:
-        h = divide(as_period(horizon, what="horizon"), as_period(resolution), what="horizon")
-        data = _reshape_flat(values, kwargs.get("element_type"), [len(percentiles), h, count])
+        """Build from ``P * H * count`` per-step composite values, row-major over
+        ``[P, H, count]``; the values name the element type."""
+        lead = [len(percentiles), _steps(horizon, resolution), count]
+        data, et = _values_data(values, element_type, lead)
         return cls(
             initial_timestamp,
             resolution,
@@ -752,7 +1019,7 @@ class Probabilistic(_Forecast):
             percentiles,
             data,
             name,
-            **kwargs,
+            **_keywords(locals(), element_type=et),
         )
 
     @property
@@ -769,58 +1036,71 @@ class Scenarios(_Forecast):
     def __init__(
         self,
         initial_timestamp: datetime,
-        resolution: Any,
-        horizon: Any,
-        interval: Any,
+        resolution: str | timedelta | Period,
+        horizon: str | timedelta | Period,
+        interval: str | timedelta | Period,
         count: int,
         data: Any,
         name: str,
-        **kwargs: Any,
+        *,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
     ) -> None:
-        _check_kwargs(kwargs)
         self._init_forecast(
-            initial_timestamp, resolution, horizon, interval, count, data, name, kwargs, None
+            initial_timestamp,
+            resolution,
+            horizon,
+            interval,
+            count,
+            data,
+            name,
+            _keywords(locals()),
+            None,
         )
 
     @classmethod
     def from_values(
         cls,
         initial_timestamp: datetime,
-        resolution: Any,
-        horizon: Any,
-        interval: Any,
+        resolution: str | timedelta | Period,
+        horizon: str | timedelta | Period,
+        interval: str | timedelta | Period,
         count: int,
         scenario_count: int,
-        values: Any,
+        values: Sequence[Any],
         name: str,
-        **kwargs: Any,
+        *,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
     ) -> Scenarios:
-        h = divide(as_period(horizon, what="horizon"), as_period(resolution), what="horizon")
-        data = _reshape_flat(values, kwargs.get("element_type"), [scenario_count, h, count])
-        return cls(initial_timestamp, resolution, horizon, interval, count, data, name, **kwargs)
+        """Build from ``S * H * count`` per-step composite values, row-major over
+        ``[S, H, count]``; the values name the element type."""
+        lead = [scenario_count, _steps(horizon, resolution), count]
+        data, et = _values_data(values, element_type, lead)
+        return cls(
+            initial_timestamp,
+            resolution,
+            horizon,
+            interval,
+            count,
+            data,
+            name,
+            **_keywords(locals(), element_type=et),
+        )
 
     @property
     def scenario_count(self) -> int:
         return int(self._data.shape[0])
-
-
-def _check_kwargs(kwargs: dict[str, Any]) -> None:
-    unknown = set(kwargs) - set(_KW)
-    if unknown:
-        raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
-
-
-def _reshape_flat(values: Any, element_type: str | None, lead: list[int]) -> np.ndarray:
-    if element_type is not None and parse_element_type(element_type).kind != "scalar":
-        arr = encode_element_values(values, element_type, None)
-    else:
-        arr = np.asarray(values)
-    n = int(np.prod(lead))
-    if arr.shape[:1] != (n,):
-        raise InvalidParameterError(
-            f"from_values expects {n} values ({' x '.join(map(str, lead))}), got {arr.shape[:1]}"
-        )
-    return arr.reshape([*lead, *arr.shape[1:]])
 
 
 SERIES_CLASSES: dict[TimeSeriesType, type[_Series]] = {

@@ -299,3 +299,31 @@ def feature_rows(fh: bytes, features: dict[str, Any]) -> list[tuple]:
             )
         )
     return out
+
+
+def filter_signature(sig: Any) -> Any:
+    """``sig`` with its ``**filters`` spelled out as the keyword-only filter keywords."""
+    import inspect
+
+    kept = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    extra = [
+        inspect.Parameter(
+            k, inspect.Parameter.KEYWORD_ONLY, default=False if k == "features_exact" else None
+        )
+        for k in FILTER_KEYS
+        if k not in sig.parameters
+    ]
+    return sig.replace(parameters=[*kept, *extra])
+
+
+def filter_keywords(fn: Any) -> Any:
+    """Show the filter keywords in ``fn``'s signature (``help()``, editors, introspection).
+
+    ``fn`` takes them as ``**filters`` and hands them to :func:`build_filter`, which
+    refuses any other name; this spells out, once for every such member, which names
+    those are, keyword-only with their defaults.
+    """
+    import inspect
+
+    fn.__signature__ = filter_signature(inspect.signature(fn))
+    return fn

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -49,8 +52,16 @@ from .model import (
     _Series,
 )
 from .periods import as_period, divide, grid, step
-from .rows import SELECT_ROWS, SeriesRow, build_filter, feature_rows
+from .rows import (
+    SELECT_ROWS,
+    SeriesRow,
+    build_filter,
+    feature_rows,
+    filter_keywords,
+    filter_signature,
+)
 from .slicing import slice_range, slice_window
+from .store_api import StoreApi, Transaction, check_store_file
 from .timeref import ms_to_rfc3339
 
 CATALOG_SUFFIX = ".sqlite"
@@ -69,7 +80,7 @@ def catalog_path(path: str | Path) -> Path:
     return Path(str(path) + CATALOG_SUFFIX)
 
 
-class Store:
+class Store(StoreApi):
     """A content-addressed time-series store (HDF5 arrays + SQLite catalog).
 
     Use :meth:`create` or :meth:`open`; the constructor is not public.
@@ -81,16 +92,19 @@ class Store:
         self._catalog = catalog
         self._read_only = read_only
         self._open_tx: list[Any] = []
+        self._scratch: Path | None = None  # the directory of an in_memory store
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
     def create(
         cls,
-        path: str | Path,
+        path: str | Path | None = None,
         *,
+        in_memory: bool = False,
         compression: str = "deflate",
         compression_level: int = 3,
         shuffle: bool = True,
+        catalog: str | None = None,
         overwrite: bool = False,
     ) -> Store:
         """Create a new, empty store at ``path`` (and ``path.sqlite``).
@@ -98,7 +112,14 @@ class Store:
         Parameters
         ----------
         path
-            The HDF5 file to create; the catalog goes to ``<path>.sqlite``.
+            The HDF5 file to create; the catalog goes to ``<path>.sqlite``. Ignored with
+            ``in_memory=True``.
+        in_memory
+            A scratch store that nothing at ``path`` backs: both files live in a private
+            temporary directory removed on :meth:`close` (``persist_to`` keeps a copy).
+        catalog
+            ``"attached"`` (``<path>.sqlite``, the default) or, with ``in_memory=True``,
+            ``"memory"``; a RAM-only catalog beside an on-disk array file is not provided.
         compression
             ``"deflate"`` (default) or ``"none"``.
         compression_level
@@ -108,6 +129,33 @@ class Store:
         overwrite
             Replace an existing store at ``path`` instead of refusing.
         """
+        if catalog not in (None, "attached", "memory"):
+            raise InvalidParameterError(
+                f"unknown catalog {catalog!r}; expected 'attached' or 'memory'"
+            )
+        if in_memory:
+            scratch = Path(tempfile.mkdtemp(prefix="infrastore-sqlite-memory-"))
+            try:
+                store = cls.create(
+                    scratch / "store.h5",
+                    compression=compression,
+                    compression_level=compression_level,
+                    shuffle=shuffle,
+                )
+            except BaseException:
+                shutil.rmtree(scratch, ignore_errors=True)
+                raise
+            store._scratch = scratch
+            return store
+        if path is None:
+            raise InvalidParameterError(
+                "Store.create needs a path unless in_memory=True; pass the .h5 file to create"
+            )
+        if catalog == "memory":
+            raise InvalidParameterError(
+                'catalog="memory" is not provided for an on-disk store here; use the default '
+                '"attached", or in_memory=True for a scratch store'
+            )
         path = Path(path)
         cat = catalog_path(path)
         if compression not in ("deflate", "none"):
@@ -149,7 +197,7 @@ class Store:
         return cls(path, arrays, catalog, read_only=False)
 
     @classmethod
-    def open(cls, path: str | Path, *, read_only: bool = False) -> Store:
+    def open(cls, path: str | Path, *, read_only: bool = False, catalog: str = "attached") -> Store:
         """Open an existing store.
 
         Parameters
@@ -158,18 +206,19 @@ class Store:
             The HDF5 file of the store (the catalog is ``<path>.sqlite``).
         read_only
             Refuse every write; the files are not modified.
+        catalog
+            ``"attached"`` only: a RAM-only copy of the catalog is not provided here.
         """
+        if catalog != "attached":
+            raise InvalidParameterError(
+                f'catalog="{catalog}" is not provided by Store.open here; use the default '
+                '"attached" (open_copy gives a copy to change without touching the original)'
+            )
+        if not isinstance(path, str | os.PathLike):
+            raise TypeError(f"Store.open: path must be a str or path, not {type(path).__name__}")
         path = Path(path)
         cat = catalog_path(path)
-        if not path.is_file():
-            raise NotFoundError(
-                f"no store at {path}: the file does not exist; create one with "
-                "`infrastore-sqlite --store PATH init` or Store.create"
-            )
-        if not cat.is_file():
-            raise NotFoundError(
-                f"{path} has no catalog beside it ({cat} is missing); a store is both files"
-            )
+        check_store_file(path, cat)
         arrays = ArrayFile(path, "r" if read_only else "r+")
         try:
             catalog = Catalog(cat, read_only=read_only)
@@ -198,6 +247,8 @@ class Store:
                 self._arrays.close()
                 self._catalog.close()
                 self._arrays = None  # type: ignore[assignment]
+                if self._scratch is not None:
+                    shutil.rmtree(self._scratch, ignore_errors=True)
 
     def __enter__(self) -> Store:
         return self
@@ -206,7 +257,8 @@ class Store:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Store({str(self.path)!r}, read_only={self._read_only})"
+        where = "in-memory" if self._scratch is not None else repr(str(self.path))
+        return f"Store({where}, read_only={self._read_only})"
 
     @property
     def read_only(self) -> bool:
@@ -221,9 +273,16 @@ class Store:
             raise InvalidParameterError("the store is closed")
 
     # ------------------------------------------------------------------ transactions
+    def transaction(self) -> Transaction:
+        """All or nothing for everything inside the block; blocks nest.
+
+        ``with store.transaction() as s`` binds the store to ``s``; the returned object can
+        be entered more than once (as in the reference).
+        """
+        return Transaction(self, self._transaction_block)
+
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        """All or nothing for everything inside the block; blocks nest."""
+    def _transaction_block(self) -> Iterator[None]:
         self._writable()
         with self._catalog.transaction():
             yield
@@ -699,16 +758,19 @@ class Store:
         if self._arrays is None:
             raise InvalidParameterError("the store is closed")
 
+    @filter_keywords
     def select_rows(self, **filters: Any) -> list[SeriesRow]:
         """Catalog rows matching the ``list_metadata`` filters, in id order."""
         where, params = build_filter(filters)
         return self._select(where, params)
 
+    @filter_keywords
     def iter_select_rows(self, **filters: Any) -> Iterator[SeriesRow]:
         """``select_rows`` streamed: one row at a time, in id order."""
         where, params = build_filter(filters)
         return self._iter_select(where, params)
 
+    @filter_keywords
     def list_metadata(self, **filters: Any) -> list[dict[str, Any]]:
         """Metadata dicts of the series matching the filters (the reference's keywords)."""
         return [r.metadata() for r in self.select_rows(**filters)]
@@ -930,8 +992,20 @@ class Store:
         start_time: datetime | None = None,
         len: int | None = None,
         count: int | None = None,
+        owner_id: int | None = None,
+        owner_category: OwnerCategory | str | None = None,
     ) -> _Series:
-        """Read one series (or the window ``start_time``/``len``/``count`` names)."""
+        """Read one series (or the window ``start_time``/``len``/``count`` names).
+
+        ``owner_id`` with ``owner_category`` (both or neither) guard the read: a series of
+        another owner raises :class:`OwnerMismatchError` instead of being returned.
+        """
+        if (owner_id is None) != (owner_category is None):
+            raise InvalidParameterError(
+                "read_by_id requires both owner_id and owner_category, or neither"
+            )
+        if owner_id is not None:
+            self._check_owner(self.rows_by_ids([id]), owner_id, owner_category)
         return self.read_by_ids([id], start_time=start_time, len=len, count=count)[0]
 
     def read_by_ids_range(
@@ -959,19 +1033,26 @@ class Store:
         if owner_id is not None or owner_category is not None:
             if owner_id is None or owner_category is None:
                 raise InvalidParameterError("pass owner_id and owner_category together")
-            cat = OwnerCategory.coerce(owner_category)
-            for r in rows:
-                if r.owner_id != owner_id or r.owner_category is not cat:
-                    # the guard refuses the whole batch, as the reference does
-                    raise OwnerMismatchError(
-                        f"series {r.id} belongs to owner {r.owner_id} ({r.owner_category.name}), "
-                        f"not to the expected owner {owner_id} ({cat.name}); nothing was removed",
-                        series=r.label,
-                    )
+            self._check_owner(rows, owner_id, owner_category, "nothing was removed")
         with self.transaction():
             self._remove_rows(rows)
         return len(rows)
 
+    @staticmethod
+    def _check_owner(
+        rows: list[SeriesRow], owner_id: int, owner_category: Any, outcome: str = "not read"
+    ) -> None:
+        """The owner guard: any row of another owner refuses the whole call."""
+        cat = OwnerCategory.coerce(owner_category)
+        for r in rows:
+            if r.owner_id != owner_id or r.owner_category is not cat:
+                raise OwnerMismatchError(
+                    f"series {r.id} belongs to owner {r.owner_id} ({r.owner_category.name}), "
+                    f"not to the expected owner {owner_id} ({cat.name}); {outcome}",
+                    series=r.label,
+                )
+
+    @filter_keywords
     def remove_by_filter(self, **filters: Any) -> int:
         """Remove every series matching the filters, all or nothing; returns the count."""
         self._writable()
@@ -1179,9 +1260,13 @@ class Store:
         self._open()
         return self._arrays.compression
 
-    def get_compression(self) -> str:
-        """Same as :attr:`compression` (the reference's method name)."""
-        return self.compression
+    def get_compression(self) -> dict[str, Any]:
+        """The HDF5 filter new arrays get, as the reference reports it:
+        ``{"compression": "deflate" | "none", "level": int | None, "shuffle": bool}``."""
+        spec = self.compression.split(":")
+        if spec[0] == "none":
+            return {"compression": "none", "level": None, "shuffle": False}
+        return {"compression": "deflate", "level": int(spec[1]), "shuffle": spec[2] == "shuffle"}
 
     def compact(self) -> dict[str, int]:
         """Rewrite the HDF5 file from the live arrays, reclaiming freed slots."""
@@ -1255,6 +1340,7 @@ class Store:
 
         return export_sqlite(self, path, **kwargs)
 
+    @filter_keywords
     def export_parquet(
         self,
         dir: str | Path,
@@ -1344,3 +1430,24 @@ def _materialize_windows(src: np.ndarray, res, hor, itv, count: int) -> np.ndarr
 
 
 __all__ = ["Store", "catalog_path"]
+
+
+def _method_signature(fn: Any, *, filters: bool) -> inspect.Signature:
+    """``fn(store, …)``'s signature as a Store method's (``self`` for ``store``), so that
+    ``help(Store.export_sqlite)`` shows the keywords the delegate takes."""
+    sig = inspect.signature(fn)
+    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    sig = sig.replace(parameters=[self_param, *list(sig.parameters.values())[1:]])
+    return filter_signature(sig) if filters else sig
+
+
+def _delegate_signatures() -> None:
+    # Deferred to here: the interchange modules import this one's names.
+    from .export_sqlite import export_sqlite
+    from .import_sqlite import import_sqlite
+
+    Store.export_sqlite.__signature__ = _method_signature(export_sqlite, filters=True)  # type: ignore[attr-defined]
+    Store.import_sqlite.__signature__ = _method_signature(import_sqlite, filters=False)  # type: ignore[attr-defined]
+
+
+_delegate_signatures()

@@ -190,7 +190,7 @@ def test_from_timestamps_infers_the_resolution() -> None:
     assert fixed.resolution == "PT15M"
     months = [datetime(2024, m, 1, tzinfo=UTC) for m in (1, 2, 3)]
     assert SingleTimeSeries.from_timestamps(months, [1.0, 2.0, 3.0], "x").resolution == "P1M"
-    with pytest.raises(InvalidParameterError, match="not evenly spaced"):
+    with pytest.raises(InvalidParameterError, match="not on a regular grid"):
         SingleTimeSeries.from_timestamps([T0, T0 + H, T0 + 3 * H], [1.0, 2.0, 3.0], "x")
     with pytest.raises(InvalidParameterError, match="at least two"):
         SingleTimeSeries.from_timestamps([T0], [1.0], "x")
@@ -360,8 +360,9 @@ def test_empty_irregular_series_has_an_unspecified_reference() -> None:
 
 def test_persistent_step_function() -> None:
     ts = PersistentTimeSeries([T0, T0 + 2 * H], np.array([10.0, 20.0]), "p")
-    assert ts.index_at(T0 - H) is None
-    assert ts.value_at(T0 - H) is None
+    for method in (ts.index_at, ts.value_at, ts.breakpoint_at):
+        with pytest.raises(InvalidParameterError, match="before the first breakpoint"):
+            method(T0 - H)
     assert ts.index_at(T0) == 0
     assert ts.value_at(T0 + H) == 10.0
     assert ts.breakpoint_at(T0 + H) == T0
@@ -378,8 +379,12 @@ def test_deterministic_layout() -> None:
         d.issue_times_ms(), [1704067200000 + k * 3600000 for k in range(3)]
     )
     # from_values: flat entry i*count + j is window j step i
-    flat = Deterministic.from_values(T0, "PT1H", "PT2H", "PT1H", 3, data.ravel(), "d")
-    np.testing.assert_array_equal(flat.data, data)
+    rows = [[v, -v] for v in data.ravel()]
+    flat = Deterministic.from_values(T0, "PT1H", "PT2H", "PT1H", 3, rows, "d")
+    assert flat.element_type == "tuple(2,f64)"
+    np.testing.assert_array_equal(flat.data[..., 0], data)
+    with pytest.raises(InvalidParameterError, match="is `data=` on the constructor"):
+        Deterministic.from_values(T0, "PT1H", "PT2H", "PT1H", 3, data.ravel(), "d")
 
 
 @pytest.mark.parametrize(
@@ -415,8 +420,9 @@ def test_probabilistic_layout_and_refusals() -> None:
     data = np.arange(12.0).reshape(2, 2, 3)  # [P, H, count]
     p = Probabilistic(T0, "PT1H", "PT2H", "PT1H", 3, [0.1, 0.9], data, "p")
     assert p.percentiles == [0.1, 0.9]
-    flat = Probabilistic.from_values(T0, "PT1H", "PT2H", "PT1H", 3, [0.1, 0.9], data.ravel(), "p")
-    np.testing.assert_array_equal(flat.data, data)  # entry (p*H + i)*count + j
+    rows = [[v] for v in data.ravel()]
+    flat = Probabilistic.from_values(T0, "PT1H", "PT2H", "PT1H", 3, [0.1, 0.9], rows, "p")
+    np.testing.assert_array_equal(flat.data[..., 0], data)  # entry (p*H + i)*count + j
     for pct, message in (
         ([], "must not be empty"),
         ([0.5, 0.5], "strictly increasing"),
@@ -433,10 +439,11 @@ def test_scenarios_layout() -> None:
     data = np.arange(24.0).reshape(4, 2, 3)  # [S, H, count]
     s = Scenarios(T0, "PT1H", "PT2H", "PT1H", 3, data, "s")
     assert s.scenario_count == 4
-    flat = Scenarios.from_values(T0, "PT1H", "PT2H", "PT1H", 3, 4, data.ravel(), "s")
-    np.testing.assert_array_equal(flat.data, data)
-    with pytest.raises(InvalidParameterError, match="from_values expects 24 values"):
-        Scenarios.from_values(T0, "PT1H", "PT2H", "PT1H", 3, 4, np.zeros(23), "s")
+    rows = [[v] for v in data.ravel()]
+    flat = Scenarios.from_values(T0, "PT1H", "PT2H", "PT1H", 3, 4, rows, "s")
+    np.testing.assert_array_equal(flat.data[..., 0], data)
+    with pytest.raises(InvalidParameterError, match=r"23 decoded timesteps .* \(24 expected\)"):
+        Scenarios.from_values(T0, "PT1H", "PT2H", "PT1H", 3, 4, rows[:23], "s")
     with pytest.raises(InvalidParameterError, match=r"expected shape \[4, 2, 3\], got \[4, 3, 2\]"):
         Scenarios(T0, "PT1H", "PT2H", "PT1H", 3, np.zeros((4, 3, 2)), "s")
 

@@ -83,6 +83,8 @@ def test_readme_main_command_from_a_built_wheel(tmp_path: Path) -> None:
     where = _run([str(python), "-c", "import infrastore_sqlite; print(infrastore_sqlite.__file__)"],
                  work, env).stdout.strip()  # fmt: skip
     assert Path(where).is_relative_to(venv), where
+    # PEP 561: editors and type checkers read the package's own hints.
+    assert (Path(where).parent / "py.typed").is_file()
 
     outputs = []
     for step in cli_steps:

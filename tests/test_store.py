@@ -12,6 +12,7 @@ import h5py
 import numpy as np
 import pytest
 
+import infrastore_sqlite
 from infrastore_sqlite import (
     Deterministic,
     DuplicateTimeSeriesError,
@@ -131,13 +132,21 @@ def test_uncompressed_store_round_trips(tmp_path: Path) -> None:
 
 
 def test_open_refusals(tmp_path: Path, store: Store, store_path: Path) -> None:
-    with pytest.raises(NotFoundError, match="no store at"):
+    with pytest.raises(infrastore_sqlite.IoError, match="no store at"):
         Store.open(tmp_path / "missing.h5")
     store.close()
     cat = catalog_path(store_path)
     cat.rename(tmp_path / "aside.sqlite")
-    with pytest.raises(NotFoundError, match="has no catalog beside it"):
+    with pytest.raises(infrastore_sqlite.MismatchedArtifactError, match="has no catalog beside"):
         Store.open(store_path)
+    (tmp_path / "junk.h5").write_text("not hdf5")
+    with pytest.raises(InvalidParameterError, match="could not be opened as an HDF5 file"):
+        Store.open(tmp_path / "junk.h5")
+    h5py.File(tmp_path / "bare.h5", "w").close()
+    with pytest.raises(InvalidParameterError, match="not an infrastore-sqlite store"):
+        Store.open(tmp_path / "bare.h5")
+    with pytest.raises(TypeError, match="path must be a str"):
+        Store.open(123)  # type: ignore[arg-type]
     (tmp_path / "aside.sqlite").rename(cat)
     Store.open(store_path).close()
 

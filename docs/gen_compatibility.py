@@ -1,0 +1,251 @@
+"""Generate docs/compatibility.md by introspecting both packages.
+
+    python docs/gen_compatibility.py          # rewrite docs/compatibility.md
+    python docs/gen_compatibility.py --check  # exit 1 when docs/compatibility.md is stale
+
+Every public name of the reference (``infrastore`` 0.15.1: its module-level names and the
+public members of its classes) gets one row: **same** (present here, same parameters),
+**different** (how, and why where the difference is chosen), or **not provided**. Presence
+and parameters come from ``inspect``; what a signature cannot show (behaviour) is the
+hand-kept :data:`BEHAVIOUR` table below, each entry checked by an interop test.
+tests/test_docs_compatibility.py runs the check.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+TARGET = HERE / "compatibility.md"
+
+#: Behaviour a signature cannot show: name -> (how it differs, why).
+BEHAVIOUR: dict[str, tuple[str, str]] = {
+    "OwnerCategory": (
+        "an `enum.IntEnum`; `Store` calls and filters also accept `'Component'` / "
+        "`'SupplementalAttribute'` strings",
+        "chosen: plain Python enums pickle, compare and print as users expect",
+    ),
+    "TimeSeriesType": (
+        "an `enum.IntEnum` with the reference's integer values; filters also accept the "
+        "CamelCase name",
+        "chosen, as for OwnerCategory",
+    ),
+    "Store.add_time_series": (
+        "empty `name` / `owner_type` refused; `owner_category` may be a string",
+        "chosen: the reference's own import refuses empty names, so such a series could "
+        "never travel",
+    ),
+    "Store.add_time_series_bulk": ("as `add_time_series`", "chosen, as there"),
+    "Store.open": (
+        "opens this package's stores only; a reference `.h5` store is refused with the "
+        "one-line way across (below)",
+        "the two HDF5 layouts differ; the SQLite interchange file is the shared format",
+    ),
+    "Store.create": (
+        "`in_memory=True` keeps both files in a private temporary directory, removed on "
+        '`close` (persist_to keeps a copy); `catalog="memory"` only with it',
+        "the HDF5 side has no RAM-only mode here; a scratch directory gives the same lifetime",
+    ),
+    "Store.get_array_by_hash": (
+        "a ragged composite comes back at its minimal width",
+        "composites are stored (and hashed) minimal-width here",
+    ),
+    "SingleTimeSeries.from_arrow": (
+        "`timestamp[s]` / `timestamp[us]` / `timestamp[ns]` columns are converted to "
+        "milliseconds; an `element_type=` the values do not fit is refused at once",
+        "the reference reads every unit as milliseconds (a µs hour becomes `PT3.6S`) and "
+        "refuses a mismatched element type only on `add_time_series`",
+    ),
+    "NonSequentialTimeSeries.from_arrow": ("as `SingleTimeSeries.from_arrow`", "as there"),
+    "PersistentTimeSeries.from_arrow": ("as `SingleTimeSeries.from_arrow`", "as there"),
+    "SingleTimeSeries.from_values": (
+        "rows of different kinds, or malformed rows, raise `InvalidParameterError` naming the row",
+        "the reference raises `TypeError` / `KeyError` there",
+    ),
+    "SingleTimeSeries.name": (
+        "constructors refuse an empty name",
+        "chosen, as for `Store.add_time_series`",
+    ),
+}
+
+#: Why a name is not provided, where there is more to say than "not yet".
+ABSENT: dict[str, str] = {
+    "infrastore": "the reference's compiled extension module, not an API",
+    "init_tracing": "switches on the compiled reference's Rust tracing; nothing to trace here",
+    "Store.write_buffer_bytes": "writes here go through a background writer with a fixed "
+    "16 MB cap, not a tunable buffer",
+    "Store.open_without_catalog": "rebuilds a store from arrays plus an OpenAPI document, "
+    "which is out of scope for now",
+    "Store.persist_catalog": "no RAM-only catalog on disk stores here (see `Store.create`)",
+    "Store.persist_arrays_to": "the arrays-only artifact serves the OpenAPI round trip, out "
+    "of scope for now",
+}
+
+#: Groups out of scope for now: every member whose name contains one of these.
+NOT_IN_SCOPE = {
+    # OpenAPI first: its member names mention associations too.
+    "OpenAPI import/export": ("openapi",),
+    "supplemental-attribute and parent/child associations": (
+        "association",
+        "supplemental_attribute",
+        "parent_child",
+        "list_children",
+        "list_parents",
+        "components_with_attributes",
+    ),
+}
+
+
+def _public(obj: Any) -> list[str]:
+    return sorted(n for n in dir(obj) if not n.startswith("_"))
+
+
+def _names(ref: Any) -> list[str]:
+    out = []
+    for name in _public(ref):
+        out.append(name)
+        obj = getattr(ref, name)
+        if inspect.isclass(obj) and not issubclass(obj, BaseException):
+            out += [f"{name}.{m}" for m in _public(obj)]
+    return out
+
+
+def _resolve(root: Any, dotted: str) -> Any:
+    obj = root
+    for part in dotted.split("."):
+        obj = inspect.getattr_static(obj, part) if inspect.isclass(obj) else getattr(obj, part)
+    return obj
+
+
+def _callable(obj: Any) -> Any:
+    if isinstance(obj, classmethod | staticmethod):
+        return obj.__func__
+    return obj
+
+
+def _params(obj: Any) -> list[str] | None:
+    """Parameter names with kind and default, or None when there is no signature."""
+    obj = _callable(obj)
+    if isinstance(obj, property) or not callable(obj) or inspect.isclass(obj):
+        return None
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return None
+    out = []
+    for p in sig.parameters.values():
+        if p.name in ("self", "cls"):
+            continue
+        if p.kind is p.VAR_KEYWORD:
+            out.append(f"**{p.name}")
+            continue
+        text = ("*" if p.kind is p.KEYWORD_ONLY else "") + p.name
+        if p.default is not p.empty:
+            text += f"={p.default!r}"
+        out.append(text)
+    return out
+
+
+def _out_of_scope(name: str) -> str | None:
+    lowered = name.lower()
+    for group, needles in NOT_IN_SCOPE.items():
+        if any(n in lowered for n in needles):
+            return group
+    return None
+
+
+def rows() -> list[tuple[str, str, str]]:
+    """``(name, status, note)`` for every public name of the reference."""
+    import infrastore
+
+    import infrastore_sqlite
+
+    out = []
+    for name in _names(infrastore):
+        ref = _resolve(infrastore, name)
+        try:
+            ours = _resolve(infrastore_sqlite, name)
+        except AttributeError:
+            group = _out_of_scope(name)
+            note = f"out of scope for now ({group})" if group else ABSENT.get(name, "")
+            out.append((name, "not provided", note))
+            continue
+        notes = []
+        theirs_p, ours_p = _params(ref), _params(ours)
+        if theirs_p is not None and ours_p is not None and theirs_p != ours_p:
+            missing = [p for p in theirs_p if p not in ours_p]
+            extra = [p for p in ours_p if p not in theirs_p]
+            notes.append(
+                "parameters differ: reference has "
+                + (", ".join(f"`{p}`" for p in missing) or "nothing more")
+                + "; here "
+                + (", ".join(f"`{p}`" for p in extra) or "nothing more")
+            )
+        if name in BEHAVIOUR:
+            how, why = BEHAVIOUR[name]
+            notes.append(f"{how} ({why})")
+        out.append((name, "different" if notes else "same", "; ".join(notes)))
+    return out
+
+
+def render() -> str:
+    table = rows()
+    counts = {
+        s: sum(1 for _, st, _ in table if st == s) for s in ("same", "different", "not provided")
+    }
+    lines = [
+        "# Compatibility with the reference (`infrastore` 0.15.1)",
+        "",
+        "<!-- Generated by docs/gen_compatibility.py from both packages; do not edit by hand. -->",
+        "",
+        "`import infrastore_sqlite as infrastore` runs a script written against the reference's "
+        "time-series API wherever the rows below say **same**; **different** rows say how "
+        "(and why, where the difference is chosen); **not provided** rows are not here. "
+        "Every public name of the reference is one row: its module-level names and its "
+        "classes' public members.",
+        "",
+        f"Totals: {counts['same']} same, {counts['different']} different, "
+        f"{counts['not provided']} not provided, of {len(table)}.",
+        "",
+        "## Store files",
+        "",
+        "The reference's `.h5` stores cannot be opened here, nor ours there (the HDF5 "
+        "layouts differ); `Store.open` on a reference store says so. The SQLite interchange "
+        "file is the way across, in one line:",
+        "",
+        "```sh",
+        "python -c \"import infrastore; infrastore.Store.open('ref.h5', read_only=True)"
+        ".export_sqlite('ref.db')\" && infrastore-sqlite --store NEW.h5 add --sqlite ref.db",
+        "```",
+        "",
+        "(`NEW.h5` made first with `infrastore-sqlite --store NEW.h5 init`.) Derived "
+        "forecast views (`DeterministicSingleTimeSeries`) stay behind, as `export_sqlite`'s "
+        "`include_derived=False` does; re-derive them with `transform`.",
+        "",
+        "## Every public name",
+        "",
+        "| name | status | how / why |",
+        "|---|---|---|",
+    ]
+    for name, status, note in table:
+        cell = note.replace("|", "\\|")
+        lines.append(f"| `{name}` | {status} | {cell} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    text = render()
+    if "--check" in argv:
+        if not TARGET.is_file() or TARGET.read_text() != text:
+            print(f"{TARGET} is stale; run python docs/gen_compatibility.py", file=sys.stderr)
+            return 1
+        return 0
+    TARGET.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
