@@ -5,16 +5,26 @@ Switching from the reference implementation is one import::
     import infrastore_sqlite as infrastore
 
 The interchange functions are ``Store.export_sqlite`` / ``Store.import_sqlite`` (as in the
-reference) and, as plain functions taking the store first,
-``infrastore_sqlite.export_sqlite.export_sqlite`` and
-``infrastore_sqlite.import_sqlite.import_sqlite``.
+reference) and, as plain functions taking the store first, ``infrastore_sqlite.export_sqlite``
+and ``infrastore_sqlite.import_sqlite``; ``infrastore_sqlite.rehash_sqlite`` recomputes the
+hashes of an interchange file whose values were edited, ``infrastore_sqlite.diff_sqlite``
+says what importing one would change and ``infrastore_sqlite.unshare_sqlite`` copies a
+shared values group for the series about to be edited.
+
+The package is layered; each layer imports only those below it (docs/architecture.md)::
+
+    cli/                      the command line (click lives only here)
+    demo/, csvinput           the demo store and its data; CSV input
+    interchange/              layout, plan, pipeline; interchange/sqlite/ the container
+    store/                    Store, catalog and migrations, array files, rows, slicing
+    model                     the series classes
+    core/                     periods, timeref, elements, hashing
+    errors                    the one exception hierarchy
 """
 
 from __future__ import annotations
 
-# Loaded up front so the first export or import does not pay for compiling them.
-from . import export_sqlite, import_sqlite  # noqa: F401
-from .elements import decode_element_values, encode_element_values
+from .core.elements import decode_element_values, encode_element_values
 from .errors import (
     CatalogMigrationRequiredError,
     CatalogTooNewError,
@@ -27,10 +37,21 @@ from .errors import (
     MismatchedArtifactError,
     NotFoundError,
     OwnerMismatchError,
+    ParameterTypeError,
     ReadOnlyStoreError,
     StorageError,
     StoreExistsError,
     TimeSeriesError,
+)
+
+# Loaded up front (not at the first Store.export_sqlite call) so the first export or import
+# does not pay for compiling the container.
+from .interchange.sqlite import (
+    diff_sqlite,
+    export_sqlite,
+    import_sqlite,
+    rehash_sqlite,
+    unshare_sqlite,
 )
 from .model import (
     Deterministic,
@@ -43,9 +64,14 @@ from .model import (
     TimeSeriesType,
 )
 from .store import Store
-from .store_api import Transaction
+from .store.api import Transaction
+from .store.store import _delegate_signatures
 
 __version__ = "0.1.0"
+
+# help(Store.export_sqlite) shows the keywords of the function it calls; the store cannot
+# look them up itself without importing the layer above it.
+_delegate_signatures(export_sqlite, import_sqlite)
 
 
 __all__ = [
@@ -63,6 +89,7 @@ __all__ = [
     "NotFoundError",
     "OwnerCategory",
     "OwnerMismatchError",
+    "ParameterTypeError",
     "PersistentTimeSeries",
     "Probabilistic",
     "ReadOnlyStoreError",
@@ -75,5 +102,10 @@ __all__ = [
     "TimeSeriesType",
     "Transaction",
     "decode_element_values",
+    "diff_sqlite",
     "encode_element_values",
+    "export_sqlite",
+    "import_sqlite",
+    "rehash_sqlite",
+    "unshare_sqlite",
 ]

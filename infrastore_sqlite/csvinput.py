@@ -34,7 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from .elements import NUMPY_DTYPES, ElementType, parse_element_type
+from .core.elements import NUMPY_DTYPES, ElementType, parse_element_type
+from .core.periods import Period, as_period, divide, grid, step
+from .core.timeref import ms_to_rfc3339, normalize_time_reference, parse_instant
 from .errors import InvalidParameterError, NotFoundError
 from .model import (
     Deterministic,
@@ -45,8 +47,6 @@ from .model import (
     SingleTimeSeries,
     TimeSeriesType,
 )
-from .periods import Period, as_period, divide, grid, step
-from .timeref import ms_to_rfc3339, normalize_time_reference, parse_instant
 
 __all__ = [
     "WRITABLE_TYPES",

@@ -159,6 +159,11 @@ class InvalidParameterError(TimeSeriesError, ValueError):
     """An argument, a value or a file's content is not acceptable."""
 
 
+class ParameterTypeError(InvalidParameterError, TypeError):
+    """An argument of the wrong Python type (a str where an id goes): a ``TypeError``, as
+    in the reference, and an ``InvalidParameterError`` for callers that catch those."""
+
+
 class NotFoundError(TimeSeriesError, KeyError):
     """A series, an array or a file named by the caller does not exist."""
 
@@ -233,6 +238,7 @@ __all__ = [
     "NotFoundError",
     "Notice",
     "OwnerMismatchError",
+    "ParameterTypeError",
     "ReadOnlyStoreError",
     "StorageError",
     "StoreExistsError",

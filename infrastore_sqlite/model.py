@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .elements import (
+from .core.elements import (
     ElementType,
     as_store_array,
     check_composite_rows,
@@ -27,10 +27,9 @@ from .elements import (
     infer_element_type,
     parse_element_type,
 )
-from .errors import InvalidParameterError
-from .periods import Period, as_period, divide, grid, step
-from .slicing import _bound
-from .timeref import (
+from .core.periods import Period, as_period, divide, grid, step
+from .core.slicing import _bound
+from .core.timeref import (
     check_period_for_reference,
     datetime_to_ms,
     datetimes_to_ms,
@@ -40,6 +39,7 @@ from .timeref import (
     normalize_time_reference,
     resolve_time_reference,
 )
+from .errors import InvalidParameterError, ParameterTypeError
 
 
 class TimeSeriesType(enum.IntEnum):
@@ -169,7 +169,7 @@ def _check_descriptor(name: str, value: Any) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise InvalidParameterError(f"{name} must be a string or None, not {type(value).__name__}")
+        raise ParameterTypeError(f"{name} must be a string or None, not {type(value).__name__}")
     if name == "unit_system" and value not in UNIT_SYSTEMS:
         raise InvalidParameterError(
             f'unknown unit_system "{value}"; expected natural_units, component_base or None'
@@ -178,7 +178,9 @@ def _check_descriptor(name: str, value: Any) -> str | None:
 
 
 def _check_name(name: Any) -> str:
-    if not isinstance(name, str) or not name:
+    if not isinstance(name, str):
+        raise ParameterTypeError(f"a time series name is a str, not {type(name).__name__}")
+    if not name:
         raise InvalidParameterError("a time series needs a non-empty string name")
     return name
 
@@ -492,7 +494,7 @@ class SingleTimeSeries(_Series):
             A missing column, nulls, sub-millisecond instants, variable-length lists, no
             name, or timestamps off the resolution's grid.
         """
-        from .arrow import from_arrow
+        from .interchange.parquet.arrow import from_arrow
 
         kw = _keywords(locals())
         return from_arrow(cls, table, name=name, resolution=resolution, kw=kw)
@@ -501,7 +503,7 @@ class SingleTimeSeries(_Series):
         """The series as an Arrow table: ``timestamp`` and ``value`` columns, its name,
         type, element type and shape, time reference, resolution and set descriptors in
         the schema metadata (needs pyarrow)."""
-        from .arrow import to_arrow
+        from .interchange.parquet.arrow import to_arrow
 
         return to_arrow(self)
 
@@ -643,14 +645,14 @@ class _Irregular(_Series):
     ) -> Any:
         """Build from an Arrow table with ``timestamp`` and ``value`` columns (needs
         pyarrow); keywords override the schema metadata :meth:`to_arrow` writes."""
-        from .arrow import from_arrow
+        from .interchange.parquet.arrow import from_arrow
 
         kw = _keywords(locals())
         return from_arrow(cls, table, name=name, resolution=None, kw=kw)
 
     def to_arrow(self) -> Any:
         """The series as an Arrow table (``timestamp``, ``value``, metadata; needs pyarrow)."""
-        from .arrow import to_arrow
+        from .interchange.parquet.arrow import to_arrow
 
         return to_arrow(self)
 
@@ -759,7 +761,9 @@ class _Forecast(_Series):
         res = _positive(as_period(resolution, what="resolution"), "resolution")
         hor = _positive(as_period(horizon, what="horizon"), "horizon")
         itv = as_period(interval, what="interval")
-        if not isinstance(count, int | np.integer) or isinstance(count, bool) or count < 0:
+        if not isinstance(count, int | np.integer) or isinstance(count, bool):
+            raise ParameterTypeError(f"count must be a non-negative integer, got {count!r}")
+        if count < 0:
             raise InvalidParameterError(f"count must be a non-negative integer, got {count!r}")
         count = int(count)
         if not itv.is_positive and not (str(itv) == "PT0S" and count <= 1):
@@ -936,7 +940,7 @@ class Deterministic(_Forecast):
         Each table is what :meth:`SingleTimeSeries.to_arrow` gives for that window, with
         ``interval``, ``horizon``, ``count`` and ``issue_time`` added to its metadata.
         """
-        from .arrow import windows_to_arrow
+        from .interchange.parquet.arrow import windows_to_arrow
 
         return windows_to_arrow(self)
 

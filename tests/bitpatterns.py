@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from infrastore_sqlite.elements import NUMPY_DTYPES, parse_element_type
+from infrastore_sqlite.core.elements import NUMPY_DTYPES, parse_element_type
 
 SPECIAL_F64 = [
     0x7FF8000000000000,  # quiet NaN

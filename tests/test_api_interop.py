@@ -182,3 +182,42 @@ def test_from_timestamps_agrees(stamps: list, n: int) -> None:
 
     ours, ref = both(build)[::-1]
     assert ours == ref
+
+
+WRONG_TYPES = {
+    "read_by_id": lambda lib, s, ts: s.read_by_id("a"),
+    "read_by_ids": lambda lib, s, ts: s.read_by_ids(["a"]),
+    "remove_by_ids": lambda lib, s, ts: s.remove_by_ids("a"),
+    "get_metadata_by_id": lambda lib, s, ts: s.get_metadata_by_id("a"),
+    "owner_id str": lambda lib, s, ts: s.add_time_series("1", "t", lib.OwnerCategory.Component, ts),
+    "owner_id float": lambda lib, s, ts: s.add_time_series(
+        1.5, "t", lib.OwnerCategory.Component, ts
+    ),
+    "owner_type int": lambda lib, s, ts: s.add_time_series(1, 2, lib.OwnerCategory.Component, ts),
+    "features list": lambda lib, s, ts: s.add_time_series(
+        1, "t", lib.OwnerCategory.Component, ts, features=[1]
+    ),
+    "filter owner_id": lambda lib, s, ts: s.list_metadata(owner_id="1"),
+    "name int": lambda lib, s, ts: lib.SingleTimeSeries(T0, "PT1H", np.zeros(2), 3),
+    "resolution int": lambda lib, s, ts: lib.SingleTimeSeries(T0, 3, np.zeros(2), "x"),
+    "units int": lambda lib, s, ts: lib.SingleTimeSeries(T0, "PT1H", np.zeros(2), "x", units=3),
+    "count str": lambda lib, s, ts: lib.Deterministic(
+        T0, "PT1H", "PT1H", "PT1H", "1", np.zeros((1, 1)), "x"
+    ),
+    "transform horizon int": lambda lib, s, ts: s.transform_single_time_series(1, "PT1H"),
+}
+
+
+@pytest.mark.parametrize("call", list(WRONG_TYPES))
+def test_a_wrongly_typed_argument_is_a_type_error_in_both(tmp_path, call: str) -> None:
+    caught = []
+    for lib in LIBS:
+        store = lib.Store.create(str(tmp_path / f"{lib.__name__}.h5"))
+        ts = lib.SingleTimeSeries(T0, "PT1H", np.zeros(2), "x")
+        with pytest.raises(TypeError) as info:
+            WRONG_TYPES[call](lib, store, ts)
+        caught.append(info.value)
+        assert store.list_metadata() == []  # nothing written
+        store.close()
+    # ours is also an InvalidParameterError, so `except InvalidParameterError` still works
+    assert isinstance(caught[1], infrastore_sqlite.InvalidParameterError)

@@ -50,7 +50,7 @@ def test_every_public_name_of_the_reference_has_one_row() -> None:
 
 
 def test_the_generator_sees_a_missing_member(monkeypatch) -> None:
-    from infrastore_sqlite.store_api import StoreApi
+    from infrastore_sqlite.store.api import StoreApi
 
     gen = _generator()
     monkeypatch.delattr(StoreApi, "list_names")

@@ -12,10 +12,9 @@ import apsw
 import numpy as np
 import pytest
 
-from infrastore_sqlite import DuplicateTimeSeriesError, Store
+from infrastore_sqlite import DuplicateTimeSeriesError, Store, rehash_sqlite
 from infrastore_sqlite.demo import build_demo_store
-from infrastore_sqlite.rehash import rehash_sqlite
-from infrastore_sqlite.unshare import unshare_sqlite
+from infrastore_sqlite.interchange.sqlite.unshare import unshare_sqlite
 
 STS = "SingleTimeSeries_f64_utc"
 

@@ -76,9 +76,9 @@ def test_the_loop_on_the_command_line(demo: Path) -> None:
     before = state(demo / "demo.h5")
     values_before = get_103()
     edit(demo / "demo.db", 103)
-    diff = json.loads(run("--store", "demo.h5", "-f", "json", "diff", "--sqlite", "demo.db").stdout)[
-        "items"
-    ]
+    diff = json.loads(
+        run("--store", "demo.h5", "-f", "json", "diff", "--sqlite", "demo.db").stdout
+    )["items"]
     changed = [e for e in diff if e["change"] != "unchanged"]
     assert [(e["owner_id"], e["change"], e["points"]) for e in changed] == [(103, "replaced", 8)]
     assert changed[0]["first_changed"] == "2024-07-01T00:00:00+00:00"

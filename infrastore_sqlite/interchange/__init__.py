@@ -1,1 +1,12 @@
-"""The interchange layout's containers."""
+"""The interchange layout: what every container (SQLite tables, Parquet files) shares.
+
+* :mod:`.layout` — partitions, table names and slugs, columns, the JSON contract;
+* :mod:`.plan` — the export plan (store rows → partitions) and row blocks;
+* :mod:`.pipeline` — the prefetching thread between a batch reader and a writer;
+* :mod:`.sqlite` — the SQLite container (writer, reader, cells, the file, rehash);
+* :mod:`.parquet` — the Parquet container (export; needs pyarrow, loaded only when used).
+
+May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
+:mod:`infrastore_sqlite.model`, :mod:`infrastore_sqlite.store`. A module here outside a
+container's package knows no container: no SQL, no apsw, no pyarrow.
+"""

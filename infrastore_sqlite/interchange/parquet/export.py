@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...elements import pad
+from ...core.elements import pad
 from ...errors import IntegrityError, InvalidParameterError, StorageError
-from ...pipeline import Prefetch
-from ...plan import ExportPlan, PartitionPlan, RowBlock, iter_partition_arrays, plan_export
-from ...plan import series_values as plan_series_values
+from ..pipeline import Prefetch
+from ..plan import ExportPlan, PartitionPlan, RowBlock, iter_partition_arrays, plan_export
+from ..plan import series_values as plan_series_values
 from .layout import (
     ROW_GROUP_ROWS,
     arrays_schema,

@@ -15,11 +15,11 @@ from typing import Any
 
 import orjson
 
-from ...elements import NUMPY_DTYPES
+from ...core.elements import NUMPY_DTYPES
+from ...core.timeref import reference_kind
 from ...errors import MissingDependencyError
-from ...layout import Partition, PartitionKey, series_columns, values_key_columns
 from ...model import TimeSeriesType
-from ...timeref import reference_kind
+from ..layout import Partition, PartitionKey, series_columns, values_key_columns
 
 #: The ``pip`` command that installs what the Parquet form needs.
 INSTALL_HINT = "pip install 'infrastore-sqlite[parquet]'"

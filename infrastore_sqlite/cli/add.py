@@ -1,0 +1,375 @@
+"""``add``: series from a CSV file (or stdin) or from an interchange database (``--sqlite``).
+
+May import: the library, :mod:`.base`, :mod:`.render`, :mod:`.options`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..csvinput import (
+    WRITABLE_TYPES,
+    CsvSpec,
+    describe,
+    read_csv_series,
+    read_owner_map,
+    read_wide_csv,
+)
+from ..errors import (
+    InvalidParameterError,
+)
+from .base import PROG, _example, _format, _global_options, _open_store
+from .options import CATEGORY, DURATION, INSTANT, TYPE_NAME, _features
+from .render import _emit_doc, _partition_summary, _Progress, command
+
+# ---------------------------------------------------------------------------- add
+
+_DESCRIPTORS = ("units", "quantity_kind", "unit_system", "component_field", "application_data")
+_GRID_FLAGS = (
+    ("initial_timestamp", "--initial-timestamp"),
+    ("interval", "--interval"),
+    ("horizon", "--horizon"),
+    ("count", "--count"),
+    ("percentiles", "--percentile"),
+    ("scenario_count", "--scenario-count"),
+)
+_LAYOUT_FLAGS = (
+    ("layout", "--layout"),
+    ("owner_map", "--owner-map"),
+    ("owner_id_from", "--owner-id-from"),
+)
+_OVERRIDES = ("owner_id", "owner_type", "owner_category", "name", "time_reference", *_DESCRIPTORS)
+_ASSERTIONS = (
+    ("element_type", "element_type"),
+    ("element_shape", "element_shape"),
+    ("resolution", "resolution"),
+    ("type_", "type"),
+)
+
+
+def _given(value: Any) -> bool:
+    return value is not None and value != () and value is not False
+
+
+@command(
+    epilog=_example(
+        f"{PROG} --store demo.h5 add --csv wind.csv --owner-id 204 \\",
+        "    --owner-type RenewableDispatch --name max_active_power --type single \\",
+        "    --resolution PT1H --units pu --feature model_year=2030",
+        f"{PROG} --store demo.h5 export -f sqlite --db demo.db",
+        f"{PROG} --store copy.h5 init",
+        f"{PROG} --store copy.h5 add --sqlite demo.db --dry-run",
+        f"{PROG} --store copy.h5 add --sqlite demo.db --owner-type Imported",
+    )
+)
+@click.option(
+    "--csv",
+    "csv_file",
+    metavar="FILE",
+    help="Read one series (or, with --layout wide, one per column) from FILE ('-' for stdin).",
+)
+@click.option(
+    "--sqlite",
+    "sqlite_file",
+    metavar="FILE",
+    help="Import every partition of an export -f sqlite database.",
+)
+@click.option("--owner-id", type=int, help="Owner id (with --sqlite: overrides every row).")
+@click.option("--owner-type", help="Owner type, e.g. PowerLoad.")
+@click.option(
+    "--owner-category",
+    type=CATEGORY,
+    metavar="[Component|SupplementalAttribute]",
+    help="Component (default) or SupplementalAttribute.",
+)
+@click.option("--name", help="Series name.")
+@click.option(
+    "--type",
+    "type_",
+    type=TYPE_NAME,
+    help="single, non_sequential, persistent, deterministic, probabilistic or scenarios.",
+)
+@click.option(
+    "--element-type",
+    help="f64 (default), f32, i64, …, bool, tuple(N,dtype), linear_function, quadratic_function, piecewise_linear, piecewise_step.",
+)
+@click.option(
+    "--element-shape",
+    type=click.IntRange(min=0),
+    multiple=True,
+    metavar="N",
+    help="Per-step element dimension (repeatable: --element-shape 2 --element-shape 3).",
+)
+@click.option(
+    "--resolution",
+    type=DURATION,
+    help="Step (ISO-8601: PT1H, PT15M, P1D, P1M); inferred from the timestamps when left out.",
+)
+@click.option(
+    "--initial-timestamp",
+    type=INSTANT,
+    help="First instant (RFC 3339 or epoch ms); defaults to the CSV's first timestamp.",
+)
+@click.option(
+    "--feature",
+    "features",
+    multiple=True,
+    callback=_features,
+    metavar="K=V",
+    help="Feature (repeatable); V is an int, float, true/false or a string.",
+)
+@click.option("--units", help="Units, e.g. MW.")
+@click.option("--quantity-kind", help="Quantity kind, e.g. power.")
+@click.option("--unit-system", help="natural_units or component_base.")
+@click.option("--component-field", help="Component field the series feeds.")
+@click.option("--application-data", help="Opaque application string.")
+@click.option(
+    "--time-reference",
+    help="utc, zoneless, ±HH:MM or an IANA zone; inferred from the timestamps when left out.",
+)
+@click.option(
+    "--horizon", type=DURATION, help="Forecast window length; inferred from the rows when left out."
+)
+@click.option(
+    "--interval", type=DURATION, help="Time between forecast windows; inferred when left out."
+)
+@click.option(
+    "--count",
+    type=click.IntRange(min=0),
+    help="Number of forecast windows; inferred when left out.",
+)
+@click.option(
+    "--percentile",
+    "percentiles",
+    type=float,
+    multiple=True,
+    metavar="P",
+    help="Probabilistic percentile (repeatable); inferred from value[pP] headers.",
+)
+@click.option(
+    "--scenario-count",
+    type=click.IntRange(min=1),
+    help="Scenarios lanes; inferred from the value columns.",
+)
+@click.option(
+    "--layout",
+    type=click.Choice(["long", "wide"]),
+    help="long (default): one series per file; wide: one scalar series per column.",
+)
+@click.option(
+    "--owner-map",
+    metavar="FILE",
+    help="Wide layout: CSV column,owner_id[,owner_type] naming each column's owner.",
+)
+@click.option(
+    "--owner-id-from",
+    type=click.Choice(["header"]),
+    help="Wide layout: each column header is its owner id.",
+)
+@click.option(
+    "--table-prefix", default=None, metavar="P", help="--sqlite: the table prefix the export used."
+)
+@click.option(
+    "--no-checksum",
+    is_flag=True,
+    help="--sqlite: do not compare each array with its recorded data_hash.",
+)
+@click.option("--dry-run", is_flag=True, help="Read and check everything, add nothing.")
+@_global_options(hidden=True)
+@click.pass_context
+def add(ctx: click.Context, csv_file: str | None, sqlite_file: str | None, **kw: Any) -> None:
+    """Add series from a CSV file, or import an export -f sqlite database.
+
+    --csv FILE reads a long-layout CSV with a header row: 'timestamp,value…' (one row
+    per step; a NonSequential or Persistent series takes its timestamps from it, a
+    SingleTimeSeries is checked against its --initial-timestamp/--resolution grid),
+    'issue_time,target_time,value…' (a forecast, one row per window step, percentiles
+    or scenarios side by side), or value cells alone that fill the series' shape
+    row-major. Needs --owner-id, --owner-type, --name and --type.
+
+    --sqlite FILE imports every partition under --table-prefix, committing one
+    transaction per partition. --owner-id, --owner-type, --owner-category, --name,
+    --feature, --time-reference and the descriptor flags override every imported row;
+    --element-type, --element-shape, --resolution and --type assert what the rows must
+    be. Flags that describe a grid or a CSV layout are refused.
+    """
+    _format(ctx)
+    if bool(csv_file) == bool(sqlite_file):
+        raise click.UsageError("add needs exactly one source: --csv FILE or --sqlite FILE", ctx)
+    if sqlite_file:
+        _add_sqlite(ctx, sqlite_file, kw)
+    else:
+        _add_csv(ctx, csv_file, kw)  # type: ignore[arg-type]
+
+
+def _add_sqlite(ctx: click.Context, path: str, kw: dict[str, Any]) -> None:
+    refused = [flag for key, flag in _GRID_FLAGS if _given(kw[key])]
+    refused_layout = [flag for key, flag in _LAYOUT_FLAGS if _given(kw[key])]
+    if refused or refused_layout:
+        lines = [
+            f"{flag} cannot be used with --sqlite: the rows imply the grid (a "
+            "SingleTimeSeries starts at its first timestamp, a forecast's windows are its "
+            "issue_time column)"
+            for flag in refused
+        ] + [
+            f"{flag} cannot be used with --sqlite: it describes a CSV's columns"
+            for flag in refused_layout
+        ]
+        raise click.UsageError("\n".join(lines), ctx)
+    overrides: dict[str, Any] = {k: kw[k] for k in _OVERRIDES if kw[k] is not None}
+    if kw["features"] is not None:
+        overrides["features"] = kw["features"]
+    for key, name in _ASSERTIONS:
+        value = kw[key]
+        if _given(value):
+            if key == "type_":
+                value = value.name
+            elif key == "element_shape":
+                value = list(value)
+            overrides[name] = value
+    with _open_store(ctx, read_only=False) as store, _Progress(ctx, "import") as bar:
+        result = store.import_sqlite(
+            path,
+            table_prefix=kw["table_prefix"] or "",
+            skip_checksum=kw["no_checksum"],
+            dry_run=kw["dry_run"],
+            overrides=overrides or None,
+            per_partition=True,
+            progress=bar,
+        )
+    _emit_doc(ctx, _import_report(result, dry_run=kw["dry_run"], store=store.path, db=path))
+
+
+def _import_report(result: Any, *, dry_run: bool, store: Path, db: str) -> dict[str, Any]:
+    """The status document of ``add --sqlite`` from the library's report (or id list)."""
+    if hasattr(result, "to_dict"):
+        result = result.to_dict()
+    if isinstance(result, Mapping):
+        parts = [_partition_summary(p) for p in result.get("partitions", [])]
+        ids = [int(i) for i in result.get("ids", [])]
+    else:
+        parts, ids = [], [int(i) for i in result]
+    if dry_run:
+        would = sum(p["series"] or 0 for p in parts if p["status"] == "would_add")
+        return {"dry_run": True, "would_add": would, "source": db, "partitions": parts}
+    return {"added": len(ids), "store": str(store), "source": db, "ids": ids, "partitions": parts}
+
+
+def _add_csv(ctx: click.Context, path: str, kw: dict[str, Any]) -> None:
+    for key, flag in (("table_prefix", "--table-prefix"), ("no_checksum", "--no-checksum")):
+        if _given(kw[key]):
+            raise click.UsageError(f"{flag} only applies to --sqlite", ctx)
+    wide = kw["layout"] == "wide"
+    if not wide and (kw["owner_map"] or kw["owner_id_from"]):
+        raise click.UsageError("--owner-map and --owner-id-from need --layout wide", ctx)
+    if wide and bool(kw["owner_map"]) == bool(kw["owner_id_from"]):
+        raise click.UsageError(
+            "--layout wide needs exactly one of --owner-map FILE and --owner-id-from header",
+            ctx,
+        )
+    if wide and kw["owner_id"] is not None:
+        raise click.UsageError(
+            "--owner-id does not combine with --layout wide: each column names its owner", ctx
+        )
+    needed = [("--name", "name"), ("--type", "type_")]
+    if not wide:
+        needed = [("--owner-id", "owner_id"), ("--owner-type", "owner_type"), *needed]
+    missing = [flag for flag, key in needed if kw[key] is None]
+    if missing:
+        raise click.UsageError(
+            f"add --csv needs {', '.join(f for f, _ in needed)} (missing: {', '.join(missing)})",
+            ctx,
+        )
+    if kw["type_"] not in WRITABLE_TYPES:
+        raise click.BadParameter(
+            f"{kw['type_'].name} cannot be added: it is derived from a stored "
+            "SingleTimeSeries; add that and run `transform`",
+            ctx,
+            param_hint="--type",
+        )
+    spec = CsvSpec(
+        type=kw["type_"],
+        name=kw["name"],
+        element_type=kw["element_type"],
+        element_shape=tuple(kw["element_shape"]) or None,
+        initial_timestamp=kw["initial_timestamp"],
+        resolution=kw["resolution"],
+        horizon=kw["horizon"],
+        interval=kw["interval"],
+        count=kw["count"],
+        percentiles=tuple(kw["percentiles"]) or None,
+        scenario_count=kw["scenario_count"],
+        time_reference=kw["time_reference"],
+        descriptors={k: kw[k] for k in _DESCRIPTORS},
+    )
+    category = kw["owner_category"] or "Component"
+    features = kw["features"] or {}
+    items = []
+    if wide:
+        columns = read_wide_csv(path, spec)
+        owners = read_owner_map(kw["owner_map"]) if kw["owner_map"] else None
+        unmapped = []
+        for column, series in columns:
+            if owners is None:
+                if not column.lstrip("+-").isdigit():
+                    raise InvalidParameterError(
+                        f"column {column!r} of {path} is not an owner id (--owner-id-from header)"
+                    )
+                owner_id, owner_type = int(column), None
+            elif column in owners:
+                owner_id, owner_type = owners[column]
+            else:
+                unmapped.append(column)
+                continue
+            owner_type = owner_type or kw["owner_type"]
+            if not owner_type:
+                raise click.UsageError(
+                    f"column {column!r} has no owner type: pass --owner-type or give the owner "
+                    "map an owner_type column",
+                    ctx,
+                )
+            items.append((owner_id, owner_type, series))
+        if unmapped:
+            raise InvalidParameterError(
+                f"the owner map names no owner for column(s) {', '.join(map(repr, unmapped))} "
+                f"of {path}"
+            )
+    else:
+        items.append((kw["owner_id"], kw["owner_type"], read_csv_series(path, spec)))
+    if kw["dry_run"]:
+        _emit_doc(
+            ctx,
+            {
+                "dry_run": True,
+                "would_add": len(items),
+                "series": [
+                    {
+                        "owner_id": oid,
+                        "owner_type": otype,
+                        "owner_category": category,
+                        **describe(s),
+                        "features": features,
+                    }
+                    for oid, otype, s in items
+                ],
+            },
+        )
+        return
+    with _open_store(ctx, read_only=False) as store:
+        ids = store.add_time_series_bulk(
+            [
+                {
+                    "owner_id": oid,
+                    "owner_type": otype,
+                    "owner_category": category,
+                    "time_series": s,
+                    "features": features,
+                }
+                for oid, otype, s in items
+            ]
+        )
+        _emit_doc(ctx, {"added": len(ids), "ids": ids, "store": str(store.path)})

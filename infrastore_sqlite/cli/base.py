@@ -1,0 +1,165 @@
+"""The options every command shares: ``--store``, ``-f``, ``-q``, ``-y``, the store they name,
+the output-format check, and the refusals the commands raise (an ambiguous selection, a
+declined confirmation).
+
+May import: the library; nothing else of :mod:`infrastore_sqlite.cli`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import (
+    InvalidParameterError,
+    TimeSeriesError,
+)
+from ..store import Store
+
+PROG = "infrastore-sqlite"
+STORE_ENV = "INFRASTORE_STORE"
+DEBUG_ENV = "INFRASTORE_SQLITE_DEBUG"
+TABLE_FORMATS = ("table", "json", "jsonl", "csv")
+EXPORT_FORMATS = (*TABLE_FORMATS, "sqlite", "parquet")
+_META = "infrastore_sqlite.globals"
+_CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+_CANDIDATES_SHOWN = 10
+
+
+# ============================================================================ globals
+
+
+@dataclass
+class Globals:
+    """The options every command accepts, before or after its name."""
+
+    store: str | None = None
+    format: str | None = None
+    quiet: bool = False
+    yes: bool = False
+
+
+def _globals(ctx: click.Context) -> Globals:
+    return ctx.meta.setdefault(_META, Globals())
+
+
+def _remember(field: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+        if value is not None and value is not False:
+            setattr(_globals(ctx), field, value.lower() if field == "format" else value)
+        return value
+
+    return callback
+
+
+def _global_options(*, hidden: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--store``, ``-f``, ``-q``, ``-y``; the group shows them, commands accept them too."""
+    options = [
+        click.option(
+            "--store",
+            metavar="PATH",
+            expose_value=False,
+            hidden=hidden,
+            callback=_remember("store"),
+            help=f"The store's HDF5 file (its catalog is PATH.sqlite). Default: ${STORE_ENV}.",
+        ),
+        click.option(
+            "-f",
+            "--format",
+            type=click.Choice(EXPORT_FORMATS, case_sensitive=False),
+            expose_value=False,
+            hidden=hidden,
+            callback=_remember("format"),
+            help="Output format: table (default), json, jsonl or csv; export also takes sqlite.",
+        ),
+        click.option(
+            "-q",
+            "--quiet",
+            is_flag=True,
+            expose_value=False,
+            hidden=hidden,
+            callback=_remember("quiet"),
+            help="No progress bars or notes on stderr (errors still print).",
+        ),
+        click.option(
+            "-y",
+            "--yes",
+            is_flag=True,
+            expose_value=False,
+            hidden=hidden,
+            callback=_remember("yes"),
+            help="Answer yes to confirmation prompts (remove).",
+        ),
+    ]
+
+    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return decorate
+
+
+def _format(ctx: click.Context, allowed: Sequence[str] = TABLE_FORMATS) -> str:
+    fmt = _globals(ctx).format or "table"
+    if fmt not in allowed:
+        raise click.UsageError(
+            f"-f {fmt} is not an output format of {ctx.info_name}; it prints "
+            f"{', '.join(allowed)}" + (" (sqlite is export's)" if fmt == "sqlite" else ""),
+            ctx,
+        )
+    return fmt
+
+
+def _store_path(ctx: click.Context, given: str | None = None) -> Path:
+    path = given or _globals(ctx).store or os.environ.get(STORE_ENV)
+    if not path:
+        raise click.UsageError(
+            f"no store given: pass --store PATH or set {STORE_ENV} (create one with "
+            f"`{PROG} --store PATH init`, or try `{PROG} demo demo.h5`)",
+            ctx,
+        )
+    return Path(path)
+
+
+@contextlib.contextmanager
+def _open_store(ctx: click.Context, *, read_only: bool) -> Iterator[Store]:
+    store = Store.open(_store_path(ctx), read_only=read_only)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+# ============================================================================ errors
+
+
+class _Ambiguous(InvalidParameterError):
+    """A single-series command matched several; ``candidates`` are shown.
+
+    The prose form lists them as a table after the message; the JSON form carries them
+    as ``candidates`` beside the one-line message.
+    """
+
+    def __init__(self, message: str, candidates: list[dict[str, Any]], listing: str) -> None:
+        super().__init__(message)
+        self.candidates = candidates
+        self.listing = listing
+
+    def __str__(self) -> str:
+        return f"{self.message}:\n{self.listing}"
+
+
+class _Refused(TimeSeriesError):
+    """The command declined to act (no confirmation); exit 1."""
+
+
+def _example(*lines: str) -> str:
+    """A help epilog: a worked example, printed verbatim after the options."""
+    return "\b\nExample:\n" + "\n".join(f"  {line}" for line in lines)

@@ -1,0 +1,166 @@
+"""The interchange-file commands: ``export`` (the selection to a database or a table on
+stdout) and ``rehash`` (recompute the hashes of an edited database).
+
+May import: the library, :mod:`.base`, :mod:`.render`, :mod:`.options`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import click
+
+from .base import EXPORT_FORMATS, PROG, _example, _format, _global_options, _open_store
+from .options import TIME_RANGE, _filters, _selector_options
+from .render import _dumps, _emit_doc, _emit_rows, _note, _Progress, command
+
+# ---------------------------------------------------------------------------- rehash
+
+
+@command(
+    epilog=_example(
+        f"{PROG} --store demo.h5 export -f sqlite --db demo.db",
+        "sqlite3 demo.db 'UPDATE SingleTimeSeries_f64_utc_values SET value = value * 1.1 "
+        "WHERE array_id = 1 RETURNING value'",
+        f"{PROG} rehash --db demo.db",
+        f"{PROG} init copy.h5",
+        f"{PROG} --store copy.h5 add --sqlite demo.db",
+    )
+)
+@click.option("--db", required=True, metavar="FILE", help="The interchange database to fix.")
+@click.option(
+    "--table-prefix", default="", metavar="P", help="Only the partitions under this prefix."
+)
+@_global_options(hidden=True)
+@click.pass_context
+def rehash(ctx: click.Context, db: str, table_prefix: str) -> None:
+    """Recompute every array's data_hash in an exported database from its values.
+
+    After values were edited with plain SQL, the import's checksum refuses them; rehash
+    makes the recorded hashes describe the edited values again, so the import can keep
+    its checksum on for everything else. No store is needed.
+    """
+    from ..interchange.sqlite.rehash import rehash_sqlite
+
+    _format(ctx)
+    with _Progress(ctx, "rehash", "array") as bar:
+        changed = rehash_sqlite(db, table_prefix, progress=bar)
+    _emit_doc(ctx, {"rehashed": changed, "db": db, "table_prefix": table_prefix})
+
+
+# ---------------------------------------------------------------------------- export
+
+_EXPORT_TABLE = ("values_table", "series", "arrays", "rows")
+
+
+@command(
+    epilog=_example(
+        f"{PROG} --store demo.h5 export -f sqlite --db demo.db",
+        f"{PROG} --store demo.h5 -f json export --db run1.db --table-prefix run1_ \\",
+        "    --owner-type RenewableDispatch \\",
+        "    --time-range 2024-07-01T00:00:00Z..2024-07-02T00:00:00Z",
+        "sqlite3 demo.db 'SELECT partition_name, count(*) FROM all_values GROUP BY 1'",
+    )
+)
+@_selector_options(ids=False)
+@click.option(
+    "--db",
+    metavar="FILE",
+    help="The SQLite database to write (created if absent; tables are only added).",
+)
+@click.option(
+    "--dir", "dir_", metavar="DIR", help="Per-series CSV/JSON/JSONL files (not implemented yet)."
+)
+@click.option(
+    "--table-prefix",
+    default="",
+    metavar="P",
+    help="Prefix for every table and view name, e.g. run1_.",
+)
+@click.option(
+    "--time-range",
+    type=TIME_RANGE,
+    help="Clip every series to half-open START..END (whole forecast windows by issue time).",
+)
+@click.option(
+    "--include-derived",
+    is_flag=True,
+    help="Also write DeterministicSingleTimeSeries (materialized windows; no import takes them back).",
+)
+@click.option("--dry-run", is_flag=True, help="Plan and print the partitions; write nothing.")
+@_global_options(hidden=True)
+@click.pass_context
+def export(
+    ctx: click.Context,
+    db: str | None,
+    dir_: str | None,
+    table_prefix: str,
+    time_range: tuple[datetime, datetime] | None,
+    include_derived: bool,
+    dry_run: bool,
+    **kw: Any,
+) -> None:
+    """Export the selected series to one SQLite database (-f sqlite --db FILE).
+
+    One values/series/arrays table triple per (type, value type, time reference)
+    partition, plus the views all_values, all_series and all_arrays; each distinct
+    array is written once. Prints one row per partition (values table, series,
+    arrays, rows). With --db the -f option may instead name how that summary prints
+    (json gives the list of partitions). add --sqlite reads the file back.
+    """
+    fmt = _format(ctx, EXPORT_FORMATS)
+    if fmt == "parquet":
+        raise click.UsageError(
+            "export -f parquet is not implemented in this version; use -f sqlite --db FILE", ctx
+        )
+    if dir_ is not None:
+        raise click.UsageError(
+            "export --dir (one CSV/JSON/JSONL file per series) is not implemented in this "
+            "version; use -f sqlite --db FILE",
+            ctx,
+        )
+    if db is None:
+        if fmt == "sqlite":
+            raise click.UsageError("export -f sqlite needs --db FILE", ctx)
+        raise click.UsageError(
+            f"export -f {fmt} (series values as {fmt} on stdout) is not implemented in this "
+            "version; use -f sqlite --db FILE",
+            ctx,
+        )
+    shown = "table" if fmt == "sqlite" else fmt
+    filters = _filters(kw)
+    with _open_store(ctx, read_only=True) as store, _Progress(ctx, "export") as bar:
+        parts = store.export_sqlite(
+            db,
+            table_prefix=table_prefix,
+            time_range=time_range,
+            include_derived=include_derived,
+            dry_run=dry_run,
+            progress=bar,
+            **filters,
+        )
+    columns = list(parts[0]) if parts else _partition_columns()
+    if dry_run:
+        doc = {
+            "dry_run": True,
+            "db": db,
+            "partitions": parts,
+            "series": sum(p["series"] for p in parts),
+            "rows": sum(p["rows"] for p in parts),
+        }
+        if shown in ("json", "jsonl"):
+            click.echo(_dumps(doc, pretty=shown == "json"))
+        else:
+            _emit_rows(ctx, parts, columns=columns, table_columns=_EXPORT_TABLE, fmt=shown)
+            _note(ctx, f"dry run: nothing was written to {db}")
+        return
+    _emit_rows(ctx, parts, columns=columns, table_columns=_EXPORT_TABLE, wrap=False, fmt=shown)
+    if not parts:
+        _note(ctx, f"the selection matched no series; {db} was not written")
+
+
+def _partition_columns() -> list[str]:
+    from ..interchange.plan import SUMMARY_KEYS
+
+    return list(SUMMARY_KEYS)

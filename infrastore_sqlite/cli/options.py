@@ -1,0 +1,195 @@
+"""Flag types (durations, instants, time ranges, type names, features) and the option
+bundles several commands share (the series selectors).
+
+May import: the library and :mod:`.base`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import click
+
+from ..core.periods import Period
+from ..core.timeref import ms_to_datetime, parse_instant
+from ..csvinput import (
+    parse_feature,
+)
+from ..errors import (
+    InvalidParameterError,
+)
+from ..model import TimeSeriesType
+from ..store import Store
+
+# ============================================================================ param types
+
+
+class _Duration(click.ParamType):
+    name = "DURATION"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        if isinstance(value, Period):
+            return str(value)
+        try:
+            return str(Period.parse(str(value)))
+        except InvalidParameterError as exc:
+            message = exc.message.replace("invalid ISO-8601 period", "invalid duration", 1)
+            self.fail(message, param, ctx)
+
+
+class _Instant(click.ParamType):
+    name = "TIMESTAMP"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        try:
+            parse_instant(str(value))
+        except InvalidParameterError as exc:
+            self.fail(str(exc), param, ctx)
+        return str(value).strip()
+
+
+class _TimeRange(click.ParamType):
+    """``START..END`` (half-open), each RFC 3339 or epoch ms → a pair of datetimes."""
+
+    name = "START..END"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        if isinstance(value, tuple):
+            return value
+        start, sep, end = str(value).partition("..")
+        if not sep or not start.strip() or not end.strip() or ".." in end:
+            self.fail(
+                f"{value!r} is not START..END (e.g. 2024-07-01T00:00:00Z..2024-07-02T00:00:00Z)",
+                param,
+                ctx,
+            )
+        bounds = []
+        for text in (start, end):
+            try:
+                ms, ref = parse_instant(text)
+            except InvalidParameterError as exc:
+                self.fail(str(exc), param, ctx)
+            bounds.append((ms, ref))
+        if (bounds[0][1] == "zoneless") != (bounds[1][1] == "zoneless"):
+            self.fail(
+                "one bound has a UTC offset and the other does not; write both the same way "
+                "(no offset for a zoneless series)",
+                param,
+                ctx,
+            )
+        return tuple(
+            ms_to_datetime(ms, "zoneless" if ref == "zoneless" else "utc") for ms, ref in bounds
+        )
+
+
+class _TypeName(click.ParamType):
+    name = "TYPE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        if isinstance(value, TimeSeriesType):
+            return value
+        try:
+            return TimeSeriesType.coerce(str(value))
+        except InvalidParameterError as exc:
+            self.fail(
+                f"{exc.message} (or single, non_sequential, persistent, deterministic, "
+                "deterministic_single, probabilistic, scenarios)",
+                param,
+                ctx,
+            )
+
+
+def _features(
+    _ctx: click.Context, param: click.Parameter, values: Sequence[str]
+) -> dict[str, Any] | None:
+    if not values:
+        return None
+    out: dict[str, Any] = {}
+    for text in values:
+        try:
+            key, value = parse_feature(text)
+        except InvalidParameterError as exc:
+            raise click.BadParameter(str(exc), param=param) from None
+        out[key] = value
+    return out
+
+
+DURATION = _Duration()
+INSTANT = _Instant()
+TIME_RANGE = _TimeRange()
+TYPE_NAME = _TypeName()
+CATEGORY = click.Choice(["Component", "SupplementalAttribute"], case_sensitive=False)
+
+
+def _selector_options(*, ids: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    options = [
+        click.option("--owner-id", type=int, help="Owner id."),
+        click.option(
+            "--owner-category",
+            type=CATEGORY,
+            metavar="[Component|SupplementalAttribute]",
+            help="Component or SupplementalAttribute.",
+        ),
+        click.option("--owner-type", help="Owner type, e.g. PowerLoad."),
+        click.option("--name", help="Series name (exact)."),
+        click.option("--name-glob", metavar="GLOB", help="Series name as a SQLite GLOB: 'max_*'."),
+        click.option(
+            "--type",
+            "type_",
+            type=TYPE_NAME,
+            help="Series type; case and underscores ignored: single, non_sequential, "
+            "persistent, deterministic (also matches derived), probabilistic, scenarios.",
+        ),
+        click.option("--resolution", type=DURATION, help="Resolution (ISO-8601, e.g. PT1H)."),
+        click.option(
+            "--feature",
+            "features",
+            multiple=True,
+            callback=_features,
+            metavar="K=V",
+            help="Feature the series carries (repeatable); V is an int, float, true/false "
+            "or a string.",
+        ),
+        click.option("--component-field", help="Component field the series feeds."),
+    ]
+    if ids:
+        options.insert(
+            0,
+            click.option("--id", "ids", type=int, multiple=True, help="Catalog id (repeatable)."),
+        )
+
+    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return decorate
+
+
+_SELECTOR_KEYS = (
+    "owner_id",
+    "owner_category",
+    "owner_type",
+    "name",
+    "name_glob",
+    "type_",
+    "resolution",
+    "features",
+    "component_field",
+)
+
+
+def _filters(kw: Mapping[str, Any]) -> dict[str, Any]:
+    """Selector flags → ``list_metadata`` keywords (only those given)."""
+    mapping = {"type_": "time_series_type"}
+    return {mapping.get(k, k): kw[k] for k in _SELECTOR_KEYS if kw.get(k) is not None}
+
+
+def _select(store: Store, kw: Mapping[str, Any]) -> list[Any]:
+    rows = store.select_rows(**_filters(kw))
+    ids = kw.get("ids") or ()
+    if ids:
+        wanted = set(ids)
+        rows = [r for r in rows if r.id in wanted]
+    return rows

@@ -1,0 +1,354 @@
+"""Rendering: results as table, JSON, JSON lines or CSV on stdout, notes and progress on
+stderr, and errors turned into the contract's messages and exit codes (the command class
+and the group class every command runs under).
+
+May import: the library and :mod:`.base`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import os
+import sys
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+import orjson
+
+from ..errors import (
+    TimeSeriesError,
+)
+from .base import DEBUG_ENV, EXPORT_FORMATS, _Ambiguous, _format, _globals
+
+
+def _issues_hint() -> str:
+    """Where to report a bug: the package's declared tracker, if it declares one."""
+    try:
+        from importlib.metadata import metadata
+
+        for entry in metadata("infrastore-sqlite").get_all("Project-URL") or []:
+            label, _, url = entry.partition(",")
+            if label.strip().lower() in ("issues", "bug tracker", "tracker", "source"):
+                return f"please report it at {url.strip()}"
+    except Exception:
+        pass
+    return "please report it to the infrastore-sqlite maintainers (the project's issue tracker)"
+
+
+def _partial_report(exc: BaseException) -> dict[str, Any] | None:
+    """What an import committed before it failed (``add --sqlite`` commits per partition)."""
+    report = getattr(exc, "report", None)
+    if report is None:
+        return None
+    doc = report.to_dict() if hasattr(report, "to_dict") else dict(report)
+    parts = [_partition_summary(p) for p in doc.get("partitions", [])]
+    return {"added": len(doc.get("ids", [])), "partitions": parts}
+
+
+def _print_error(ctx: click.Context, message: str, extra: Mapping[str, Any] | None = None) -> None:
+    fmt = _globals(ctx).format or "table"
+    if fmt in ("json", "jsonl"):
+        doc = {"status": "error", "message": message, **(extra or {})}
+        click.echo(_dumps(doc, pretty=fmt == "json"), err=True)
+        return
+    click.echo(f"Error: {message}", err=True)
+    if extra and "partitions" in extra:
+        done = [p for p in extra["partitions"] if p["status"] == "committed"]
+        if done:
+            click.echo(
+                f"{len(done)} partition(s) before it were committed and stay "
+                f"({extra['added']} series: {', '.join(p['values_table'] for p in done)})",
+                err=True,
+            )
+
+
+def _no_such_option(ctx: click.Context, exc: click.NoSuchOption) -> click.UsageError:
+    """Click's wording for an unknown flag varies between releases; ours does not."""
+    hint = ""
+    if exc.possibilities:
+        hint = "; did you mean " + " or ".join(repr(p) for p in list(exc.possibilities)[:3]) + "?"
+    return click.UsageError(f"no such option {exc.option_name!r}{hint}", ctx)
+
+
+class _Command(click.Command):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            raise _no_such_option(ctx, exc) from None
+
+
+def command(*args: Any, **kwargs: Any) -> Callable[[Callable[..., Any]], click.Command]:
+    """A subcommand of the group; ``cli/__init__.py`` registers it (in ``--help`` order)."""
+    return click.command(*args, cls=_Command, **kwargs)
+
+
+class _Group(click.Group):
+    """Turns library errors into the contract's messages and exit codes."""
+
+    command_class = _Command
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            raise _no_such_option(ctx, exc) from None
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)  # definition order, not alphabetical
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except _Ambiguous as exc:
+            if (_globals(ctx).format or "table") in ("json", "jsonl"):
+                _print_error(ctx, exc.message, {"candidates": exc.candidates})
+            else:
+                _print_error(ctx, str(exc))
+            ctx.exit(1)
+        except TimeSeriesError as exc:
+            _print_error(ctx, str(exc), _partial_report(exc))
+            ctx.exit(1)
+        except BrokenPipeError:
+            with contextlib.suppress(Exception):
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+            ctx.exit(1)
+        except OSError as exc:  # the environment (a permission, a full disk), not a bug
+            _print_error(ctx, str(exc))
+            ctx.exit(1)
+        except KeyboardInterrupt:
+            click.echo("Aborted.", err=True)
+            ctx.exit(130)
+        except Exception as exc:
+            where = exc.__traceback__
+            while where is not None and where.tb_next is not None:
+                where = where.tb_next
+            spot = (
+                f" at {Path(where.tb_frame.f_code.co_filename).name}:{where.tb_lineno}"
+                if where is not None
+                else ""
+            )
+            message = (
+                f"internal error ({type(exc).__name__}: {exc}{spot}); this is a bug, "
+                f"{_issues_hint()} with the command you ran (set {DEBUG_ENV}=1 to print the "
+                "traceback)"
+            )
+            _print_error(ctx, " ".join(message.split()))
+            if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+                traceback.print_exc(file=sys.stderr)
+            ctx.exit(1)
+
+
+# ============================================================================ rendering
+
+
+def _dumps(obj: Any, *, pretty: bool) -> str:
+    option = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+    if pretty:
+        option |= orjson.OPT_INDENT_2
+    return orjson.dumps(obj, option=option, default=_json_default).decode()
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, datetime):
+        return obj.isoformat()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    raise TypeError(f"cannot render {type(obj).__name__} as JSON")
+
+
+def _cell(value: Any, *, table: bool) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool | np.bool_):
+        return "true" if value else "false"
+    if isinstance(value, float | np.floating):
+        f = float(value)
+        if f != f:
+            return "NaN"
+        if f in (float("inf"), float("-inf")):
+            return "inf" if f > 0 else "-inf"
+        return repr(f)
+    if isinstance(value, dict | list | tuple):
+        if table and not value:
+            return "" if isinstance(value, dict) else "[]"
+        if table and isinstance(value, list | tuple) and len(value) > 12:
+            head = _dumps(list(value[:10]), pretty=False)[:-1]
+            return f"{head},… ({len(value)} in all)]"
+        return _dumps(value, pretty=False)
+    return str(value)
+
+
+def _flatten(doc: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts as dotted keys (``by_type.SingleTimeSeries``), for table and csv."""
+    out: dict[str, Any] = {}
+    for key, value in doc.items():
+        if isinstance(value, Mapping) and value:
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    cells = [[_cell(r.get(c), table=True) for c in columns] for r in rows]
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+    numeric = [
+        bool(rows)
+        and all(
+            isinstance(r.get(c), int | float | np.number) and not isinstance(r.get(c), bool)
+            for r in rows
+            if r.get(c) is not None
+        )
+        for c in columns
+    ]
+
+    def line(values: Sequence[str]) -> str:
+        parts = [
+            v.rjust(w) if num else v.ljust(w)
+            for v, w, num in zip(values, widths, numeric, strict=True)
+        ]
+        return "  ".join(parts).rstrip()
+
+    return "\n".join([line(columns), *(line(r) for r in cells)])
+
+
+def _csv_text(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    buf = io.StringIO()
+    out = csv.writer(buf, lineterminator="\n")
+    out.writerow(columns)
+    for r in rows:
+        out.writerow([_cell(r.get(c), table=False) for c in columns])
+    return buf.getvalue().rstrip("\n")
+
+
+def _emit_doc(ctx: click.Context, doc: Mapping[str, Any]) -> None:
+    """A status document: one object."""
+    fmt = _format(ctx, EXPORT_FORMATS)
+    if fmt in ("json", "jsonl"):
+        click.echo(_dumps(doc, pretty=fmt == "json"))
+        return
+    flat = _flatten(doc)
+    if fmt == "csv":
+        click.echo(_csv_text([flat], list(flat)))
+        return
+    tables = {k: v for k, v in flat.items() if _is_rows(v)}
+    width = max((len(k) for k in flat if k not in tables), default=0)
+    for key, value in flat.items():
+        if key not in tables:
+            click.echo(f"{key.ljust(width)}  {_cell(value, table=True)}".rstrip())
+    for key, rows in tables.items():
+        columns = [
+            c
+            for c in rows[0]
+            if not any(_is_rows(r.get(c)) for r in rows) and any(r.get(c) is not None for r in rows)
+        ]
+        click.echo(f"\n{key}:")
+        click.echo(_table(rows, columns))
+
+
+def _is_rows(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, Mapping) for v in value)
+
+
+def _emit_rows(
+    ctx: click.Context,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    columns: Sequence[str],
+    table_columns: Sequence[str] | None = None,
+    wrap: bool = True,
+    fmt: str | None = None,
+) -> None:
+    """Rows: a table, ``{"items": [...]}`` (or a bare list), one JSON line each, or CSV."""
+    fmt = fmt or _format(ctx)
+    if fmt == "json":
+        click.echo(_dumps({"items": list(rows)} if wrap else list(rows), pretty=True))
+    elif fmt == "jsonl":
+        for r in rows:
+            click.echo(_dumps(r, pretty=False))
+    elif fmt == "csv":
+        click.echo(_csv_text(rows, columns))
+    else:
+        click.echo(_table(rows, table_columns or columns))
+
+
+def _note(ctx: click.Context, message: str) -> None:
+    if not _globals(ctx).quiet:
+        click.echo(message, err=True)
+
+
+# ============================================================================ progress
+
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class _Progress:
+    """The ``progress(done, total)`` callable the library takes: a tqdm bar on stderr.
+
+    Only when stderr is a terminal and ``-q`` is not given; otherwise it does nothing,
+    so a pipe or a log file never sees a bar.
+    """
+
+    def __init__(self, ctx: click.Context, desc: str, unit: str = "row") -> None:
+        self.enabled = not _globals(ctx).quiet and _stderr_is_terminal()
+        self.desc = desc
+        self.unit = unit
+        self.bar: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(
+                total=total,
+                desc=self.desc,
+                unit=self.unit,
+                unit_scale=True,
+                file=sys.stderr,
+                leave=False,
+                dynamic_ncols=True,
+            )
+        if total != self.bar.total:
+            self.bar.total = total
+        self.bar.update(done - self.bar.n)
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _partition_summary(p: Mapping[str, Any]) -> dict[str, Any]:
+    """One partition of an import report, without its per-series detail."""
+    series = p.get("series")
+    return {
+        "values_table": p.get("values_table"),
+        "time_series_type": p.get("time_series_type"),
+        "status": p.get("status"),
+        "series": len(series) if isinstance(series, list) else series,
+        "arrays": p.get("arrays"),
+        "rows": p.get("rows"),
+        "error": p.get("error"),
+    }

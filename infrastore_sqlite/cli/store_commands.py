@@ -1,0 +1,538 @@
+"""The commands on the store itself: ``init``, ``demo``, ``list``, ``get``, ``info``,
+``transform``, ``remove``, ``verify``.
+
+May import: the library, :mod:`.base`, :mod:`.render`, :mod:`.options`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import click
+import numpy as np
+
+from ..core.periods import step
+from ..core.timeref import ms_to_datetimes
+from ..errors import (
+    NotFoundError,
+    StoreExistsError,
+)
+from ..model import TimeSeriesType
+from ..store import Store, catalog_path
+from .base import (
+    _CANDIDATES_SHOWN,
+    PROG,
+    _Ambiguous,
+    _example,
+    _format,
+    _global_options,
+    _globals,
+    _open_store,
+    _Refused,
+    _store_path,
+)
+from .options import CATEGORY, DURATION, TIME_RANGE, _filters, _select, _selector_options
+from .render import _dumps, _emit_doc, _emit_rows, _note, _Progress, _table, command
+
+
+def _stdin_is_terminal() -> bool:
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+# ---------------------------------------------------------------------------- init
+
+
+def _compression(text: str) -> tuple[str, int]:
+    kind, _, level = text.strip().lower().partition(":")
+    if kind == "none" and not level:
+        return "none", 0
+    if kind == "deflate" and (not level or (level.isdigit() and 0 <= int(level) <= 9)):
+        return "deflate", int(level or 3)
+    raise click.BadParameter(
+        f"{text!r} is not none, deflate or deflate:L with L in 0-9", param_hint="--compression"
+    )
+
+
+@command(
+    epilog=_example(
+        f"{PROG} --store grid.h5 init --compression deflate:6",
+        f"{PROG} --store grid.h5 info",
+    )
+)
+@click.argument("path", required=False, metavar="[PATH]")
+@click.option(
+    "--compression",
+    default="deflate",
+    show_default=True,
+    metavar="none|deflate|deflate:L",
+    help="How arrays are compressed on disk; L is the DEFLATE level 0-9 (default 3).",
+)
+@click.option("--no-shuffle", is_flag=True, help="Do not byte-shuffle before DEFLATE.")
+@_global_options(hidden=True)
+@click.pass_context
+def init(ctx: click.Context, path: str | None, compression: str, no_shuffle: bool) -> None:
+    """Create a new, empty store.
+
+    PATH (or --store) is the HDF5 file; the catalog goes beside it as PATH.sqlite.
+    An existing store is never overwritten.
+    """
+    _format(ctx)
+    kind, level = _compression(compression)
+    target = _store_path(ctx, path)
+    try:
+        store = Store.create(
+            target, compression=kind, compression_level=level or 3, shuffle=not no_shuffle
+        )
+    except StoreExistsError:
+        raise StoreExistsError(
+            f"{target} already holds a store; pick another path, or delete {target} and "
+            f"{catalog_path(target)} first"
+        ) from None
+    store.close()
+    spec = (
+        "none" if kind == "none" else f"deflate:{level}:{'noshuffle' if no_shuffle else 'shuffle'}"
+    )
+    _emit_doc(
+        ctx,
+        {"created": str(target), "catalog": str(catalog_path(target)), "compression": spec},
+    )
+
+
+# ---------------------------------------------------------------------------- demo
+
+
+@command(
+    epilog=_example(
+        f"{PROG} demo demo.h5",
+        f"{PROG} --store demo.h5 list --owner-id 201",
+        f"{PROG} --store demo.h5 get --id 12 --limit 5",
+    )
+)
+@click.argument("path", required=False, metavar="[PATH]")
+@_global_options(hidden=True)
+@click.pass_context
+def demo(ctx: click.Context, path: str | None) -> None:
+    """Build an example store from the data shipped with the package.
+
+    A week of a small power system: loads and wind plants sharing profiles (so the
+    store holds fewer distinct arrays than series), solar in America/Denver, a zoneless
+    reserve requirement with [up, down] values, outage events (NonSequential), reservoir
+    limits (Persistent), a piecewise-linear cost curve, and Deterministic,
+    Probabilistic and Scenarios forecasts. PATH defaults to --store.
+    """
+    from ..demo import build_demo_store
+
+    _format(ctx)
+    target = _store_path(ctx, path)
+    try:
+        store = build_demo_store(target)
+    except StoreExistsError:
+        raise StoreExistsError(
+            f"{target} already holds a store; pick another path, or delete {target} and "
+            f"{catalog_path(target)} first"
+        ) from None
+    try:
+        by_type = store.counts_by_type()
+        doc = {
+            "created": str(target),
+            "series": sum(by_type.values()),
+            "distinct_arrays": store.num_distinct_arrays(),
+            "by_type": by_type,
+        }
+    finally:
+        store.close()
+    _emit_doc(ctx, doc)
+    _note(ctx, f"next: {PROG} --store {target} list")
+
+
+# ---------------------------------------------------------------------------- list
+
+_LIST_TABLE = (
+    "id",
+    "owner_id",
+    "owner_type",
+    "time_series_type",
+    "name",
+    "resolution",
+    "length",
+    "element_type",
+    "time_reference",
+    "features",
+)
+
+
+@command(
+    "list",
+    epilog=_example(
+        f"{PROG} --store demo.h5 list --type single --feature model_year=2030",
+        f"{PROG} --store demo.h5 -f json list --owner-id 201",
+    ),
+)
+@_selector_options()
+@click.option("--limit", type=click.IntRange(min=0), help="Show at most N rows.")
+@click.option("--wide", is_flag=True, help="Table: every metadata column, not the usual few.")
+@_global_options(hidden=True)
+@click.pass_context
+def list_(ctx: click.Context, limit: int | None, wide: bool, **kw: Any) -> None:
+    """List series metadata (one row per series), filtered by the selector flags.
+
+    Selector flags combine with AND. -f json prints {"items": [...]} with every
+    metadata field; -f jsonl one object per line; -f csv a header and one row each.
+    """
+    fmt = _format(ctx)
+    with _open_store(ctx, read_only=True) as store:
+        rows = [r.metadata() for r in _select(store, kw)]
+    for r in rows:
+        r.pop("timestamps", None)
+    if limit is not None:
+        rows = rows[:limit]
+    columns = list(rows[0]) if rows else _metadata_columns()
+    _emit_rows(ctx, rows, columns=columns, table_columns=None if wide else _LIST_TABLE, fmt=fmt)
+
+
+def _metadata_columns() -> list[str]:
+    return [
+        "owner_id",
+        "owner_type",
+        "owner_category",
+        "time_series_type",
+        "name",
+        "data_hash",
+        "id",
+        "initial_timestamp",
+        "length",
+        "resolution",
+        "horizon",
+        "interval",
+        "count",
+        "percentiles",
+        "element_type",
+        "element_shape",
+        "features",
+        "units",
+        "quantity_kind",
+        "unit_system",
+        "time_reference",
+        "component_field",
+        "application_data",
+    ]
+
+
+# ---------------------------------------------------------------------------- get
+
+
+def _candidate(row: Any) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "owner_id": row.owner_id,
+        "owner_type": row.owner_type,
+        "owner_category": row.owner_category.name,
+        "time_series_type": row.type.name,
+        "name": row.name,
+        "resolution": row.resolution,
+        "features": dict(row.features),
+        "data_hash": row.data_hash.hex()[:12],
+    }
+
+
+def _one(store: Store, kw: Mapping[str, Any]) -> Any:
+    if not kw.get("ids") and not _filters(kw):
+        raise click.UsageError("get needs a selector: --id N, or --owner-id, --name, …")
+    rows = _select(store, kw)
+    if not rows:
+        raise NotFoundError("no series matches the selection; `list` with the same flags shows why")
+    if len(rows) > 1:
+        shown = [_candidate(r) for r in rows[:_CANDIDATES_SHOWN]]
+        cols = [
+            "id",
+            "owner_id",
+            "owner_type",
+            "time_series_type",
+            "name",
+            "resolution",
+            "features",
+            "data_hash",
+        ]
+        table = "\n".join("  " + line for line in _table(shown, cols).splitlines())
+        more = len(rows) - len(shown)
+        raise _Ambiguous(
+            f"the selection matches {len(rows)} series; narrow it with --id or another "
+            "selector flag",
+            shown,
+            table + (f"\n  … and {more} more" if more else ""),
+        )
+    return rows[0]
+
+
+def _value_columns(prefix: str, shape: tuple[int, ...]) -> list[str]:
+    if not shape:
+        return [prefix]
+    return [f"{prefix}[{','.join(map(str, idx))}]" for idx in np.ndindex(*shape)]
+
+
+def _render_instants(ms: np.ndarray, tr: str | None) -> list[str]:
+    out = []
+    for value, dt in zip(ms.tolist(), ms_to_datetimes(ms, tr), strict=True):
+        out.append(dt.isoformat(timespec="milliseconds" if value % 1000 else "seconds"))
+    return out
+
+
+def _value_rows(series: Any) -> tuple[list[str], list[dict[str, Any]]]:
+    """A series as long rows: ``timestamp,value…`` or ``issue_time,target_time,value…``."""
+    kind = series.time_series_type
+    data = np.asarray(series.data)
+    tr = series.time_reference
+    if not kind.is_forecast:
+        shape = tuple(data.shape[1:])
+        vcols = _value_columns("value", shape)
+        stamps = _render_instants(np.asarray(series.timestamps_ms), tr)
+        flat = data.reshape(data.shape[0], -1).tolist()
+        rows = [
+            {"timestamp": t, **dict(zip(vcols, v, strict=True))}
+            for t, v in zip(stamps, flat, strict=True)
+        ]
+        return ["timestamp", *vcols], rows
+    if kind in (TimeSeriesType.Probabilistic, TimeSeriesType.Scenarios):
+        lanes = data.shape[0]
+        cube = data  # [L, H, count, *E]
+        labels = (
+            [f"p{p:g}" for p in series.percentiles]
+            if kind is TimeSeriesType.Probabilistic
+            else [f"s{i}" for i in range(lanes)]
+        )
+    else:
+        cube = data[None]
+        labels = [""]
+    steps, count = cube.shape[1], cube.shape[2]
+    shape = tuple(cube.shape[3:])
+    vcols: list[str] = []
+    for label in labels:
+        base = f"value[{label}]" if label else "value"
+        vcols += _value_columns(base, shape) if shape else [base]
+    issues = np.asarray(series.issue_times_ms(), dtype=np.int64)
+    res = series.resolution_period
+    targets = np.array(
+        [step(int(issues[j]), res, h) for j in range(count) for h in range(steps)], dtype=np.int64
+    )
+    issue_text = _render_instants(issues, tr)
+    target_text = _render_instants(targets, tr)
+    # window-major rows; lanes side by side
+    per_row = np.moveaxis(cube, 0, 2)  # [H, count, L, *E]
+    per_row = np.swapaxes(per_row, 0, 1).reshape(count * steps, -1).tolist()
+    rows = []
+    for r, values in enumerate(per_row):
+        rows.append(
+            {
+                "issue_time": issue_text[r // steps],
+                "target_time": target_text[r],
+                **dict(zip(vcols, values, strict=True)),
+            }
+        )
+    return ["issue_time", "target_time", *vcols], rows
+
+
+@command(
+    epilog=_example(
+        f"{PROG} --store demo.h5 get --owner-id 301 --type single --limit 3",
+        f"{PROG} --store demo.h5 -f csv get --id 12 \\",
+        "    --time-range 2024-07-02T00:00:00Z..2024-07-03T00:00:00Z",
+    )
+)
+@_selector_options()
+@click.option(
+    "--time-range",
+    type=TIME_RANGE,
+    help="Half-open START..END (RFC 3339 or epoch ms; no offset for a zoneless series).",
+)
+@click.option("--limit", type=click.IntRange(min=0), help="Show at most N rows.")
+@_global_options(hidden=True)
+@click.pass_context
+def get(
+    ctx: click.Context, time_range: tuple[datetime, datetime] | None, limit: int | None, **kw: Any
+) -> None:
+    """Print one series' values.
+
+    The selector must match exactly one series; when it matches several, the first ten
+    are listed (id, owner, type, name) and the exit status is 1. Static series print
+    timestamp,value…; forecasts issue_time,target_time,value… with one column per
+    percentile (value[p0.5]) or scenario (value[s0]). Shaped values get one column per
+    element (value[0], value[1]). Timestamps are shown in the series' time reference.
+    """
+    fmt = _format(ctx)
+    with _open_store(ctx, read_only=True) as store:
+        row = _one(store, kw)
+        series = (
+            store.read_by_ids_range([row.id], time_range)[0]
+            if time_range is not None
+            else store.read_by_id(row.id)
+        )
+        meta = row.metadata()
+    meta.pop("timestamps", None)
+    columns, rows = _value_rows(series)
+    if limit is not None:
+        rows = rows[:limit]
+    if fmt == "json":
+        click.echo(_dumps({"series": meta, "columns": columns, "items": rows}, pretty=True))
+    else:
+        _emit_rows(ctx, rows, columns=columns, fmt=fmt)
+
+
+# ---------------------------------------------------------------------------- info
+
+
+@command(epilog=_example(f"{PROG} --store demo.h5 info", f"{PROG} --store demo.h5 -f json info"))
+@_global_options(hidden=True)
+@click.pass_context
+def info(ctx: click.Context) -> None:
+    """Summarize the store: series by type, distinct arrays, owners, file sizes."""
+    _format(ctx)
+    path = _store_path(ctx)
+    with _open_store(ctx, read_only=True) as store:
+        rows = store.select_rows()
+        by_type = store.counts_by_type()
+        arrays = store.num_distinct_arrays()
+    refs: dict[str, int] = {}
+    for r in rows:
+        key = r.time_reference or "unspecified"
+        refs[key] = refs.get(key, 0) + 1
+    h5, cat = path.stat().st_size, catalog_path(path).stat().st_size
+    _emit_doc(
+        ctx,
+        {
+            "store": str(path),
+            "catalog": str(catalog_path(path)),
+            "series": len(rows),
+            "distinct_arrays": arrays,
+            "owners": len({(r.owner_category, r.owner_id) for r in rows}),
+            "by_type": by_type,
+            "time_references": dict(sorted(refs.items())),
+            "hdf5_bytes": h5,
+            "catalog_bytes": cat,
+            "total_bytes": h5 + cat,
+        },
+    )
+
+
+# ---------------------------------------------------------------------------- transform
+
+
+@command(
+    epilog=_example(
+        f"{PROG} --store demo.h5 transform --horizon PT12H --interval PT6H --resolution PT1H",
+        f"{PROG} --store demo.h5 list --type deterministic_single",
+    )
+)
+@click.option("--horizon", type=DURATION, required=True, help="Window length (ISO-8601).")
+@click.option("--interval", type=DURATION, required=True, help="Time between windows.")
+@click.option(
+    "--owner-category",
+    type=CATEGORY,
+    metavar="[Component|SupplementalAttribute]",
+    help="Only this owner category.",
+)
+@click.option("--resolution", type=DURATION, help="Only SingleTimeSeries at this resolution.")
+@_global_options(hidden=True)
+@click.pass_context
+def transform(
+    ctx: click.Context,
+    horizon: str,
+    interval: str,
+    owner_category: str | None,
+    resolution: str | None,
+) -> None:
+    """Derive DeterministicSingleTimeSeries forecast views from stored SingleTimeSeries.
+
+    No array is written: each derived row reads its source's values as windows of
+    --horizon every --interval. Re-running with the same parameters adds nothing.
+    """
+    _format(ctx)
+    with _open_store(ctx, read_only=False) as store:
+        n = store.transform_single_time_series(
+            horizon, interval, owner_category=owner_category, resolution=resolution
+        )
+    _emit_doc(
+        ctx,
+        {
+            "added": n,
+            "time_series_type": "DeterministicSingleTimeSeries",
+            "horizon": horizon,
+            "interval": interval,
+        },
+    )
+
+
+# ---------------------------------------------------------------------------- remove
+
+
+@command(
+    epilog=_example(
+        f"{PROG} --store demo.h5 remove --owner-id 203 --dry-run",
+        f"{PROG} --store demo.h5 -y remove --owner-id 203",
+    )
+)
+@_selector_options()
+@click.option("--all", "all_", is_flag=True, help="Remove every series (no selector needed).")
+@click.option("--dry-run", is_flag=True, help="Report what would be removed; change nothing.")
+@_global_options(hidden=True)
+@click.pass_context
+def remove(ctx: click.Context, all_: bool, dry_run: bool, **kw: Any) -> None:
+    """Remove the series the selector flags match.
+
+    Asks for confirmation on stderr unless -y is given; without a terminal to ask on
+    (stdin piped or redirected) it refuses unless -y is given. A SingleTimeSeries that
+    backs a derived forecast is refused until that one is removed too.
+    """
+    _format(ctx)
+    if not all_ and not kw.get("ids") and not _filters(kw):
+        raise click.UsageError("remove needs a selector (--id, --owner-id, --name, …) or --all")
+    with _open_store(ctx, read_only=dry_run) as store:
+        rows = _select(store, kw)
+        ids = [r.id for r in rows]
+        if dry_run:
+            _emit_doc(ctx, {"dry_run": True, "would_remove": len(ids), "ids": ids})
+            return
+        if ids and not _globals(ctx).yes:
+            if not _stdin_is_terminal():
+                raise _Refused(
+                    f"refusing to remove {len(ids)} series without confirmation: stdin is not "
+                    "a terminal to ask on; pass -y (--yes) to confirm"
+                )
+            if not click.confirm(
+                f"Remove {len(ids)} series from {store.path}?", default=False, err=True
+            ):
+                click.echo("Aborted.", err=True)
+                ctx.exit(1)
+        removed = store.remove_by_ids(ids) if ids else 0
+    _emit_doc(ctx, {"removed": removed, "ids": ids})
+
+
+# ---------------------------------------------------------------------------- verify
+
+
+@command(
+    epilog=_example(f"{PROG} --store demo.h5 verify", f"{PROG} --store demo.h5 -f json verify")
+)
+@_global_options(hidden=True)
+@click.pass_context
+def verify(ctx: click.Context) -> None:
+    """Check every catalog row's array exists and re-hashes to its recorded hash.
+
+    Prints the report; the exit status is 1 when anything is wrong.
+    """
+    _format(ctx)
+    with _open_store(ctx, read_only=True) as store, _Progress(ctx, "verify", "array") as bar:
+        report = store.verify_integrity(progress=bar)
+    doc = {
+        "ok": bool(report.get("ok")),
+        "checked": report.get("checked"),
+        "errors": list(report.get("errors", [])),
+    }
+    _emit_doc(ctx, {**doc, **{k: v for k, v in report.items() if k not in doc}})
+    if not doc["ok"]:
+        ctx.exit(1)

@@ -1,0 +1,82 @@
+"""Opening an interchange database and writing to it in one transaction.
+
+The exporter, the importer and ``rehash`` all open a user's SQLite file; this is where
+that file's failures become this package's errors (apsw errors never escape).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import apsw
+
+from ...errors import InvalidParameterError, StorageError, TimeSeriesError
+
+
+def open_database(
+    path: str | Path,
+    *,
+    read_only: bool = False,
+    create: bool = False,
+    not_a_db_hint: str = "pass a file export_sqlite wrote",
+) -> apsw.Connection:
+    """Open ``path`` and prove it is an SQLite database.
+
+    Raises
+    ------
+    InvalidParameterError
+        The file is missing (unless ``create``) or is not an SQLite database.
+    StorageError
+        SQLite cannot open or read it.
+    """
+    p = Path(path)
+    if not create and not p.is_file():
+        raise InvalidParameterError(f"{path} is not a file")
+    if read_only:
+        flags = apsw.SQLITE_OPEN_READONLY
+    else:
+        flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
+    try:
+        conn = apsw.Connection(str(p), flags=flags)
+        conn.setbusytimeout(5000)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+    except apsw.NotADBError as exc:
+        raise InvalidParameterError(f"{path} is not an SQLite database; {not_a_db_hint}") from exc
+    except apsw.Error as exc:
+        raise StorageError(f"cannot open {path}: {exc}") from exc
+    return conn
+
+
+@contextlib.contextmanager
+def write_transaction(conn: apsw.Connection, where: str, doing: str) -> Iterator[None]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``; any failure rolls back and says nothing was written.
+
+    Parameters
+    ----------
+    conn
+        The open database.
+    where
+        How messages name the file.
+    doing
+        What the block does, for messages (``writing``, ``rehashing``).
+    """
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except apsw.Error as exc:
+        raise StorageError(f"cannot write to {where}: {exc}") from exc
+    try:
+        yield
+        conn.execute("COMMIT")
+    except TimeSeriesError:
+        conn.execute("ROLLBACK")
+        raise
+    except apsw.Error as exc:
+        with contextlib.suppress(apsw.Error):
+            conn.execute("ROLLBACK")
+        raise StorageError(f"{doing} {where} failed: {exc}; nothing was written") from exc
+    except BaseException:
+        with contextlib.suppress(apsw.Error):
+            conn.execute("ROLLBACK")
+        raise

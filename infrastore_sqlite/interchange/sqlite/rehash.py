@@ -1,0 +1,170 @@
+"""Recompute the ``data_hash`` of an interchange database after its values were edited.
+
+The import treats each arrays row's ``data_hash`` as a checksum of its values group, so a
+value changed in place with plain SQL is refused until the hash is recomputed (or the
+check waived). :func:`rehash_sqlite` recomputes it exactly as the import does: the group is
+read, placed on the grid its series row declares, re-encoded into the store's array, and
+hashed (composites over their minimal width).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+
+import apsw
+
+from ...model import TimeSeriesType
+from ..layout import validate_prefix
+from .database import open_database, write_transaction
+from .reader import (
+    _Options,
+    _PartitionReader,
+    build_group,
+    discover,
+)
+
+__all__ = ["rehash_sqlite"]
+
+
+def rehash_sqlite(
+    path: str | Path,
+    table_prefix: str = "",
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
+    """Rewrite the ``data_hash`` of every arrays row under ``table_prefix`` from its values.
+
+    Parameters
+    ----------
+    path
+        An interchange database (``export_sqlite`` wrote it; values may since have been
+        edited with plain SQL).
+    table_prefix
+        The prefix the export used.
+    progress
+        Called as ``progress(done_rows, total_rows)``.
+
+    Returns
+    -------
+    int
+        How many arrays rows got a new ``data_hash``.
+
+    Raises
+    ------
+    InvalidParameterError
+        What the import would refuse in the values themselves (NULLs, rows off the grid,
+        cells that do not fit the element type, ...). Nothing is written then.
+
+    Notes
+    -----
+    An arrays row that no series row names, or whose values group is empty, is left as it
+    is: without a series row there is no grid to place its rows on. When an edit makes one
+    array equal to another on the same time axis, the two keys become one: the series rows
+    of the second are pointed at the first and its duplicate values are dropped, so the
+    file keeps one values group per key. DeterministicSingleTimeSeries partitions (which
+    no import takes) are left alone.
+    """
+    validate_prefix(table_prefix)
+    where = str(path)
+    conn = open_database(path, read_only=False)
+    try:
+        with write_transaction(conn, where, "rehashing"):
+            changed = _rehash(conn, table_prefix, where, progress)
+    finally:
+        with contextlib.suppress(apsw.Error):
+            conn.close()
+    return changed
+
+
+def _rehash(
+    conn: apsw.Connection,
+    prefix: str,
+    where: str,
+    progress: Callable[[int, int], None] | None,
+) -> int:
+    parts = [
+        t
+        for t in discover(conn, prefix, where, allow_derived=True)
+        if t.type is not TimeSeriesType.DeterministicSingleTimeSeries
+    ]
+    readers = [_PartitionReader(conn, t, where) for t in parts]
+    total = sum(r.values_count() for r in readers)
+    done = 0
+    changed = 0
+    opts = _Options()
+    for reader in readers:
+        reader.check_columns()
+        arrays = reader.read_arrays()
+        specs = reader.read_series(arrays, opts)
+        first_spec = {}
+        for s in specs:
+            first_spec.setdefault(s.key, s)
+        ids_by_key: dict[tuple[str, str], list[int]] = {}
+        for aid, key in arrays.items():
+            ids_by_key.setdefault(key, []).append(aid)
+        new_key: dict[int, tuple[str, str]] = dict(arrays)
+        reader.prepare_lookup()
+        try:
+            for key in sorted(ids_by_key):
+                spec = first_spec.get(key)
+                if spec is None:
+                    continue
+                ids = sorted(ids_by_key[key])
+                group = reader.read_group(key, ids, spec, spec.et.dtype)
+                if group is None:
+                    continue
+                built = build_group(reader, group, [spec], opts)[spec.grid_key]
+                done += group.n
+                if progress is not None:
+                    progress(done, total)
+                if built.hash_hex != key[0]:
+                    for aid in ids:
+                        new_key[aid] = (built.hash_hex, key[1])
+        finally:
+            reader.drop_lookup()
+        changed += _apply(conn, reader, arrays, new_key)
+    return changed
+
+
+def _apply(
+    conn: apsw.Connection,
+    reader: _PartitionReader,
+    old: dict[int, tuple[str, str]],
+    new: dict[int, tuple[str, str]],
+) -> int:
+    """Write the new hashes, merging arrays that became one key."""
+    moved = [aid for aid in old if new[aid] != old[aid]]
+    if not moved:
+        return 0
+    A, S, V = reader.A, reader.S, reader.V
+    # Park the rows being changed on unique placeholders first, so that no intermediate
+    # state trips the UNIQUE (data_hash, time_axis) constraint.
+    conn.executemany(
+        f"UPDATE {A} SET data_hash = 'rehash:' || id WHERE id = ?", [(a,) for a in moved]
+    )
+    # Keys that now name more than one original array: keep the smallest id.
+    owners: dict[tuple[str, str], dict[tuple[str, str], list[int]]] = {}
+    for aid, key in new.items():
+        owners.setdefault(key, {}).setdefault(old[aid], []).append(aid)
+    drop: list[tuple[int, int]] = []  # (duplicate id, id kept)
+    for key, groups in owners.items():
+        if len(groups) < 2:
+            continue
+        # Keep the array that already held the key (it was not edited); else the first.
+        keep_ids = groups.get(key) or min(groups.values(), key=min)
+        keep = min(keep_ids)
+        for ids in groups.values():
+            if ids is not keep_ids:
+                drop.extend((aid, keep) for aid in ids)
+    for dup, keep in drop:
+        conn.execute(f"UPDATE {S} SET array_id = ? WHERE array_id = ?", (keep, dup))
+        conn.execute(f"DELETE FROM {V} WHERE array_id = ?", (dup,))
+        conn.execute(f"DELETE FROM {A} WHERE id = ?", (dup,))
+    dropped = {d for d, _ in drop}
+    conn.executemany(
+        f"UPDATE {A} SET data_hash = ? WHERE id = ?",
+        [(new[a][0], a) for a in moved if a not in dropped],
+    )
+    return len(moved)

@@ -1,0 +1,605 @@
+"""Store members beyond adding, reading and removing: the reference's query and
+maintenance API for the time-series part, kept apart from the write path in ``store.py``.
+
+``Store`` inherits :class:`StoreApi`; every member here is built on the store's own
+entry points (``select_rows``, ``read_by_ids``, ``add_time_series_bulk``,
+``remove_by_ids``, ``transaction``), never on HDF5 or the catalog's tables directly, so
+the write path can change underneath without these changing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import apsw
+import numpy as np
+
+from ..core.hashing import features_hash, validate_features
+from ..core.periods import as_period
+from ..errors import (
+    DuplicateTimeSeriesError,
+    InvalidParameterError,
+    IoError,
+    NotFoundError,
+    ParameterTypeError,
+    StoreExistsError,
+)
+from ..model import OwnerCategory, TimeSeriesType
+from .rows import SeriesRow, filter_keywords
+
+if TYPE_CHECKING:
+    from .store import Store
+
+#: Attribute keys the store keeps for itself (its catalog generation): never listed.
+_INTERNAL_PREFIX = "infrastore_sqlite."
+
+
+class Transaction:
+    """What ``Store.transaction()`` returns: a context manager binding the store.
+
+    ``with store.transaction() as s`` gives ``s is store``; the same object can be entered
+    again (also nested inside itself), each entry an all-or-nothing block of its own, as in
+    the reference.
+    """
+
+    __slots__ = ("_block", "_open", "_store")
+
+    def __init__(self, store: Store, block: Callable[[], AbstractContextManager[None]]) -> None:
+        self._store = store
+        self._block = block
+        self._open: list[AbstractContextManager[None]] = []
+
+    def __enter__(self) -> Store:
+        cm = self._block()
+        cm.__enter__()
+        self._open.append(cm)
+        return self._store
+
+    def __exit__(self, *exc: Any) -> bool | None:
+        return self._open.pop().__exit__(*exc)
+
+    def __repr__(self) -> str:
+        return f"Transaction({self._store!r}, open={len(self._open)})"
+
+
+class StoreApi:
+    """The query and maintenance members ``Store`` inherits (see the module docstring).
+
+    Listing members take the ``list_metadata`` filter keywords (``owner_id``,
+    ``owner_category``, ``owner_type``, ``time_series_type``, ``name``, ``name_glob``,
+    ``component_field``, ``zoneless``, ``resolution``, ``interval``,
+    ``initial_timestamp``, ``length``, ``features``, ``features_exact``).
+    """
+
+    # Provided by Store; declared for type checkers.
+    if TYPE_CHECKING:
+
+        def select_rows(self, **filters: Any) -> list[SeriesRow]: ...
+        def iter_select_rows(self, **filters: Any) -> Iterable[SeriesRow]: ...
+
+    # ------------------------------------------------------------------ discovery
+    @filter_keywords
+    def list_names(self, **filters: Any) -> list[str]:
+        """The distinct series names among the matching series, sorted."""
+        return sorted({r.name for r in self.iter_select_rows(**filters)})
+
+    @filter_keywords
+    def list_owner_types(self, **filters: Any) -> list[str]:
+        """The distinct owner types among the matching series, sorted."""
+        return sorted({r.owner_type for r in self.iter_select_rows(**filters)})
+
+    @filter_keywords
+    def has_any_time_series(self, **filters: Any) -> bool:
+        """Whether any series matches the filters."""
+        return next(iter(self.iter_select_rows(**filters)), None) is not None
+
+    def has_exact_time_series(
+        self,
+        *,
+        owner_id: int,
+        owner_category: OwnerCategory | str,
+        name: str,
+        time_series_type: TimeSeriesType | str,
+        resolution: Any,
+        interval: Any,
+        features: dict[str, Any],
+    ) -> bool:
+        """Whether a series with exactly this identity is stored: the features must be
+        the whole feature map, and a None resolution or interval must be absent."""
+        tst = TimeSeriesType.coerce(time_series_type)
+        want = features_hash(validate_features(features or {}))
+        res = None if resolution is None else str(as_period(resolution, what="resolution"))
+        itv = None if interval is None else str(as_period(interval, what="interval"))
+        return any(
+            r.type is tst and r.resolution == res and r.interval == itv and r.features_hash == want
+            for r in self.iter_select_rows(
+                owner_id=owner_id, owner_category=owner_category, name=name
+            )
+        )
+
+    def get_resolutions(self, time_series_type: TimeSeriesType | str | None = None) -> list[str]:
+        """The distinct resolutions of the series of a type (of all series), sorted."""
+        rows = self.iter_select_rows(time_series_type=time_series_type)
+        return sorted({r.resolution for r in rows if r.resolution is not None})
+
+    def get_intervals(self, time_series_type: TimeSeriesType | str | None = None) -> list[str]:
+        """The distinct forecast intervals of the series of a type (of all series), sorted."""
+        rows = self.iter_select_rows(time_series_type=time_series_type)
+        return sorted({r.interval for r in rows if r.interval is not None})
+
+    def list_owner_ids(
+        self,
+        owner_category: OwnerCategory | str,
+        *,
+        time_series_type: TimeSeriesType | str | None = None,
+        resolution: Any = None,
+    ) -> list[int]:
+        """The distinct owner ids of a category holding matching series, sorted."""
+        rows = self.iter_select_rows(
+            owner_category=owner_category, time_series_type=time_series_type, resolution=resolution
+        )
+        return sorted({r.owner_id for r in rows})
+
+    def get_forecast_parameters(
+        self, *, resolution: Any = None, interval: Any = None
+    ) -> dict[str, Any]:
+        """Horizon, interval, count, resolution and initial timestamp of the first stored
+        forecast (by id) with that resolution and interval; all None when there is none."""
+        for r in self.iter_select_rows(resolution=resolution, interval=interval):
+            if r.type.is_forecast:
+                m = r.metadata()
+                return {k: m[k] for k in _FORECAST_PARAMETERS}
+        return dict.fromkeys(_FORECAST_PARAMETERS)
+
+    # ------------------------------------------------------------------ counts
+    def get_time_series_counts(self) -> dict[str, Any]:
+        """Owners holding series, static series and forecasts."""
+        owners: set[tuple[int, int]] = set()
+        static = forecasts = 0
+        for r in self.iter_select_rows():
+            owners.add((r.owner_id, int(r.owner_category)))
+            forecasts += r.type.is_forecast
+            static += not r.type.is_forecast
+        return {
+            "components_with_time_series": len(owners),
+            "static_time_series": static,
+            "forecasts": forecasts,
+        }
+
+    def time_series_counts_detailed(self) -> dict[str, Any]:
+        """Owners per category, and the distinct arrays static series and forecasts hold
+        (the reference's counts: series sharing an array count once)."""
+        owners: dict[OwnerCategory, set[int]] = {c: set() for c in OwnerCategory}
+        static: set[bytes] = set()
+        forecasts: set[bytes] = set()
+        for r in self.iter_select_rows():
+            owners[r.owner_category].add(r.owner_id)
+            (forecasts if r.type.is_forecast else static).add(r.data_hash)
+        return {
+            "components_with_time_series": len(owners[OwnerCategory.Component]),
+            "supplemental_attributes_with_time_series": len(
+                owners[OwnerCategory.SupplementalAttribute]
+            ),
+            "static_time_series_count": len(static),
+            "forecast_count": len(forecasts),
+        }
+
+    def time_series_count_summary(self) -> list[dict[str, Any]]:
+        """Series counted per owner type, category, type and complete time axis."""
+        return _grouped(self.iter_select_rows(), _summary_key, _SUMMARY_FIELDS)
+
+    def static_summary(self) -> list[dict[str, Any]]:
+        """Static series counted per owner type, category, type, name and grid."""
+        rows = (r for r in self.iter_select_rows() if not r.type.is_forecast)
+        return _grouped(rows, _static_key, _STATIC_FIELDS)
+
+    def forecast_summary(self) -> list[dict[str, Any]]:
+        """Forecasts counted per owner type, category, type, name and window grid."""
+        rows = (r for r in self.iter_select_rows() if r.type.is_forecast)
+        return _grouped(rows, _forecast_key, _FORECAST_FIELDS)
+
+    def check_static_consistency(self, resolution: Any = None) -> list[dict[str, Any]]:
+        """The distinct grids (resolution, initial timestamp, length) of the regular
+        series; one entry means every SingleTimeSeries shares one time axis."""
+        grids = set()
+        for r in self.iter_select_rows(
+            time_series_type=TimeSeriesType.SingleTimeSeries, resolution=resolution
+        ):
+            m = r.metadata()
+            grids.add((m["resolution"], m["initial_timestamp"], m["length"]))
+        keys = ("resolution", "initial_timestamp", "length")
+        return [dict(zip(keys, g, strict=True)) for g in sorted(grids)]
+
+    # ------------------------------------------------------------------ arrays
+    def count_array_references(self, data_hash: str) -> dict[str, Any]:
+        """How many series point at a stored array: ``sts`` (stored series of any type)
+        and ``dst`` (forecast views derived from a SingleTimeSeries)."""
+        key = _hash_bytes(data_hash)
+        counts = Counter(
+            r.type is TimeSeriesType.DeterministicSingleTimeSeries
+            for r in self._iter_select("t.data_hash = ?", (key,))  # type: ignore[attr-defined]
+        )
+        return {"sts": counts[False], "dst": counts[True]}
+
+    def get_array_by_hash(self, data_hash: str) -> np.ndarray:
+        """The stored array with this ``data_hash`` (hex), as a fresh copy.
+
+        Raises
+        ------
+        NotFoundError
+            The store holds no array with that hash.
+        """
+        key = (_hash_bytes(data_hash), "data")
+        self._open()  # type: ignore[attr-defined]
+        if key not in self._found_locations([key]):  # type: ignore[attr-defined]
+            raise NotFoundError(
+                f"the store holds no array with data_hash {data_hash}; list_metadata shows "
+                "the hashes it holds",
+                key=data_hash,
+            )
+        return np.array(self._load([key])[key])  # type: ignore[attr-defined]
+
+    # ------------------------------------------------------------------ owners
+    def copy_time_series(
+        self, src: int, dst_owner_id: int, dst_owner_type: str, *, new_name: str | None = None
+    ) -> int:
+        """Add the series ``src`` again for another owner (same category and features),
+        optionally renamed; returns the new id. The array is shared, not copied."""
+        (row,) = self.rows_by_ids([src])  # type: ignore[attr-defined]
+        series = self.read_by_id(src)  # type: ignore[attr-defined]
+        if new_name is not None:
+            series = _renamed(series, new_name)
+        return self.add_time_series(  # type: ignore[attr-defined]
+            dst_owner_id, dst_owner_type, row.owner_category, series, features=row.features
+        )
+
+    def replace_owner(
+        self, old_owner: int, new_owner: int, owner_category: OwnerCategory | str
+    ) -> int:
+        """Move every series of owner ``old_owner`` (of the category) to ``new_owner``;
+        returns how many moved. All or nothing: a series the new owner already has
+        (same identity) refuses the whole move."""
+        self._writable()  # type: ignore[attr-defined]
+        cat = int(OwnerCategory.coerce(owner_category))
+        for what, v in (("old_owner", old_owner), ("new_owner", new_owner)):
+            if isinstance(v, bool) or not isinstance(v, int | np.integer):
+                raise TypeError(f"replace_owner: {what} must be an int, not {type(v).__name__}")
+        try:
+            with self.transaction():  # type: ignore[attr-defined]
+                self._catalog.execute(  # type: ignore[attr-defined]
+                    "UPDATE time_series_associations SET owner_id = ? "
+                    "WHERE owner_id = ? AND owner_category = ?",
+                    (int(new_owner), int(old_owner), cat),
+                )
+                return int(self._catalog.conn.changes())  # type: ignore[attr-defined]
+        except apsw.ConstraintError as exc:
+            raise DuplicateTimeSeriesError(
+                f"replace_owner: owner {new_owner} already has a series with the identity of "
+                f"one of owner {old_owner}'s; remove or rename it first, nothing was moved"
+            ) from exc
+
+    def clear_time_series(
+        self, *, owner_id: int | None = None, owner_category: OwnerCategory | str | None = None
+    ) -> int:
+        """Remove every series of one owner (give both keywords) or of the whole store
+        (give neither); returns the count."""
+        _both_or_neither("clear_time_series", owner_id, owner_category)
+        return self.remove_by_filter(  # type: ignore[attr-defined]
+            owner_id=owner_id, owner_category=owner_category
+        )
+
+    def association_exists(self, id: int) -> bool:
+        """Whether a series with this id is stored."""
+        return bool(self._select("t.id = ?", (series_id(id),)))  # type: ignore[attr-defined]
+
+    # ------------------------------------------------------------------ attributes
+    def set_store_attribute(self, key: str, value: str) -> None:
+        """Record a free-form ``key`` → ``value`` pair with the store (replacing one)."""
+        _attribute_key(key)
+        if not isinstance(value, str):
+            raise TypeError(f"a store attribute's value is a str, not {type(value).__name__}")
+        with self.transaction():  # type: ignore[attr-defined]
+            self._catalog.execute(  # type: ignore[attr-defined]
+                "INSERT OR REPLACE INTO store_attributes (key, value) VALUES (?, ?)", (key, value)
+            )
+
+    def get_store_attribute(self, key: str) -> str | None:
+        """The value recorded for ``key``, or None."""
+        _attribute_key(key)
+        self._open()  # type: ignore[attr-defined]
+        return self._catalog.scalar(  # type: ignore[attr-defined]
+            "SELECT value FROM store_attributes WHERE key = ?", (key,)
+        )
+
+    def list_store_attributes(self) -> dict[str, str]:
+        """Every recorded attribute, by key."""
+        self._open()  # type: ignore[attr-defined]
+        rows = self._catalog.execute(  # type: ignore[attr-defined]
+            "SELECT key, value FROM store_attributes ORDER BY key"
+        )
+        return {k: v for k, v in rows if not k.startswith(_INTERNAL_PREFIX)}
+
+    def remove_store_attribute(self, key: str) -> bool:
+        """Forget ``key``; returns whether it was recorded."""
+        _attribute_key(key)
+        with self.transaction():  # type: ignore[attr-defined]
+            self._catalog.execute(  # type: ignore[attr-defined]
+                "DELETE FROM store_attributes WHERE key = ?", (key,)
+            )
+            return bool(self._catalog.conn.changes())  # type: ignore[attr-defined]
+
+    def flush(self) -> None:
+        """Write buffered arrays to the HDF5 file (commits already do)."""
+        self._open()  # type: ignore[attr-defined]
+        self._arrays.flush()  # type: ignore[attr-defined]
+
+    # ------------------------------------------------------------------ files
+    @property
+    def catalog(self) -> str:
+        """``"memory"`` for an ``in_memory`` store (gone on close), else ``"attached"``."""
+        return "memory" if self._scratch is not None else "attached"  # type: ignore[attr-defined]
+
+    def show(self, *, file: Any = None) -> None:
+        """Print what the store holds: series per type, distinct arrays, owners.
+
+        ``file`` is what :func:`print` takes (default ``sys.stdout``). Catalog queries
+        only; no array is read.
+        """
+        counts = self.counts_by_type()  # type: ignore[attr-defined]
+        total = sum(counts.values())
+        owners = {c: set() for c in OwnerCategory}
+        for r in self.iter_select_rows():
+            owners[r.owner_category].add(r.owner_id)
+        mode = "read-only" if self.read_only else "read-write"  # type: ignore[attr-defined]
+        where = "in-memory" if self._scratch is not None else self.path  # type: ignore[attr-defined]
+        lines = [f"Store: {where} ({mode})"]
+        if total:
+            arrays = self.num_distinct_arrays()  # type: ignore[attr-defined]
+            lines.append(f"Time series: {total} associations over {arrays} distinct arrays")
+            width = max(len(n) for n in counts) + 2
+            order = sorted(counts, key=lambda n: TimeSeriesType[n].catalog_code)
+            lines += [f"  {n:<{width}}{counts[n]}" for n in order]
+        else:
+            lines.append("Time series: none")
+        comp, attr = (len(owners[c]) for c in OwnerCategory)
+        lines.append(
+            f"Owners with time series: {_plural(comp, 'component')}, "
+            f"{_plural(attr, 'supplemental attribute')}"
+        )
+        # No association API here, so none can exist (the reference prints these too).
+        lines += ["Supplemental attribute attachments: 0", "Parent/child edges: 0"]
+        print("\n".join(lines), file=file)
+
+    def persist_to(self, path: str | Path) -> None:
+        """Write a complete, independent copy of the store (both files) to ``path``,
+        replacing a store there; each file lands under a temporary name first.
+
+        Raises
+        ------
+        InvalidParameterError
+            A transaction is open, or ``path``'s directory does not exist.
+        """
+        self._open()  # type: ignore[attr-defined]
+        if self.in_transaction:  # type: ignore[attr-defined]
+            raise InvalidParameterError(
+                "persist_to inside a transaction would copy uncommitted work; commit first"
+            )
+        self._arrays.flush()  # type: ignore[attr-defined]
+        _copy_pair(Path(self.path), self._catalog.conn, Path(path))  # type: ignore[attr-defined]
+
+    @classmethod
+    def open_copy(cls, src: str | Path, dest: str | Path, *, catalog: str = "attached") -> Any:
+        """Copy the store at ``src`` to ``dest`` and open the copy read-write; ``src`` is
+        never opened for writing.
+
+        Raises
+        ------
+        StoreExistsError
+            ``dest`` (or its catalog) already exists.
+        """
+        from .store import catalog_path
+
+        if catalog != "attached":
+            raise InvalidParameterError(
+                f'catalog="{catalog}" is not provided here; only "attached" (the default)'
+            )
+        src, dest = Path(src), Path(dest)
+        check_store_file(src, catalog_path(src))
+        if dest.exists() or catalog_path(dest).exists():
+            raise StoreExistsError(
+                f"{dest} already holds a store; open it with Store.open, or pick another dest"
+            )
+        source = apsw.Connection(str(catalog_path(src)), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            _copy_pair(src, source, dest)
+        finally:
+            source.close()
+        return cls.open(dest)  # type: ignore[attr-defined]
+
+
+_FORECAST_PARAMETERS = ("horizon", "interval", "count", "resolution", "initial_timestamp")
+_SUMMARY_FIELDS = (
+    "owner_type",
+    "owner_category",
+    "time_series_type",
+    "initial_timestamp",
+    "time_reference",
+    "resolution",
+    "time_step_count",
+    "timestamps_hash",
+    "horizon",
+    "interval",
+    "window_count",
+)
+# A summary group is who (owner type, category, type, name) and which grid.
+_WHO = ("owner_type", "owner_category", "time_series_type", "name", "initial_timestamp")
+_STATIC_FIELDS = (*_WHO, "resolution", "time_step_count")
+_FORECAST_FIELDS = (*_WHO, "resolution", "horizon", "interval", "window_count")
+
+
+def _fields(r: SeriesRow) -> dict[str, Any]:
+    m = r.metadata()
+    return {
+        **m,
+        "time_step_count": r.length,
+        "window_count": r.count,
+        "timestamps_hash": r.timestamps_hash.hex() if r.timestamps_hash else None,
+    }
+
+
+def _summary_key(r: SeriesRow) -> tuple:
+    return (r.owner_type, int(r.owner_category), r.type.catalog_code)
+
+
+_static_key = _forecast_key = _summary_key
+
+
+def _grouped(
+    rows: Iterable[SeriesRow], order: Callable[[SeriesRow], tuple], fields: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """Rows counted per the values of ``fields``, groups in ``order`` then first sight."""
+    counts: dict[tuple, int] = {}
+    first: dict[tuple, tuple] = {}
+    for r in rows:
+        f = _fields(r)
+        group = tuple(f[k] for k in fields)
+        counts[group] = counts.get(group, 0) + 1
+        first.setdefault(group, (*order(r), r.id))
+    groups = sorted(counts, key=first.__getitem__)
+    return [{**dict(zip(fields, g, strict=True)), "count": counts[g]} for g in groups]
+
+
+def _hash_bytes(data_hash: str) -> bytes:
+    if not isinstance(data_hash, str):
+        raise TypeError(f"data_hash must be a hex str, not {type(data_hash).__name__}")
+    try:
+        raw = bytes.fromhex(data_hash)
+    except ValueError:
+        raw = b""
+    if len(raw) != 32:
+        raise InvalidParameterError(
+            f"data_hash must be a 64-character hex string, got {data_hash!r}; "
+            "list_metadata rows carry it"
+        )
+    return raw
+
+
+def _both_or_neither(what: str, owner_id: Any, owner_category: Any) -> None:
+    if (owner_id is None) != (owner_category is None):
+        raise InvalidParameterError(f"{what} requires both owner_id and owner_category, or neither")
+
+
+def _attribute_key(key: Any) -> None:
+    if not isinstance(key, str):
+        raise TypeError(f"a store attribute's key is a str, not {type(key).__name__}")
+    if key.startswith(_INTERNAL_PREFIX):
+        raise InvalidParameterError(
+            f"store attribute keys starting with {_INTERNAL_PREFIX!r} are the store's own; "
+            "choose another key"
+        )
+
+
+def _renamed(series: Any, name: str) -> Any:
+    import copy
+
+    from ..model import _check_name
+
+    out = copy.copy(series)
+    out.name = _check_name(name)
+    return out
+
+
+#: The documented way across from a reference store (also in docs/compatibility.md).
+REFERENCE_WAY_ACROSS = (
+    "python -c \"import infrastore; infrastore.Store.open('{path}', read_only=True)"
+    ".export_sqlite('{stem}.db')\" && infrastore-sqlite --store NEW.h5 add --sqlite {stem}.db"
+)
+
+
+def check_store_file(path: Any, catalog: Any) -> None:
+    """Refuse, with the reference's exception class and a way forward, a path that is not
+    one of our stores: missing (:class:`IoError`), not HDF5 or not a store
+    (:class:`InvalidParameterError`), a reference ``infrastore`` store
+    (:class:`IncompatibleFormatError`, with the one-line way across), or an array file
+    without its catalog (:class:`MismatchedArtifactError`)."""
+    import h5py
+
+    from ..errors import IncompatibleFormatError, MismatchedArtifactError
+
+    if not path.is_file():
+        raise IoError(
+            f"no store at {path}: the file does not exist; create one with "
+            "`infrastore-sqlite --store PATH init` or Store.create"
+        )
+    try:
+        with h5py.File(path, "r") as h5:
+            groups, backend = set(h5.keys()), h5.attrs.get("storage_backend")
+    except OSError as exc:
+        raise InvalidParameterError(
+            f"{path} could not be opened as an HDF5 file, so it is not a store. If another "
+            f"process has it open for writing, close that one first. HDF5 said: {exc}"
+        ) from exc
+    if "pools" not in groups:
+        if backend is not None and "time_series" in groups:
+            stem = path.with_suffix("")
+            raise IncompatibleFormatError(
+                f"{path} is a store of the reference implementation (infrastore), whose "
+                "array layout this package does not read. Carry it across in one line: "
+                + REFERENCE_WAY_ACROSS.format(path=path, stem=stem)
+            )
+        raise InvalidParameterError(
+            f"{path} is an HDF5 file but not an infrastore-sqlite store (it has no pools "
+            "group); open the store's own .h5 file"
+        )
+    if not catalog.is_file():
+        raise MismatchedArtifactError(
+            f"{path} has no catalog beside it ({catalog} is missing); a store is both "
+            "files, so restore the catalog that was written with it"
+        )
+
+
+def series_id(value: Any) -> int:
+    """A series id as an int; anything but an integer is a :class:`ParameterTypeError`."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ParameterTypeError(f"a series id is an int, not {type(value).__name__} {value!r}")
+    return int(value)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _copy_pair(h5_src: Path, catalog_src: apsw.Connection, dest: Path) -> None:
+    """Both files of a store to ``dest`` (+ ``.sqlite``): each written under a temporary
+    name, then renamed, so a failure leaves no half-written store."""
+    from .store import catalog_path
+
+    if not dest.parent.is_dir():
+        raise InvalidParameterError(f"the directory {dest.parent} does not exist; create it first")
+    tag = uuid.uuid4().hex[:12]
+    tmp_h5 = dest.with_name(f"{dest.name}.persist-{tag}")
+    tmp_cat = dest.with_name(f"{dest.name}.sqlite.persist-{tag}")
+    try:
+        shutil.copyfile(h5_src, tmp_h5)
+        target = apsw.Connection(str(tmp_cat))
+        try:
+            with target.backup("main", catalog_src, "main") as backup:
+                backup.step()
+            # A self-contained file: no -wal beside the renamed catalog.
+            target.execute("PRAGMA journal_mode=DELETE")
+        finally:
+            target.close()
+        os.replace(tmp_h5, dest)
+        os.replace(tmp_cat, catalog_path(dest))
+    except OSError as exc:
+        raise IoError(f"could not write the store copy {dest}: {exc}") from exc
+    finally:
+        tmp_h5.unlink(missing_ok=True)
+        tmp_cat.unlink(missing_ok=True)

@@ -1,0 +1,265 @@
+"""The HDF5 half of the store: arrays packed into pool datasets.
+
+Arrays of one dtype and shape share a pool dataset ``pools/<dtype>__<shape>`` of shape
+``(slots, *shape)``, one array per slot. A store of 100,000 small series therefore holds a
+handful of datasets, not 100,000, and a batch read of many arrays becomes a few slab reads
+of adjacent slots. Where each array lives is recorded in the catalog, which is the
+transactional half: a slot the catalog does not point at is free space.
+
+Writes run in a background thread: h5py releases the GIL while HDF5 writes and
+compresses, so the caller goes on preparing the next arrays meanwhile. Every other use of
+the file (reads, flush, close, ``sync``) first waits for the writes queued before it, so
+callers see the file as if each write had happened when it was called; ``sync`` is also
+where a failed write is reported, and the store calls it before its catalog commits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import deque
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from ..core.elements import NUMPY_DTYPES
+from ..errors import StorageError
+
+DATA_FORMAT_VERSION = "1"
+_CHUNK_TARGET = 256 * 1024  # bytes per chunk: small enough to read one array cheaply
+_SLAB_GAP = 4  # read across up to this many unwanted slots rather than issue a new read
+# Bytes of queued writes the caller may run ahead of the writer thread by.
+_MAX_PENDING_BYTES = 16 * 1024 * 1024
+# No chunk cache on a writable file: each chunk is compressed as it is written (in the
+# writer thread, beside the caller's work) instead of all at once when the file is
+# flushed at commit, where nothing else can run. Reads group slots by chunk, so each read
+# decompresses a chunk once either way.
+_WRITE_CACHE_BYTES = 0
+_READ_CACHE_BYTES = 4 * 1024 * 1024
+
+
+def pool_name(dtype: str, shape: Sequence[int]) -> str:
+    """The dataset name for arrays of one dtype and shape (``f64__8760``, ``f64__24x2``)."""
+    return f"{dtype}__{'x'.join(str(int(d)) for d in shape) or 's'}"
+
+
+def _chunks(row_shape: tuple[int, ...], itemsize: int, capacity: int) -> tuple[int, ...]:
+    row_bytes = max(1, int(np.prod(row_shape, dtype=np.int64)) * itemsize)
+    if row_bytes >= _CHUNK_TARGET and row_shape:
+        # Split a large array along its first axis so no chunk grows past the target.
+        first = max(1, (_CHUNK_TARGET * row_shape[0]) // row_bytes)
+        return (1, min(first, row_shape[0]), *row_shape[1:])
+    rows = max(1, min(_CHUNK_TARGET // row_bytes, 4096, max(capacity, 1)))
+    return (rows, *row_shape)
+
+
+class ArrayFile:
+    """An HDF5 file of pool datasets.
+
+    Parameters
+    ----------
+    path
+        The ``.h5`` file.
+    mode
+        ``"r"``, ``"r+"`` or ``"x"`` (create).
+    compression
+        ``"none"`` or ``"deflate"`` (for new pools; the choice is recorded on the root).
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        mode: str,
+        *,
+        compression: str = "deflate",
+        compression_level: int = 3,
+        shuffle: bool = True,
+    ) -> None:
+        self.path = str(path)
+        cache = _READ_CACHE_BYTES if mode == "r" else _WRITE_CACHE_BYTES
+        try:
+            self._h5 = h5py.File(self.path, mode, rdcc_nbytes=cache)
+        except OSError as exc:
+            raise StorageError(f"cannot open the array file {self.path}: {exc}") from exc
+        self._writer: ThreadPoolExecutor | None = None
+        self._pending: deque[tuple[Future[None], int]] = deque()
+        self._pending_bytes = 0
+        if mode == "x":
+            self._h5.attrs["data_format_version"] = DATA_FORMAT_VERSION
+            self._h5.attrs["storage_backend"] = "hdf5"
+            spelled = (
+                "none"
+                if compression == "none"
+                else f"deflate:{compression_level}:" + ("shuffle" if shuffle else "noshuffle")
+            )
+            self._h5.attrs["compression"] = spelled
+            self._h5.create_group("pools")
+        self._pools: dict[str, h5py.Dataset] = {}
+
+    @property
+    def h5(self) -> h5py.File:
+        """The open HDF5 file, once every queued write is in."""
+        self.sync()
+        return self._h5
+
+    @property
+    def compression(self) -> str:
+        return str(self._h5.attrs.get("compression", "none"))
+
+    def _filter_args(self) -> dict:
+        spec = self.compression
+        if spec == "none":
+            return {}
+        _kind, level, shuffle = spec.split(":")
+        return {
+            "compression": "gzip",
+            "compression_opts": int(level),
+            "shuffle": shuffle == "shuffle",
+        }
+
+    def _pool(self, name: str, dtype: str | None = None, shape: Sequence[int] | None = None):
+        ds = self._pools.get(name)
+        if ds is not None:
+            return ds
+        group = self._h5["pools"]
+        if name in group:
+            ds = group[name]
+        elif dtype is None or shape is None:
+            raise StorageError(f"the array file {self.path} has no pool {name}; run verify")
+        else:
+            row_shape = tuple(int(d) for d in shape)
+            np_dtype = NUMPY_DTYPES[dtype]
+            ds = group.create_dataset(
+                name,
+                shape=(0, *row_shape),
+                maxshape=(None, *row_shape),
+                dtype=np_dtype,
+                chunks=_chunks(row_shape, np_dtype.itemsize, 64),
+                **self._filter_args(),
+            )
+        self._pools[name] = ds
+        return ds
+
+    def write(
+        self,
+        name: str,
+        dtype: str,
+        shape: Sequence[int],
+        first_slot: int,
+        arrays: Sequence[np.ndarray],
+    ) -> None:
+        """Queue ``arrays`` (each of ``shape``) for consecutive slots from ``first_slot``.
+
+        The arrays must not be changed afterwards; :meth:`sync` waits for the write.
+        """
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="infrastore-sqlite-h5")
+        size = sum(int(a.nbytes) for a in arrays)
+        future = self._writer.submit(self._write_now, name, dtype, shape, first_slot, arrays)
+        self._pending.append((future, size))
+        self._pending_bytes += size
+        # Report a failed write early, and keep the queue (the arrays it holds) bounded.
+        while self._pending and (
+            self._pending[0][0].done() or self._pending_bytes > _MAX_PENDING_BYTES
+        ):
+            self._settle_oldest()
+
+    def _write_now(self, *job: Any) -> None:
+        """Do one write of :meth:`write` (its arguments, in order); the writer thread's side."""
+        name, dtype, shape, first_slot, arrays = job
+        ds = self._pool(name, dtype, shape)
+        end = first_slot + len(arrays)
+        try:
+            if ds.shape[0] < end:
+                ds.resize(max(end, ds.shape[0] + ds.shape[0] // 2), axis=0)
+            block = arrays[0][None, ...] if len(arrays) == 1 else np.stack(arrays)
+            ds[first_slot:end] = block
+        except (OSError, ValueError, TypeError) as exc:
+            raise StorageError(f"writing pool {name} in {self.path} failed: {exc}") from exc
+
+    def _settle_oldest(self) -> None:
+        future, size = self._pending.popleft()
+        self._pending_bytes -= size
+        try:
+            future.result()
+        except StorageError:
+            self._fail()
+            raise
+        except Exception as exc:
+            self._fail()
+            raise StorageError(f"writing to {self.path} failed: {exc}") from exc
+
+    def _fail(self) -> None:
+        # A failed write poisons the queue behind it: wait for the rest and drop them
+        # (their slots stay unreferenced, which is free space).
+        while self._pending:
+            future, _ = self._pending.popleft()
+            with contextlib.suppress(Exception):
+                future.result()
+        self._pending_bytes = 0
+
+    def sync(self) -> None:
+        """Wait for every queued write; raise StorageError if one failed."""
+        while self._pending:
+            self._settle_oldest()
+
+    def read(self, name: str, slots: Sequence[int]) -> list[np.ndarray]:
+        """Read the arrays at ``slots`` (any order), each one a fresh array."""
+        self.sync()
+        ds = self._pool(name)
+        order = np.argsort(np.asarray(slots, dtype=np.int64), kind="stable")
+        out: list[np.ndarray | None] = [None] * len(slots)
+        i = 0
+        n = len(order)
+        # Slots sharing a chunk come in one read: a chunk is then decompressed once per
+        # call, not once per array (a batch in hash order scatters over every chunk).
+        crow = ds.chunks[0] if ds.chunks else 1
+        try:
+            while i < n:
+                # Grow a run of nearby slots (or of one chunk) and fetch it as one slab.
+                j = i
+                first = slots[order[i]]
+                while j + 1 < n:
+                    nxt = slots[order[j + 1]]
+                    if nxt // crow == first // crow or (
+                        nxt - slots[order[j]] <= _SLAB_GAP and nxt - first < 2 * crow
+                    ):
+                        j += 1
+                    else:
+                        break
+                lo, hi = slots[order[i]], slots[order[j]] + 1
+                slab = ds[lo:hi]
+                # Views into the slab keep it alive as long as the batch that holds them:
+                # when the slab also spans unwanted slots, copy the wanted ones out instead.
+                sparse = hi - lo > j - i + 1
+                for k in range(i, j + 1):
+                    idx = order[k]
+                    row = slab[slots[idx] - lo]
+                    out[idx] = row.copy() if sparse else row
+                i = j + 1
+        except (OSError, ValueError, IndexError) as exc:
+            raise StorageError(f"reading pool {name} in {self.path} failed: {exc}") from exc
+        return out  # type: ignore[return-value]
+
+    def pools(self) -> Iterable[str]:
+        return list(self.h5["pools"].keys())
+
+    def flush(self) -> None:
+        """Wait for the queued writes and flush the file (raises StorageError if a write failed)."""
+        self.sync()
+        with contextlib.suppress(Exception):
+            self._h5.flush()
+
+    def close(self) -> None:
+        try:
+            with contextlib.suppress(StorageError):
+                self.sync()
+        finally:
+            if self._writer is not None:
+                self._writer.shutdown(wait=True)
+                self._writer = None
+            with contextlib.suppress(Exception):
+                self._h5.close()

@@ -1,0 +1,329 @@
+"""Catalog rows as typed records, and the filter keywords that select them.
+
+One ``SeriesRow`` is one line of ``time_series_associations`` with its codes decoded.
+Reads, exports and listings all start from these, so the SQL that builds them is here
+once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import orjson
+
+from ..core.hashing import RESERVED_FEATURE_NAMES, features_hash, validate_features
+from ..core.periods import as_period
+from ..core.timeref import datetime_to_ms, ms_to_datetimes, ms_to_rfc3339
+from ..errors import ParameterTypeError
+from ..model import OwnerCategory, TimeSeriesType
+
+SELECT_ROWS = """
+SELECT t.id, t.owner_id, t.owner_type, t.owner_category, t.time_series_type, t.name,
+       t.initial_ms, t.resolution, t.length, t.horizon, t.interval, t.count,
+       t.timestamps_hash, t.units, t.quantity_kind, t.unit_system, t.time_reference,
+       t.component_field, t.percentiles_json, t.element_type, t.element_shape, t.array_shape,
+       t.application_data, t.data_hash, t.features_hash, f.features_json
+FROM time_series_associations t
+LEFT JOIN feature_maps f ON f.features_hash = t.features_hash
+"""
+
+FILTER_KEYS = (
+    "owner_id",
+    "owner_category",
+    "owner_type",
+    "time_series_type",
+    "name",
+    "name_glob",
+    "component_field",
+    "zoneless",
+    "resolution",
+    "interval",
+    "initial_timestamp",
+    "length",
+    "features",
+    "features_exact",
+)
+
+
+@dataclass(slots=True)
+class SeriesRow:
+    """One catalog row, decoded."""
+
+    id: int
+    owner_id: int
+    owner_type: str
+    owner_category: OwnerCategory
+    type: TimeSeriesType
+    name: str
+    initial_ms: int | None
+    resolution: str | None
+    length: int
+    horizon: str | None
+    interval: str | None
+    count: int | None
+    timestamps_hash: bytes | None
+    units: str | None
+    quantity_kind: str | None
+    unit_system: str | None
+    time_reference: str | None
+    component_field: str | None
+    percentiles: list[float] | None
+    element_type: str
+    element_shape: list[int]
+    array_shape: tuple[int, ...]
+    application_data: str | None
+    data_hash: bytes
+    features_hash: bytes
+    features: dict[str, Any]
+
+    @classmethod
+    def from_sql(cls, r: tuple) -> SeriesRow:
+        return cls(
+            id=r[0],
+            owner_id=r[1],
+            owner_type=r[2],
+            owner_category=OwnerCategory(r[3]),
+            type=TimeSeriesType.from_catalog_code(r[4]),
+            name=r[5],
+            initial_ms=r[6],
+            resolution=r[7],
+            length=r[8],
+            horizon=r[9],
+            interval=r[10],
+            count=r[11],
+            timestamps_hash=r[12],
+            units=r[13],
+            quantity_kind=r[14],
+            unit_system=r[15],
+            time_reference=r[16],
+            component_field=r[17],
+            percentiles=orjson.loads(r[18]) if r[18] else None,
+            element_type=r[19],
+            element_shape=orjson.loads(r[20]),
+            array_shape=tuple(orjson.loads(r[21])),
+            application_data=r[22],
+            data_hash=r[23],
+            features_hash=r[24],
+            features=orjson.loads(r[25]) if r[25] else {},
+        )
+
+    @property
+    def label(self) -> str:
+        """How errors name the series: ``'load' (owner 1)``."""
+        return f"'{self.name}' (owner {self.owner_id})"
+
+    def descriptors(self) -> dict[str, str | None]:
+        return {
+            "units": self.units,
+            "quantity_kind": self.quantity_kind,
+            "unit_system": self.unit_system,
+            "component_field": self.component_field,
+            "application_data": self.application_data,
+        }
+
+    def metadata(self, timestamps_ms: Any = None) -> dict[str, Any]:
+        """The ``list_metadata`` dict, keys in the reference's order.
+
+        Instants are RFC 3339 UTC text; a zoneless series' wall clock has no offset.
+        """
+        render = _wall_clock_text if self.time_reference == "zoneless" else ms_to_rfc3339
+        return {
+            "owner_id": self.owner_id,
+            "owner_type": self.owner_type,
+            "owner_category": self.owner_category.name,
+            "time_series_type": self.type.name,
+            "name": self.name,
+            "data_hash": self.data_hash.hex(),
+            "id": self.id,
+            "initial_timestamp": None if self.initial_ms is None else render(self.initial_ms),
+            "length": self.length,
+            "resolution": self.resolution,
+            "horizon": self.horizon,
+            "interval": self.interval,
+            "count": self.count,
+            "percentiles": self.percentiles,
+            "element_type": self.element_type,
+            "element_shape": list(self.element_shape),
+            "timestamps": None
+            if timestamps_ms is None
+            else [render(int(t)) for t in timestamps_ms],
+            "features": dict(self.features),
+            "units": self.units,
+            "quantity_kind": self.quantity_kind,
+            "unit_system": self.unit_system,
+            "time_reference": self.time_reference,
+            "component_field": self.component_field,
+            "application_data": self.application_data,
+        }
+
+    def timestamps_as_datetimes(self, ms: Any) -> list[datetime]:
+        return ms_to_datetimes(ms, self.time_reference)
+
+
+def instant_text(ms: int, time_reference: str | None) -> str:
+    """How listings show a stored instant: RFC 3339 UTC, a zoneless wall clock without offset."""
+    return _wall_clock_text(ms) if time_reference == "zoneless" else ms_to_rfc3339(ms)
+
+
+def _wall_clock_text(ms: int) -> str:
+    """RFC 3339 text without the offset: how a zoneless instant is shown."""
+    text = ms_to_rfc3339(ms)
+    return text[:-6] if text.endswith("+00:00") else text
+
+
+def _query_features(features: Any) -> dict[str, Any] | None:
+    """Check a ``features`` filter; None when no stored map can match it.
+
+    A reserved name, a NaN or a ``-0.0`` can never be stored, so a filter naming one
+    matches nothing (as in the reference) rather than raising; other bad input raises.
+    """
+    if not isinstance(features, Mapping):
+        return validate_features(features)
+    probe: dict[Any, Any] = {}
+    unstorable = False
+    for key, value in features.items():
+        if isinstance(key, str) and key in RESERVED_FEATURE_NAMES:
+            unstorable, key = True, "\0" + key
+        if isinstance(value, float) and (
+            math.isnan(value) or (value == 0.0 and math.copysign(1.0, value) < 0)
+        ):
+            unstorable, value = True, 0.0
+        probe[key] = value
+    checked = validate_features(probe)  # raises for what is wrong besides the above
+    return None if unstorable else checked
+
+
+def build_filter(filters: dict[str, Any]) -> tuple[str, list[Any]]:
+    """Turn ``list_metadata`` keywords into a WHERE clause (without the keyword) and params.
+
+    Values are always bound; the column names come from this function only.
+    """
+    unknown = set(filters) - set(FILTER_KEYS)
+    if unknown:
+        raise TypeError(
+            f"unknown filter keyword(s): {', '.join(sorted(unknown))}; "
+            f"accepted: {', '.join(FILTER_KEYS)}"
+        )
+    clauses: list[str] = []
+    params: list[Any] = []
+
+    def eq(column: str, value: Any) -> None:
+        clauses.append(f"t.{column} = ?")
+        params.append(value)
+
+    f = {k: v for k, v in filters.items() if v is not None}
+    if "owner_id" in f:
+        if isinstance(f["owner_id"], bool) or not isinstance(f["owner_id"], int | np.integer):
+            raise ParameterTypeError(f"owner_id must be an integer, got {f['owner_id']!r}")
+        eq("owner_id", int(f["owner_id"]))
+    if "owner_category" in f:
+        eq("owner_category", int(OwnerCategory.coerce(f["owner_category"])))
+    if "owner_type" in f:
+        eq("owner_type", f["owner_type"])
+    if "time_series_type" in f:
+        tst = TimeSeriesType.coerce(f["time_series_type"])
+        if tst is TimeSeriesType.Deterministic:
+            # A query for Deterministic also matches the derived forecasts (codes 2..3).
+            clauses.append("t.time_series_type IN (2, 3)")
+        else:
+            eq("time_series_type", tst.catalog_code)
+    if "name" in f:
+        eq("name", f["name"])
+    if "name_glob" in f:
+        clauses.append("t.name GLOB ?")
+        params.append(f["name_glob"])
+    if "component_field" in f:
+        eq("component_field", f["component_field"])
+    if "zoneless" in f:
+        clauses.append(
+            "t.time_reference IS 'zoneless'"
+            if f["zoneless"]
+            else "t.time_reference IS NOT 'zoneless'"
+        )
+    if "resolution" in f:
+        eq("resolution", str(as_period(f["resolution"], what="resolution")))
+    if "interval" in f:
+        eq("interval", str(as_period(f["interval"], what="interval")))
+    if "initial_timestamp" in f:
+        eq("initial_ms", datetime_to_ms(f["initial_timestamp"], what="initial_timestamp"))
+    if "length" in f:
+        eq("length", int(f["length"]))
+    if "features" in f:
+        feats = _query_features(f["features"])
+        if feats is None:
+            clauses.append("0")
+        elif f.get("features_exact"):
+            eq("features_hash", features_hash(feats))
+        else:
+            for key, value in feats.items():
+                kind, column = _feature_column(value)
+                clauses.append(
+                    "EXISTS (SELECT 1 FROM feature_sets s WHERE s.features_hash = t.features_hash"
+                    f" AND s.key = ? AND s.value_kind = ? AND s.{column} = ?)"
+                )
+                params.extend([key, kind, value])
+    elif f.get("features_exact"):
+        eq("features_hash", features_hash({}))
+    return (" AND ".join(clauses) or "1"), params
+
+
+def _feature_column(value: Any) -> tuple[str, str]:
+    if isinstance(value, bool):
+        return "bool", "value_bool"
+    if isinstance(value, int):
+        return "int", "value_int"
+    if isinstance(value, float):
+        return "float", "value_float"
+    return "str", "value_str"
+
+
+def feature_rows(fh: bytes, features: dict[str, Any]) -> list[tuple]:
+    """``feature_sets`` rows of one map."""
+    out = []
+    for key, value in features.items():
+        kind, _ = _feature_column(value)
+        out.append(
+            (
+                fh,
+                key,
+                kind,
+                value if kind == "int" else None,
+                value if kind == "float" else None,
+                int(value) if kind == "bool" else None,
+                value if kind == "str" else None,
+            )
+        )
+    return out
+
+
+def filter_signature(sig: Any) -> Any:
+    """``sig`` with its ``**filters`` spelled out as the keyword-only filter keywords."""
+    import inspect
+
+    kept = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    extra = [
+        inspect.Parameter(
+            k, inspect.Parameter.KEYWORD_ONLY, default=False if k == "features_exact" else None
+        )
+        for k in FILTER_KEYS
+        if k not in sig.parameters
+    ]
+    return sig.replace(parameters=[*kept, *extra])
+
+
+def filter_keywords(fn: Any) -> Any:
+    """Show the filter keywords in ``fn``'s signature (``help()``, editors, introspection).
+
+    ``fn`` takes them as ``**filters`` and hands them to :func:`build_filter`, which
+    refuses any other name; this spells out, once for every such member, which names
+    those are, keyword-only with their defaults.
+    """
+    import inspect
+
+    fn.__signature__ = filter_signature(inspect.signature(fn))
+    return fn

@@ -1,0 +1,1460 @@
+"""The embedded store: ``Store.create`` / ``Store.open`` and everything they offer.
+
+Two files make one store: ``<path>`` (HDF5, the arrays) and ``<path>.sqlite`` (the
+catalog). The catalog is the transactional half and the HDF5 file is append-only between
+compactions, so a failed write leaves the catalog as it was and the bytes it wrote
+unreferenced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import apsw
+import numpy as np
+import orjson
+
+from ..core.elements import parse_element_type, shrink
+from ..core.hashing import (
+    data_hash,
+    features_hash,
+    features_json,
+    timestamps_hash,
+    validate_features,
+)
+from ..core.periods import as_period, divide, grid, step
+from ..core.slicing import slice_range, slice_window
+from ..core.timeref import ms_to_rfc3339
+from ..errors import (
+    REMOVE,
+    TRANSFORM,
+    DuplicateTimeSeriesError,
+    IntegrityError,
+    InvalidParameterError,
+    MismatchedArtifactError,
+    NotFoundError,
+    OwnerMismatchError,
+    ParameterTypeError,
+    ReadOnlyStoreError,
+    StoreExistsError,
+)
+from ..model import (
+    SERIES_CLASSES,
+    Deterministic,
+    OwnerCategory,
+    Probabilistic,
+    SingleTimeSeries,
+    TimeSeriesType,
+    _Forecast,
+    _Irregular,
+    _Series,
+)
+from .api import StoreApi, Transaction, check_store_file, series_id
+from .arrays import ArrayFile, pool_name
+from .catalog import Catalog
+from .rows import (
+    SELECT_ROWS,
+    SeriesRow,
+    build_filter,
+    feature_rows,
+    filter_keywords,
+    filter_signature,
+)
+
+CATALOG_SUFFIX = ".sqlite"
+_GENERATION_KEY = "infrastore_sqlite.catalog_generation"
+_DEFAULT_BATCH_BYTES = 64 * 1024 * 1024
+# The catalog's identity of a series (the ts_identity index): a replace keeps these.
+_IDENTITY_COLUMNS = frozenset(
+    {"owner_id", "owner_category", "time_series_type", "name", "resolution", "interval"}
+    | {"features_hash"}
+)
+_BULK_KEYS = frozenset({"owner_id", "owner_type", "owner_category", "time_series", "features"})
+
+
+def catalog_path(path: str | Path) -> Path:
+    """The catalog file beside an HDF5 path."""
+    return Path(str(path) + CATALOG_SUFFIX)
+
+
+class Store(StoreApi):
+    """A content-addressed time-series store (HDF5 arrays + SQLite catalog).
+
+    Use :meth:`create` or :meth:`open`; the constructor is not public.
+    """
+
+    def __init__(self, path: Path, arrays: ArrayFile, catalog: Catalog, read_only: bool) -> None:
+        self.path = path
+        self._arrays = arrays
+        self._catalog = catalog
+        self._read_only = read_only
+        self._open_tx: list[Any] = []
+        self._scratch: Path | None = None  # the directory of an in_memory store
+
+    # ------------------------------------------------------------------ lifecycle
+    @classmethod
+    def create(
+        cls,
+        path: str | Path | None = None,
+        *,
+        in_memory: bool = False,
+        compression: str = "deflate",
+        compression_level: int = 3,
+        shuffle: bool = True,
+        catalog: str | None = None,
+        overwrite: bool = False,
+    ) -> Store:
+        """Create a new, empty store at ``path`` (and ``path.sqlite``).
+
+        Parameters
+        ----------
+        path
+            The HDF5 file to create; the catalog goes to ``<path>.sqlite``. Ignored with
+            ``in_memory=True``.
+        in_memory
+            A scratch store that nothing at ``path`` backs: both files live in a private
+            temporary directory removed on :meth:`close` (``persist_to`` keeps a copy).
+        catalog
+            ``"attached"`` (``<path>.sqlite``, the default) or, with ``in_memory=True``,
+            ``"memory"``; a RAM-only catalog beside an on-disk array file is not provided.
+        compression
+            ``"deflate"`` (default) or ``"none"``.
+        compression_level
+            DEFLATE level 0-9.
+        shuffle
+            Byte-shuffle before DEFLATE.
+        overwrite
+            Replace an existing store at ``path`` instead of refusing.
+        """
+        if catalog not in (None, "attached", "memory"):
+            raise InvalidParameterError(
+                f"unknown catalog {catalog!r}; expected 'attached' or 'memory'"
+            )
+        if in_memory:
+            scratch = Path(tempfile.mkdtemp(prefix="infrastore-sqlite-memory-"))
+            try:
+                store = cls.create(
+                    scratch / "store.h5",
+                    compression=compression,
+                    compression_level=compression_level,
+                    shuffle=shuffle,
+                )
+            except BaseException:
+                shutil.rmtree(scratch, ignore_errors=True)
+                raise
+            store._scratch = scratch
+            return store
+        if path is None:
+            raise InvalidParameterError(
+                "Store.create needs a path unless in_memory=True; pass the .h5 file to create"
+            )
+        if catalog == "memory":
+            raise InvalidParameterError(
+                'catalog="memory" is not provided for an on-disk store here; use the default '
+                '"attached", or in_memory=True for a scratch store'
+            )
+        path = Path(path)
+        cat = catalog_path(path)
+        if compression not in ("deflate", "none"):
+            raise InvalidParameterError(
+                f'unknown compression "{compression}"; expected "deflate" or "none"'
+            )
+        if not 0 <= int(compression_level) <= 9:
+            raise InvalidParameterError(f"compression_level must be 0-9, got {compression_level}")
+        if path.exists() or cat.exists():
+            if not overwrite:
+                raise StoreExistsError(
+                    f"{path} already holds a store; open it with Store.open, or pass "
+                    "overwrite=True to replace it"
+                )
+            for p in (path, cat):
+                with contextlib.suppress(FileNotFoundError):
+                    p.unlink()
+        if not path.parent.exists():
+            raise InvalidParameterError(
+                f"the directory {path.parent} does not exist; create it first"
+            )
+        generation = uuid.uuid4().hex
+        arrays = ArrayFile(
+            path, "x", compression=compression, compression_level=compression_level, shuffle=shuffle
+        )
+        arrays.h5.attrs["catalog_generation"] = generation
+        arrays.flush()
+        try:
+            catalog = Catalog(cat, create=True)
+            catalog.execute(
+                "INSERT INTO store_attributes (key, value) VALUES (?, ?)",
+                (_GENERATION_KEY, generation),
+            )
+        except BaseException:
+            arrays.close()
+            path.unlink(missing_ok=True)
+            cat.unlink(missing_ok=True)
+            raise
+        return cls(path, arrays, catalog, read_only=False)
+
+    @classmethod
+    def open(cls, path: str | Path, *, read_only: bool = False, catalog: str = "attached") -> Store:
+        """Open an existing store.
+
+        Parameters
+        ----------
+        path
+            The HDF5 file of the store (the catalog is ``<path>.sqlite``).
+        read_only
+            Refuse every write; the files are not modified.
+        catalog
+            ``"attached"`` only: a RAM-only copy of the catalog is not provided here.
+        """
+        if catalog != "attached":
+            raise InvalidParameterError(
+                f'catalog="{catalog}" is not provided by Store.open here; use the default '
+                '"attached" (open_copy gives a copy to change without touching the original)'
+            )
+        if not isinstance(path, str | os.PathLike):
+            raise TypeError(f"Store.open: path must be a str or path, not {type(path).__name__}")
+        path = Path(path)
+        cat = catalog_path(path)
+        check_store_file(path, cat)
+        arrays = ArrayFile(path, "r" if read_only else "r+")
+        try:
+            catalog = Catalog(cat, read_only=read_only)
+            stored = catalog.scalar(
+                "SELECT value FROM store_attributes WHERE key = ?", (_GENERATION_KEY,)
+            )
+            actual = arrays.h5.attrs.get("catalog_generation")
+            if isinstance(actual, bytes):
+                actual = actual.decode()
+            if stored != actual:
+                raise MismatchedArtifactError(
+                    f"{cat} does not belong to {path} (catalog generation {stored}, array file "
+                    f"{actual}); restore the pair that was written together"
+                )
+        except BaseException:
+            arrays.close()
+            raise
+        return cls(path, arrays, catalog, read_only)
+
+    def close(self) -> None:
+        """Flush and close both files. Safe to call twice."""
+        if self._arrays is not None:
+            try:
+                self._arrays.flush()
+            finally:
+                self._arrays.close()
+                self._catalog.close()
+                self._arrays = None  # type: ignore[assignment]
+                if self._scratch is not None:
+                    shutil.rmtree(self._scratch, ignore_errors=True)
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = "in-memory" if self._scratch is not None else repr(str(self.path))
+        return f"Store({where}, read_only={self._read_only})"
+
+    @property
+    def read_only(self) -> bool:
+        return self._read_only
+
+    def _writable(self) -> None:
+        if self._read_only:
+            raise ReadOnlyStoreError(
+                f"the store {self.path} is open read-only; open it with read_only=False to write"
+            )
+        if self._arrays is None:
+            raise InvalidParameterError("the store is closed")
+
+    # ------------------------------------------------------------------ transactions
+    def transaction(self) -> Transaction:
+        """All or nothing for everything inside the block; blocks nest.
+
+        ``with store.transaction() as s`` binds the store to ``s``; the returned object can
+        be entered more than once (as in the reference).
+        """
+        return Transaction(self, self._transaction_block)
+
+    @contextlib.contextmanager
+    def _transaction_block(self) -> Iterator[None]:
+        self._writable()
+        with self._catalog.transaction():
+            yield
+            if self._catalog.depth == 1:
+                # The arrays are written in the background: every one the catalog is
+                # about to point at must be in (a failed write rolls the catalog back).
+                self._arrays.sync()
+        if not self._catalog.in_transaction:
+            self._arrays.flush()
+
+    def begin_transaction(self) -> None:
+        """Begin a transaction that :meth:`commit_transaction` or :meth:`rollback_transaction` ends."""
+        cm = self.transaction()
+        cm.__enter__()
+        self._open_tx.append(cm)
+
+    def commit_transaction(self) -> None:
+        if not self._open_tx:
+            raise InvalidParameterError("commit_transaction without begin_transaction")
+        self._open_tx.pop().__exit__(None, None, None)
+
+    def rollback_transaction(self) -> None:
+        if not self._open_tx:
+            raise InvalidParameterError("rollback_transaction without begin_transaction")
+        cm = self._open_tx.pop()
+        with contextlib.suppress(_Rollback):
+            cm.__exit__(_Rollback, _Rollback(), None)
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a transaction is open (a property, as in the reference)."""
+        return self._catalog.in_transaction
+
+    # ------------------------------------------------------------------ adding
+    def add_time_series(
+        self,
+        owner_id: int,
+        owner_type: str,
+        owner_category: OwnerCategory | str,
+        time_series: _Series,
+        *,
+        features: Mapping[str, int | float | bool | str] | None = None,
+    ) -> int:
+        """Add one series; returns its new catalog id.
+
+        Raises
+        ------
+        DuplicateTimeSeriesError
+            A series with the same identity exists.
+        InvalidParameterError
+            Bad owner, features, or series object.
+        """
+        return self.add_time_series_bulk(
+            [
+                {
+                    "owner_id": owner_id,
+                    "owner_type": owner_type,
+                    "owner_category": owner_category,
+                    "time_series": time_series,
+                    "features": features,
+                }
+            ]
+        )[0]
+
+    def add_time_series_bulk(self, items: Iterable[Mapping[str, Any]]) -> list[int]:
+        """Add many series in one all-or-nothing transaction; returns ids in input order.
+
+        Each item is a dict with ``owner_id``, ``owner_type``, ``owner_category``,
+        ``time_series`` and optionally ``features``.
+        """
+        self._writable()
+        prepared = [self._prepare(i, item) for i, item in enumerate(items)]
+        with self.transaction():
+            return self._insert_prepared(prepared)
+
+    def _prepare(
+        self, index: int, item: Mapping[str, Any], *, known_hash: bytes | None = None
+    ) -> dict[str, Any]:
+        # known_hash: the caller already hashed the stored array (import_sqlite does).
+        if not isinstance(item, Mapping):
+            raise InvalidParameterError(
+                f"bulk item {index} must be a dict with owner_id, owner_type, owner_category, "
+                "time_series and optionally features"
+            )
+        unknown = set(item) - _BULK_KEYS
+        if unknown:
+            raise InvalidParameterError(
+                f"bulk item {index} has unknown key(s) {sorted(unknown)}; accepted: "
+                f"{sorted(_BULK_KEYS)}"
+            )
+        owner_id = item.get("owner_id")
+        if isinstance(owner_id, bool) or not isinstance(owner_id, int | np.integer):
+            raise ParameterTypeError(f"owner_id must be an integer, got {owner_id!r}")
+        owner_id = int(owner_id)
+        if not -(2**63) <= owner_id < 2**63:
+            raise InvalidParameterError(f"owner_id {owner_id} does not fit a signed 64-bit integer")
+        owner_type = item.get("owner_type")
+        if not isinstance(owner_type, str):
+            raise ParameterTypeError(f"owner_type must be a str, got {owner_type!r}")
+        if not owner_type:
+            raise InvalidParameterError(
+                f"owner_type must be a non-empty string, got {owner_type!r}"
+            )
+        category = OwnerCategory.coerce(item.get("owner_category", OwnerCategory.Component))
+        ts = item.get("time_series")
+        if type(ts) not in SERIES_CLASSES.values():
+            raise InvalidParameterError(
+                f"time_series must be a series object (SingleTimeSeries, …), got {type(ts).__name__}"
+            )
+        feats = validate_features(item.get("features"))
+        return self._row_for(owner_id, owner_type, category, ts, feats, known_hash)
+
+    def _row_for(
+        self,
+        owner_id: int,
+        owner_type: str,
+        category: OwnerCategory,
+        ts: _Series,
+        feats: dict[str, Any],
+        known_hash: bytes | None = None,
+    ) -> dict[str, Any]:
+        arr = ts._data
+        et = ts._et
+        stored = shrink(et, arr) if et.is_ragged else arr
+        row: dict[str, Any] = {
+            "owner_id": owner_id,
+            "owner_type": owner_type,
+            "owner_category": int(category),
+            "time_series_type": ts.time_series_type.catalog_code,
+            "name": ts.name,
+            "initial_timestamp": None,
+            "initial_ms": None,
+            "resolution": None,
+            "length": int(arr.shape[0]),
+            "horizon": None,
+            "interval": None,
+            "count": None,
+            "timestamps_hash": None,
+            **ts.descriptors(),
+            "time_reference": ts.time_reference,
+            "percentiles_json": None,
+            "element_type": str(et),
+            "element_shape": orjson.dumps(list(arr.shape[1:])).decode(),
+            "array_shape": orjson.dumps(list(arr.shape)).decode(),
+            "data_hash": data_hash(stored) if known_hash is None else known_hash,
+            "features_hash": features_hash(feats),
+        }
+        if isinstance(ts, SingleTimeSeries | _Forecast):
+            row["initial_ms"] = ts.initial_ms
+            row["initial_timestamp"] = ms_to_rfc3339(ts.initial_ms)
+            row["resolution"] = ts.resolution
+        if isinstance(ts, _Forecast):
+            row["horizon"] = ts.horizon
+            row["interval"] = ts.interval
+            row["count"] = ts.count
+        if isinstance(ts, Probabilistic):
+            row["percentiles_json"] = orjson.dumps(ts.percentiles).decode()
+        payload = {"data": stored, "features": feats}
+        if isinstance(ts, _Irregular):
+            row["timestamps_hash"] = timestamps_hash(ts.timestamps_ms)
+            payload["timestamps"] = ts.timestamps_ms
+        return {"row": row, **payload, "series": ts, "label": f"'{ts.name}' (owner {owner_id})"}
+
+    _INSERT_COLUMNS = (
+        "owner_id",
+        "owner_type",
+        "owner_category",
+        "time_series_type",
+        "name",
+        "initial_timestamp",
+        "initial_ms",
+        "resolution",
+        "length",
+        "horizon",
+        "interval",
+        "count",
+        "timestamps_hash",
+        "units",
+        "quantity_kind",
+        "unit_system",
+        "component_field",
+        "application_data",
+        "time_reference",
+        "percentiles_json",
+        "element_type",
+        "element_shape",
+        "array_shape",
+        "data_hash",
+        "features_hash",
+    )
+
+    def _insert_prepared(self, prepared: list[dict[str, Any]]) -> list[int]:
+        if not prepared:
+            return []
+        self._store_arrays(
+            [(p["row"]["data_hash"], "data", p["data"]) for p in prepared]
+            + [
+                (p["row"]["timestamps_hash"], "timestamps", p["timestamps"])
+                for p in prepared
+                if "timestamps" in p
+            ]
+        )
+        cat = self._catalog
+        features = {p["row"]["features_hash"]: p["features"] for p in prepared}
+        known = self._known_features(list(features))
+        for fh, feats in features.items():
+            if fh not in known:
+                cat.execute(
+                    "INSERT INTO feature_maps (features_hash, features_json) VALUES (?, ?)",
+                    (fh, features_json(feats)),
+                )
+                cat.executemany(
+                    "INSERT INTO feature_sets VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    feature_rows(fh, feats),
+                )
+        return [self._insert_row(p["row"], p["label"]) for p in prepared]
+
+    def _known_features(self, hashes: list[bytes]) -> set[bytes]:
+        """Which of ``hashes`` the catalog's feature_maps already holds (500 per query)."""
+        found: set[bytes] = set()
+        for start in range(0, len(hashes), 500):
+            chunk = hashes[start : start + 500]
+            found.update(
+                r[0]
+                for r in self._catalog.execute(
+                    "SELECT features_hash FROM feature_maps WHERE features_hash IN "
+                    f"({', '.join('?' * len(chunk))})",
+                    chunk,
+                )
+            )
+        return found
+
+    def _insert_row(self, row: dict[str, Any], label: str) -> int:
+        """One catalog row, after the family rule; a clash of identity names the series."""
+        self._check_family(row, label)
+        sql = (
+            f"INSERT INTO time_series_associations ({', '.join(self._INSERT_COLUMNS)}) "
+            f"VALUES ({', '.join('?' * len(self._INSERT_COLUMNS))})"
+        )
+        try:
+            self._catalog.execute(sql, [row[c] for c in self._INSERT_COLUMNS])
+        except apsw.ConstraintError as exc:
+            raise DuplicateTimeSeriesError(
+                f"a time series with that key already exists: {label}, "
+                f"{TimeSeriesType.from_catalog_code(row['time_series_type']).name}"
+                + (f" at {row['resolution']}" if row["resolution"] else "")
+                + "; remove it first, or give the new one another name or features",
+                series=label,
+            ) from exc
+        return self._catalog.conn.last_insert_rowid()
+
+    def _rows_by_identity(
+        self, keys: Sequence[tuple], columns: Sequence[str]
+    ) -> dict[tuple, dict[str, Any]]:
+        """``identity -> {"id": …, column: value}`` for the keys the catalog holds.
+
+        A key is ``(owner_id, owner_category, time_series_type, name, resolution or "",
+        interval or "", features_hash)``, as the ``ts_identity`` index spells it;
+        ``columns`` are catalog column names (``_INSERT_COLUMNS``). One query per 100 keys.
+        """
+        unknown = set(columns) - set(self._INSERT_COLUMNS)
+        if unknown:  # the names go into the SQL text: only the catalog's own
+            raise InvalidParameterError(f"not catalog columns: {sorted(unknown)}")
+        identity = (
+            "owner_id, owner_category, time_series_type, name, COALESCE(resolution, ''), "
+            "COALESCE(interval, ''), features_hash"
+        )
+        wanted = ("id", *columns)
+        found: dict[tuple, dict[str, Any]] = {}
+        for start in range(0, len(keys), 100):
+            chunk = keys[start : start + 100]
+            marks = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
+            for r in self._catalog.execute(
+                f"SELECT {identity}, {', '.join(wanted)} FROM time_series_associations "
+                f"WHERE ({identity}) IN (VALUES {marks})",
+                [x for k in chunk for x in k],
+            ):
+                found[tuple(r[:7])] = dict(zip(wanted, r[7:], strict=True))
+        return found
+
+    def _replace_rows(self, replacing: list[tuple[int, dict[str, Any]]]) -> None:
+        """Update catalog rows in place from prepared items: each keeps its id.
+
+        ``replacing`` holds ``(catalog id, prepared item)`` pairs whose identity is the
+        row's. The new arrays go through the same writer as an add; the row's other
+        columns become the item's; an array nothing names any more is dropped from the
+        catalog (its slot is reclaimed by :meth:`compact`, as after a removal). A
+        DeterministicSingleTimeSeries backed by a replaced SingleTimeSeries follows its
+        new values when the grid is unchanged, and the replacement is refused otherwise.
+        """
+        if not replacing:
+            return
+        self._store_arrays(
+            [(p["row"]["data_hash"], "data", p["data"]) for _, p in replacing]
+            + [
+                (p["row"]["timestamps_hash"], "timestamps", p["timestamps"])
+                for _, p in replacing
+                if "timestamps" in p
+            ]
+        )
+        cat = self._catalog
+        old = {
+            r[0]: r[1:]
+            for r in cat.execute(
+                "SELECT id, data_hash, timestamps_hash, initial_ms, length, resolution "
+                f"FROM time_series_associations WHERE id IN ({', '.join('?' * len(replacing))})",
+                [i for i, _ in replacing],
+            )
+        }
+        columns = [c for c in self._INSERT_COLUMNS if c not in _IDENTITY_COLUMNS]
+        sql = (
+            f"UPDATE time_series_associations SET {', '.join(f'{c} = ?' for c in columns)} "
+            "WHERE id = ?"
+        )
+        for sid, p in replacing:
+            row = p["row"]
+            if row["time_series_type"] == TimeSeriesType.SingleTimeSeries.catalog_code:
+                self._follow_source(old[sid], row, p["label"])
+            cat.execute(sql, [*(row[c] for c in columns), sid])
+        self._sweep_arrays(
+            [(v[0], "data") for v in old.values()]
+            + [(v[1], "timestamps") for v in old.values() if v[1] is not None]
+        )
+
+    def _follow_source(self, old: tuple, row: dict[str, Any], label: str) -> None:
+        """Point the derived forecasts of a replaced SingleTimeSeries at its new array."""
+        old_hash, _ts, initial_ms, length, resolution = old
+        if old_hash == row["data_hash"]:
+            return
+        where = (
+            "time_series_type = 3 AND data_hash = ? AND owner_id = ? AND owner_category = ? "
+            "AND name = ? AND resolution IS ? AND features_hash = ?"
+        )
+        params = (
+            old_hash,
+            row["owner_id"],
+            row["owner_category"],
+            row["name"],
+            resolution,
+            row["features_hash"],
+        )
+        derived = self._catalog.scalar(
+            f"SELECT id FROM time_series_associations WHERE {where}", params
+        )
+        if derived is None:
+            return
+        if (initial_ms, length) != (row["initial_ms"], row["length"]):
+            raise InvalidParameterError(
+                f"cannot replace {label}: it backs the DeterministicSingleTimeSeries id {derived}, "
+                "whose windows need the old grid; remove that one first ({remove}) and run "
+                "{transform} again after the import",
+                series=label,
+                terms={"remove": REMOVE, "transform": TRANSFORM},
+            )
+        self._catalog.execute(
+            "UPDATE time_series_associations SET data_hash = ?, element_type = ?, "
+            f"element_shape = ?, array_shape = ? WHERE {where}",
+            (
+                row["data_hash"],
+                row["element_type"],
+                row["element_shape"],
+                row["array_shape"],
+                *params,
+            ),
+        )
+
+    def _sweep_arrays(self, keys: Iterable[tuple[bytes, str]]) -> None:
+        """Drop the catalog entries of those arrays that no series names any more."""
+        column = {"data": "data_hash", "timestamps": "timestamps_hash"}
+        for h, kind in set(keys):
+            self._catalog.execute(
+                f"DELETE FROM arrays WHERE hash = ? AND kind = ? AND NOT EXISTS (SELECT 1 FROM "
+                f"time_series_associations t WHERE t.{column[kind]} = ?)",
+                (h, kind, h),
+            )
+
+    def _check_family(self, row: dict[str, Any], label: str) -> None:
+        """Deterministic and DeterministicSingleTimeSeries exclude each other per family."""
+        code = row["time_series_type"]
+        if code not in (2, 3):
+            return
+        other = 3 if code == 2 else 2
+        clash = self._catalog.scalar(
+            "SELECT id FROM time_series_associations WHERE time_series_type = ? AND owner_id = ?"
+            " AND owner_category = ? AND name = ? AND resolution IS ? AND features_hash = ?",
+            (
+                other,
+                row["owner_id"],
+                row["owner_category"],
+                row["name"],
+                row["resolution"],
+                row["features_hash"],
+            ),
+        )
+        if clash is not None:
+            kinds = ("Deterministic", "DeterministicSingleTimeSeries")
+            raise InvalidParameterError(
+                f"{label} already has a {kinds[other - 2]} (id {clash}) for the same owner, name, "
+                f"resolution and features; a {kinds[code - 2]} cannot sit beside it. Remove one first.",
+                series=label,
+            )
+
+    def _store_arrays(self, entries: list[tuple[bytes, str, np.ndarray]]) -> None:
+        """Write every array the catalog does not yet hold, pooled and slab-wise."""
+        cat = self._catalog
+        held = self._found_locations({(h, kind) for h, kind, _ in entries})
+        new: dict[tuple[bytes, str], np.ndarray] = {}
+        for h, kind, arr in entries:
+            if (h, kind) not in new and (h, kind) not in held:
+                new[(h, kind)] = arr
+        by_pool: dict[str, list[tuple[bytes, str, np.ndarray]]] = {}
+        for (h, kind), arr in new.items():
+            name = pool_name(_dtype_of(arr), arr.shape) if arr.size else ""
+            by_pool.setdefault(name, []).append((h, kind, arr))
+        rows = []
+        for name, group in by_pool.items():
+            dtype = _dtype_of(group[0][2])
+            shape = list(group[0][2].shape)
+            if not name:
+                rows.extend(
+                    (h, kind, _dtype_of(a), orjson.dumps(list(a.shape)).decode(), "", -1)
+                    for h, kind, a in group
+                )
+                continue
+            first = cat.scalar("SELECT next_slot FROM pools WHERE name = ?", (name,))
+            if first is None:
+                first = 0
+                cat.execute(
+                    "INSERT INTO pools (name, dtype, shape, next_slot) VALUES (?, ?, ?, 0)",
+                    (name, dtype, orjson.dumps(shape).decode()),
+                )
+            self._arrays.write(name, dtype, shape, first, [a for _, _, a in group])
+            cat.execute("UPDATE pools SET next_slot = ? WHERE name = ?", (first + len(group), name))
+            shape_text = orjson.dumps(shape).decode()
+            rows.extend(
+                (h, kind, dtype, shape_text, name, first + i)
+                for i, (h, kind, _) in enumerate(group)
+            )
+        cat.executemany("INSERT INTO arrays VALUES (?, ?, ?, ?, ?, ?)", rows)
+
+    # ------------------------------------------------------------------ listing
+    def _select(
+        self, where: str = "1", params: Sequence[Any] = (), order: str = "t.id"
+    ) -> list[SeriesRow]:
+        return list(self._iter_select(where, params, order))
+
+    def _iter_select(
+        self, where: str = "1", params: Sequence[Any] = (), order: str = "t.id"
+    ) -> Iterator[SeriesRow]:
+        """``_select`` one row at a time (the cursor streams; nothing is held)."""
+        self._open()
+        cur = self._catalog.execute(f"{SELECT_ROWS} WHERE {where} ORDER BY {order}", params)
+        typed: dict[bytes, dict[str, Any]] = {}
+        for r in cur:
+            row = SeriesRow.from_sql(r)
+            # JSON has no ±inf (the feature JSON holds null there); the typed rows do.
+            if any(v is None for v in row.features.values()):
+                if row.features_hash not in typed:
+                    typed[row.features_hash] = self._typed_features(row.features_hash)
+                row.features = dict(typed[row.features_hash])
+            yield row
+
+    def _typed_features(self, features_hash: bytes) -> dict[str, Any]:
+        """A feature map rebuilt from its typed ``feature_sets`` rows."""
+        out: dict[str, Any] = {}
+        for key, kind, i, f, b, text in self._catalog.execute(
+            "SELECT key, value_kind, value_int, value_float, value_bool, value_str "
+            "FROM feature_sets WHERE features_hash = ? ORDER BY key",
+            (features_hash,),
+        ):
+            out[key] = {"int": i, "float": f, "bool": bool(b), "str": text}[kind]
+        return out
+
+    def _open(self) -> None:
+        if self._arrays is None:
+            raise InvalidParameterError("the store is closed")
+
+    @filter_keywords
+    def select_rows(self, **filters: Any) -> list[SeriesRow]:
+        """Catalog rows matching the ``list_metadata`` filters, in id order."""
+        where, params = build_filter(filters)
+        return self._select(where, params)
+
+    @filter_keywords
+    def iter_select_rows(self, **filters: Any) -> Iterator[SeriesRow]:
+        """``select_rows`` streamed: one row at a time, in id order."""
+        where, params = build_filter(filters)
+        return self._iter_select(where, params)
+
+    @filter_keywords
+    def list_metadata(self, **filters: Any) -> list[dict[str, Any]]:
+        """Metadata dicts of the series matching the filters (the reference's keywords)."""
+        return [r.metadata() for r in self.select_rows(**filters)]
+
+    def get_metadata_by_id(self, id: int) -> dict[str, Any] | None:
+        """The metadata row of ``id`` (with timestamps for irregular series), or None."""
+        rows = self._select("t.id = ?", (series_id(id),))
+        if not rows:
+            return None
+        row = rows[0]
+        ts = (
+            self._load({(row.timestamps_hash, "timestamps")})[(row.timestamps_hash, "timestamps")]
+            if row.timestamps_hash
+            else None
+        )
+        return row.metadata(ts)
+
+    def list_metadata_by_ids(self, ids: Sequence[int]) -> list[dict[str, Any]]:
+        """``list_metadata`` dicts for ``ids``, in the order given; NotFoundError if one is missing."""
+        return [r.metadata() for r in self.rows_by_ids(ids)]
+
+    def rows_by_ids(self, ids: Sequence[int]) -> list[SeriesRow]:
+        """Rows for ``ids`` in the order given; NotFoundError names any missing id."""
+        wanted = [series_id(i) for i in ids]
+        found: dict[int, SeriesRow] = {}
+        for chunk_start in range(0, len(wanted), 500):
+            chunk = wanted[chunk_start : chunk_start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for r in self._select(f"t.id IN ({marks})", chunk):
+                found[r.id] = r
+        missing = [i for i in wanted if i not in found]
+        if missing:
+            raise NotFoundError(
+                f"no series with id {', '.join(map(str, missing[:10]))}"
+                + (" …" if len(missing) > 10 else "")
+                + "; list_metadata shows the ids the store holds"
+            )
+        return [found[i] for i in wanted]
+
+    def is_empty(self) -> bool:
+        self._open()
+        return (
+            self._catalog.scalar("SELECT 1 FROM time_series_associations LIMIT 1") is None
+            and self._catalog.scalar(
+                "SELECT 1 FROM store_attributes WHERE key NOT LIKE 'infrastore_sqlite.%' LIMIT 1"
+            )
+            is None
+        )
+
+    def num_distinct_arrays(self) -> int:
+        self._open()
+        return int(self._catalog.scalar("SELECT count(*) FROM arrays WHERE kind = 'data'"))
+
+    def counts_by_type(self) -> dict[str, int]:
+        self._open()
+        out = {}
+        for code, n in self._catalog.execute(
+            "SELECT time_series_type, count(*) FROM time_series_associations GROUP BY 1 ORDER BY 1"
+        ):
+            out[TimeSeriesType.from_catalog_code(code).name] = n
+        return out
+
+    # ------------------------------------------------------------------ reading
+    def _locations(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], tuple]:
+        keys = list(keys)
+        found = self._found_locations(keys)
+        out = {}
+        for h, kind in keys:
+            r = found.get((h, kind))
+            if r is None:
+                raise IntegrityError(
+                    f"the catalog names an array {h.hex()[:12]} ({kind}) that the store does not "
+                    "hold; run verify to list every damaged series",
+                    key=h.hex(),
+                )
+            out[(h, kind)] = r
+        return out
+
+    def _found_locations(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], tuple]:
+        """Where each of ``keys`` the catalog holds is stored (absent keys are left out)."""
+        cat = self._catalog
+        keys = list(keys)
+        found: dict[tuple[bytes, str], tuple] = {}
+        for start in range(0, len(keys), 400):
+            chunk = keys[start : start + 400]
+            # One query per chunk; (hash, kind) is the arrays key, so row values match it.
+            marks = ", ".join(["(?, ?)"] * len(chunk))
+            flat = [x for k in chunk for x in k]
+            for h, kind, *loc in cat.execute(
+                "SELECT hash, kind, dtype, shape, pool, slot FROM arrays "
+                f"WHERE (hash, kind) IN (VALUES {marks})",
+                flat,
+            ):
+                found[(h, kind)] = tuple(loc)
+        return found
+
+    def _load(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], np.ndarray]:
+        """Read distinct arrays, grouped by pool so neighbours come in one slab."""
+        locs = self._locations(set(keys))
+        by_pool: dict[str, list[tuple[bytes, str]]] = {}
+        out: dict[tuple[bytes, str], np.ndarray] = {}
+        from ..core.elements import NUMPY_DTYPES
+
+        for key, (dtype, shape, pool, _slot) in locs.items():
+            if not pool:
+                out[key] = np.zeros(orjson.loads(shape), dtype=NUMPY_DTYPES[dtype])
+            else:
+                by_pool.setdefault(pool, []).append(key)
+        for pool, group in by_pool.items():
+            arrays = self._arrays.read(pool, [locs[k][3] for k in group])
+            out.update(zip(group, arrays, strict=True))
+        return out
+
+    def iter_arrays(
+        self,
+        rows: Sequence[SeriesRow],
+        *,
+        batch_bytes: int = _DEFAULT_BATCH_BYTES,
+        with_timestamps: bool = True,
+    ) -> Iterator[list[tuple[SeriesRow, np.ndarray, np.ndarray | None]]]:
+        """Yield ``(row, stored array, timestamps)`` for ``rows`` a bounded batch at a time.
+
+        Each distinct array is read once per batch and dropped when the batch is done,
+        so memory follows ``batch_bytes``, not the selection. Rows come back in the
+        order given. The array is the stored (composite: minimal-width) form.
+        """
+        self._open()
+        batch: list[SeriesRow] = []
+        seen: set[bytes] = set()
+        size = 0
+        for row in rows:
+            if row.data_hash not in seen:
+                nbytes = int(np.prod(row.array_shape, dtype=np.int64)) * 8
+                if batch and size + nbytes > batch_bytes:
+                    yield self._read_batch(batch, with_timestamps)
+                    batch, seen, size = [], set(), 0
+                seen.add(row.data_hash)
+                size += nbytes
+            batch.append(row)
+        if batch:
+            yield self._read_batch(batch, with_timestamps)
+
+    def _read_batch(self, rows: list[SeriesRow], with_timestamps: bool):
+        keys = {(r.data_hash, "data") for r in rows}
+        if with_timestamps:
+            keys |= {(r.timestamps_hash, "timestamps") for r in rows if r.timestamps_hash}
+        loaded = self._load(keys)
+        return [
+            (
+                r,
+                loaded[(r.data_hash, "data")],
+                loaded.get((r.timestamps_hash, "timestamps")) if r.timestamps_hash else None,
+            )
+            for r in rows
+        ]
+
+    def _series_from(
+        self, row: SeriesRow, stored: np.ndarray, ts_ms: np.ndarray | None, *, pad: bool = True
+    ) -> _Series:
+        """A series object from a catalog row and its stored array (no re-validation).
+
+        Ragged composites are stored at their minimal width; ``pad`` restores the width
+        the series was added with (an export wants the minimal form and passes False).
+        """
+        arr = stored
+        et = _element_type(row.element_type)
+        kind = row.type
+        cls = SERIES_CLASSES.get(kind, Deterministic)
+        obj = cls.__new__(cls)
+        obj.name = row.name
+        obj._et = et
+        obj._tr = row.time_reference
+        for d, v in row.descriptors().items():
+            setattr(obj, d, v)
+        if kind.is_irregular:
+            obj._ts_ms = ts_ms
+        else:
+            obj._initial_ms = row.initial_ms
+            obj._resolution = _period(row.resolution, "resolution")
+        if kind.is_forecast:
+            obj._horizon = _period(row.horizon, "horizon")
+            obj._interval = _period(row.interval, "interval")
+            obj._count = row.count
+            if kind is TimeSeriesType.DeterministicSingleTimeSeries:
+                arr = _materialize_windows(
+                    arr, obj._resolution, obj._horizon, obj._interval, row.count
+                )
+        if pad and et.is_ragged and arr.shape[-1] != row.array_shape[-1]:
+            extra = np.zeros((*arr.shape[:-1], row.array_shape[-1] - arr.shape[-1]), arr.dtype)
+            arr = np.concatenate([arr, extra], axis=-1)
+        if kind is TimeSeriesType.Probabilistic:
+            obj._percentiles = list(row.percentiles or [])
+        obj._data = arr
+        return obj
+
+    def read_by_ids(
+        self,
+        ids: Sequence[int],
+        *,
+        start_time: datetime | None = None,
+        len: int | None = None,
+        count: int | None = None,
+    ) -> list[_Series]:
+        """Read many series by id, in the order given (repeats read once, returned in place)."""
+        rows = self.rows_by_ids(ids)
+        out = []
+        for batch in self.iter_arrays(rows):
+            for row, arr, ts in batch:
+                obj = self._series_from(row, arr, ts)
+                if start_time is not None or len is not None or count is not None:
+                    obj = slice_window(obj, start_time=start_time, length=len, count=count)
+                out.append(obj)
+        return out
+
+    def read_by_id(
+        self,
+        id: int,
+        *,
+        start_time: datetime | None = None,
+        len: int | None = None,
+        count: int | None = None,
+        owner_id: int | None = None,
+        owner_category: OwnerCategory | str | None = None,
+    ) -> _Series:
+        """Read one series (or the window ``start_time``/``len``/``count`` names).
+
+        ``owner_id`` with ``owner_category`` (both or neither) guard the read: a series of
+        another owner raises :class:`OwnerMismatchError` instead of being returned.
+        """
+        if (owner_id is None) != (owner_category is None):
+            raise InvalidParameterError(
+                "read_by_id requires both owner_id and owner_category, or neither"
+            )
+        if owner_id is not None:
+            self._check_owner(self.rows_by_ids([id]), owner_id, owner_category)
+        return self.read_by_ids([id], start_time=start_time, len=len, count=count)[0]
+
+    def read_by_ids_range(
+        self, ids: Sequence[int], time_range: tuple[datetime, datetime]
+    ) -> list[_Series]:
+        """Read many series, each clipped to the half-open ``time_range`` (start, end)."""
+        rows = self.rows_by_ids(ids)
+        out = []
+        for batch in self.iter_arrays(rows):
+            for row, arr, ts in batch:
+                out.append(slice_range(self._series_from(row, arr, ts), time_range, row.label))
+        return out
+
+    # ------------------------------------------------------------------ removing
+    def remove_by_ids(
+        self,
+        ids: Sequence[int],
+        *,
+        owner_id: int | None = None,
+        owner_category: OwnerCategory | str | None = None,
+    ) -> int:
+        """Remove series by id, all or nothing; returns how many were removed."""
+        self._writable()
+        rows = self.rows_by_ids(list(dict.fromkeys(series_id(i) for i in ids)))
+        if owner_id is not None or owner_category is not None:
+            if owner_id is None or owner_category is None:
+                raise InvalidParameterError("pass owner_id and owner_category together")
+            self._check_owner(rows, owner_id, owner_category, "nothing was removed")
+        with self.transaction():
+            self._remove_rows(rows)
+        return len(rows)
+
+    @staticmethod
+    def _check_owner(
+        rows: list[SeriesRow], owner_id: int, owner_category: Any, outcome: str = "not read"
+    ) -> None:
+        """The owner guard: any row of another owner refuses the whole call."""
+        cat = OwnerCategory.coerce(owner_category)
+        for r in rows:
+            if r.owner_id != owner_id or r.owner_category is not cat:
+                raise OwnerMismatchError(
+                    f"series {r.id} belongs to owner {r.owner_id} ({r.owner_category.name}), "
+                    f"not to the expected owner {owner_id} ({cat.name}); {outcome}",
+                    series=r.label,
+                )
+
+    @filter_keywords
+    def remove_by_filter(self, **filters: Any) -> int:
+        """Remove every series matching the filters, all or nothing; returns the count."""
+        self._writable()
+        rows = self.select_rows(**filters)
+        with self.transaction():
+            self._remove_rows(rows)
+        return len(rows)
+
+    def _remove_rows(self, rows: list[SeriesRow]) -> None:
+        cat = self._catalog
+        ids = {r.id for r in rows}
+        for r in rows:
+            if r.type is TimeSeriesType.SingleTimeSeries:
+                backing = cat.scalar(
+                    "SELECT id FROM time_series_associations WHERE time_series_type = 3 AND "
+                    "data_hash = ? AND owner_id = ? AND owner_category = ? AND name = ? AND "
+                    "resolution IS ? AND features_hash = ?",
+                    (
+                        r.data_hash,
+                        r.owner_id,
+                        int(r.owner_category),
+                        r.name,
+                        r.resolution,
+                        r.features_hash,
+                    ),
+                )
+                if backing is not None and backing not in ids:
+                    raise InvalidParameterError(
+                        f"cannot remove {r.label}: it backs the DeterministicSingleTimeSeries "
+                        f"id {backing}; remove that one too (or first)",
+                        series=r.label,
+                    )
+        cat.executemany(
+            "DELETE FROM time_series_associations WHERE id = ?", [(r.id,) for r in rows]
+        )
+        # Free what nothing references any more (the slot is reclaimed by compact()).
+        cat.execute(
+            "DELETE FROM arrays WHERE kind = 'data' AND NOT EXISTS (SELECT 1 FROM "
+            "time_series_associations t WHERE t.data_hash = arrays.hash)"
+        )
+        cat.execute(
+            "DELETE FROM arrays WHERE kind = 'timestamps' AND NOT EXISTS (SELECT 1 FROM "
+            "time_series_associations t WHERE t.timestamps_hash = arrays.hash)"
+        )
+        cat.execute(
+            "DELETE FROM feature_sets WHERE NOT EXISTS (SELECT 1 FROM time_series_associations t"
+            " WHERE t.features_hash = feature_sets.features_hash)"
+        )
+        cat.execute(
+            "DELETE FROM feature_maps WHERE NOT EXISTS (SELECT 1 FROM time_series_associations t"
+            " WHERE t.features_hash = feature_maps.features_hash)"
+        )
+
+    # ------------------------------------------------------------------ transform
+    def transform_single_time_series(
+        self,
+        horizon: Any,
+        interval: Any,
+        *,
+        owner_category: OwnerCategory | str | None = None,
+        resolution: Any = None,
+    ) -> int:
+        """Derive DeterministicSingleTimeSeries rows from stored SingleTimeSeries.
+
+        Returns the number of rows created (0 when re-run with the same parameters).
+        """
+        self._writable()
+        filters: dict[str, Any] = {"time_series_type": TimeSeriesType.SingleTimeSeries}
+        if owner_category is not None:
+            filters["owner_category"] = owner_category
+        if resolution is not None:
+            filters["resolution"] = resolution
+        rows = self.select_rows(**filters)
+        hor = as_period(horizon, what="horizon")
+        itv = as_period(interval, what="interval")
+        by_res: dict[str, set[tuple[int, int]]] = {}
+        for r in rows:
+            by_res.setdefault(r.resolution, set()).add((r.initial_ms, r.length))
+        for res, pairs in by_res.items():
+            if len(pairs) > 1:
+                raise IntegrityError(
+                    f"the SingleTimeSeries at resolution {res} have more than one "
+                    "(initial_timestamp, length) pair; transform needs them to share one grid "
+                    "(pass resolution= to transform one group, or align the series)"
+                )
+        created = 0
+        with self.transaction():
+            for r in rows:
+                res = as_period(r.resolution)
+                h = divide(hor, res, what="horizon")
+                if h > r.length:
+                    raise InvalidParameterError(
+                        f"horizon {hor} is longer than {r.label} ({r.length} steps of {res})"
+                    )
+                if itv.is_positive:
+                    steps = divide(itv, res, what="interval")
+                    if steps > h:
+                        raise InvalidParameterError(
+                            f"interval {itv} is longer than horizon {hor}, which would leave gaps"
+                        )
+                    count = (r.length - h) // steps + 1
+                    _check_calendar_windows(r, res, itv, h, steps, count)
+                else:
+                    if h != r.length:
+                        raise InvalidParameterError(
+                            "interval PT0S is only allowed when the horizon spans the whole series"
+                        )
+                    count = 1
+                existing = self._catalog.execute(
+                    "SELECT horizon, interval FROM time_series_associations WHERE "
+                    "time_series_type = 3 AND owner_id = ? AND owner_category = ? AND name = ? "
+                    "AND resolution = ? AND features_hash = ?",
+                    (r.owner_id, int(r.owner_category), r.name, r.resolution, r.features_hash),
+                ).fetchall()
+                if (str(hor), str(itv)) in [tuple(e) for e in existing]:
+                    continue
+                if any(e[1] == str(itv) for e in existing):
+                    raise InvalidParameterError(
+                        f"{r.label} already has a DeterministicSingleTimeSeries with interval "
+                        f"{itv} and another horizon; remove it first",
+                        series=r.label,
+                    )
+                row = {
+                    "owner_id": r.owner_id,
+                    "owner_type": r.owner_type,
+                    "owner_category": int(r.owner_category),
+                    "time_series_type": 3,
+                    "name": r.name,
+                    "initial_timestamp": ms_to_rfc3339(r.initial_ms),
+                    "initial_ms": r.initial_ms,
+                    "resolution": r.resolution,
+                    "length": r.length,
+                    "horizon": str(hor),
+                    "interval": str(itv),
+                    "count": count,
+                    "timestamps_hash": None,
+                    **r.descriptors(),
+                    "time_reference": r.time_reference,
+                    "percentiles_json": None,
+                    "element_type": r.element_type,
+                    "element_shape": orjson.dumps(r.element_shape).decode(),
+                    "array_shape": orjson.dumps(list(r.array_shape)).decode(),
+                    "data_hash": r.data_hash,
+                    "features_hash": r.features_hash,
+                }
+                self._insert_row(row, r.label)
+                created += 1
+        return created
+
+    # ------------------------------------------------------------------ integrity
+    def verify_integrity(self, *, progress: Any = None) -> dict[str, Any]:
+        """Check that every catalog row's array (and time axis) exists and re-hashes to
+        the hash the catalog records.
+
+        Parameters
+        ----------
+        progress
+            Optional ``progress(done, total)`` callable, counted in distinct arrays.
+
+        Returns
+        -------
+        dict
+            ``{"ok": bool, "errors": [str, ...], "checked": n}``.
+        """
+        self._open()
+        errors: list[str] = []
+        rows = self._select(order="t.data_hash, t.id")
+        held = {(bytes(h), k) for h, k in self._catalog.execute("SELECT hash, kind FROM arrays")}
+        readable = []
+        for row in rows:
+            if (row.data_hash, "data") not in held:
+                errors.append(
+                    f"{row.label} (id {row.id}) names array {row.data_hash.hex()}, which the "
+                    "store does not hold"
+                )
+            elif row.timestamps_hash and (row.timestamps_hash, "timestamps") not in held:
+                errors.append(
+                    f"{row.label} (id {row.id}) names a time axis the store does not hold"
+                )
+            else:
+                readable.append(row)
+        total = len({r.data_hash for r in readable})
+        checked = 0
+        seen: set[bytes] = set()
+        for batch in self.iter_arrays(readable, with_timestamps=True):
+            for row, arr, ts in batch:
+                if row.data_hash in seen:
+                    continue
+                seen.add(row.data_hash)
+                checked += 1
+                actual = data_hash(arr)
+                if actual != row.data_hash:
+                    errors.append(
+                        f"array {row.data_hash.hex()} of {row.label} re-hashes to {actual.hex()}"
+                    )
+                if ts is not None and timestamps_hash(ts) != row.timestamps_hash:
+                    errors.append(f"the time axis of {row.label} does not match its hash")
+            if progress:
+                progress(checked, total)
+        return {"ok": not errors, "errors": errors, "checked": checked}
+
+    @property
+    def compression(self) -> str:
+        """The HDF5 filter new arrays get: ``none`` or ``deflate:<level>:<shuffle|noshuffle>``."""
+        self._open()
+        return self._arrays.compression
+
+    def get_compression(self) -> dict[str, Any]:
+        """The HDF5 filter new arrays get, as the reference reports it:
+        ``{"compression": "deflate" | "none", "level": int | None, "shuffle": bool}``."""
+        spec = self.compression.split(":")
+        if spec[0] == "none":
+            return {"compression": "none", "level": None, "shuffle": False}
+        return {"compression": "deflate", "level": int(spec[1]), "shuffle": spec[2] == "shuffle"}
+
+    def compact(self) -> dict[str, int]:
+        """Rewrite the HDF5 file from the live arrays, reclaiming freed slots."""
+        self._writable()
+        if self._catalog.in_transaction:
+            raise InvalidParameterError("compact() cannot run inside a transaction")
+        cat = self._catalog
+        live = cat.execute("SELECT hash, kind, dtype, shape, pool, slot FROM arrays").fetchall()
+        before = os.path.getsize(self.path)
+        tmp = Path(str(self.path) + ".compact")
+        tmp.unlink(missing_ok=True)
+        spec = self._arrays.compression
+        kw: dict[str, Any] = {"compression": "none"}
+        if spec != "none":
+            _k, level, shuffle = spec.split(":")
+            kw = {
+                "compression": "deflate",
+                "compression_level": int(level),
+                "shuffle": shuffle == "shuffle",
+            }
+        fresh = ArrayFile(tmp, "x", **kw)
+        fresh.h5.attrs["catalog_generation"] = self._arrays.h5.attrs["catalog_generation"]
+        new_rows = []
+        pools: dict[str, list[tuple]] = {}
+        for r in live:
+            if r[4]:
+                pools.setdefault(r[4], []).append(r)
+            else:
+                new_rows.append(r)
+        slots_before = int(cat.scalar("SELECT COALESCE(sum(next_slot), 0) FROM pools") or 0)
+        pools_before = int(cat.scalar("SELECT count(*) FROM pools"))
+        for pool, group in pools.items():
+            arrays = self._arrays.read(pool, [g[5] for g in group])
+            dtype, shape = group[0][2], orjson.loads(group[0][3])
+            for start in range(0, len(group), 1024):
+                fresh.write(pool, dtype, shape, start, arrays[start : start + 1024])
+            new_rows.extend((g[0], g[1], g[2], g[3], g[4], i) for i, g in enumerate(group))
+        try:
+            fresh.flush()
+        finally:
+            fresh.close()
+        try:
+            with self._catalog.transaction():
+                cat.execute("DELETE FROM arrays")
+                cat.executemany("INSERT INTO arrays VALUES (?, ?, ?, ?, ?, ?)", new_rows)
+                cat.execute("DELETE FROM pools")
+                cat.executemany(
+                    "INSERT INTO pools VALUES (?, ?, ?, ?)",
+                    [(p, g[0][2], g[0][3], len(g)) for p, g in pools.items()],
+                )
+                self._arrays.close()
+                os.replace(tmp, self.path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        finally:
+            self._arrays = ArrayFile(self.path, "r+")
+        # The reference's keys; feature maps and time axes are swept at removal already.
+        return {
+            "slots_reclaimed": slots_before - sum(len(g) for g in pools.values()),
+            "datasets_dropped": pools_before - len(pools),
+            "feature_sets_reclaimed": 0,
+            "timestamp_sets_reclaimed": 0,
+            "bytes_reclaimed": max(0, before - os.path.getsize(self.path)),
+        }
+
+    # ------------------------------------------------------------------ interchange
+    # The reference's API, so methods of the store, though the container is a layer above:
+    # each imports it when called, so loading the store never loads the interchange layer
+    # (docs/architecture.md, "The calls that point up").
+    def export_sqlite(self, path: str | Path, **kwargs: Any) -> list[dict[str, Any]]:
+        """Export the selection to the SQLite interchange layout; see :func:`export_sqlite`."""
+        from ..interchange.sqlite import export_sqlite
+
+        return export_sqlite(self, path, **kwargs)
+
+    @filter_keywords
+    def export_parquet(
+        self,
+        dir: str | Path,
+        *,
+        time_range: tuple[datetime, datetime] | None = None,
+        include_derived: bool = False,
+        dry_run: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+        **filters: Any,
+    ) -> list[dict[str, Any]]:
+        """Export the selection as Parquet files in ``dir`` (three per partition); see
+        :func:`infrastore_sqlite.interchange.parquet.export_parquet`. Needs pyarrow
+        (``pip install 'infrastore-sqlite[parquet]'``)."""
+        from ..interchange.parquet import export_parquet
+
+        return export_parquet(
+            self,
+            dir,
+            time_range=time_range,
+            include_derived=include_derived,
+            dry_run=dry_run,
+            progress=progress,
+            **filters,
+        )
+
+    def import_sqlite(self, path: str | Path, **kwargs: Any) -> list[int]:
+        """Import an interchange database; see :func:`import_sqlite`."""
+        from ..interchange.sqlite import import_sqlite
+
+        return import_sqlite(self, path, **kwargs)
+
+    def diff_sqlite(self, path: str | Path, **kwargs: Any) -> list[dict[str, Any]]:
+        """What importing an interchange database would change; see :func:`diff_sqlite`."""
+        from ..interchange.sqlite.diff import diff_sqlite
+
+        return diff_sqlite(self, path, **kwargs)
+
+
+class _Rollback(Exception):
+    """Raised into a transaction context to roll it back on request."""
+
+
+@functools.lru_cache(maxsize=256)
+def _element_type(text: str):
+    """``parse_element_type`` of catalog text, parsed once (an ElementType is frozen)."""
+    return parse_element_type(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _period(text: str, what: str):
+    """``as_period`` of catalog text, parsed once (a Period is immutable)."""
+    return as_period(text, what=what)
+
+
+def _dtype_of(arr: np.ndarray) -> str:
+    from ..core.elements import dtype_name
+
+    return dtype_name(arr.dtype)
+
+
+def _check_calendar_windows(row: SeriesRow, res, itv, h: int, steps: int, count: int) -> None:
+    """A view's window j steps from its own issue time; on a calendar grid whose day of month
+    is clamped (anchored on the 29th-31st) that can name other dates than the source's own
+    timestamps, so such a view is refused rather than mislabelling values."""
+    if not res.calendar:
+        return
+    source = grid(row.initial_ms, res, row.length)
+    for j in range(1, count):
+        issue = step(row.initial_ms, itv, j)
+        if not np.array_equal(grid(issue, res, h), source[j * steps : j * steps + h]):
+            raise InvalidParameterError(
+                f"cannot derive a DeterministicSingleTimeSeries of {row.label} at resolution "
+                f"{res} with interval {itv}: the source grid starts on day "
+                f"{ms_to_rfc3339(row.initial_ms)[8:10]} of its month, which shorter months clamp, "
+                f"so window {j} would put the source's values under other dates. Anchor the "
+                "series on a day every month has (1-28), or store it as a NonSequentialTimeSeries.",
+                series=row.label,
+            )
+
+
+def _materialize_windows(src: np.ndarray, res, hor, itv, count: int) -> np.ndarray:
+    """The ``[H, count, *E]`` window array a DeterministicSingleTimeSeries reads as."""
+    h = divide(hor, res, what="horizon")
+    steps = divide(itv, res, what="interval") if itv.is_positive else 0
+    idx = np.arange(h)[:, None] + steps * np.arange(count)[None, :]
+    return np.ascontiguousarray(src[idx])
+
+
+__all__ = ["Store", "catalog_path"]
+
+
+def _method_signature(fn: Any, *, filters: bool) -> inspect.Signature:
+    """``fn(store, …)``'s signature as a Store method's (``self`` for ``store``), so that
+    ``help(Store.export_sqlite)`` shows the keywords the delegate takes."""
+    sig = inspect.signature(fn)
+    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    sig = sig.replace(parameters=[self_param, *list(sig.parameters.values())[1:]])
+    return filter_signature(sig) if filters else sig
+
+
+def _delegate_signatures(export_sqlite: Any, import_sqlite: Any) -> None:
+    # Called by the package root once the container is loaded: the store does not import
+    # the interchange layer (docs/architecture.md), so it is handed the functions.
+    Store.export_sqlite.__signature__ = _method_signature(export_sqlite, filters=True)  # type: ignore[attr-defined]
+    Store.import_sqlite.__signature__ = _method_signature(import_sqlite, filters=False)  # type: ignore[attr-defined]

@@ -1,0 +1,160 @@
+"""The package's layers: every import points down (docs/architecture.md).
+
+Read from the source with ``ast`` (nothing is imported), so a new module or a new import
+is checked the moment it exists.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "infrastore_sqlite"
+
+#: Lower numbers are lower layers; a module may import its own layer and those below.
+LAYERS = {
+    "errors": 0,
+    "core": 1,
+    "model": 2,
+    "store": 3,
+    "interchange": 4,
+    "csvinput": 5,
+    "demo": 5,
+    "cli": 6,
+}
+
+#: The only imports that point up: methods of the reference's API whose work is a
+#: container's (``Store.export_sqlite`` / ``import_sqlite`` / ``export_parquet``, a series'
+#: ``to_arrow`` / ``from_arrow``) load it when called.
+#: The containers: packages of the interchange layer that know a file format.
+CONTAINERS = [["sqlite"], ["parquet"]]
+
+CALL_TIME_EXCEPTIONS = {
+    ("store.store", "export_sqlite", "interchange.sqlite"),
+    ("store.store", "import_sqlite", "interchange.sqlite"),
+    ("store.store", "diff_sqlite", "interchange.sqlite"),
+    ("store.store", "export_parquet", "interchange.parquet"),
+    # The series' Arrow forms (the reference's API) are the Parquet container's schemas.
+    ("model", "from_arrow", "interchange.parquet"),
+    ("model", "to_arrow", "interchange.parquet"),
+    ("model", "to_arrow_windows", "interchange.parquet"),
+}
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "data" not in p.relative_to(PACKAGE).parts)
+
+
+def _dotted(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(source: str, module: str, *, is_package: bool) -> list[tuple[str, str | None]]:
+    """``(imported module within the package, enclosing function or None)`` for each import."""
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    found: list[tuple[str, str | None]] = []
+
+    def visit(node: ast.AST, function: str | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = function
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                inner = child.name
+            if isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = package[: len(package) - child.level + 1]
+                    target = ".".join([*base, *(child.module.split(".") if child.module else [])])
+                    names = (
+                        [target] if child.module else [f"{target}.{a.name}" for a in child.names]
+                    )
+                    found.extend((n.strip("."), inner) for n in names)
+                elif child.module and child.module.startswith("infrastore_sqlite."):
+                    found.append((child.module.removeprefix("infrastore_sqlite."), inner))
+            elif isinstance(child, ast.Import):
+                for alias in child.names:
+                    if alias.name.startswith("infrastore_sqlite."):
+                        found.append((alias.name.removeprefix("infrastore_sqlite."), inner))
+            visit(child, inner)
+
+    visit(ast.parse(source), None)
+    return found
+
+
+def _layer(module: str) -> int | None:
+    return LAYERS.get(module.split(".")[0]) if module else None
+
+
+def _container(module: str) -> str | None:
+    """``interchange.sqlite`` for a module of a container's package, else None."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "interchange" and parts[1:2] in CONTAINERS else None
+
+
+def _violations(module: str, imports: list[tuple[str, str | None]]) -> list[str]:
+    own = _layer(module)
+    if own is None:  # the package root and __main__ sit above every layer
+        return []
+    wrong = []
+    for target, function in imports:
+        where = f"{target or 'the package root'} (in {function or 'the module'})"
+        layer = _layer(target)
+        if layer is None and module.startswith("cli") and target == "__version__":
+            continue  # the top layer may read the package root's version
+        if layer is None:
+            wrong.append(where)
+        elif (module, function, ".".join(target.split(".")[:2])) in CALL_TIME_EXCEPTIONS:
+            continue
+        elif layer > own:
+            wrong.append(where)
+        elif module.startswith("csvinput") and target.startswith("demo"):
+            wrong.append(where)  # the demo is built from CSV input, not the other way
+        elif (
+            module.startswith("interchange")
+            and _container(target)
+            and _container(target) != _container(module)
+        ):
+            wrong.append(where)  # what the containers share knows no container, nor each other
+    return wrong
+
+
+@pytest.mark.parametrize("path", _modules(), ids=_dotted)
+def test_imports_point_down(path: Path) -> None:
+    module = _dotted(path)
+    source = path.read_text(encoding="utf-8")
+    wrong = _violations(module, _imports(source, module, is_package=path.name == "__init__.py"))
+    assert not wrong, f"{module} imports above its layer: {', '.join(wrong)}"
+
+
+@pytest.mark.parametrize(
+    ("module", "source"),
+    [
+        ("core.probe", "from ..store import Store\n"),
+        ("store.probe", "import infrastore_sqlite.interchange.plan\n"),
+        ("interchange.probe", "def f():\n    from .sqlite import writer\n"),
+        ("interchange.parquet.probe", "from ..sqlite.cells import decode_cells\n"),
+        ("store.probe", "def export_sqlite():\n    from ..cli import cli\n"),
+        ("model", "from . import cli\n"),
+        ("store.probe", "from .. import __version__\n"),
+        ("csvinput", "from .demo import data_file\n"),
+    ],
+)
+def test_the_checker_sees_an_upward_import(module: str, source: str) -> None:
+    assert _violations(module, _imports(source, module, is_package=False))
+
+
+def test_click_only_in_the_command_line() -> None:
+    users = [
+        _dotted(p)
+        for p in _modules()
+        if not _dotted(p).startswith("cli")
+        and any(
+            (isinstance(n, ast.Import) and any(a.name == "click" for a in n.names))
+            or (isinstance(n, ast.ImportFrom) and n.module == "click")
+            for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+        )
+    ]
+    assert users == []
