@@ -62,7 +62,7 @@ def edit(db: Path, owner: int) -> None:
     changed = sql(
         db,
         f"UPDATE {STS}_values SET value = value + 1 WHERE array_id = (SELECT array_id FROM "
-        f"{STS}_series WHERE owner_id = {owner}) AND timestamp < 1719800000000 RETURNING value",
+        f"{STS}_series WHERE owner_id = {owner}) AND timestamp < 1719820800000 RETURNING value",
     )
     assert changed
 

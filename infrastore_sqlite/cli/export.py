@@ -57,6 +57,8 @@ _EXPORT_TABLE = ("values_table", "series", "arrays", "rows")
 @command(
     epilog=_example(
         f"{PROG} --store demo.h5 export -f sqlite --db demo.db",
+        f"{PROG} --store demo.h5 export -f sqlite --db demo.db --overwrite --type single \\",
+        "    --time-range 2024-07-02T00:00:00..2024-07-03T00:00:00",
         f"{PROG} --store demo.h5 -f json export --db run1.db --table-prefix run1_ \\",
         "    --owner-type RenewableDispatch \\",
         "    --time-range 2024-07-01T00:00:00Z..2024-07-02T00:00:00Z",
@@ -81,7 +83,13 @@ _EXPORT_TABLE = ("values_table", "series", "arrays", "rows")
 @click.option(
     "--time-range",
     type=TIME_RANGE,
-    help="Clip every series to half-open START..END (whole forecast windows by issue time).",
+    help="Clip every series to half-open START..END (whole forecast windows by issue time); "
+    "bounds without an offset are each series' own wall clock.",
+)
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace an existing --db file (built beside it, swapped in when complete).",
 )
 @click.option(
     "--include-derived",
@@ -98,6 +106,7 @@ def export(
     table_prefix: str,
     time_range: tuple[datetime, datetime] | None,
     include_derived: bool,
+    overwrite: bool,
     dry_run: bool,
     **kw: Any,
 ) -> None:
@@ -108,6 +117,13 @@ def export(
     array is written once. Prints one row per partition (values table, series,
     arrays, rows). With --db the -f option may instead name how that summary prints
     (json gives the list of partitions). add --sqlite reads the file back.
+
+    An existing --db only gains tables, so exporting the same selection into it again
+    is refused; --overwrite replaces the file instead. Derived series
+    (DeterministicSingleTimeSeries) are left out unless --include-derived: stderr says
+    how many. One --time-range serves a store that mixes zoneless and zoned series:
+    bounds without an offset are read on each series' own wall clock; bounds with one
+    are instants, which zoneless series refuse (--zoned leaves them out).
     """
     fmt = _format(ctx, EXPORT_FORMATS)
     if fmt == "parquet":
@@ -137,9 +153,12 @@ def export(
             time_range=time_range,
             include_derived=include_derived,
             dry_run=dry_run,
+            overwrite=overwrite,
             progress=bar,
             **filters,
         )
+    for notice in parts.messages():
+        _note(ctx, notice.render("cli"))
     columns = list(parts[0]) if parts else _partition_columns()
     if dry_run:
         doc = {
