@@ -8,23 +8,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import apsw
 import numpy as np
 import pytest
+from conftest import query as sql
 
 from infrastore_sqlite import DuplicateTimeSeriesError, Store, rehash_sqlite
 from infrastore_sqlite.demo import build_demo_store
 from infrastore_sqlite.interchange.sqlite.unshare import unshare_sqlite
 
 STS = "SingleTimeSeries_f64_utc"
-
-
-def sql(db: Path, text: str, params=()) -> list[tuple]:
-    conn = apsw.Connection(str(db))
-    try:
-        return conn.execute(text, params).fetchall()
-    finally:
-        conn.close()
 
 
 def snapshot(store: Store) -> dict[int, tuple]:

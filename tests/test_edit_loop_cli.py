@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import query as sql
 
 from infrastore_sqlite import Store
 from infrastore_sqlite.cli import PROG, cli
@@ -28,16 +28,6 @@ def run(*args: str, code: int = 0):
     result = CliRunner().invoke(cli, list(args), prog_name=PROG)
     assert result.exit_code == code, (args, result.stdout, result.stderr)
     return result
-
-
-def sql(db: Path, text: str) -> list[tuple]:
-    conn = sqlite3.connect(db)
-    try:
-        rows = conn.execute(text).fetchall()
-        conn.commit()
-        return rows
-    finally:
-        conn.close()
 
 
 def state(path: Path) -> list[tuple]:

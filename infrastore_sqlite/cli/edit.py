@@ -10,21 +10,14 @@ from typing import Any
 
 import click
 
+from ..interchange.sqlite.diff import DIFF_KEYS, has_changes
 from .base import PROG, _example, _format, _global_options, _open_store
 from .options import _selector_options
 from .render import _emit_doc, _emit_rows, _note, _Progress, command
 
-_DIFF_TABLE = (
-    "change",
-    "id",
-    "owner_id",
-    "time_series_type",
-    "name",
-    "points",
-    "first_changed",
-    "last_changed",
-    "descriptors",
-    "grid",
+# The table leaves out what the JSON/CSV forms carry for scripts (where the file holds it).
+_DIFF_TABLE = tuple(
+    k for k in DIFF_KEYS if k not in ("owner_type", "owner_category", "values_table", "file_id")
 )
 
 
@@ -58,8 +51,6 @@ def diff(ctx: click.Context, sqlite_file: str, table_prefix: str, exit_code: boo
     fmt = _format(ctx)
     with _open_store(ctx, read_only=True) as store, _Progress(ctx, "diff") as bar:
         entries = store.diff_sqlite(sqlite_file, table_prefix=table_prefix, progress=bar)
-    from ..interchange.sqlite.diff import DIFF_KEYS, has_changes
-
     _emit_rows(ctx, entries, columns=list(DIFF_KEYS), table_columns=_DIFF_TABLE, fmt=fmt)
     counts = {c: sum(e["change"] == c for e in entries) for c in ("added", "replaced", "unchanged")}
     _note(ctx, ", ".join(f"{n} {c}" for c, n in counts.items()))

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ..errors import IGNORE, REPLACE, DuplicateTimeSeriesError, InvalidParameterError
+from ..model import DESCRIPTORS
 from ..store.rows import instant_text
 from .plan import row_block
 
@@ -38,15 +39,7 @@ OUTCOMES: tuple[str, ...] = ("added", "replaced", "unchanged", "skipped")
 
 # Catalog columns compared between a stored series and a file's, grouped by what a
 # change means to a reader. ``owner_type`` is not part of the identity.
-DESCRIPTOR_COLUMNS = (
-    "owner_type",
-    "units",
-    "quantity_kind",
-    "unit_system",
-    "component_field",
-    "application_data",
-    "time_reference",
-)
+DESCRIPTOR_COLUMNS = ("owner_type", *DESCRIPTORS, "time_reference")
 GRID_COLUMNS = (
     "initial_ms",
     "length",

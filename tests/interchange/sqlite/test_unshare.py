@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import apsw
 import pytest
+from conftest import query as rows
 
 from infrastore_sqlite import InvalidParameterError, Store, rehash_sqlite
 from infrastore_sqlite.demo import build_demo_store
@@ -19,14 +19,6 @@ def db(tmp_path: Path) -> Path:
     with build_demo_store(tmp_path / "demo.h5") as store:
         store.export_sqlite(tmp_path / "demo.db")
     return tmp_path / "demo.db"
-
-
-def rows(db: Path, sql: str, params=()) -> list[tuple]:
-    conn = apsw.Connection(str(db))
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
 
 
 def test_unshare_copies_the_group_for_the_selected_series_only(db: Path, tmp_path: Path) -> None:
