@@ -40,6 +40,7 @@ from .errors import (
     ParameterTypeError,
     ReadOnlyStoreError,
     StorageError,
+    StoreBusyError,
     StoreExistsError,
     TimeSeriesError,
 )
@@ -97,6 +98,7 @@ __all__ = [
     "SingleTimeSeries",
     "StorageError",
     "Store",
+    "StoreBusyError",
     "StoreExistsError",
     "TimeSeriesError",
     "TimeSeriesType",

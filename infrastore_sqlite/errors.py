@@ -187,6 +187,10 @@ class StorageError(TimeSeriesError):
     """The HDF5 or SQLite layer failed (I/O, corruption, not a database)."""
 
 
+class StoreBusyError(StorageError):
+    """Another process held the store's write lock for longer than the timeout."""
+
+
 class MissingDependencyError(TimeSeriesError, ImportError):
     """An optional dependency a feature needs is not installed (the message names the
     ``pip install`` command)."""
@@ -241,6 +245,7 @@ __all__ = [
     "ParameterTypeError",
     "ReadOnlyStoreError",
     "StorageError",
+    "StoreBusyError",
     "StoreExistsError",
     "Term",
     "TimeSeriesError",

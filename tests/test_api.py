@@ -250,4 +250,4 @@ def test_persist_to_refuses_inside_a_transaction_and_a_missing_directory(tmp_pat
             store.persist_to(tmp_path / "nowhere" / "c.h5")
         with store.transaction(), pytest.raises(InvalidParameterError, match="commit first"):
             store.persist_to(tmp_path / "c.h5")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.h5", "s.h5.sqlite"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.h5"]  # the store directory only

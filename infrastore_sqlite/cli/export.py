@@ -11,7 +11,15 @@ from typing import Any
 
 import click
 
-from .base import EXPORT_FORMATS, PROG, _example, _format, _global_options, _open_store
+from .base import (
+    EXPORT_FORMATS,
+    PROG,
+    TABLE_FORMATS,
+    _example,
+    _format,
+    _global_options,
+    _open_store,
+)
 from .options import TIME_RANGE, _filters, _selector_options
 from .render import _dumps, _emit_doc, _emit_rows, _note, _Progress, command
 
@@ -52,6 +60,7 @@ def rehash(ctx: click.Context, db: str, table_prefix: str) -> None:
 # ---------------------------------------------------------------------------- export
 
 _EXPORT_TABLE = ("values_table", "series", "arrays", "rows")
+SUMMARY_FORMATS = TABLE_FORMATS
 
 
 @command(
@@ -63,6 +72,7 @@ _EXPORT_TABLE = ("values_table", "series", "arrays", "rows")
         "    --owner-type RenewableDispatch \\",
         "    --time-range 2024-07-01T00:00:00Z..2024-07-02T00:00:00Z",
         "sqlite3 demo.db 'SELECT partition_name, count(*) FROM all_values GROUP BY 1'",
+        f"{PROG} --store demo.h5 export -f parquet --dir parquet --summary json",
     )
 )
 @_selector_options(ids=False)
@@ -72,7 +82,11 @@ _EXPORT_TABLE = ("values_table", "series", "arrays", "rows")
     help="The SQLite database to write (created if absent; tables are only added).",
 )
 @click.option(
-    "--dir", "dir_", metavar="DIR", help="Per-series CSV/JSON/JSONL files (not implemented yet)."
+    "--dir",
+    "dir_",
+    metavar="DIR",
+    help="With -f parquet: the directory for the Parquet files (created if absent; files are "
+    "only added). Per-series CSV/JSON/JSONL files are not implemented yet.",
 )
 @click.option(
     "--table-prefix",
@@ -97,6 +111,12 @@ _EXPORT_TABLE = ("values_table", "series", "arrays", "rows")
     help="Also write DeterministicSingleTimeSeries (materialized windows; no import takes them back).",
 )
 @click.option("--dry-run", is_flag=True, help="Plan and print the partitions; write nothing.")
+@click.option(
+    "--summary",
+    type=click.Choice(SUMMARY_FORMATS),
+    help="With -f parquet: how the partitions written print (default table; json gives the "
+    "list). With --db, -f itself names it.",
+)
 @_global_options(hidden=True)
 @click.pass_context
 def export(
@@ -108,15 +128,21 @@ def export(
     include_derived: bool,
     overwrite: bool,
     dry_run: bool,
+    summary: str | None,
     **kw: Any,
 ) -> None:
-    """Export the selected series to one SQLite database (-f sqlite --db FILE).
+    """Export the selected series to one SQLite database (-f sqlite --db FILE) or to
+    Parquet files (-f parquet --dir DIR).
 
     One values/series/arrays table triple per (type, value type, time reference)
     partition, plus the views all_values, all_series and all_arrays; each distinct
     array is written once. Prints one row per partition (values table, series,
     arrays, rows). With --db the -f option may instead name how that summary prints
     (json gives the list of partitions). add --sqlite reads the file back.
+
+    -f parquet --dir DIR writes the same partitions as three Parquet files each
+    (<stem>.values/series/arrays.parquet) for DuckDB, Polars or pandas; it needs pyarrow
+    (pip install 'infrastore-sqlite[parquet]').
 
     An existing --db only gains tables, so exporting the same selection into it again
     is refused; --overwrite replaces the file instead. Derived series
@@ -126,9 +152,22 @@ def export(
     are instants, which zoneless series refuse (--zoned leaves them out).
     """
     fmt = _format(ctx, EXPORT_FORMATS)
+    filters = _filters(kw)
     if fmt == "parquet":
+        if overwrite:
+            raise click.UsageError(
+                "--overwrite replaces a --db file; -f parquet only adds files to --dir "
+                "(remove the old files first)",
+                ctx,
+            )
+        _export_parquet(ctx, dir_, db, table_prefix, summary, time_range, include_derived,
+                        dry_run, filters)  # fmt: skip
+        return
+    if summary is not None:
         raise click.UsageError(
-            "export -f parquet is not implemented in this version; use -f sqlite --db FILE", ctx
+            "--summary names how -f parquet prints its partitions; with --db, -f json, jsonl "
+            "or csv names it",
+            ctx,
         )
     if dir_ is not None:
         raise click.UsageError(
@@ -145,7 +184,6 @@ def export(
             ctx,
         )
     shown = "table" if fmt == "sqlite" else fmt
-    filters = _filters(kw)
     with _open_store(ctx, read_only=True) as store, _Progress(ctx, "export") as bar:
         parts = store.export_sqlite(
             db,
@@ -160,10 +198,24 @@ def export(
     for notice in parts.messages():
         _note(ctx, notice.render("cli"))
     columns = list(parts[0]) if parts else _partition_columns()
+    _emit_export(ctx, parts, shown, ("db", db), dry_run, columns, _EXPORT_TABLE)
+
+
+def _emit_export(
+    ctx: click.Context,
+    parts: list[dict[str, Any]],
+    shown: str,
+    target: tuple[str, str],
+    dry_run: bool,
+    columns: list[str],
+    table_columns: tuple[str, ...],
+) -> None:
+    """Print an export's partitions (or, at dry run, the plan) as ``shown`` says."""
+    key, where = target
     if dry_run:
         doc = {
             "dry_run": True,
-            "db": db,
+            key: where,
             "partitions": parts,
             "series": sum(p["series"] for p in parts),
             "rows": sum(p["rows"] for p in parts),
@@ -171,12 +223,57 @@ def export(
         if shown in ("json", "jsonl"):
             click.echo(_dumps(doc, pretty=shown == "json"))
         else:
-            _emit_rows(ctx, parts, columns=columns, table_columns=_EXPORT_TABLE, fmt=shown)
-            _note(ctx, f"dry run: nothing was written to {db}")
+            _emit_rows(ctx, parts, columns=columns, table_columns=table_columns, fmt=shown)
+            _note(ctx, f"dry run: nothing was written to {where}")
         return
-    _emit_rows(ctx, parts, columns=columns, table_columns=_EXPORT_TABLE, wrap=False, fmt=shown)
+    _emit_rows(ctx, parts, columns=columns, table_columns=table_columns, wrap=False, fmt=shown)
     if not parts:
-        _note(ctx, f"the selection matched no series; {db} was not written")
+        _note(ctx, f"the selection matched no series; {where} was not written")
+
+
+_PARQUET_TABLE = ("values_file", "series", "arrays", "rows")
+
+
+def _export_parquet(
+    ctx: click.Context,
+    directory: str | None,
+    db: str | None,
+    table_prefix: str,
+    summary: str | None,
+    time_range: tuple[datetime, datetime] | None,
+    include_derived: bool,
+    dry_run: bool,
+    filters: dict[str, Any],
+) -> None:
+    """``export -f parquet --dir DIR``: the usage errors, then the library, then the rows."""
+    if db is not None:
+        raise click.UsageError(
+            "--db names a SQLite database, which -f parquet does not write: use -f parquet "
+            "--dir DIR for Parquet files, or -f sqlite --db FILE",
+            ctx,
+        )
+    if table_prefix:
+        raise click.UsageError(
+            "--table-prefix names SQLite tables; -f parquet writes files named by partition "
+            "into --dir DIR (export into another directory to keep runs apart)",
+            ctx,
+        )
+    if directory is None:
+        raise click.UsageError("export -f parquet needs --dir DIR", ctx)
+    from ..interchange.parquet.export import SUMMARY_KEYS
+
+    with _open_store(ctx, read_only=True) as store, _Progress(ctx, "export") as bar:
+        parts = store.export_parquet(
+            directory,
+            time_range=time_range,
+            include_derived=include_derived,
+            dry_run=dry_run,
+            progress=bar,
+            **filters,
+        )
+    shown = summary or "table"
+    _emit_export(ctx, parts, shown, ("dir", directory), dry_run, list(SUMMARY_KEYS),
+                 _PARQUET_TABLE)  # fmt: skip
 
 
 def _partition_columns() -> list[str]:

@@ -22,7 +22,8 @@ from typing import Any
 
 from ..csvinput import CsvSpec, read_csv_series
 from ..model import TimeSeriesType
-from ..store import Store, catalog_path
+from ..store import Store
+from ..store.segments import remove_tree
 
 __all__ = ["DEMO_SERIES", "DemoSeries", "build_demo_store", "data_file"]
 
@@ -133,7 +134,6 @@ def build_demo_store(path: str | Path) -> Store:
         store.add_time_series_bulk(items)
     except BaseException:
         store.close()
-        for leftover in (Path(path), catalog_path(path)):
-            leftover.unlink(missing_ok=True)
+        remove_tree(Path(path))
         raise
     return store

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
@@ -336,9 +335,26 @@ class StoreApi:
             return bool(self._catalog.conn.changes())  # type: ignore[attr-defined]
 
     def flush(self) -> None:
-        """Write buffered arrays to the HDF5 file (commits already do)."""
+        """Nothing to do: every commit is durable when it returns (the reference's name)."""
         self._open()  # type: ignore[attr-defined]
-        self._arrays.flush()  # type: ignore[attr-defined]
+
+    def persist_catalog(self) -> None:
+        """Make the catalog beside this store's HDF5 file current. Every commit already
+        writes it (the catalog is always attached here), so this is :meth:`flush`.
+
+        Raises
+        ------
+        InvalidParameterError
+            An ``in_memory`` store: it has no file to pair with; use :meth:`persist_to`.
+        ReadOnlyStoreError
+            The store is open read-only.
+        """
+        if self._scratch is not None:  # type: ignore[attr-defined]
+            raise InvalidParameterError(
+                "an in-memory store has no HDF5 file for a catalog to pair with; use persist_to"
+            )
+        self._writable()  # type: ignore[attr-defined]
+        self.flush()
 
     # ------------------------------------------------------------------ files
     @property
@@ -378,8 +394,9 @@ class StoreApi:
         print("\n".join(lines), file=file)
 
     def persist_to(self, path: str | Path) -> None:
-        """Write a complete, independent copy of the store (both files) to ``path``,
-        replacing a store there; each file lands under a temporary name first.
+        """Write a complete, independent copy of the store (its last commit) to the
+        directory ``path``, replacing a store there; it is built under a work name and
+        renamed into place, so a failure leaves no half-written store.
 
         Raises
         ------
@@ -391,8 +408,7 @@ class StoreApi:
             raise InvalidParameterError(
                 "persist_to inside a transaction would copy uncommitted work; commit first"
             )
-        self._arrays.flush()  # type: ignore[attr-defined]
-        _copy_pair(Path(self.path), self._catalog.conn, Path(path))  # type: ignore[attr-defined]
+        _copy_store(Path(self.path), self._catalog.conn, Path(path))  # type: ignore[attr-defined]
 
     @classmethod
     def open_copy(cls, src: str | Path, dest: str | Path, *, catalog: str = "attached") -> Any:
@@ -404,21 +420,26 @@ class StoreApi:
         StoreExistsError
             ``dest`` (or its catalog) already exists.
         """
-        from .store import catalog_path
+        from .segments import catalog_file, legacy_catalog
 
         if catalog != "attached":
             raise InvalidParameterError(
                 f'catalog="{catalog}" is not provided here; only "attached" (the default)'
             )
         src, dest = Path(src), Path(dest)
-        check_store_file(src, catalog_path(src))
-        if dest.exists() or catalog_path(dest).exists():
+        kind = check_store_file(src)
+        if dest.exists() or legacy_catalog(dest).exists():
             raise StoreExistsError(
                 f"{dest} already holds a store; open it with Store.open, or pick another dest"
             )
-        source = apsw.Connection(str(catalog_path(src)), flags=apsw.SQLITE_OPEN_READONLY)
+        if kind == "two files":
+            # Copied as it is; the writable open below converts the copy, not src.
+            shutil.copyfile(src, dest)
+            shutil.copyfile(legacy_catalog(src), legacy_catalog(dest))
+            return cls.open(dest)  # type: ignore[attr-defined]
+        source = apsw.Connection(str(catalog_file(src)), flags=apsw.SQLITE_OPEN_READONLY)
         try:
-            _copy_pair(src, source, dest)
+            _copy_store(src, source, dest)
         finally:
             source.close()
         return cls.open(dest)  # type: ignore[attr-defined]
@@ -523,28 +544,40 @@ REFERENCE_WAY_ACROSS = (
 )
 
 
-def check_store_file(path: Any, catalog: Any) -> None:
-    """Refuse, with the reference's exception class and a way forward, a path that is not
-    one of our stores: missing (:class:`IoError`), not HDF5 or not a store
-    (:class:`InvalidParameterError`), a reference ``infrastore`` store
-    (:class:`IncompatibleFormatError`, with the one-line way across), or an array file
-    without its catalog (:class:`MismatchedArtifactError`)."""
+def check_store_file(path: Path) -> str:
+    """What is at ``path``: ``"directory"`` (a store) or ``"two files"`` (a store of the
+    earlier layout, ``path`` + ``path.sqlite``, which a writable open converts).
+
+    Anything else is refused with the reference's exception class and a way forward:
+    missing (:class:`IoError`), not HDF5 or not a store (:class:`InvalidParameterError`),
+    a reference ``infrastore`` store (:class:`IncompatibleFormatError`, with the one-line
+    way across), or a store without its catalog (:class:`MismatchedArtifactError`).
+    """
     import h5py
 
     from ..errors import IncompatibleFormatError, MismatchedArtifactError
+    from .segments import catalog_file, legacy_catalog
 
+    if path.is_dir():
+        if not catalog_file(path).is_file():
+            raise MismatchedArtifactError(
+                f"{path} has no catalog ({catalog_file(path).name} is missing in it); a store "
+                "directory holds its catalog and its segments, so restore the catalog that "
+                "was written with them"
+            )
+        return "directory"
     if not path.is_file():
         raise IoError(
-            f"no store at {path}: the file does not exist; create one with "
+            f"no store at {path}: it does not exist; create one with "
             "`infrastore-sqlite --store PATH init` or Store.create"
         )
     try:
-        with h5py.File(path, "r") as h5:
+        with h5py.File(path, "r", locking=False) as h5:
             groups, backend = set(h5.keys()), h5.attrs.get("storage_backend")
     except OSError as exc:
         raise InvalidParameterError(
-            f"{path} could not be opened as an HDF5 file, so it is not a store. If another "
-            f"process has it open for writing, close that one first. HDF5 said: {exc}"
+            f"{path} could not be opened as an HDF5 file, so it is not a store "
+            "(a store is a directory). HDF5 said: " + " ".join(str(exc).split())
         ) from exc
     if "pools" not in groups:
         if backend is not None and "time_series" in groups:
@@ -556,13 +589,14 @@ def check_store_file(path: Any, catalog: Any) -> None:
             )
         raise InvalidParameterError(
             f"{path} is an HDF5 file but not an infrastore-sqlite store (it has no pools "
-            "group); open the store's own .h5 file"
+            "group); a store is a directory"
         )
-    if not catalog.is_file():
+    if not legacy_catalog(path).is_file():
         raise MismatchedArtifactError(
-            f"{path} has no catalog beside it ({catalog} is missing); a store is both "
-            "files, so restore the catalog that was written with it"
+            f"{path} has no catalog beside it ({legacy_catalog(path)} is missing); a store of "
+            "this earlier layout is both files, so restore the catalog that was written with it"
         )
+    return "two files"
 
 
 def series_id(value: Any) -> int:
@@ -576,30 +610,43 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def _copy_pair(h5_src: Path, catalog_src: apsw.Connection, dest: Path) -> None:
-    """Both files of a store to ``dest`` (+ ``.sqlite``): each written under a temporary
-    name, then renamed, so a failure leaves no half-written store."""
-    from .store import catalog_path
+def _copy_store(root: Path, catalog_src: apsw.Connection, dest: Path) -> None:
+    """The committed state of the store at ``root`` (its catalog read through
+    ``catalog_src``) as a new store directory at ``dest``, replacing one there.
+
+    Built under a work name beside ``dest`` and renamed into place; a failure leaves
+    ``dest`` as it was and no work directory.
+    """
+    from .arrays import fsync_path
+    from .segments import SEGMENT_DIR, catalog_file, legacy_catalog, remove_tree, work_dir
 
     if not dest.parent.is_dir():
         raise InvalidParameterError(f"the directory {dest.parent} does not exist; create it first")
-    tag = uuid.uuid4().hex[:12]
-    tmp_h5 = dest.with_name(f"{dest.name}.persist-{tag}")
-    tmp_cat = dest.with_name(f"{dest.name}.sqlite.persist-{tag}")
+    work = work_dir(dest.parent, dest.name, "copying")
+    old = work_dir(dest.parent, dest.name, "replaced")
     try:
-        shutil.copyfile(h5_src, tmp_h5)
-        target = apsw.Connection(str(tmp_cat))
+        (work / SEGMENT_DIR).mkdir(parents=True)
+        target = apsw.Connection(str(catalog_file(work)))
         try:
             with target.backup("main", catalog_src, "main") as backup:
                 backup.step()
-            # A self-contained file: no -wal beside the renamed catalog.
-            target.execute("PRAGMA journal_mode=DELETE")
+            names = [r[0] for r in target.execute("SELECT name FROM segments")]
         finally:
             target.close()
-        os.replace(tmp_h5, dest)
-        os.replace(tmp_cat, catalog_path(dest))
-    except OSError as exc:
+        for name in names:  # the segments the copied snapshot names, nothing else
+            shutil.copyfile(root / SEGMENT_DIR / name, work / SEGMENT_DIR / name)
+            fsync_path(work / SEGMENT_DIR / name)
+        for p in (catalog_file(work), work / SEGMENT_DIR, work):
+            fsync_path(p)
+        if dest.exists():
+            os.rename(dest, old)
+        legacy_catalog(dest).unlink(missing_ok=True)
+        os.rename(work, dest)
+        fsync_path(dest.parent)
+    except (OSError, apsw.Error) as exc:
+        if old.exists() and not dest.exists():
+            os.rename(old, dest)
         raise IoError(f"could not write the store copy {dest}: {exc}") from exc
     finally:
-        tmp_h5.unlink(missing_ok=True)
-        tmp_cat.unlink(missing_ok=True)
+        remove_tree(work)
+        remove_tree(old)

@@ -1,4 +1,4 @@
-"""The HDF5 half of the store: arrays packed into pool datasets.
+"""The HDF5 half of the store: arrays packed into pool datasets of a segment file.
 
 Arrays of one dtype and shape share a pool dataset ``pools/<dtype>__<shape>`` of shape
 ``(slots, *shape)``, one array per slot. A store of 100,000 small series therefore holds a
@@ -11,11 +11,18 @@ compresses, so the caller goes on preparing the next arrays meanwhile. Every oth
 the file (reads, flush, close, ``sync``) first waits for the writes queued before it, so
 callers see the file as if each write had happened when it was called; ``sync`` is also
 where a failed write is reported, and the store calls it before its catalog commits.
+
+Files are opened without HDF5's file locking: a segment is written by one process before
+any catalog row names it and never changed after, so there is nothing to lock, and a
+reader must not fail with ``Unable to synchronously open file`` because a writer exists.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
+import re
 from collections import deque
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -39,6 +46,48 @@ _MAX_PENDING_BYTES = 16 * 1024 * 1024
 # decompresses a chunk once either way.
 _WRITE_CACHE_BYTES = 0
 _READ_CACHE_BYTES = 4 * 1024 * 1024
+
+
+_ERRNO = re.compile(r"errno = (\d+)")
+_ERRNO_HINTS = {
+    errno.ENOSPC: "free some disk space and try again",
+    errno.EDQUOT: "free some space within your quota and try again",
+    errno.EFBIG: "a file-size limit was hit (see `ulimit -f`); raise it and try again",
+    errno.EIO: "the device reported an I/O error; check the disk",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "check the permissions",
+}
+
+
+def describe_os_error(exc: BaseException) -> str:
+    """An HDF5 or OS error as one readable line.
+
+    HDF5 messages carry its internals (addresses, buffer sizes, the call stack) that say
+    nothing to a user; they are kept only with ``INFRASTORE_SQLITE_DEBUG=1``.
+    """
+    text = " ".join(str(exc).split())
+    if os.environ.get("INFRASTORE_SQLITE_DEBUG") == "1":
+        return text
+    code = getattr(exc, "errno", None)
+    found = _ERRNO.search(text)
+    if found:
+        code = int(found.group(1))
+    if code in _ERRNO_HINTS:
+        return f"{os.strerror(code)} (errno {code}); {_ERRNO_HINTS[code]}"
+    return text if len(text) <= 240 else text[:237] + "..."
+
+
+def fsync_path(path: str | Path) -> None:
+    """Flush a file's (or a directory's entries') bytes to the device."""
+    fd = os.open(str(path), os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class MissingArrayFileError(StorageError):
+    """The array file to open is not there."""
 
 
 def pool_name(dtype: str, shape: Sequence[int]) -> str:
@@ -81,9 +130,15 @@ class ArrayFile:
         self.path = str(path)
         cache = _READ_CACHE_BYTES if mode == "r" else _WRITE_CACHE_BYTES
         try:
-            self._h5 = h5py.File(self.path, mode, rdcc_nbytes=cache)
+            self._h5 = h5py.File(self.path, mode, rdcc_nbytes=cache, locking=False)
+        except FileNotFoundError:
+            raise MissingArrayFileError(
+                f"cannot open the array file {self.path}: it does not exist"
+            ) from None
         except OSError as exc:
-            raise StorageError(f"cannot open the array file {self.path}: {exc}") from exc
+            raise StorageError(
+                f"cannot open the array file {self.path}: {describe_os_error(exc)}"
+            ) from exc
         self._writer: ThreadPoolExecutor | None = None
         self._pending: deque[tuple[Future[None], int]] = deque()
         self._pending_bytes = 0
@@ -97,6 +152,9 @@ class ArrayFile:
             )
             self._h5.attrs["compression"] = spelled
             self._h5.create_group("pools")
+        elif "pools" not in self._h5:
+            self._h5.close()
+            raise StorageError(f"{self.path} is not an array file of a store (it has no pools)")
         self._pools: dict[str, h5py.Dataset] = {}
 
     @property
@@ -178,7 +236,9 @@ class ArrayFile:
             block = arrays[0][None, ...] if len(arrays) == 1 else np.stack(arrays)
             ds[first_slot:end] = block
         except (OSError, ValueError, TypeError) as exc:
-            raise StorageError(f"writing pool {name} in {self.path} failed: {exc}") from exc
+            raise StorageError(
+                f"writing pool {name} in {self.path} failed: {describe_os_error(exc)}"
+            ) from exc
 
     def _settle_oldest(self) -> None:
         future, size = self._pending.popleft()
@@ -190,7 +250,7 @@ class ArrayFile:
             raise
         except Exception as exc:
             self._fail()
-            raise StorageError(f"writing to {self.path} failed: {exc}") from exc
+            raise StorageError(f"writing to {self.path} failed: {describe_os_error(exc)}") from exc
 
     def _fail(self) -> None:
         # A failed write poisons the queue behind it: wait for the rest and drop them
@@ -240,8 +300,11 @@ class ArrayFile:
                     row = slab[slots[idx] - lo]
                     out[idx] = row.copy() if sparse else row
                 i = j + 1
-        except (OSError, ValueError, IndexError) as exc:
-            raise StorageError(f"reading pool {name} in {self.path} failed: {exc}") from exc
+        except (OSError, ValueError, IndexError, KeyError) as exc:
+            raise StorageError(
+                f"reading pool {name} in {self.path} failed: {describe_os_error(exc)}; "
+                "the file is damaged (run verify to list the series it holds)"
+            ) from exc
         return out  # type: ignore[return-value]
 
     def pools(self) -> Iterable[str]:
@@ -252,6 +315,28 @@ class ArrayFile:
         self.sync()
         with contextlib.suppress(Exception):
             self._h5.flush()
+
+    def finish(self) -> None:
+        """Complete a file being written: every queued write in, closed, fsynced.
+
+        Raises StorageError (the file is then closed but incomplete) if anything failed.
+        """
+        try:
+            self.sync()
+            self._h5.flush()
+            # close() writes the last metadata; its failure must be seen, not suppressed.
+            self._h5.close()
+        except StorageError:
+            self.close()
+            raise
+        except (OSError, RuntimeError, ValueError) as exc:
+            self.close()
+            raise StorageError(f"writing {self.path} failed: {describe_os_error(exc)}") from exc
+        self.close()
+        try:
+            fsync_path(self.path)
+        except OSError as exc:
+            raise StorageError(f"syncing {self.path} failed: {describe_os_error(exc)}") from exc
 
     def close(self) -> None:
         try:

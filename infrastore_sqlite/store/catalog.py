@@ -1,12 +1,20 @@
-"""The catalog: an SQLite database (through apsw) beside the HDF5 file.
+"""The catalog: an SQLite database (through apsw) inside the store directory.
 
 It owns the connection, the schema migrations shipped in ``migrations/``, and nested
 transactions. Every apsw error that escapes it is wrapped as :class:`StorageError`.
+
+The catalog runs in WAL mode with ``synchronous=FULL``: a commit is durable when it
+returns (the store's one visibility point must survive power loss, and FULL costs one
+extra fsync of the WAL per commit), and readers keep reading the last committed state
+while a writer works. The outermost transaction is ``BEGIN IMMEDIATE``, so a writer
+holds the write lock from its first statement: a second writer waits up to ``timeout``
+seconds and then gets :class:`StoreBusyError` instead of failing halfway.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Iterator
 from importlib import resources
@@ -19,7 +27,9 @@ from ..errors import (
     CatalogMigrationRequiredError,
     CatalogTooNewError,
     StorageError,
+    StoreBusyError,
 )
+from .arrays import describe_os_error
 
 _STEP = re.compile(r"^(\d{4})_[A-Za-z0-9_]+\.sql$")
 
@@ -63,27 +73,47 @@ class Catalog:
         Open without write access; migrations are then refused rather than applied.
     create
         Create a new catalog (the file must not exist).
+    timeout
+        Seconds a writer waits for another process's write to finish (and a reader for
+        the rare moments WAL recovery needs the file alone) before :class:`StoreBusyError`.
     """
 
-    def __init__(self, path: str | Path, *, read_only: bool = False, create: bool = False) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        read_only: bool = False,
+        create: bool = False,
+        timeout: float = 5.0,
+    ) -> None:
         self.path = str(path)
         self.read_only = read_only
+        self.timeout = float(timeout)
         flags = apsw.SQLITE_OPEN_READONLY if read_only else apsw.SQLITE_OPEN_READWRITE
         if create:
             flags |= apsw.SQLITE_OPEN_CREATE
         try:
             self.conn = apsw.Connection(self.path, flags=flags)
-            self.conn.setbusytimeout(5000)
+            self.conn.setbusytimeout(max(0, int(self.timeout * 1000)))
             if not read_only:
                 # One pragma per call: apsw stops a multi-statement string at the first
                 # statement that returns a row (journal_mode does).
-                self.conn.execute("PRAGMA journal_mode=DELETE").fetchall()
-                self.conn.execute("PRAGMA synchronous=NORMAL")
+                self.conn.execute("PRAGMA journal_mode=WAL").fetchall()
+                self.conn.execute("PRAGMA synchronous=FULL")
             self.conn.execute("PRAGMA foreign_keys=OFF")
             self.conn.execute("PRAGMA cache_size=-8000")
+        except apsw.BusyError as exc:
+            self.close()
+            raise self._busy() from exc
         except apsw.Error as exc:
+            self.close()
+            hint = (
+                "is it a store's catalog?"
+                if isinstance(exc, apsw.NotADBError | apsw.CorruptError)
+                else None
+            )
             raise StorageError(
-                f"cannot open the catalog {self.path}: {exc}", hint="is it a store's .sqlite file?"
+                f"cannot open the catalog {self.path}: {self._describe(exc)}", hint=hint
             ) from exc
         self._depth = 0
         self._counter = 0
@@ -121,22 +151,44 @@ class Catalog:
                     ) from exc
                 self.conn.execute(f"PRAGMA user_version={int(number)}")
 
+    def _describe(self, exc: BaseException) -> str:
+        """An apsw error as one line, with the OS error behind it when there is one
+        (SQLite reports a full disk and a hit file-size limit alike as an I/O error)."""
+        code = 0
+        with contextlib.suppress(Exception):
+            code = int(self.conn.system_errno or 0)
+        text = _one_line(exc)
+        if code and isinstance(exc, apsw.IOError | apsw.FullError | apsw.CantOpenError):
+            return f"{text}: {describe_os_error(OSError(code, os.strerror(code)))}"
+        return text
+
+    def _busy(self) -> StoreBusyError:
+        return StoreBusyError(
+            f"the store is being written by another process (waited {self.timeout:g} s for "
+            f"{self.path}); try again when it finishes, or wait longer (timeout=SECONDS, "
+            "CLI --timeout SECONDS)"
+        )
+
     # -- queries -----------------------------------------------------------------------
     def execute(self, sql: str, params: Any = None) -> apsw.Cursor:
         try:
             return self.conn.execute(sql, params)
         except apsw.ConstraintError:
             raise
+        except apsw.BusyError as exc:
+            raise self._busy() from exc
         except apsw.Error as exc:
-            raise StorageError(f"catalog query failed: {exc}") from exc
+            raise StorageError(f"catalog query failed: {self._describe(exc)}") from exc
 
     def executemany(self, sql: str, rows: Any) -> None:
         try:
             self.conn.executemany(sql, rows)
         except apsw.ConstraintError:
             raise
+        except apsw.BusyError as exc:
+            raise self._busy() from exc
         except apsw.Error as exc:
-            raise StorageError(f"catalog query failed: {exc}") from exc
+            raise StorageError(f"catalog query failed: {self._describe(exc)}") from exc
 
     def scalar(self, sql: str, params: Any = None) -> Any:
         row = self.execute(sql, params).fetchone()
@@ -145,7 +197,12 @@ class Catalog:
     # -- transactions ------------------------------------------------------------------
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
-        """All or nothing; nests through savepoints."""
+        """All or nothing; the outermost block holds the write lock, inner ones nest as
+        savepoints."""
+        if self._depth == 0:
+            with self._write_transaction():
+                yield
+            return
         self._counter += 1
         name = f"sp{self._counter}"
         self.conn.execute(f"SAVEPOINT {name}")
@@ -154,7 +211,10 @@ class Catalog:
             yield
         except BaseException:
             self._depth -= 1
-            self.conn.execute(f"ROLLBACK TO {name}; RELEASE {name}")
+            # A savepoint SQLite already dropped (a failed statement after disk full can
+            # end the whole transaction) must not hide the error that got us here.
+            with contextlib.suppress(apsw.Error):
+                self.conn.execute(f"ROLLBACK TO {name}; RELEASE {name}")
             raise
         else:
             self._depth -= 1
@@ -162,6 +222,39 @@ class Catalog:
                 self.conn.execute(f"RELEASE {name}")
             except apsw.Error as exc:
                 raise StorageError(f"catalog commit failed: {exc}") from exc
+
+    @contextlib.contextmanager
+    def _write_transaction(self) -> Iterator[None]:
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except apsw.BusyError as exc:
+            raise self._busy() from exc
+        except apsw.Error as exc:
+            raise StorageError(
+                f"cannot start a write on {self.path}: {self._describe(exc)}"
+            ) from exc
+        self._depth = 1
+        try:
+            yield
+        except BaseException:
+            self._depth = 0
+            self._rollback()
+            raise
+        self._depth = 0
+        try:
+            self.conn.execute("COMMIT")
+        except apsw.Error as exc:
+            self._rollback()
+            raise StorageError(
+                f"the catalog commit to {self.path} failed: {self._describe(exc)}; nothing was changed"
+            ) from exc
+
+    def _rollback(self) -> None:
+        # After a failed COMMIT (disk full, I/O error) SQLite may already have ended the
+        # transaction; either way the catalog is back at its last committed state.
+        with contextlib.suppress(apsw.Error):
+            if not self.conn.getautocommit():
+                self.conn.execute("ROLLBACK")
 
     @property
     def in_transaction(self) -> bool:
@@ -173,5 +266,22 @@ class Catalog:
         return self._depth
 
     def close(self) -> None:
-        with contextlib.suppress(apsw.Error):
-            self.conn.close()
+        conn = getattr(self, "conn", None)
+        if conn is not None:
+            with contextlib.suppress(apsw.Error):
+                conn.close()
+
+
+def _one_line(exc: BaseException) -> str:
+    """An apsw error as one line (its class says what SQLite reported: full, I/O, ...)."""
+    text = " ".join(str(exc).split())
+    kind = {
+        apsw.FullError: "the disk is full",
+        apsw.IOError: "an I/O error",
+        apsw.CorruptError: "the file is damaged",
+        apsw.NotADBError: "not a database",
+    }
+    for cls, label in kind.items():
+        if isinstance(exc, cls):
+            return f"{label} ({text})"
+    return text

@@ -1,9 +1,13 @@
 """The embedded store: ``Store.create`` / ``Store.open`` and everything they offer.
 
-Two files make one store: ``<path>`` (HDF5, the arrays) and ``<path>.sqlite`` (the
-catalog). The catalog is the transactional half and the HDF5 file is append-only between
-compactions, so a failed write leaves the catalog as it was and the bytes it wrote
-unreferenced.
+A store is one directory: ``<path>/catalog.sqlite`` (the catalog, the transactional half)
+and ``<path>/segments/*.h5`` (the arrays, in immutable HDF5 segment files; see
+``segments.py`` for why and how). A write transaction writes its new arrays into one new
+segment, makes it durable, and only then commits the catalog rows that point at it, so a
+failed or killed write leaves the store at its last committed state.
+
+Stores of the earlier two-file layout (``<path>`` HDF5 + ``<path>.sqlite``) are
+converted into a directory by the first writable open (:func:`_convert_legacy`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+import h5py
 import numpy as np
 import orjson
 
@@ -38,6 +43,7 @@ from ..core.timeref import ms_to_rfc3339
 from ..errors import (
     REMOVE,
     TRANSFORM,
+    CatalogMigrationRequiredError,
     DuplicateTimeSeriesError,
     IntegrityError,
     InvalidParameterError,
@@ -46,7 +52,9 @@ from ..errors import (
     OwnerMismatchError,
     ParameterTypeError,
     ReadOnlyStoreError,
+    StorageError,
     StoreExistsError,
+    TimeSeriesError,
 )
 from ..model import (
     SERIES_CLASSES,
@@ -60,7 +68,7 @@ from ..model import (
     _Series,
 )
 from .api import StoreApi, Transaction, check_store_file, series_id
-from .arrays import ArrayFile, pool_name
+from .arrays import fsync_path, pool_name
 from .catalog import Catalog
 from .rows import (
     SELECT_ROWS,
@@ -70,35 +78,52 @@ from .rows import (
     filter_keywords,
     filter_signature,
 )
+from .segments import (
+    LEGACY_SEGMENT,
+    SEGMENT_DIR,
+    SegmentGone,
+    Segments,
+    catalog_file,
+    legacy_catalog,
+    merge_candidates,
+    remove_tree,
+    stale_work_dirs,
+    work_dir,
+)
 
-CATALOG_SUFFIX = ".sqlite"
 _GENERATION_KEY = "infrastore_sqlite.catalog_generation"
+_COMPRESSION_KEY = "infrastore_sqlite.compression"
 _DEFAULT_BATCH_BYTES = 64 * 1024 * 1024
 # The catalog's identity of a series (the ts_identity index): a replace keeps these.
 _IDENTITY_COLUMNS = frozenset(
     {"owner_id", "owner_category", "time_series_type", "name", "resolution", "interval"}
     | {"features_hash"}
 )
+DEFAULT_TIMEOUT = 5.0
 _BULK_KEYS = frozenset({"owner_id", "owner_type", "owner_category", "time_series", "features"})
+# Arrays copied per read/write step when segments are merged or compacted.
+_REWRITE_STEP = 1024
 
 
 def catalog_path(path: str | Path) -> Path:
-    """The catalog file beside an HDF5 path."""
-    return Path(str(path) + CATALOG_SUFFIX)
+    """The catalog file of the store at ``path`` (inside the store directory)."""
+    return catalog_file(Path(path))
 
 
 class Store(StoreApi):
-    """A content-addressed time-series store (HDF5 arrays + SQLite catalog).
+    """A content-addressed time-series store (HDF5 segments + SQLite catalog).
 
     Use :meth:`create` or :meth:`open`; the constructor is not public.
     """
 
-    def __init__(self, path: Path, arrays: ArrayFile, catalog: Catalog, read_only: bool) -> None:
+    def __init__(self, path: Path, segments: Segments, catalog: Catalog, read_only: bool) -> None:
         self.path = path
-        self._arrays = arrays
+        self._segments = segments
         self._catalog = catalog
         self._read_only = read_only
         self._open_tx: list[Any] = []
+        self._doomed: list[str] = []  # segments to delete once the running commit is durable
+        self._merging = False
         self._scratch: Path | None = None  # the directory of an in_memory store
 
     # ------------------------------------------------------------------ lifecycle
@@ -113,20 +138,22 @@ class Store(StoreApi):
         shuffle: bool = True,
         catalog: str | None = None,
         overwrite: bool = False,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> Store:
-        """Create a new, empty store at ``path`` (and ``path.sqlite``).
+        """Create a new, empty store: the directory ``path``.
 
         Parameters
         ----------
         path
-            The HDF5 file to create; the catalog goes to ``<path>.sqlite``. Ignored with
+            The store directory to create (its parent must exist). Ignored with
             ``in_memory=True``.
         in_memory
-            A scratch store that nothing at ``path`` backs: both files live in a private
+            A scratch store that nothing at ``path`` backs: it lives in a private
             temporary directory removed on :meth:`close` (``persist_to`` keeps a copy).
         catalog
-            ``"attached"`` (``<path>.sqlite``, the default) or, with ``in_memory=True``,
-            ``"memory"``; a RAM-only catalog beside an on-disk array file is not provided.
+            ``"attached"`` (the catalog inside the store directory, the default) or, with
+            ``in_memory=True``, ``"memory"``; a RAM-only catalog of an on-disk store is not
+            provided.
         compression
             ``"deflate"`` (default) or ``"none"``.
         compression_level
@@ -135,6 +162,8 @@ class Store(StoreApi):
             Byte-shuffle before DEFLATE.
         overwrite
             Replace an existing store at ``path`` instead of refusing.
+        timeout
+            Seconds a write waits for another process's write before StoreBusyError.
         """
         if catalog not in (None, "attached", "memory"):
             raise InvalidParameterError(
@@ -164,57 +193,83 @@ class Store(StoreApi):
                 '"attached", or in_memory=True for a scratch store'
             )
         path = Path(path)
-        cat = catalog_path(path)
         if compression not in ("deflate", "none"):
             raise InvalidParameterError(
                 f'unknown compression "{compression}"; expected "deflate" or "none"'
             )
         if not 0 <= int(compression_level) <= 9:
             raise InvalidParameterError(f"compression_level must be 0-9, got {compression_level}")
-        if path.exists() or cat.exists():
+        legacy = legacy_catalog(path)
+        if path.exists() or legacy.exists():
             if not overwrite:
                 raise StoreExistsError(
                     f"{path} already holds a store; open it with Store.open, or pass "
                     "overwrite=True to replace it"
                 )
-            for p in (path, cat):
-                with contextlib.suppress(FileNotFoundError):
-                    p.unlink()
+            for p in (path, legacy):
+                remove_tree(p)
         if not path.parent.exists():
             raise InvalidParameterError(
                 f"the directory {path.parent} does not exist; create it first"
             )
-        generation = uuid.uuid4().hex
-        arrays = ArrayFile(
-            path, "x", compression=compression, compression_level=compression_level, shuffle=shuffle
+        spec = (
+            "none"
+            if compression == "none"
+            else f"deflate:{int(compression_level)}:" + ("shuffle" if shuffle else "noshuffle")
         )
-        arrays.h5.attrs["catalog_generation"] = generation
-        arrays.flush()
+        for stale in stale_work_dirs(path.parent, path.name, "creating"):
+            remove_tree(stale)
+        # Built under a work name and renamed into place: a failed or killed create
+        # leaves no store behind (a dead process's work directory is removed above).
+        work = work_dir(path.parent, path.name, "creating")
         try:
-            catalog = Catalog(cat, create=True)
-            catalog.execute(
-                "INSERT INTO store_attributes (key, value) VALUES (?, ?)",
-                (_GENERATION_KEY, generation),
-            )
+            (work / SEGMENT_DIR).mkdir(parents=True)
+            catalog = Catalog(catalog_file(work), create=True, timeout=timeout)
+            try:
+                catalog.executemany(
+                    "INSERT INTO store_attributes (key, value) VALUES (?, ?)",
+                    [(_GENERATION_KEY, uuid.uuid4().hex), (_COMPRESSION_KEY, spec)],
+                )
+            finally:
+                catalog.close()
+            for p in (catalog_file(work), work / SEGMENT_DIR, work):
+                fsync_path(p)
+            if path.exists():
+                raise StoreExistsError(
+                    f"{path} appeared while the store was created; nothing was changed"
+                )
+            os.rename(work, path)
+            fsync_path(path.parent)
+        except OSError as exc:
+            remove_tree(work)
+            raise StorageError(f"cannot create the store {path}: {exc}") from exc
         except BaseException:
-            arrays.close()
-            path.unlink(missing_ok=True)
-            cat.unlink(missing_ok=True)
+            remove_tree(work)
             raise
-        return cls(path, arrays, catalog, read_only=False)
+        return cls.open(path, timeout=timeout)
 
     @classmethod
-    def open(cls, path: str | Path, *, read_only: bool = False, catalog: str = "attached") -> Store:
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        read_only: bool = False,
+        catalog: str = "attached",
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> Store:
         """Open an existing store.
 
         Parameters
         ----------
         path
-            The HDF5 file of the store (the catalog is ``<path>.sqlite``).
+            The store directory (a store of the earlier two-file layout is converted
+            into one by a writable open).
         read_only
             Refuse every write; the files are not modified.
         catalog
             ``"attached"`` only: a RAM-only copy of the catalog is not provided here.
+        timeout
+            Seconds a write waits for another process's write before StoreBusyError.
         """
         if catalog != "attached":
             raise InvalidParameterError(
@@ -224,36 +279,59 @@ class Store(StoreApi):
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"Store.open: path must be a str or path, not {type(path).__name__}")
         path = Path(path)
-        cat = catalog_path(path)
-        check_store_file(path, cat)
-        arrays = ArrayFile(path, "r" if read_only else "r+")
-        try:
-            catalog = Catalog(cat, read_only=read_only)
-            stored = catalog.scalar(
-                "SELECT value FROM store_attributes WHERE key = ?", (_GENERATION_KEY,)
-            )
-            actual = arrays.h5.attrs.get("catalog_generation")
-            if isinstance(actual, bytes):
-                actual = actual.decode()
-            if stored != actual:
-                raise MismatchedArtifactError(
-                    f"{cat} does not belong to {path} (catalog generation {stored}, array file "
-                    f"{actual}); restore the pair that was written together"
+        if not read_only:
+            _finish_conversion(path)
+        if check_store_file(path) == "two files":
+            if read_only:
+                raise CatalogMigrationRequiredError(
+                    f"{path} is a store of an earlier version (the two files {path} and "
+                    f"{legacy_catalog(path)}); open it once for writing (read_only=False, or "
+                    "any writing command of the CLI) to convert it into a store directory"
                 )
+            _convert_legacy(path, timeout)
+        cat = catalog_file(path)
+        catalog = Catalog(cat, read_only=read_only, timeout=timeout)
+        try:
+            attrs = dict(
+                catalog.execute(
+                    "SELECT key, value FROM store_attributes WHERE key IN (?, ?)",
+                    (_GENERATION_KEY, _COMPRESSION_KEY),
+                ).fetchall()
+            )
+            segments = Segments(
+                path,
+                generation=attrs.get(_GENERATION_KEY, ""),
+                compression=attrs.get(_COMPRESSION_KEY, "deflate:3:shuffle"),
+            )
+            first = catalog.scalar("SELECT min(name) FROM segments")
+            if first is not None:
+                # A catalog copied without its segments (or beside another store's) is
+                # refused at once; a damaged segment is verify's to report, not open's.
+                try:
+                    segments.reader(first)
+                except SegmentGone:
+                    raise MismatchedArtifactError(
+                        f"the catalog {cat} does not belong to the segments in {segments.dir}: "
+                        f"it names {first}, which is not there; restore the store directory as "
+                        "it was written, as a whole"
+                    ) from None
+                except MismatchedArtifactError:
+                    raise
+                except StorageError:
+                    pass
         except BaseException:
-            arrays.close()
+            catalog.close()
             raise
-        return cls(path, arrays, catalog, read_only)
+        return cls(path, segments, catalog, read_only)
 
     def close(self) -> None:
-        """Flush and close both files. Safe to call twice."""
-        if self._arrays is not None:
+        """Close the store (anything uncommitted is rolled back). Safe to call twice."""
+        if self._segments is not None:
             try:
-                self._arrays.flush()
+                self._segments.close()
             finally:
-                self._arrays.close()
                 self._catalog.close()
-                self._arrays = None  # type: ignore[assignment]
+                self._segments = None  # type: ignore[assignment]
                 if self._scratch is not None:
                     shutil.rmtree(self._scratch, ignore_errors=True)
 
@@ -276,8 +354,22 @@ class Store(StoreApi):
             raise ReadOnlyStoreError(
                 f"the store {self.path} is open read-only; open it with read_only=False to write"
             )
-        if self._arrays is None:
+        if self._segments is None:
             raise InvalidParameterError("the store is closed")
+
+    def disk_usage(self) -> dict[str, int]:
+        """Bytes on disk: ``hdf5_bytes`` (the segments) and ``catalog_bytes`` (with its WAL)."""
+        self._open()
+        h5 = 0
+        with contextlib.suppress(FileNotFoundError):
+            for entry in os.scandir(self._segments.dir):
+                with contextlib.suppress(FileNotFoundError):
+                    h5 += entry.stat().st_size
+        cat = 0
+        for suffix in ("", "-wal"):
+            with contextlib.suppress(FileNotFoundError):
+                cat += os.path.getsize(str(catalog_file(self.path)) + suffix)
+        return {"hdf5_bytes": h5, "catalog_bytes": cat}
 
     # ------------------------------------------------------------------ transactions
     def transaction(self) -> Transaction:
@@ -290,15 +382,125 @@ class Store(StoreApi):
 
     @contextlib.contextmanager
     def _transaction_block(self) -> Iterator[None]:
+        """The block :meth:`transaction` enters.
+
+        The outermost block holds the catalog's write lock from its start (a second
+        writer waits up to the store's timeout). Its new arrays go into one new segment,
+        sealed (complete and fsynced) before the catalog commits; if anything fails, the
+        catalog rolls back and the segment is deleted.
+        """
         self._writable()
-        with self._catalog.transaction():
-            yield
-            if self._catalog.depth == 1:
-                # The arrays are written in the background: every one the catalog is
-                # about to point at must be in (a failed write rolls the catalog back).
-                self._arrays.sync()
-        if not self._catalog.in_transaction:
-            self._arrays.flush()
+        outer = self._catalog.depth == 0
+        try:
+            with self._catalog.transaction():
+                if outer:
+                    self._doomed = []
+                    # Holding the write lock, no other writer is mid-segment: any file
+                    # the committed catalog does not name is a leftover of a failure.
+                    self._segments.sweep(self._segment_names())
+                yield
+                if outer:
+                    self._seal()
+        except BaseException:
+            if outer:
+                self._segments.discard()
+                self._doomed = []
+            raise
+        if outer:
+            self._segments.committed()
+            doomed, self._doomed = self._doomed, []
+            self._segments.drop(doomed)
+            self._merge_small_segments()
+
+    def _segment_names(self) -> set[str]:
+        return {r[0] for r in self._catalog.execute("SELECT name FROM segments")}
+
+    def _seal(self) -> None:
+        """Make this transaction's segment durable and name it in the catalog."""
+        sealed = self._segments.seal()
+        if sealed is not None:
+            name, nbytes, slots, pools = sealed
+            self._catalog.execute(
+                "INSERT INTO segments (name, bytes, slots, pools) VALUES (?, ?, ?, ?)",
+                (name, nbytes, slots, orjson.dumps(pools).decode()),
+            )
+
+    def _merge_small_segments(self) -> None:
+        """Merge a tier of small segments after a commit (see ``segments.merge_candidates``).
+
+        The write it follows is committed already; a merge that fails (disk full) leaves
+        the segments as they were, so its error is not the caller's.
+        """
+        if self._merging:
+            return
+        self._merging = True
+        try:
+            for _ in range(4):  # a merge can fill the next tier; bounded, the rest waits
+                names = merge_candidates(
+                    self._catalog.execute("SELECT name, bytes FROM segments").fetchall()
+                )
+                if not names:
+                    return
+                try:
+                    self._rewrite(names)
+                except TimeSeriesError:
+                    return
+        finally:
+            self._merging = False
+
+    def _rewrite(self, names: Sequence[str]) -> dict[str, int]:
+        """Copy the live arrays of segments ``names`` into one new segment, in one
+        transaction; the old files are deleted after its commit."""
+        cat = self._catalog
+        with self.transaction():
+            marks = ", ".join("?" * len(names))
+            before = cat.execute(
+                f"SELECT COALESCE(sum(slots), 0), COALESCE(sum(bytes), 0) FROM segments "
+                f"WHERE name IN ({marks})",
+                list(names),
+            ).fetchone()
+            pools_before = set()
+            for (text,) in cat.execute(
+                f"SELECT pools FROM segments WHERE name IN ({marks})", list(names)
+            ):
+                pools_before.update(orjson.loads(text))
+            moved = 0
+            pools_after: set[str] = set()
+            target = None
+            for segment in names:
+                while True:
+                    # Rows leave the old segment as they are moved, so each step reads the
+                    # next ones; memory is bounded by the step, not by the store.
+                    part = cat.execute(
+                        "SELECT hash, kind, dtype, shape, pool, slot FROM arrays "
+                        "WHERE segment = ? ORDER BY pool, slot LIMIT ?",
+                        (segment, _REWRITE_STEP),
+                    ).fetchall()
+                    if not part:
+                        break
+                    by_pool: dict[str, list[tuple]] = {}
+                    for r in part:
+                        by_pool.setdefault(r[4], []).append(r)
+                    updates = []
+                    for pool, group in by_pool.items():
+                        arrays = self._segments.read(segment, pool, [g[5] for g in group])
+                        dtype, shape = group[0][2], orjson.loads(group[0][3])
+                        target, first = self._segments.write(pool, dtype, shape, arrays)
+                        updates.extend((target, first + i, g[0], g[1]) for i, g in enumerate(group))
+                        pools_after.add(pool)
+                    cat.executemany(
+                        "UPDATE arrays SET segment = ?, slot = ? WHERE hash = ? AND kind = ?",
+                        updates,
+                    )
+                    moved += len(updates)
+            cat.execute(f"DELETE FROM segments WHERE name IN ({marks})", list(names))
+            self._doomed.extend(names)
+        after = cat.scalar("SELECT bytes FROM segments WHERE name = ?", (target,)) if target else 0
+        return {
+            "slots_reclaimed": int(before[0]) - moved,
+            "datasets_dropped": len(pools_before) - len(pools_after),
+            "bytes_reclaimed": max(0, int(before[1]) - int(after or 0)),
+        }
 
     def begin_transaction(self) -> None:
         """Begin a transaction that :meth:`commit_transaction` or :meth:`rollback_transaction` ends."""
@@ -693,8 +895,8 @@ class Store(StoreApi):
             )
 
     def _store_arrays(self, entries: list[tuple[bytes, str, np.ndarray]]) -> None:
-        """Write every array the catalog does not yet hold, pooled and slab-wise."""
-        cat = self._catalog
+        """Write every array the catalog does not yet hold into this transaction's
+        segment, pooled by dtype and shape, and record where each one went."""
         held = self._found_locations({(h, kind) for h, kind, _ in entries})
         new: dict[tuple[bytes, str], np.ndarray] = {}
         for h, kind, arr in entries:
@@ -710,25 +912,21 @@ class Store(StoreApi):
             shape = list(group[0][2].shape)
             if not name:
                 rows.extend(
-                    (h, kind, _dtype_of(a), orjson.dumps(list(a.shape)).decode(), "", -1)
+                    (h, kind, _dtype_of(a), orjson.dumps(list(a.shape)).decode(), "", -1, "")
                     for h, kind, a in group
                 )
                 continue
-            first = cat.scalar("SELECT next_slot FROM pools WHERE name = ?", (name,))
-            if first is None:
-                first = 0
-                cat.execute(
-                    "INSERT INTO pools (name, dtype, shape, next_slot) VALUES (?, ?, ?, 0)",
-                    (name, dtype, orjson.dumps(shape).decode()),
-                )
-            self._arrays.write(name, dtype, shape, first, [a for _, _, a in group])
-            cat.execute("UPDATE pools SET next_slot = ? WHERE name = ?", (first + len(group), name))
+            segment, first = self._segments.write(name, dtype, shape, [a for _, _, a in group])
             shape_text = orjson.dumps(shape).decode()
             rows.extend(
-                (h, kind, dtype, shape_text, name, first + i)
+                (h, kind, dtype, shape_text, name, first + i, segment)
                 for i, (h, kind, _) in enumerate(group)
             )
-        cat.executemany("INSERT INTO arrays VALUES (?, ?, ?, ?, ?, ?)", rows)
+        self._catalog.executemany(
+            "INSERT INTO arrays (hash, kind, dtype, shape, pool, slot, segment) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
 
     # ------------------------------------------------------------------ listing
     def _select(
@@ -764,7 +962,7 @@ class Store(StoreApi):
         return out
 
     def _open(self) -> None:
-        if self._arrays is None:
+        if self._segments is None:
             raise InvalidParameterError("the store is closed")
 
     @filter_keywords
@@ -869,7 +1067,7 @@ class Store(StoreApi):
             marks = ", ".join(["(?, ?)"] * len(chunk))
             flat = [x for k in chunk for x in k]
             for h, kind, *loc in cat.execute(
-                "SELECT hash, kind, dtype, shape, pool, slot FROM arrays "
+                "SELECT hash, kind, dtype, shape, pool, slot, segment FROM arrays "
                 f"WHERE (hash, kind) IN (VALUES {marks})",
                 flat,
             ):
@@ -877,19 +1075,33 @@ class Store(StoreApi):
         return found
 
     def _load(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], np.ndarray]:
-        """Read distinct arrays, grouped by pool so neighbours come in one slab."""
-        locs = self._locations(set(keys))
-        by_pool: dict[str, list[tuple[bytes, str]]] = {}
+        """Read distinct arrays, grouped by segment and pool so neighbours come in one slab.
+
+        A segment merged away since the catalog named it sends the read back to the
+        catalog for the arrays' new places (the newest committed snapshot).
+        """
+        keys = set(keys)
+        for attempt in range(3):
+            try:
+                return self._load_once(keys)
+            except SegmentGone:
+                if attempt == 2 or self._catalog.in_transaction:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _load_once(self, keys: set[tuple[bytes, str]]) -> dict[tuple[bytes, str], np.ndarray]:
+        locs = self._locations(keys)
+        by_pool: dict[tuple[str, str], list[tuple[bytes, str]]] = {}
         out: dict[tuple[bytes, str], np.ndarray] = {}
         from ..core.elements import NUMPY_DTYPES
 
-        for key, (dtype, shape, pool, _slot) in locs.items():
+        for key, (dtype, shape, pool, _slot, segment) in locs.items():
             if not pool:
                 out[key] = np.zeros(orjson.loads(shape), dtype=NUMPY_DTYPES[dtype])
             else:
-                by_pool.setdefault(pool, []).append(key)
-        for pool, group in by_pool.items():
-            arrays = self._arrays.read(pool, [locs[k][3] for k in group])
+                by_pool.setdefault((segment, pool), []).append(key)
+        for (segment, pool), group in by_pool.items():
+            arrays = self._segments.read(segment, pool, [locs[k][3] for k in group])
             out.update(zip(group, arrays, strict=True))
         return out
 
@@ -907,6 +1119,14 @@ class Store(StoreApi):
         order given. The array is the stored (composite: minimal-width) form.
         """
         self._open()
+        for group in self._row_groups(rows, batch_bytes):
+            yield self._read_batch(group, with_timestamps)
+
+    @staticmethod
+    def _row_groups(
+        rows: Iterable[SeriesRow], batch_bytes: int = _DEFAULT_BATCH_BYTES
+    ) -> Iterator[list[SeriesRow]]:
+        """``rows`` in consecutive groups whose distinct arrays hold about ``batch_bytes``."""
         batch: list[SeriesRow] = []
         seen: set[bytes] = set()
         size = 0
@@ -914,13 +1134,13 @@ class Store(StoreApi):
             if row.data_hash not in seen:
                 nbytes = int(np.prod(row.array_shape, dtype=np.int64)) * 8
                 if batch and size + nbytes > batch_bytes:
-                    yield self._read_batch(batch, with_timestamps)
+                    yield batch
                     batch, seen, size = [], set(), 0
                 seen.add(row.data_hash)
                 size += nbytes
             batch.append(row)
         if batch:
-            yield self._read_batch(batch, with_timestamps)
+            yield batch
 
     def _read_batch(self, rows: list[SeriesRow], with_timestamps: bool):
         keys = {(r.data_hash, "data") for r in rows}
@@ -1243,10 +1463,13 @@ class Store(StoreApi):
                 )
             else:
                 readable.append(row)
+        for (name,) in self._catalog.execute("SELECT name FROM segments ORDER BY name"):
+            if not self._segments.path(name).is_file():
+                errors.append(f"the segment file {self._segments.path(name)} is missing")
         total = len({r.data_hash for r in readable})
         checked = 0
         seen: set[bytes] = set()
-        for batch in self.iter_arrays(readable, with_timestamps=True):
+        for batch in self._verify_batches(readable, errors):
             for row, arr, ts in batch:
                 if row.data_hash in seen:
                     continue
@@ -1263,11 +1486,26 @@ class Store(StoreApi):
                 progress(checked, total)
         return {"ok": not errors, "errors": errors, "checked": checked}
 
+    def _verify_batches(self, rows: list[SeriesRow], errors: list[str]) -> Iterator[list]:
+        """``iter_arrays`` for verify: a batch that cannot be read (a damaged segment file)
+        is reported, one series at a time, naming the file, and verify goes on."""
+        for group in self._row_groups(rows):
+            try:
+                yield self._read_batch(group, True)
+                continue
+            except StorageError:
+                pass
+            for row in group:
+                try:
+                    yield self._read_batch([row], True)
+                except StorageError as exc:
+                    errors.append(f"{row.label} (id {row.id}) cannot be read: {exc}")
+
     @property
     def compression(self) -> str:
         """The HDF5 filter new arrays get: ``none`` or ``deflate:<level>:<shuffle|noshuffle>``."""
         self._open()
-        return self._arrays.compression
+        return self._segments.compression
 
     def get_compression(self) -> dict[str, Any]:
         """The HDF5 filter new arrays get, as the reference reports it:
@@ -1278,69 +1516,25 @@ class Store(StoreApi):
         return {"compression": "deflate", "level": int(spec[1]), "shuffle": spec[2] == "shuffle"}
 
     def compact(self) -> dict[str, int]:
-        """Rewrite the HDF5 file from the live arrays, reclaiming freed slots."""
+        """Rewrite the live arrays into one segment, reclaiming removed arrays' space.
+
+        Like every write it is one transaction: a failure leaves the store as it was.
+        """
         self._writable()
         if self._catalog.in_transaction:
             raise InvalidParameterError("compact() cannot run inside a transaction")
         cat = self._catalog
-        live = cat.execute("SELECT hash, kind, dtype, shape, pool, slot FROM arrays").fetchall()
-        before = os.path.getsize(self.path)
-        tmp = Path(str(self.path) + ".compact")
-        tmp.unlink(missing_ok=True)
-        spec = self._arrays.compression
-        kw: dict[str, Any] = {"compression": "none"}
-        if spec != "none":
-            _k, level, shuffle = spec.split(":")
-            kw = {
-                "compression": "deflate",
-                "compression_level": int(level),
-                "shuffle": shuffle == "shuffle",
-            }
-        fresh = ArrayFile(tmp, "x", **kw)
-        fresh.h5.attrs["catalog_generation"] = self._arrays.h5.attrs["catalog_generation"]
-        new_rows = []
-        pools: dict[str, list[tuple]] = {}
-        for r in live:
-            if r[4]:
-                pools.setdefault(r[4], []).append(r)
-            else:
-                new_rows.append(r)
-        slots_before = int(cat.scalar("SELECT COALESCE(sum(next_slot), 0) FROM pools") or 0)
-        pools_before = int(cat.scalar("SELECT count(*) FROM pools"))
-        for pool, group in pools.items():
-            arrays = self._arrays.read(pool, [g[5] for g in group])
-            dtype, shape = group[0][2], orjson.loads(group[0][3])
-            for start in range(0, len(group), 1024):
-                fresh.write(pool, dtype, shape, start, arrays[start : start + 1024])
-            new_rows.extend((g[0], g[1], g[2], g[3], g[4], i) for i, g in enumerate(group))
-        try:
-            fresh.flush()
-        finally:
-            fresh.close()
-        try:
-            with self._catalog.transaction():
-                cat.execute("DELETE FROM arrays")
-                cat.executemany("INSERT INTO arrays VALUES (?, ?, ?, ?, ?, ?)", new_rows)
-                cat.execute("DELETE FROM pools")
-                cat.executemany(
-                    "INSERT INTO pools VALUES (?, ?, ?, ?)",
-                    [(p, g[0][2], g[0][3], len(g)) for p, g in pools.items()],
-                )
-                self._arrays.close()
-                os.replace(tmp, self.path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        finally:
-            self._arrays = ArrayFile(self.path, "r+")
+        names = sorted(self._segment_names())
+        live = int(cat.scalar("SELECT count(*) FROM arrays WHERE pool != ''"))
+        slots = int(cat.scalar("SELECT COALESCE(sum(slots), 0) FROM segments"))
+        if len(names) > 1 or slots != live:
+            report = self._rewrite(names)
+        else:
+            with self.transaction():  # still sweeps what a failed write left behind
+                pass
+            report = {"slots_reclaimed": 0, "datasets_dropped": 0, "bytes_reclaimed": 0}
         # The reference's keys; feature maps and time axes are swept at removal already.
-        return {
-            "slots_reclaimed": slots_before - sum(len(g) for g in pools.values()),
-            "datasets_dropped": pools_before - len(pools),
-            "feature_sets_reclaimed": 0,
-            "timestamp_sets_reclaimed": 0,
-            "bytes_reclaimed": max(0, before - os.path.getsize(self.path)),
-        }
+        return {**report, "feature_sets_reclaimed": 0, "timestamp_sets_reclaimed": 0}
 
     # ------------------------------------------------------------------ interchange
     # The reference's API, so methods of the store, though the container is a layer above:
@@ -1389,6 +1583,116 @@ class Store(StoreApi):
         from ..interchange.sqlite.diff import diff_sqlite
 
         return diff_sqlite(self, path, **kwargs)
+
+
+def _convert_legacy(path: Path, timeout: float) -> None:
+    """Turn a store of the two-file layout (``path`` + ``path.sqlite``) into a directory.
+
+    The new directory is built beside the old files under a work name: the old HDF5 file
+    is hard-linked in as its one segment (``legacy.h5``, never written again) and the
+    catalog copied and migrated. Only when it is complete and durable is it renamed to
+    ``.<name>.converted``; then the old file is unlinked and that directory renamed to
+    ``path``. A kill before the first rename leaves the old store as it was (and a work
+    directory the next open removes); a kill after it is finished by
+    :func:`_finish_conversion`.
+    """
+    parent, name = path.parent, path.name
+    old_catalog = legacy_catalog(path)
+    for stale in stale_work_dirs(parent, name, "converting"):
+        remove_tree(stale)
+    work = work_dir(parent, name, "converting")
+    try:
+        (work / SEGMENT_DIR).mkdir(parents=True)
+        try:
+            with h5py.File(path, "r", locking=False) as h5:
+                generation = h5.attrs.get("catalog_generation")
+                compression = h5.attrs.get("compression", "none")
+        except OSError as exc:
+            raise StorageError(f"cannot read the array file {path}: {exc}") from exc
+        if isinstance(generation, bytes):
+            generation = generation.decode()
+        if isinstance(compression, bytes):
+            compression = compression.decode()
+        # Opening the old catalog writable rolls back a hot journal a killed writer left.
+        src = apsw.Connection(str(old_catalog))
+        try:
+            src.setbusytimeout(max(0, int(timeout * 1000)))
+            dst = apsw.Connection(str(catalog_file(work)))
+            try:
+                with dst.backup("main", src, "main") as copy:
+                    while not copy.done:
+                        copy.step(1024)
+            finally:
+                dst.close()
+        except apsw.Error as exc:
+            raise StorageError(f"cannot read the catalog {old_catalog}: {exc}") from exc
+        finally:
+            src.close()
+        catalog = Catalog(catalog_file(work), timeout=timeout)  # applies the migrations
+        try:
+            stored = catalog.scalar(
+                "SELECT value FROM store_attributes WHERE key = ?", (_GENERATION_KEY,)
+            )
+            if stored != generation:
+                raise MismatchedArtifactError(
+                    f"{old_catalog} does not belong to {path} (catalog generation {stored}, "
+                    f"array file {generation}); restore the pair that was written together"
+                )
+            legacy = catalog.scalar("SELECT 1 FROM segments WHERE name = ?", (LEGACY_SEGMENT,))
+            with catalog.transaction():
+                catalog.execute(
+                    "INSERT OR REPLACE INTO store_attributes (key, value) VALUES (?, ?)",
+                    (_COMPRESSION_KEY, str(compression)),
+                )
+                catalog.execute(
+                    "UPDATE segments SET bytes = ? WHERE name = ?",
+                    (os.path.getsize(path), LEGACY_SEGMENT),
+                )
+        finally:
+            catalog.close()
+        if legacy:
+            target = work / SEGMENT_DIR / LEGACY_SEGMENT
+            try:
+                os.link(path, target)
+            except OSError:  # a file system without hard links: a copy does the same
+                shutil.copyfile(path, target)
+            fsync_path(target)
+        for p in (catalog_file(work), work / SEGMENT_DIR, work):
+            fsync_path(p)
+        done = parent / f".{name}.converted"
+        os.rename(work, done)
+        fsync_path(parent)
+    except OSError as exc:
+        remove_tree(work)
+        raise StorageError(f"converting the store {path} into a directory failed: {exc}") from exc
+    except BaseException:
+        remove_tree(work)
+        raise
+    _finish_conversion(path)
+
+
+def _finish_conversion(path: Path) -> None:
+    """Complete a conversion (see :func:`_convert_legacy`) that is durable but not yet in
+    place, and remove what a killed conversion or create left behind."""
+    parent, name = path.parent, path.name
+    done = parent / f".{name}.converted"
+    if not done.is_dir():
+        return
+    try:
+        if path.is_file():
+            path.unlink()  # its bytes live on in done/segments/legacy.h5
+        # The old catalog goes before the rename, so no directory store ever has one
+        # beside it that could be taken for a store of the old layout.
+        for p in (legacy_catalog(path), Path(str(legacy_catalog(path)) + "-journal")):
+            p.unlink(missing_ok=True)
+        if not path.exists():
+            os.rename(done, path)
+            fsync_path(parent)
+    except OSError as exc:
+        raise StorageError(
+            f"finishing the conversion of {path} into a store directory failed: {exc}; "
+            "open it again to retry"
+        ) from exc
 
 
 class _Rollback(Exception):
@@ -1441,7 +1745,7 @@ def _materialize_windows(src: np.ndarray, res, hor, itv, count: int) -> np.ndarr
     return np.ascontiguousarray(src[idx])
 
 
-__all__ = ["Store", "catalog_path"]
+__all__ = ["DEFAULT_TIMEOUT", "Store", "catalog_path"]
 
 
 def _method_signature(fn: Any, *, filters: bool) -> inspect.Signature:

@@ -47,8 +47,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def demo(pristine: Path, tmp_path: Path) -> str:
     """A private copy of the demo store (tests may change it)."""
     target = tmp_path / "demo.h5"
-    shutil.copy(pristine, target)
-    shutil.copy(str(pristine) + ".sqlite", str(target) + ".sqlite")
+    shutil.copytree(pristine, target)
     return str(target)
 
 
@@ -67,7 +66,7 @@ def test_init_creates_an_empty_store(tmp_path: Path) -> None:
     doc = js("--store", str(path), "init", "--compression", "deflate:6", "--no-shuffle")
     assert doc == {
         "created": str(path),
-        "catalog": str(path) + ".sqlite",
+        "catalog": str(path / "catalog.sqlite"),
         "compression": "deflate:6:noshuffle",
     }
     with Store.open(path) as store:
@@ -105,7 +104,7 @@ def test_demo_reports_what_it_built(tmp_path: Path) -> None:
 
 def test_demo_path_falls_back_to_store(tmp_path: Path) -> None:
     ok("--store", str(tmp_path / "d.h5"), "-q", "demo")
-    assert (tmp_path / "d.h5.sqlite").exists()
+    assert (tmp_path / "d.h5" / "catalog.sqlite").exists()
 
 
 # ---------------------------------------------------------------------------- add --csv
@@ -469,7 +468,8 @@ def test_remove_needs_a_selector(demo: str) -> None:
 
 def test_verify_ok_and_damaged(demo: str) -> None:
     assert js("--store", demo, "verify") == {"ok": True, "checked": 11, "errors": []}
-    with h5py.File(demo, "r+") as h5:
+    (segment,) = (Path(demo) / "segments").iterdir()  # the demo is one bulk add
+    with h5py.File(segment, "r+") as h5:
         names: list[str] = []
         h5.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
         target = next(n for n in names if h5[n].dtype == np.float64 and h5[n].size > 100)
@@ -480,6 +480,12 @@ def test_verify_ok_and_damaged(demo: str) -> None:
     assert r.exit_code == 1
     doc = json.loads(r.stdout)
     assert doc["ok"] is False and doc["errors"]
+    # a damaged file (not just a changed value) is named, and no traceback reaches the user
+    segment.write_bytes(segment.read_bytes()[:2048])
+    r = run("--store", demo, "-f", "json", "verify")
+    assert r.exit_code == 1 and "Traceback" not in r.stderr + r.stdout
+    doc = json.loads(r.stdout)
+    assert doc["ok"] is False and all(str(segment) in e for e in doc["errors"])
 
 
 # ---------------------------------------------------------------------------- export
@@ -532,7 +538,7 @@ def test_export_dry_run_and_empty_selection(pristine: Path, tmp_path: Path) -> N
         (["-f", "json"], "export -f json (series values as json on stdout) is not implemented"),
         (["-f", "csv", "--dir", "out"], "export --dir (one CSV/JSON/JSONL file per series) is not"),
         (["-f", "sqlite"], "export -f sqlite needs --db FILE"),
-        (["-f", "parquet", "--db", "x.db"], "export -f parquet is not implemented in this version"),
+        (["-f", "sqlite", "--db", "x.db", "--summary", "json"], "--summary names how -f parquet"),
     ],
 )
 def test_export_formats_left_for_later(pristine: Path, args: list[str], message: str) -> None:

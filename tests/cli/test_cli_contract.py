@@ -54,8 +54,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def demo(pristine: Path, tmp_path: Path) -> str:
     target = tmp_path / "demo.h5"
-    shutil.copy(pristine, target)
-    shutil.copy(str(pristine) + ".sqlite", str(target) + ".sqlite")
+    shutil.copytree(pristine, target)
     return str(target)
 
 
@@ -97,7 +96,7 @@ def test_missing_store_wording(tmp_path: Path) -> None:
     r = run("--store", str(missing), "list")
     assert (r.exit_code, r.stdout) == (1, "")
     assert r.stderr == (
-        f"Error: no store at {missing}: the file does not exist; create one with "
+        f"Error: no store at {missing}: it does not exist; create one with "
         "`infrastore-sqlite --store PATH init` or Store.create\n"
     )
 

@@ -34,10 +34,12 @@ def test_new_catalog_is_at_the_latest_revision(cat: Catalog) -> None:
         "feature_sets",
         "feature_maps",
         "arrays",
-        "pools",
+        "segments",
         "store_attributes",
     } <= tables
-    assert cat.scalar("PRAGMA journal_mode") == "delete"
+    assert "pools" not in tables  # slots are counted per segment since step 2
+    assert cat.scalar("PRAGMA journal_mode") == "wal"
+    assert cat.scalar("PRAGMA synchronous") == 2  # FULL: a commit is durable when it returns
 
 
 def test_shipped_steps_are_numbered_from_one() -> None:

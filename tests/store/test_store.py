@@ -4,6 +4,8 @@ transactions, read-only mode, removal, compaction, transform, filters."""
 from __future__ import annotations
 
 import hashlib
+import shutil
+import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -57,25 +59,39 @@ def snapshot(store: Store) -> tuple:
         store.list_metadata(),
         store.num_distinct_arrays(),
         cat.execute("SELECT * FROM arrays ORDER BY hash, kind").fetchall(),
-        cat.execute("SELECT * FROM pools ORDER BY name").fetchall(),
+        cat.execute("SELECT * FROM segments ORDER BY name").fetchall(),
         cat.execute("SELECT * FROM feature_maps ORDER BY features_hash").fetchall(),
         cat.execute("SELECT * FROM feature_sets ORDER BY features_hash, key").fetchall(),
         cat.scalar("SELECT seq FROM sqlite_sequence WHERE name = 'time_series_associations'"),
     )
 
 
-def file_digests(path: Path) -> tuple[str, str]:
-    return (
-        hashlib.sha256(path.read_bytes()).hexdigest(),
-        hashlib.sha256(catalog_path(path).read_bytes()).hexdigest(),
-    )
+def file_digests(path: Path) -> dict[str, str]:
+    """Every file of a closed store directory, by name, with a digest of its bytes.
+
+    SQLite's WAL index (-shm) and an empty WAL are left out: a read-only reader creates
+    them to coordinate with writers, and they hold no content.
+    """
+    return {
+        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(path.rglob("*"))
+        if p.is_file()
+        and not p.name.endswith("-shm")
+        and not (p.name.endswith("-wal") and p.stat().st_size == 0)
+    }
+
+
+def segment_files(path: Path) -> list[Path]:
+    return sorted((path / "segments").iterdir())
 
 
 # =========================================================================== lifecycle
-def test_create_makes_both_files(store: Store, store_path: Path) -> None:
-    assert store_path.is_file()
-    assert catalog_path(store_path) == Path(str(store_path) + ".sqlite")
+def test_create_makes_one_directory(store: Store, store_path: Path) -> None:
+    assert store_path.is_dir()
+    assert catalog_path(store_path) == store_path / "catalog.sqlite"
     assert catalog_path(store_path).is_file()
+    assert segment_files(store_path) == []
+    assert sorted(p.name for p in store_path.parent.iterdir()) == [store_path.name]
     assert store.is_empty()
     assert not store.read_only
     assert store.list_metadata() == []
@@ -91,8 +107,9 @@ def test_create_on_an_existing_store_is_refused(store: Store, store_path: Path) 
     with pytest.raises(StoreExistsError, match=r"already holds a store.*overwrite=True"):
         Store.create(store_path)
     assert file_digests(store_path) == before
-    # a catalog alone is enough to refuse
-    store_path.unlink()
+    # any file at the path is enough to refuse
+    shutil.rmtree(store_path)
+    store_path.write_bytes(b"")
     with pytest.raises(StoreExistsError):
         Store.create(store_path)
 
@@ -127,7 +144,8 @@ def test_uncompressed_store_round_trips(tmp_path: Path) -> None:
     with Store.create(tmp_path / "s.h5", compression="none") as s:
         i = add(s, sts())
         np.testing.assert_array_equal(s.read_by_id(i).data, np.arange(10.0))
-    with h5py.File(tmp_path / "s.h5", "r") as h5:
+    (segment,) = segment_files(tmp_path / "s.h5")
+    with h5py.File(segment, "r") as h5:
         assert h5.attrs["compression"] == "none"
 
 
@@ -137,7 +155,7 @@ def test_open_refusals(tmp_path: Path, store: Store, store_path: Path) -> None:
     store.close()
     cat = catalog_path(store_path)
     cat.rename(tmp_path / "aside.sqlite")
-    with pytest.raises(infrastore_sqlite.MismatchedArtifactError, match="has no catalog beside"):
+    with pytest.raises(infrastore_sqlite.MismatchedArtifactError, match="has no catalog"):
         Store.open(store_path)
     (tmp_path / "junk.h5").write_text("not hdf5")
     with pytest.raises(InvalidParameterError, match="could not be opened as an HDF5 file"):
@@ -158,8 +176,19 @@ def test_mismatched_catalog_is_refused(tmp_path: Path, read_only: bool) -> None:
     with Store.create(b) as other:
         add(other, sts())
     catalog_path(a).write_bytes(catalog_path(b).read_bytes())
-    with pytest.raises(MismatchedArtifactError, match=r"does not belong to.*restore the pair"):
+    with pytest.raises(MismatchedArtifactError, match=r"does not belong to.*restore the store"):
         Store.open(a, read_only=read_only)
+    # segments copied in from another store are told apart by their generation too
+    Store.create(tmp_path / "c.h5").close()
+    for seg in segment_files(b):
+        shutil.copy(seg, tmp_path / "c.h5" / "segments" / seg.name)
+    catalog_path(tmp_path / "c.h5").write_bytes(catalog_path(b).read_bytes())
+    con = sqlite3.connect(catalog_path(tmp_path / "c.h5"))
+    con.execute("UPDATE store_attributes SET value = 'x' WHERE key LIKE '%generation'")
+    con.commit()
+    con.close()
+    with pytest.raises(MismatchedArtifactError, match=r"does not belong to this store"):
+        Store.open(tmp_path / "c.h5", read_only=read_only)
 
 
 def test_close_is_idempotent_and_a_closed_store_refuses_work(store: Store) -> None:
@@ -552,11 +581,12 @@ def test_removing_the_last_reference_frees_the_array(store: Store, store_path: P
     assert store._catalog.scalar("SELECT count(*) FROM feature_maps") == 0
     assert store._catalog.scalar("SELECT count(*) FROM feature_sets") == 0
     keep = add(store, sts("keep", np.arange(3.0)))
-    size_before = store_path.stat().st_size
+    size_before = store.disk_usage()["hdf5_bytes"]
     result = store.compact()
     assert result["slots_reclaimed"] == 2
     assert result["bytes_reclaimed"] > 0
-    assert store_path.stat().st_size < size_before
+    assert store.disk_usage()["hdf5_bytes"] < size_before
+    assert len(segment_files(store_path)) == 1
     np.testing.assert_array_equal(store.read_by_id(keep).data, np.arange(3.0))
     assert store.verify_integrity()["ok"]
     # ids are never reissued: not after removal, compaction or reopening
@@ -610,14 +640,37 @@ def test_compact_report(store: Store) -> None:
 def test_verify_integrity_finds_tampered_arrays(store: Store, store_path: Path) -> None:
     i = add(store, sts("a", np.arange(4.0)))
     add(store, sts("b", np.arange(4.0) + 1))
-    pool, slot = store._catalog.execute("SELECT pool, slot FROM arrays").fetchone()
-    store._arrays.h5["pools"][pool][slot, 0] = 99.0
-    report = store.verify_integrity()
-    assert not report["ok"]
-    assert report["checked"] == 2
-    assert len(report["errors"]) == 1
-    assert "re-hashes to" in report["errors"][0]
-    assert store.read_by_id(i).data[0] in (0.0, 99.0)
+    pool, slot, segment = store._catalog.execute(
+        "SELECT pool, slot, segment FROM arrays WHERE hash = ?",
+        (store.rows_by_ids([i])[0].data_hash,),
+    ).fetchone()
+    store.close()
+    with h5py.File(store_path / "segments" / segment, "r+") as h5:
+        h5["pools"][pool][slot, 0] = 99.0
+    with Store.open(store_path, read_only=True) as again:
+        report = again.verify_integrity()
+        assert not report["ok"]
+        assert report["checked"] == 2
+        assert len(report["errors"]) == 1
+        assert "re-hashes to" in report["errors"][0]
+        assert again.read_by_id(i).data[0] == 99.0
+
+
+def test_verify_names_a_damaged_segment_file(store: Store, store_path: Path) -> None:
+    i = add(store, sts("a", np.arange(4.0)))
+    j = add(store, sts("b", np.arange(400.0)))
+    (segment,) = store._catalog.execute(
+        "SELECT segment FROM arrays WHERE hash = ?", (store.rows_by_ids([j])[0].data_hash,)
+    ).fetchone()
+    store.close()
+    damaged = store_path / "segments" / segment
+    damaged.write_bytes(damaged.read_bytes()[:1500])
+    with Store.open(store_path, read_only=True) as again:
+        report = again.verify_integrity()
+        assert not report["ok"] and report["checked"] == 1
+        (error,) = report["errors"]
+        assert "'b' (owner 1)" in error and str(damaged) in error and "\n" not in error
+        assert again.read_by_id(i).data.tolist() == [0.0, 1.0, 2.0, 3.0]
 
 
 def test_missing_array_location_is_an_integrity_error(store: Store) -> None:

@@ -222,7 +222,9 @@ def test_open_of_an_array_file_without_its_catalog(tmp_path) -> None:
     def run(lib):
         p = tmp_path / f"{lib.__name__}.h5"
         lib.Store.create(str(p)).close()
-        (tmp_path / f"{lib.__name__}.h5.sqlite").rename(tmp_path / f"{lib.__name__}.aside")
+        # ours keeps the catalog inside the store directory, the reference's is beside it
+        cat = p / "catalog.sqlite" if p.is_dir() else tmp_path / f"{lib.__name__}.h5.sqlite"
+        cat.rename(tmp_path / f"{lib.__name__}.aside")
         lib.Store.open(str(p))
 
     assert both(run) == ["MismatchedArtifactError"] * 2
@@ -289,7 +291,9 @@ def test_persist_to_and_open_copy_agree(pair, tmp_path) -> None:
             c.clear_time_series()
         with lib.Store.open(str(here / "p.h5")) as p:
             untouched = len(p.list_metadata())
-        return persisted, copied, untouched, sorted(f.name for f in here.iterdir())
+        # the stores there (the reference's catalogs sit beside them, ours inside)
+        stores = sorted(f.name for f in here.iterdir() if not f.name.endswith(".sqlite"))
+        return persisted, copied, untouched, stores
 
     _same(pair, copies)
 
@@ -322,3 +326,31 @@ def test_an_in_memory_store_works_and_leaves_nothing(tmp_path) -> None:
             return back.read_by_id(sid).data.tolist()
 
     assert both(run) == [[0.0, 1.0, 2.0]] * 2
+
+
+def test_persist_catalog_agrees(tmp_path) -> None:
+    def run(lib):
+        out = []
+        mem = lib.Store.create(in_memory=True)
+        try:
+            mem.persist_catalog()
+        except Exception as exc:
+            out.append(type(exc).__name__)
+        path = str(tmp_path / f"{lib.__name__}.h5")
+        with lib.Store.create(path) as s:
+            s.add_time_series(
+                1,
+                "G",
+                lib.OwnerCategory.Component,
+                lib.SingleTimeSeries(T0, "PT1H", np.zeros(2), "x"),
+            )
+            out.append(s.persist_catalog())
+        with lib.Store.open(path, read_only=True) as s:
+            out.append(len(s.list_metadata()))
+            try:
+                s.persist_catalog()
+            except Exception as exc:
+                out.append(type(exc).__name__)
+        return out
+
+    assert both(run) == [["InvalidParameterError", None, 1, "ReadOnlyStoreError"]] * 2

@@ -29,9 +29,11 @@ import numpy as np
 from ...core.elements import pad
 from ...errors import IntegrityError, InvalidParameterError, StorageError
 from ..pipeline import Prefetch
+from ..plan import SUMMARY_KEYS as SQLITE_SUMMARY_KEYS
 from ..plan import ExportPlan, PartitionPlan, RowBlock, iter_partition_arrays, plan_export
 from ..plan import series_values as plan_series_values
 from .layout import (
+    ROLES,
     ROW_GROUP_ROWS,
     arrays_schema,
     file_names,
@@ -144,16 +146,18 @@ def export_parquet(
     return summary
 
 
+#: Keys of the per-partition result, in order: the three files, then the SQLite
+#: export's keys after its three table names.
+SUMMARY_KEYS = ("values_file", "series_file", "arrays_file", *SQLITE_SUMMARY_KEYS[3:])
+
+
 def _summary(directory: str | os.PathLike[str], plan: ExportPlan) -> list[dict[str, Any]]:
     out = []
     for pp in plan.partitions:
         names = file_names(pp.partition)
-        entry: dict[str, Any] = {
-            f"{role}_file": os.path.join(os.fspath(directory), names[role])
-            for role in ("values", "series", "arrays")
-        }
-        entry.update((k, v) for k, v in pp.summary().items() if not k.endswith("_table"))
-        out.append(entry)
+        files = [os.path.join(os.fspath(directory), names[role]) for role in ROLES]
+        shared = list(pp.summary().values())[3:]
+        out.append(dict(zip(SUMMARY_KEYS, [*files, *shared], strict=True)))
     return out
 
 

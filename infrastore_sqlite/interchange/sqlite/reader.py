@@ -1835,6 +1835,9 @@ def _import_partition(
 ) -> tuple[_PartitionResult, list[int]]:
     try:
         return _read_partition(ctx, reader, write=write)
+    except UnicodeDecodeError:
+        # apsw decodes TEXT as UTF-8, and SQLite stores whatever bytes it was given.
+        raise _invalid_text(reader) from None
     except apsw.Error as exc:
         # The interchange file failed under us (corrupt pages, an odd table definition).
         raise StorageError(
@@ -1842,6 +1845,34 @@ def _import_partition(
             f"{reader.where} failed: {exc}",
             table=reader.tables.values,
         ) from exc
+
+
+def _invalid_text(reader: _PartitionReader) -> InvalidParameterError:
+    """The first TEXT cell of a partition's tables that is not UTF-8, as a refusal naming
+    its table, row and column (found by a scan that runs only after a decode failed)."""
+    conn = reader.conn
+    for table in (reader.tables.arrays, reader.tables.series, reader.tables.values):
+        for col in [r[1] for r in conn.execute(f"PRAGMA table_info({q(table)})")]:
+            sql = (
+                f"SELECT rowid, CAST({q(col)} AS BLOB) FROM {q(table)} "
+                f"WHERE typeof({q(col)}) = 'text'"
+            )
+            for rowid, raw in conn.execute(sql):
+                try:
+                    bytes(raw).decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    bad = bytes(raw)[exc.start : exc.start + 1].hex()
+                    return InvalidParameterError(
+                        f"{table}, row with rowid {rowid}, column `{col}`: the text is not valid "
+                        f"UTF-8 (byte {exc.start} is 0x{bad}); write that cell again as UTF-8 "
+                        "text and import again. Nothing of this partition was added",
+                        table=table,
+                    )
+    return InvalidParameterError(
+        f"{reader.where} holds text that is not valid UTF-8 in the tables of "
+        f"{reader.tables.values}; write it again as UTF-8 and import again",
+        table=reader.tables.values,
+    )
 
 
 def _read_partition(

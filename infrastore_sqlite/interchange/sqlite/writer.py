@@ -10,8 +10,12 @@ is built after the rows are in.
 A worker thread reads the store and encodes the value cells (``pipeline.Prefetch``)
 while this thread runs the inserts, which release the GIL, so the two overlap.
 
-Atomicity: a new file is written under a temporary name beside the target and renamed
-into place only when complete; an existing database gets one transaction.
+Atomicity: a new file is written under a temporary name beside the target
+(``.<name>.partial-<pid>-<id>``) and linked into place only when complete; a link never
+replaces a file, so a target that appeared meanwhile (another export) is refused, not
+overwritten. A partial file of an export that was killed is removed by the next export
+to the same target (its process is gone). An existing database gets one transaction,
+rolled back before the call returns if anything fails.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import uuid
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -30,6 +33,7 @@ import numpy as np
 
 from ...errors import OTHER_PREFIX, OVERWRITE, InvalidParameterError
 from ...model import TimeSeriesType
+from ...store.segments import remove_tree, stale_work_dirs, work_dir
 from ..layout import (
     VIEW_MARKER,
     VIEW_NAMES,
@@ -148,7 +152,9 @@ def export_sqlite(
         raise InvalidParameterError(
             f"cannot create {target}: the directory {target.parent} does not exist"
         )
-    tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.partial")
+    for stale in stale_work_dirs(target.parent, target.name, "partial"):
+        remove_tree(stale)
+    tmp = work_dir(target.parent, target.name, "partial")
     try:
         conn = _connect(tmp, create=True)
         try:
@@ -169,11 +175,34 @@ def export_sqlite(
             conn.execute("PRAGMA journal_mode=DELETE")
         finally:
             conn.close()
-        os.replace(tmp, target)
+        if overwrite:
+            os.replace(tmp, target)  # asked for: the complete file takes the name
+        else:
+            _link_into_place(tmp, target)
     finally:
         for leftover in (tmp, Path(str(tmp) + "-journal")):
             leftover.unlink(missing_ok=True)
     return plan.summary()
+
+
+def _link_into_place(tmp: Path, target: Path) -> None:
+    """Give the finished file its name without replacing anything that is there now."""
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        raise InvalidParameterError(
+            f"{target} appeared while this export ran (another process wrote it); nothing "
+            "was overwritten and this export was dropped. Export again to add to that "
+            "database, or pick another path"
+        ) from None
+    except OSError:
+        # A file system without hard links: the same check, with a short window.
+        if target.exists():
+            raise InvalidParameterError(
+                f"{target} appeared while this export ran (another process wrote it); "
+                "nothing was overwritten. Export again to add to it, or pick another path"
+            ) from None
+        os.rename(tmp, target)
 
 
 def _page_size(largest_partition_rows: int) -> int:

@@ -730,7 +730,7 @@ def test_unspecified_reference(tmp_path: Path) -> None:
     add(store, sts("u", [1.0, 2.0]))
     add(store, sts("v", [1.0, 2.0], time_reference="unspecified"), owner=2)
     store.close()
-    cat = sqlite3.connect(tmp_path / "s.h5.sqlite")
+    cat = sqlite3.connect(tmp_path / "s.h5" / "catalog.sqlite")
     cat.execute("UPDATE time_series_associations SET time_reference = NULL WHERE name = 'u'")
     cat.commit()
     cat.close()
@@ -999,7 +999,7 @@ def test_one_file_in_delete_mode(varied, tmp_path: Path) -> None:
 
 def test_the_varied_export_is_consistent(varied) -> None:
     _, out, _ = varied
-    assert sorted(os.listdir(out.parent)) == ["e.sqlite", "s.h5", "s.h5.sqlite"]
+    assert sorted(os.listdir(out.parent)) == ["e.sqlite", "s.h5"]
     with connect(out) as c:
         assert c.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
         assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -337,7 +337,8 @@ def build(L: ModuleType, path: Path) -> Any:
         store.transform_single_time_series("PT1H", "PT30M", resolution="PT15M")
         store.close()
     # "Unspecified" has no constructor; a catalog NULL is what an OpenAPI import leaves.
-    cat = sqlite3.connect(str(path) + ".sqlite")
+    # Our store is a directory holding its catalog; the reference's catalog is beside it.
+    cat = sqlite3.connect(path / "catalog.sqlite" if path.is_dir() else str(path) + ".sqlite")
     cat.execute(
         "UPDATE time_series_associations SET time_reference = NULL "
         "WHERE name IN ('unspec', 'unspec_2')"

@@ -217,7 +217,7 @@ def test_per_partition_success_returns_a_report(db, dst):
 
 # ---------------------------------------------------------------------- dry run
 def test_dry_run_reports_and_writes_nothing(db, dst):
-    h5_size = dst.path.stat().st_size
+    h5_size = dst.disk_usage()["hdf5_bytes"]
     report = dst.import_sqlite(db, dry_run=True)
     assert isinstance(report, ImportReport) and report.dry_run and report.ok
     assert [p["status"] for p in report.partitions] == ["would_add"] * 3
@@ -225,8 +225,8 @@ def test_dry_run_reports_and_writes_nothing(db, dst):
     assert file_ids == [1, 2, 3, 4, 5]
     assert report.ids == []
     assert state(dst) == ([], 0)
+    assert dst.disk_usage()["hdf5_bytes"] == h5_size
     dst.close()
-    assert dst.path.stat().st_size == h5_size
 
 
 def test_dry_run_checks_checksums_and_duplicates(db, dst):
