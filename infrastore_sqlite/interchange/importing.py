@@ -48,8 +48,25 @@ from ..core.elements import (
 from ..core.hashing import composite_data_hash, validate_features
 from ..core.periods import Period, as_period, divide, grid_index, step
 from ..core.timeref import check_period_for_reference, ms_to_axis_instant, normalize_time_reference
-from ..errors import DuplicateTimeSeriesError, InvalidParameterError, TimeSeriesError
+from ..errors import (
+    NO_CHECKSUM,
+    TRANSFORM,
+    DuplicateTimeSeriesError,
+    InvalidParameterError,
+    TimeSeriesError,
+    rehash_term,
+)
 from ..model import DESCRIPTORS, SERIES_CLASSES, UNIT_SYSTEMS, OwnerCategory, TimeSeriesType
+from .filing import (
+    OUTCOMES,
+    OnConflict,
+    changed_columns,
+    compare,
+    conflict_error,
+    file_items,
+    identity,
+    stored_rows,
+)
 from .layout import series_columns, values_key_columns
 
 if TYPE_CHECKING:
@@ -192,6 +209,7 @@ def _partition_entry(t: Place) -> dict[str, Any]:
         "ids": [],
         "arrays": 0,
         "rows": 0,
+        **dict.fromkeys(OUTCOMES, 0),
         "error": None,
     }
 
@@ -201,6 +219,12 @@ def _fill_entry(entry: dict[str, Any], result: PartitionResult, ids: list[int]) 
     entry["ids"] = ids
     entry["arrays"] = result.arrays
     entry["rows"] = result.rows
+    for outcome in result.outcomes:
+        entry[outcome] += 1
+    for s, outcome in zip(result.series, result.outcomes, strict=True):
+        s["outcome"] = outcome
+    for s, i in zip(result.series, ids, strict=False):
+        s["id"] = i
 
 
 def _run_per_partition(
@@ -257,6 +281,14 @@ def run_import(
         return _run_dry(ctx, sources, report)
     if per_partition:
         return _run_per_partition(ctx, sources, report)
+    if ctx.on_conflict != "error":
+        with ctx.store.transaction():
+            for source, entry in zip(sources, report.partitions, strict=True):
+                result, ids = import_partition(ctx, source, write=True)
+                entry["status"] = "committed"
+                _fill_entry(entry, result, ids)
+        ctx.finish()
+        return report
     ctx.report = False
     ids: list[int] = []
     with ctx.store.transaction():
@@ -469,6 +501,7 @@ class Group:
 @dataclass(slots=True)
 class PartitionResult:
     series: list[dict[str, Any]] = field(default_factory=list)
+    outcomes: list[str] = field(default_factory=list)
     arrays: int = 0
     rows: int = 0
 
@@ -491,6 +524,9 @@ class Context:
         self.total = total
         self.done = 0
         self.identities: dict[tuple, str] = {}  # dry run: identities seen in the file
+        self.on_conflict: OnConflict = "error"
+        self.diff = False
+        self.filed: set[int] = set()  # ids this import added or replaced
         self.report = True  # whether the caller gets a report (its per-series entries)
 
     def advance(self, rows: int) -> None:
@@ -608,7 +644,8 @@ def derived_refused(name: str) -> InvalidParameterError:
     """A DeterministicSingleTimeSeries partition, which no import takes."""
     return InvalidParameterError(
         "a DeterministicSingleTimeSeries is derived from a stored SingleTimeSeries rather "
-        "than added; import the SingleTimeSeries and run transform_single_time_series",
+        "than added; import the SingleTimeSeries and run {transform}",
+        terms={"transform": TRANSFORM},
         table=name,
     )
 
@@ -688,6 +725,8 @@ class PartitionSource(Protocol):
     """
 
     place: Place
+    #: The container as the caller named it (a path), for messages.
+    where: str
 
     def reading(self) -> contextlib.AbstractContextManager[None]: ...
 
@@ -995,15 +1034,16 @@ class Filing:
     """Where a partition's built series go: into the store in batches, or (a dry run)
     only checked against it.
 
-    This is the one place that decides what happens to a series whose identity the store
-    (or the file, earlier) already holds: today it is refused
-    (:class:`~infrastore_sqlite.errors.DuplicateTimeSeriesError`, by the store's insert or
-    by :meth:`_check_new` in a dry run). A conflict policy (``on_conflict``) belongs in
-    :meth:`add`: look the identity up there and raise, replace or skip.
+    The one place that decides what happens to a series whose identity the store (or the
+    file, earlier) already holds, under the import's ``on_conflict``
+    (:mod:`infrastore_sqlite.interchange.filing`: refuse, replace in place, or skip); each
+    series' outcome (``added``, ``replaced``, ``unchanged``, ``skipped``) goes to the
+    partition's result.
     """
 
-    def __init__(self, ctx: Context, *, write: bool) -> None:
+    def __init__(self, ctx: Context, result: PartitionResult, *, write: bool) -> None:
         self.ctx = ctx
+        self.result = result
         self.write = write
         self.ids: list[int] = []
         self._pending: list[dict[str, Any]] = []
@@ -1014,8 +1054,11 @@ class Filing:
         if self.write:
             self._pending.append(prepared)
             self._pending_bytes += nbytes
-        else:
-            _check_new(self.ctx, prepared)
+            return
+        outcome, detail = _check_new(self.ctx, prepared)
+        self.result.outcomes.append(outcome)
+        if self.ctx.report and detail:
+            self.result.series[-1].update(detail)
 
     def group_done(self) -> None:
         """After each group: hand a full batch to the store."""
@@ -1026,7 +1069,10 @@ class Filing:
 
     def flush(self) -> None:
         if self.write and self._pending:
-            self.ids.extend(self.ctx.store._insert_prepared(self._pending))
+            ctx = self.ctx
+            filed = file_items(ctx.store, self._pending, ctx.on_conflict, filed=ctx.filed)
+            self.result.outcomes.extend(filed.outcomes)
+            self.ids.extend(filed.ids)
             self._pending, self._pending_bytes = [], 0
 
 
@@ -1388,7 +1434,7 @@ def _import_partition(
     for aid, key in arrays.items():
         ids_by_key.setdefault(key, []).append(aid)
     dtype = specs[0].et.dtype
-    filing = Filing(ctx, write=write)
+    filing = Filing(ctx, result, write=write)
     advanced = 0
     try:
         source.open_values(arrays)
@@ -1425,9 +1471,9 @@ def _import_partition(
                             f"series {spec.label} does not match its recorded data_hash: the file "
                             f"says {key[0]} and its rows hash to {b.hash_hex} (array "
                             f"{key_text(key)} in {tables.arrays}). Values edited in a query "
-                            "engine need the hash recomputed (UPDATE the arrays table, or run "
-                            "infrastore_sqlite.rehash_sqlite on the file), or --no-checksum "
-                            "(skip_checksum=True) to waive the comparison.",
+                            "engine need the hash recomputed: run {rehash} (or UPDATE the "
+                            "arrays table), or pass {no_checksum} to waive the comparison.",
+                            terms={"rehash": rehash_term(source.where), "no_checksum": NO_CHECKSUM},
                             table=tables.arrays,
                             key=key,
                             series=spec.label,
@@ -1481,30 +1527,31 @@ def _import_partition(
     return result, filing.ids
 
 
-def _check_new(ctx: Context, prepared: dict[str, Any]) -> None:
-    """Dry run: refuse a series the store (or the file, earlier) already holds."""
+def _check_new(ctx: Context, prepared: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    """Dry run: what filing ``prepared`` would do (and, for a diff, what it would change).
+
+    Refuses a series the file holds twice, and one the store holds under
+    ``on_conflict="error"``.
+    """
     row = prepared["row"]
-    identity = (
-        row["owner_id"],
-        row["owner_category"],
-        row["time_series_type"],
-        row["name"],
-        row["resolution"] or "",
-        row["interval"] or "",
-        row["features_hash"],
-    )
+    ident = identity(row)
     label = prepared["label"]
-    if identity in ctx.identities:
+    if ident in ctx.identities:
         raise DuplicateTimeSeriesError(
             f"a time series with that key already exists: {label} appears twice in the file "
-            f"(as {ctx.identities[identity]})",
+            f"(as {ctx.identities[ident]})",
             series=label,
         )
-    existing = ctx.store._id_of_identity(identity)
-    if existing is not None:
-        raise DuplicateTimeSeriesError(
-            f"a time series with that key already exists: {label} (id {existing} in the store); "
-            "remove it first, or give the new one another name or features",
-            series=label,
-        )
-    ctx.identities[identity] = label
+    ctx.identities[ident] = label
+    held = stored_rows(ctx.store, [prepared]).get(ident)
+    if ctx.diff:
+        detail = compare(ctx.store, prepared, held)
+        return detail["change"], detail
+    if held is None:
+        return "added", None
+    if ctx.on_conflict == "error":
+        raise conflict_error(label, held["id"])
+    if ctx.on_conflict == "ignore":
+        return "skipped", {"id": held["id"]}
+    changed = any(changed_columns(held, row).values())
+    return ("replaced" if changed else "unchanged"), {"id": held["id"]}

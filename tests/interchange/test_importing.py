@@ -256,6 +256,7 @@ class Columns:
 
     def __init__(self, where: Place, arrays: list[tuple], series: list[dict], groups: dict):
         self.place = where
+        self.where = "columns"
         self._arrays = arrays
         self._series = series
         self._groups = groups  # array key -> Group

@@ -37,6 +37,7 @@ import numpy as np
 
 from ...errors import InvalidParameterError, StorageError
 from ...model import TimeSeriesType
+from ..filing import OnConflict, check_on_conflict
 from ..importing import (
     Context,
     Group,
@@ -74,7 +75,9 @@ def import_sqlite(
     dry_run: bool = False,
     overrides: Mapping[str, Any] | None = None,
     per_partition: bool = False,
+    on_conflict: OnConflict = "error",
     progress: Progress | None = None,
+    diff: bool = False,
 ) -> list[int] | ImportReport:
     """Add every series an interchange database holds under ``table_prefix``.
 
@@ -102,15 +105,26 @@ def import_sqlite(
         Commit one transaction per partition (the CLI) and return an
         :class:`ImportReport`; a failing partition leaves those before it committed, and
         the exception it raises carries the report as ``exc.report``.
+    on_conflict
+        What to do with a series whose identity (owner id and category, type, name,
+        resolution, interval, features) the store already holds: ``"error"`` (the
+        default) refuses; ``"replace"`` updates it in place from the file (it keeps its
+        catalog id; an identical one is left untouched and reported ``unchanged``);
+        ``"ignore"`` leaves it as it is (``skipped``), which is how an interrupted import
+        is resumed.
     progress
         Called as ``progress(done_rows, total_rows)`` while values are read.
+    diff
+        With ``dry_run``: each series entry also says what importing it with
+        ``on_conflict="replace"`` would change (see :func:`diff_sqlite`).
 
     Returns
     -------
     list of int or ImportReport
         The new ids in read order (partitions in binary order of their values table,
-        series by ``(data_hash, time_axis, id)`` within one); a report for ``dry_run`` or
-        ``per_partition``.
+        series by ``(data_hash, time_axis, id)`` within one); a report for ``dry_run``,
+        ``per_partition`` or an ``on_conflict`` other than ``"error"``, whose partitions
+        count the series ``added``, ``replaced``, ``unchanged`` and ``skipped``.
 
     Raises
     ------
@@ -125,6 +139,7 @@ def import_sqlite(
     """
     validate_prefix(table_prefix)
     opts = Options.parse(overrides)
+    check_on_conflict(on_conflict)
     if dry_run:
         store._open()
     else:
@@ -140,6 +155,8 @@ def import_sqlite(
         except apsw.Error as exc:
             raise StorageError(f"reading {where} failed: {exc}") from exc
         ctx = Context(store, opts, skip_checksum, progress, total)
+        ctx.on_conflict = on_conflict
+        ctx.diff = diff
         report = ImportReport(where, table_prefix, dry_run)
         return run_import(ctx, readers, report, dry_run=dry_run, per_partition=per_partition)
     finally:
