@@ -167,9 +167,11 @@ class ImportReport:
         ``status`` (``committed``, ``would_add``, ``failed``, or ``skipped`` for a partition
         never reached after a failure), ``series`` (one dict per series row: ``file_id``,
         the id the file recorded and the import drops, then ``owner_id``, ``owner_type``,
-        ``owner_category``, ``name``, ``data_hash`` and ``time_axis``), ``ids`` (the new
-        catalog ids, in the order of ``series``), ``arrays``, ``rows`` and ``error`` (the
-        message, or None).
+        ``owner_category``, ``name``, ``data_hash`` and ``time_axis``, and once filed
+        ``outcome`` and the catalog ``id``), ``ids`` (the catalog ids, in the order of
+        ``series``), ``added``, ``replaced``, ``unchanged`` and ``skipped`` (how many
+        series each ``on_conflict`` outcome took), ``arrays``, ``rows`` and ``error``
+        (the message, or None).
     """
 
     path: str
@@ -179,7 +181,8 @@ class ImportReport:
 
     @property
     def ids(self) -> list[int]:
-        """The new catalog ids of every committed partition, in read order."""
+        """The catalog ids of every committed partition's series, in read order: the new
+        ones, and under ``on_conflict`` the replaced, unchanged or skipped series' own."""
         return [i for p in self.partitions if p["status"] == "committed" for i in p["ids"]]
 
     @property
