@@ -7,7 +7,9 @@ Switching from the reference implementation is one import::
 The interchange functions are ``Store.export_sqlite`` / ``Store.import_sqlite`` (as in the
 reference) and, as plain functions taking the store first, ``infrastore_sqlite.export_sqlite``
 and ``infrastore_sqlite.import_sqlite``; ``infrastore_sqlite.rehash_sqlite`` recomputes the
-hashes of an interchange file whose values were edited.
+hashes of an interchange file whose values were edited, ``infrastore_sqlite.diff_sqlite``
+says what importing one would change and ``infrastore_sqlite.unshare_sqlite`` copies a
+shared values group for the series about to be edited.
 
 The package is layered; each layer imports only those below it (docs/architecture.md)::
 
@@ -45,7 +47,13 @@ from .errors import (
 
 # Loaded up front (not at the first Store.export_sqlite call) so the first export or import
 # does not pay for compiling the container.
-from .interchange.sqlite import export_sqlite, import_sqlite, rehash_sqlite
+from .interchange.sqlite import (
+    diff_sqlite,
+    export_sqlite,
+    import_sqlite,
+    rehash_sqlite,
+    unshare_sqlite,
+)
 from .model import (
     Deterministic,
     NonSequentialTimeSeries,
@@ -99,8 +107,10 @@ __all__ = [
     "TimeSeriesType",
     "Transaction",
     "decode_element_values",
+    "diff_sqlite",
     "encode_element_values",
     "export_sqlite",
     "import_sqlite",
     "rehash_sqlite",
+    "unshare_sqlite",
 ]

@@ -8,7 +8,72 @@ a test) can tell *what* was refused without parsing text.
 
 from __future__ import annotations
 
-from typing import Any
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Audience = Literal["api", "cli"]
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One thing a message names, spelled for each caller.
+
+    A message is written once, with ``{slot}`` where a command, flag, function or keyword
+    goes; the error keeps the slots' terms and renders the message for the Python API
+    (``str(exc)``) or for the command line (``exc.render("cli")``).
+
+    ``cli`` may contain ``{command}``: the CLI fills in the command line the user ran, so a
+    refusal can show the exact command that works (``{command} --zoned``).
+    """
+
+    cli: str
+    api: str
+
+    def spell(self, audience: Audience) -> str:
+        return self.cli if audience == "cli" else self.api
+
+
+# The vocabulary both renderings share. A new refusal that names a way out adds its term
+# here rather than spelling a flag or a function in its text.
+NO_CHECKSUM = Term("--no-checksum", "skip_checksum=True")
+INCLUDE_DERIVED = Term("--include-derived", "include_derived=True")
+TRANSFORM = Term("`infrastore-sqlite transform`", "Store.transform_single_time_series")
+REPLACE = Term("--replace", 'on_conflict="replace"')
+IGNORE = Term("--ignore", 'on_conflict="ignore"')
+REMOVE = Term("`infrastore-sqlite remove`", "Store.remove_by_ids")
+ZONED = Term("--zoned", "zoneless=False")
+ZONELESS = Term("--zoneless", "zoneless=True")
+# The CLI shows the user's own command with the flag added.
+ZONED_RETRY = Term("`{command} --zoned`", "pass zoneless=False")
+OVERWRITE = Term("--overwrite", "overwrite=True")
+OTHER_PREFIX = Term("--table-prefix P", 'table_prefix="P"')
+DIFF = Term("`infrastore-sqlite diff --sqlite FILE`", "Store.diff_sqlite")
+
+
+def rehash_term(db: str) -> Term:
+    """How to recompute the hashes of the interchange file ``db``."""
+    return Term(
+        f"`infrastore-sqlite rehash --db {shlex.quote(db)}`",
+        f"infrastore_sqlite.rehash.rehash_sqlite({db!r})",
+    )
+
+
+def render(
+    template: str, terms: Mapping[str, Term], audience: Audience, command: str | None = None
+) -> str:
+    """``template`` with every ``{slot}`` of ``terms`` spelled for ``audience``.
+
+    Only the named slots are replaced, so braces in data (a JSON feature map) stay. For
+    the CLI, ``{command}`` in a term becomes the command line the user ran.
+    """
+    for slot, term in terms.items():
+        spelled = term.spell(audience)
+        if audience == "cli":
+            spelled = spelled.replace("{command}", command or "infrastore-sqlite …")
+        template = template.replace("{" + slot + "}", spelled)
+    return template
 
 
 class TimeSeriesError(Exception):
@@ -36,18 +101,58 @@ class TimeSeriesError(Exception):
         table: str | None = None,
         key: Any = None,
         hint: str | None = None,
+        terms: Mapping[str, Term] | None = None,
     ) -> None:
-        super().__init__(message)
-        self.message = message
+        self.terms = dict(terms or {})
+        self.template = message
+        self.hint_template = hint
+        self.message = render(message, self.terms, "api")
+        super().__init__(self.message)
         self.series = series
         self.table = table
         self.key = key
-        self.hint = hint
+        self.hint = None if hint is None else render(hint, self.terms, "api")
+
+    def render(self, audience: Audience = "api", *, command: str | None = None) -> str:
+        """The full message for ``audience``: ``"api"`` (what ``str()`` gives) or ``"cli"``.
+
+        Parameters
+        ----------
+        audience
+            Who reads it: the Python API names functions and keywords, the CLI names
+            commands and flags.
+        command
+            The command line the user ran, for terms that show it (CLI only).
+        """
+        message = render(self.template, self.terms, audience, command)
+        hint = self.hint_template and render(self.hint_template, self.terms, audience, command)
+        if hint and hint not in message:
+            return f"{message} {hint}"
+        return message
 
     def __str__(self) -> str:
-        if self.hint and self.hint not in self.message:
-            return f"{self.message} {self.hint}"
-        return self.message
+        return self.render("api")
+
+
+class Notice:
+    """Something a caller should hear that is not an error (what an export left out).
+
+    Written once like an error's message, with ``{slot}`` terms; ``render`` spells it for
+    the Python API or the CLI.
+    """
+
+    def __init__(self, message: str, *, terms: Mapping[str, Term] | None = None) -> None:
+        self.template = message
+        self.terms = dict(terms or {})
+
+    def render(self, audience: Audience = "api", *, command: str | None = None) -> str:
+        return render(self.template, self.terms, audience, command)
+
+    def __str__(self) -> str:
+        return self.render("api")
+
+    def __repr__(self) -> str:
+        return f"Notice({self.render('api')!r})"
 
 
 class InvalidParameterError(TimeSeriesError, ValueError):
@@ -135,11 +240,13 @@ __all__ = [
     "MismatchedArtifactError",
     "MissingDependencyError",
     "NotFoundError",
+    "Notice",
     "OwnerMismatchError",
     "ParameterTypeError",
     "ReadOnlyStoreError",
     "StorageError",
     "StoreBusyError",
     "StoreExistsError",
+    "Term",
     "TimeSeriesError",
 ]

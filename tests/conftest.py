@@ -50,3 +50,14 @@ def copy_of(db: Path, tmp_path: Path, name: str) -> Path:
     target = tmp_path / name
     shutil.copy(db, target)
     return target
+
+
+def query(db: Path, sql: str, params: tuple = ()) -> list[tuple]:
+    """Run one statement on an interchange file (committed) and return its rows."""
+    import apsw
+
+    conn = apsw.Connection(str(db))
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()

@@ -154,8 +154,8 @@ def test_persistent_lookups_take_at_and_refuse_before_the_first_breakpoint() -> 
     assert p.breakpoint_at(at=T0 + H) == T0
     with pytest.raises(InvalidParameterError, match="before the first breakpoint"):
         p.index_at(T0 - H)
-    with pytest.raises(InvalidParameterError, match="carry no zone"):
-        p.value_at(datetime(2024, 1, 1))
+    # A naive instant is read on the series' own wall clock (UTC here), as a range bound is.
+    assert p.value_at(datetime(2024, 1, 1, 3)) == p.value_at(T0 + 3 * H) == 2.0
 
 
 @pytest.mark.parametrize(

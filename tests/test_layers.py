@@ -34,6 +34,7 @@ CONTAINERS = [["sqlite"], ["parquet"]]
 CALL_TIME_EXCEPTIONS = {
     ("store.store", "export_sqlite", "interchange.sqlite"),
     ("store.store", "import_sqlite", "interchange.sqlite"),
+    ("store.store", "diff_sqlite", "interchange.sqlite"),
     ("store.store", "export_parquet", "interchange.parquet"),
     # The series' Arrow forms (the reference's API) are the Parquet container's schemas.
     ("model", "from_arrow", "interchange.parquet"),

@@ -16,7 +16,8 @@ The package, by command group: :mod:`.base` (the global options, the store they 
 :mod:`.render` (output formats, progress, errors turned into the contract's messages and
 exit codes), :mod:`.options` (flag types and the shared selector options), then the
 commands — :mod:`.store_commands` (init, demo, list, get, info, transform, remove,
-verify), :mod:`.add` and :mod:`.export` (rehash, export). This module makes the group and
+verify), :mod:`.add`, :mod:`.export` (rehash, export) and :mod:`.edit` (diff, unshare:
+the edit loop back into a store). This module makes the group and
 registers the commands in ``--help`` order.
 
 May import: everything in the package; click is imported nowhere outside this package.
@@ -29,7 +30,7 @@ from collections.abc import Sequence
 import click
 
 from .. import __version__
-from . import add, export, store_commands
+from . import add, edit, export, store_commands
 from .base import _CONTEXT, PROG, Globals, _example, _global_options
 from .render import _Group
 
@@ -70,6 +71,8 @@ for _command in (
     store_commands.verify,
     export.rehash,
     export.export,
+    edit.diff,
+    edit.unshare,
 ):
     cli.add_command(_command)
 

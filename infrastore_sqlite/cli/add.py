@@ -22,6 +22,7 @@ from ..csvinput import (
 from ..errors import (
     InvalidParameterError,
 )
+from ..interchange.filing import OUTCOMES
 from .base import PROG, _example, _format, _global_options, _open_store
 from .options import CATEGORY, DURATION, INSTANT, TYPE_NAME, _features
 from .render import _emit_doc, _partition_summary, _Progress, command
@@ -64,6 +65,7 @@ def _given(value: Any) -> bool:
         f"{PROG} --store copy.h5 init",
         f"{PROG} --store copy.h5 add --sqlite demo.db --dry-run",
         f"{PROG} --store copy.h5 add --sqlite demo.db --owner-type Imported",
+        f"{PROG} --store demo.h5 add --sqlite demo.db --replace",
     )
 )
 @click.option(
@@ -178,6 +180,16 @@ def _given(value: Any) -> bool:
     is_flag=True,
     help="--sqlite: do not compare each array with its recorded data_hash.",
 )
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="--sqlite: update series the store already holds in place (they keep their ids).",
+)
+@click.option(
+    "--ignore",
+    is_flag=True,
+    help="--sqlite: leave series the store already holds as they are (resumes an import).",
+)
 @click.option("--dry-run", is_flag=True, help="Read and check everything, add nothing.")
 @_global_options(hidden=True)
 @click.pass_context
@@ -196,10 +208,22 @@ def add(ctx: click.Context, csv_file: str | None, sqlite_file: str | None, **kw:
     --feature, --time-reference and the descriptor flags override every imported row;
     --element-type, --element-shape, --resolution and --type assert what the rows must
     be. Flags that describe a grid or a CSV layout are refused.
+
+    A series the store already holds (same owner, type, name, resolution, interval and
+    features) is refused unless --replace (its values, grid and descriptors become the
+    file's, it keeps its catalog id; an identical one is reported unchanged) or --ignore
+    (it is skipped). Rerunning an interrupted import with --ignore finishes it. The
+    report counts the series added, replaced, unchanged and skipped per partition.
     """
     _format(ctx)
     if bool(csv_file) == bool(sqlite_file):
         raise click.UsageError("add needs exactly one source: --csv FILE or --sqlite FILE", ctx)
+    if kw["replace"] and kw["ignore"]:
+        raise click.UsageError(
+            "--replace and --ignore exclude each other: pick what happens to series the "
+            "store already holds",
+            ctx,
+        )
     if sqlite_file:
         _add_sqlite(ctx, sqlite_file, kw)
     else:
@@ -239,6 +263,7 @@ def _add_sqlite(ctx: click.Context, path: str, kw: dict[str, Any]) -> None:
             dry_run=kw["dry_run"],
             overrides=overrides or None,
             per_partition=True,
+            on_conflict="replace" if kw["replace"] else "ignore" if kw["ignore"] else "error",
             progress=bar,
         )
     _emit_doc(ctx, _import_report(result, dry_run=kw["dry_run"], store=store.path, db=path))
@@ -253,14 +278,29 @@ def _import_report(result: Any, *, dry_run: bool, store: Path, db: str) -> dict[
         ids = [int(i) for i in result.get("ids", [])]
     else:
         parts, ids = [], [int(i) for i in result]
+    counts = {k: sum(p.get(k) or 0 for p in parts) for k in OUTCOMES}
     if dry_run:
-        would = sum(p["series"] or 0 for p in parts if p["status"] == "would_add")
-        return {"dry_run": True, "would_add": would, "source": db, "partitions": parts}
-    return {"added": len(ids), "store": str(store), "source": db, "ids": ids, "partitions": parts}
+        return {
+            "dry_run": True,
+            "would_add": counts["added"],
+            "would_replace": counts["replaced"],
+            "unchanged": counts["unchanged"],
+            "would_skip": counts["skipped"],
+            "source": db,
+            "partitions": parts,
+        }
+    if not parts:  # a plain id list: every series was added
+        counts["added"] = len(ids)
+    return {**counts, "store": str(store), "source": db, "ids": ids, "partitions": parts}
 
 
 def _add_csv(ctx: click.Context, path: str, kw: dict[str, Any]) -> None:
-    for key, flag in (("table_prefix", "--table-prefix"), ("no_checksum", "--no-checksum")):
+    for key, flag in (
+        ("table_prefix", "--table-prefix"),
+        ("no_checksum", "--no-checksum"),
+        ("replace", "--replace"),
+        ("ignore", "--ignore"),
+    ):
         if _given(kw[key]):
             raise click.UsageError(f"{flag} only applies to --sqlite", ctx)
     wide = kw["layout"] == "wide"

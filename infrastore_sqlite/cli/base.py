@@ -1,4 +1,5 @@
-"""The options every command shares: ``--store``, ``-f``, ``-q``, ``-y``, the store they name,
+"""The options every command shares: ``--store``, ``-f``, ``-q``, ``-y``, ``--timeout``, the
+store they name,
 the output-format check, and the refusals the commands raise (an ambiguous selection, a
 declined confirmation).
 
@@ -20,7 +21,7 @@ from ..errors import (
     InvalidParameterError,
     TimeSeriesError,
 )
-from ..store import Store
+from ..store import DEFAULT_TIMEOUT, Store
 
 PROG = "infrastore-sqlite"
 STORE_ENV = "INFRASTORE_STORE"
@@ -43,6 +44,7 @@ class Globals:
     format: str | None = None
     quiet: bool = False
     yes: bool = False
+    timeout: float | None = None
 
 
 def _globals(ctx: click.Context) -> Globals:
@@ -59,7 +61,8 @@ def _remember(field: str) -> Callable[[click.Context, click.Parameter, Any], Any
 
 
 def _global_options(*, hidden: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--store``, ``-f``, ``-q``, ``-y``; the group shows them, commands accept them too."""
+    """``--store``, ``-f``, ``-q``, ``-y``, ``--timeout``; the group shows them, commands
+    accept them too."""
     options = [
         click.option(
             "--store",
@@ -67,7 +70,7 @@ def _global_options(*, hidden: bool) -> Callable[[Callable[..., Any]], Callable[
             expose_value=False,
             hidden=hidden,
             callback=_remember("store"),
-            help=f"The store's HDF5 file (its catalog is PATH.sqlite). Default: ${STORE_ENV}.",
+            help=f"The store: a directory (catalog and array segments). Default: ${STORE_ENV}.",
         ),
         click.option(
             "-f",
@@ -95,6 +98,16 @@ def _global_options(*, hidden: bool) -> Callable[[Callable[..., Any]], Callable[
             hidden=hidden,
             callback=_remember("yes"),
             help="Answer yes to confirmation prompts (remove).",
+        ),
+        click.option(
+            "--timeout",
+            type=click.FloatRange(min=0),
+            metavar="SECONDS",
+            expose_value=False,
+            hidden=hidden,
+            callback=_remember("timeout"),
+            help="How long a write waits while another process writes the store, then fails "
+            f"as busy (default {DEFAULT_TIMEOUT:g}).",
         ),
     ]
 
@@ -128,9 +141,15 @@ def _store_path(ctx: click.Context, given: str | None = None) -> Path:
     return Path(path)
 
 
+def _timeout(ctx: click.Context) -> float:
+    """``--timeout`` (seconds a write waits for another process's), or the default."""
+    given = _globals(ctx).timeout
+    return DEFAULT_TIMEOUT if given is None else float(given)
+
+
 @contextlib.contextmanager
 def _open_store(ctx: click.Context, *, read_only: bool) -> Iterator[Store]:
-    store = Store.open(_store_path(ctx), read_only=read_only)
+    store = Store.open(_store_path(ctx), read_only=read_only, timeout=_timeout(ctx))
     try:
         yield store
     finally:

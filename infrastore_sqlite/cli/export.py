@@ -66,6 +66,8 @@ SUMMARY_FORMATS = TABLE_FORMATS
 @command(
     epilog=_example(
         f"{PROG} --store demo.h5 export -f sqlite --db demo.db",
+        f"{PROG} --store demo.h5 export -f sqlite --db demo.db --overwrite --type single \\",
+        "    --time-range 2024-07-02T00:00:00..2024-07-03T00:00:00",
         f"{PROG} --store demo.h5 -f json export --db run1.db --table-prefix run1_ \\",
         "    --owner-type RenewableDispatch \\",
         "    --time-range 2024-07-01T00:00:00Z..2024-07-02T00:00:00Z",
@@ -95,7 +97,13 @@ SUMMARY_FORMATS = TABLE_FORMATS
 @click.option(
     "--time-range",
     type=TIME_RANGE,
-    help="Clip every series to half-open START..END (whole forecast windows by issue time).",
+    help="Clip every series to half-open START..END (whole forecast windows by issue time); "
+    "bounds without an offset are each series' own wall clock.",
+)
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace an existing --db file (built beside it, swapped in when complete).",
 )
 @click.option(
     "--include-derived",
@@ -118,6 +126,7 @@ def export(
     table_prefix: str,
     time_range: tuple[datetime, datetime] | None,
     include_derived: bool,
+    overwrite: bool,
     dry_run: bool,
     summary: str | None,
     **kw: Any,
@@ -134,10 +143,23 @@ def export(
     -f parquet --dir DIR writes the same partitions as three Parquet files each
     (<stem>.values/series/arrays.parquet) for DuckDB, Polars or pandas; it needs pyarrow
     (pip install 'infrastore-sqlite[parquet]').
+
+    An existing --db only gains tables, so exporting the same selection into it again
+    is refused; --overwrite replaces the file instead. Derived series
+    (DeterministicSingleTimeSeries) are left out unless --include-derived: stderr says
+    how many. One --time-range serves a store that mixes zoneless and zoned series:
+    bounds without an offset are read on each series' own wall clock; bounds with one
+    are instants, which zoneless series refuse (--zoned leaves them out).
     """
     fmt = _format(ctx, EXPORT_FORMATS)
     filters = _filters(kw)
     if fmt == "parquet":
+        if overwrite:
+            raise click.UsageError(
+                "--overwrite replaces a --db file; -f parquet only adds files to --dir "
+                "(remove the old files first)",
+                ctx,
+            )
         _export_parquet(ctx, dir_, db, table_prefix, summary, time_range, include_derived,
                         dry_run, filters)  # fmt: skip
         return
@@ -169,9 +191,12 @@ def export(
             time_range=time_range,
             include_derived=include_derived,
             dry_run=dry_run,
+            overwrite=overwrite,
             progress=bar,
             **filters,
         )
+    for notice in parts.messages():
+        _note(ctx, notice.render("cli"))
     columns = list(parts[0]) if parts else _partition_columns()
     _emit_export(ctx, parts, shown, ("db", db), dry_run, columns, _EXPORT_TABLE)
 

@@ -122,27 +122,34 @@ TYPE_NAME = _TypeName()
 CATEGORY = click.Choice(["Component", "SupplementalAttribute"], case_sensitive=False)
 
 
-def _selector_options(*, ids: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    options = [
-        click.option("--owner-id", type=int, help="Owner id."),
-        click.option(
+def _selector_options(
+    *, ids: bool = True, exclude: Sequence[str] = ()
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The series selector flags (``exclude`` names the keywords a command does not take)."""
+    options = {
+        "owner_id": click.option("--owner-id", type=int, help="Owner id."),
+        "owner_category": click.option(
             "--owner-category",
             type=CATEGORY,
             metavar="[Component|SupplementalAttribute]",
             help="Component or SupplementalAttribute.",
         ),
-        click.option("--owner-type", help="Owner type, e.g. PowerLoad."),
-        click.option("--name", help="Series name (exact)."),
-        click.option("--name-glob", metavar="GLOB", help="Series name as a SQLite GLOB: 'max_*'."),
-        click.option(
+        "owner_type": click.option("--owner-type", help="Owner type, e.g. PowerLoad."),
+        "name": click.option("--name", help="Series name (exact)."),
+        "name_glob": click.option(
+            "--name-glob", metavar="GLOB", help="Series name as a SQLite GLOB: 'max_*'."
+        ),
+        "type_": click.option(
             "--type",
             "type_",
             type=TYPE_NAME,
             help="Series type; case and underscores ignored: single, non_sequential, "
             "persistent, deterministic (also matches derived), probabilistic, scenarios.",
         ),
-        click.option("--resolution", type=DURATION, help="Resolution (ISO-8601, e.g. PT1H)."),
-        click.option(
+        "resolution": click.option(
+            "--resolution", type=DURATION, help="Resolution (ISO-8601, e.g. PT1H)."
+        ),
+        "features": click.option(
             "--feature",
             "features",
             multiple=True,
@@ -151,16 +158,25 @@ def _selector_options(*, ids: bool = True) -> Callable[[Callable[..., Any]], Cal
             help="Feature the series carries (repeatable); V is an int, float, true/false "
             "or a string.",
         ),
-        click.option("--component-field", help="Component field the series feeds."),
-    ]
+        "component_field": click.option(
+            "--component-field", help="Component field the series feeds."
+        ),
+        "zoneless": click.option(
+            "--zoneless/--zoned",
+            "zoneless",
+            default=None,
+            help="Only zoneless series (wall clock, no instants) / only zoned ones.",
+        ),
+    }
+    chosen = [o for k, o in options.items() if k not in exclude]
     if ids:
-        options.insert(
+        chosen.insert(
             0,
             click.option("--id", "ids", type=int, multiple=True, help="Catalog id (repeatable)."),
         )
 
     def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
-        for option in reversed(options):
+        for option in reversed(chosen):
             f = option(f)
         return f
 
@@ -177,6 +193,7 @@ _SELECTOR_KEYS = (
     "resolution",
     "features",
     "component_field",
+    "zoneless",
 )
 
 

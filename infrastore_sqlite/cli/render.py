@@ -11,6 +11,7 @@ import contextlib
 import csv
 import io
 import os
+import shlex
 import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -25,7 +26,17 @@ import orjson
 from ..errors import (
     TimeSeriesError,
 )
-from .base import DEBUG_ENV, EXPORT_FORMATS, _Ambiguous, _format, _globals
+from ..interchange.filing import OUTCOMES
+from .base import DEBUG_ENV, EXPORT_FORMATS, PROG, _Ambiguous, _format, _globals
+
+# Where the group keeps the arguments it was called with (for messages that show the
+# command line, such as a refusal's "`… --zoned` works").
+_ARGV = "infrastore_sqlite.argv"
+
+
+def _command_line(ctx: click.Context) -> str:
+    """The command line the user ran, as they could type it again."""
+    return shlex.join([PROG, *ctx.meta.get(_ARGV, [])])
 
 
 def _issues_hint() -> str:
@@ -49,7 +60,12 @@ def _partial_report(exc: BaseException) -> dict[str, Any] | None:
         return None
     doc = report.to_dict() if hasattr(report, "to_dict") else dict(report)
     parts = [_partition_summary(p) for p in doc.get("partitions", [])]
-    return {"added": len(doc.get("ids", [])), "partitions": parts}
+    committed = [p for p in parts if p["status"] == "committed"]
+    return {
+        "added": sum(p.get("added") or 0 for p in committed),
+        "committed_series": sum(p["series"] or 0 for p in committed),
+        "partitions": parts,
+    }
 
 
 def _print_error(ctx: click.Context, message: str, extra: Mapping[str, Any] | None = None) -> None:
@@ -62,9 +78,19 @@ def _print_error(ctx: click.Context, message: str, extra: Mapping[str, Any] | No
     if extra and "partitions" in extra:
         done = [p for p in extra["partitions"] if p["status"] == "committed"]
         if done:
+            argv = ctx.meta.get(_ARGV, [])
+            command = _command_line(ctx)
+            if "--replace" in argv or "--ignore" in argv:
+                # Both rules take series the store holds: the same command resumes.
+                again, why = command, "the series already filed are then unchanged or skipped"
+            else:
+                again = f"{command} --ignore"
+                why = "--ignore skips the series already in the store and adds the rest"
             click.echo(
                 f"{len(done)} partition(s) before it were committed and stay "
-                f"({extra['added']} series: {', '.join(p['values_table'] for p in done)})",
+                f"({extra['committed_series']} series: "
+                f"{', '.join(p['values_table'] for p in done)}).\n"
+                f"Once the cause is fixed, resume with: {again}\n({why})",
                 err=True,
             )
 
@@ -96,6 +122,7 @@ class _Group(click.Group):
     command_class = _Command
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta[_ARGV] = list(args)
         try:
             return super().parse_args(ctx, args)
         except click.NoSuchOption as exc:
@@ -116,7 +143,9 @@ class _Group(click.Group):
                 _print_error(ctx, str(exc))
             ctx.exit(1)
         except TimeSeriesError as exc:
-            _print_error(ctx, str(exc), _partial_report(exc))
+            # The library's message names functions and keywords; the CLI's names
+            # commands and flags (one message, two renderings).
+            _print_error(ctx, exc.render("cli", command=_command_line(ctx)), _partial_report(exc))
             ctx.exit(1)
         except BrokenPipeError:
             with contextlib.suppress(Exception):
@@ -348,6 +377,7 @@ def _partition_summary(p: Mapping[str, Any]) -> dict[str, Any]:
         "time_series_type": p.get("time_series_type"),
         "status": p.get("status"),
         "series": len(series) if isinstance(series, list) else series,
+        **{k: p[k] for k in OUTCOMES if k in p},
         "arrays": p.get("arrays"),
         "rows": p.get("rows"),
         "error": p.get("error"),

@@ -33,6 +33,7 @@ from .base import (
     _open_store,
     _Refused,
     _store_path,
+    _timeout,
 )
 from .options import CATEGORY, DURATION, TIME_RANGE, _filters, _select, _selector_options
 from .render import _dumps, _emit_doc, _emit_rows, _note, _Progress, _table, command
@@ -79,20 +80,25 @@ def _compression(text: str) -> tuple[str, int]:
 def init(ctx: click.Context, path: str | None, compression: str, no_shuffle: bool) -> None:
     """Create a new, empty store.
 
-    PATH (or --store) is the HDF5 file; the catalog goes beside it as PATH.sqlite.
-    An existing store is never overwritten.
+    PATH (or --store) is the store: a directory created for it, holding the catalog
+    (catalog.sqlite) and the array segments (segments/). An existing store is never
+    overwritten, and a failed init leaves nothing behind.
     """
     _format(ctx)
     kind, level = _compression(compression)
     target = _store_path(ctx, path)
     try:
         store = Store.create(
-            target, compression=kind, compression_level=level or 3, shuffle=not no_shuffle
+            target,
+            compression=kind,
+            compression_level=level or 3,
+            shuffle=not no_shuffle,
+            timeout=_timeout(ctx),
         )
     except StoreExistsError:
         raise StoreExistsError(
-            f"{target} already holds a store; pick another path, or delete {target} and "
-            f"{catalog_path(target)} first"
+            f"{target} already holds a store (or a file of that name); pick another path, "
+            f"or delete {target} first"
         ) from None
     store.close()
     spec = (
@@ -134,8 +140,8 @@ def demo(ctx: click.Context, path: str | None) -> None:
         store = build_demo_store(target)
     except StoreExistsError:
         raise StoreExistsError(
-            f"{target} already holds a store; pick another path, or delete {target} and "
-            f"{catalog_path(target)} first"
+            f"{target} already holds a store (or a file of that name); pick another path, "
+            f"or delete {target} first"
         ) from None
     try:
         by_type = store.counts_by_type()
@@ -397,11 +403,12 @@ def info(ctx: click.Context) -> None:
         rows = store.select_rows()
         by_type = store.counts_by_type()
         arrays = store.num_distinct_arrays()
+        usage = store.disk_usage()
     refs: dict[str, int] = {}
     for r in rows:
         key = r.time_reference or "unspecified"
         refs[key] = refs.get(key, 0) + 1
-    h5, cat = path.stat().st_size, catalog_path(path).stat().st_size
+    h5, cat = usage["hdf5_bytes"], usage["catalog_bytes"]
     _emit_doc(
         ctx,
         {

@@ -15,25 +15,37 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidParameterError
+from ..errors import ZONED, InvalidParameterError
 from .periods import grid, grid_index, step
-from .timeref import datetime_to_ms, ms_to_axis_instant
+from .timeref import datetime_to_ms, ms_to_axis_instant, render_zone
 
 
 def _bound(value: datetime, series: Any, label: str, what: str) -> int:
+    """The stored milliseconds a range bound means for ``series``.
+
+    One range may be given to a selection that mixes zoneless and zoned series (the demo
+    store does), so the rule is per series:
+
+    - a naive bound is read on the series' own wall clock: as is for a zoneless series,
+      in UTC for a ``utc`` or unspecified one, at its offset or in its IANA zone otherwise
+      (``2024-07-01T00:00`` is midnight where each series lives; a wall time that a DST
+      change skips or repeats is read as the zone gives it, ``fold=0``);
+    - an aware bound is an instant: it applies to every zoned series as it is, and a
+      zoneless series, which records no instants, refuses it.
+    """
     if not isinstance(value, datetime):
         raise InvalidParameterError(f"{what} must be a datetime, got {type(value).__name__}")
     zoneless = series.time_reference == "zoneless"
-    if value.tzinfo is None and not zoneless:
-        raise InvalidParameterError(
-            f"the query bounds carry no zone, but {label} records instants "
-            f"(time_reference {series.time_reference or 'unspecified'}); give aware datetimes"
-        )
     if value.tzinfo is not None and zoneless:
         raise InvalidParameterError(
-            f"the query bounds carry a zone, but {label} is zoneless (wall clock only); "
-            "give naive datetimes"
+            f"the query bounds carry a zone, but {label} is zoneless (wall clock only): give "
+            "naive bounds (read on each series' own wall clock), or leave the zoneless "
+            "series out with {zoned}",
+            series=label,
+            terms={"zoned": ZONED},
         )
+    if value.tzinfo is None and not zoneless:
+        value = value.replace(tzinfo=render_zone(series.time_reference))
     return datetime_to_ms(value, what=what)
 
 

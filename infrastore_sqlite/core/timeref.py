@@ -47,6 +47,7 @@ __all__ = [
     "parse_instant",
     "reference_kind",
     "reference_slug",
+    "render_zone",
     "resolve_time_reference",
     "rfc3339_to_ms",
     "zone_info",
@@ -498,8 +499,8 @@ def zone_info(name: str) -> ZoneInfo | None:
 
 
 @lru_cache(maxsize=1024)
-def _render_zone(time_reference: str | None) -> tzinfo | None:
-    """The tzinfo a reference renders in; None means naive (zoneless)."""
+def render_zone(time_reference: str | None) -> tzinfo | None:
+    """The tzinfo a reference renders in (its wall clock); None means naive (zoneless)."""
     kind = reference_kind(time_reference)
     if kind in ("unspecified", "utc"):
         return UTC
@@ -549,7 +550,7 @@ def ms_to_datetime(ms: int, time_reference: str | None) -> datetime:
     """
     ms = int(ms)
     _check_ms_range(ms)
-    tz = _render_zone(time_reference)
+    tz = render_zone(time_reference)
     naive = _EPOCH_NAIVE + timedelta(milliseconds=ms)
     if tz is None:
         return naive
@@ -582,7 +583,7 @@ def ms_to_datetimes(ms: npt.ArrayLike, time_reference: str | None) -> list[datet
     lo, hi = int(arr.min()), int(arr.max())
     _check_ms_range(lo)
     _check_ms_range(hi)
-    tz = _render_zone(time_reference)
+    tz = render_zone(time_reference)
     if isinstance(tz, timezone):
         # Fixed offsets (and UTC): shift the integers, let numpy build the wall clocks.
         shift = int(tz.utcoffset(None).total_seconds()) * 1000

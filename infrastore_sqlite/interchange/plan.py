@@ -26,7 +26,7 @@ from ..core.elements import minimal_width, shrink
 from ..core.hashing import data_hash
 from ..core.periods import Period, grid, step
 from ..core.slicing import slice_range
-from ..errors import InvalidParameterError
+from ..errors import INCLUDE_DERIVED, TRANSFORM, ZONED_RETRY, InvalidParameterError, Notice
 from ..model import TimeSeriesType
 from ..store.rows import SeriesRow
 from .layout import (
@@ -119,13 +119,55 @@ class ExportPlan:
     partitions: list[PartitionPlan]
     time_range: tuple[datetime, datetime] | None
     include_derived: bool
+    #: DeterministicSingleTimeSeries the selection matched and the export leaves out.
+    derived_left_out: int = 0
 
     @property
     def total_rows(self) -> int:
         return sum(p.rows for p in self.partitions)
 
-    def summary(self) -> list[dict[str, Any]]:
-        return [p.summary() for p in self.partitions]
+    def summary(self) -> ExportSummary:
+        return ExportSummary(
+            (p.summary() for p in self.partitions), derived_left_out=self.derived_left_out
+        )
+
+
+class ExportSummary(list):
+    """What an export returns: one dict per partition (a list, as in the reference), and
+    what it left out of the selection.
+
+    Attributes
+    ----------
+    derived_left_out
+        How many DeterministicSingleTimeSeries the selection matched and the export did
+        not write (they are views of a stored SingleTimeSeries; ``include_derived=True``
+        writes them).
+    notices
+        The same, as sentences for a person (empty when nothing was left out).
+    """
+
+    def __init__(self, parts: Any = (), *, derived_left_out: int = 0) -> None:
+        super().__init__(parts)
+        self.derived_left_out = derived_left_out
+
+    @property
+    def notices(self) -> list[str]:
+        return [m.render("api") for m in self.messages()]
+
+    def messages(self) -> list[Notice]:
+        """The notices as messages that each caller renders in its own words."""
+        if not self.derived_left_out:
+            return []
+        n = self.derived_left_out
+        return [
+            Notice(
+                f"{n} derived series (DeterministicSingleTimeSeries) "
+                f"{'was' if n == 1 else 'were'} left out of the export; {{include_derived}} "
+                "writes them too (no import takes them back: their SingleTimeSeries and "
+                "{transform} rebuild them)",
+                terms={"include_derived": INCLUDE_DERIVED, "transform": TRANSFORM},
+            )
+        ]
 
 
 def _rows_of(series: Any) -> int:
@@ -248,9 +290,9 @@ def plan_export(
     ):
         raise InvalidParameterError(
             "a DeterministicSingleTimeSeries is derived from a stored SingleTimeSeries, so an "
-            "export leaves it out unless asked to include derived series (include_derived=True, "
-            "--include-derived). No import takes one back: import the SingleTimeSeries and run "
-            "transform instead."
+            "export leaves it out unless asked to include derived series ({include_derived}). "
+            "No import takes one back: import the SingleTimeSeries and run {transform} instead.",
+            terms={"include_derived": INCLUDE_DERIVED, "transform": TRANSFORM},
         )
     if time_range is not None:
         _check_range(time_range)
@@ -258,12 +300,18 @@ def plan_export(
     # only while its arrays must be read (a time_range slice, a materialized DST).
     planned: list[tuple[SeriesRef, PartitionKey, tuple | None]] = []
     to_read: list[SeriesRow] = []
+    derived_left_out = 0
+    aware = time_range is not None and time_range[0].tzinfo is not None
+    zoneless: list[str] = []
     # Ragged composites are stored at their minimal width, which the catalog row (the
     # width the series was added with) does not record: looked up below, per array.
     ragged: dict[int, bytes] = {}
     for row in store.iter_select_rows(**filters):
         if not include_derived and row.type is TimeSeriesType.DeterministicSingleTimeSeries:
+            derived_left_out += 1
             continue
+        if aware and row.time_reference == "zoneless":
+            zoneless.append(row.label)
         pkey = _partition_key(row)
         ref = SeriesRef(row.id, row.owner_id, row.name)
         if _needs_read(row, time_range):
@@ -273,6 +321,16 @@ def plan_export(
             planned.append((ref, pkey, _catalog_key(row)))
             if _is_ragged(pkey):
                 ragged[ref.id] = row.data_hash
+    if zoneless:
+        raise InvalidParameterError(
+            f"{len(zoneless)} of the selected series are zoneless (wall clock only) and cannot "
+            f"be clipped to a range with UTC offsets: {', '.join(zoneless[:10])}"
+            + (" …" if len(zoneless) > 10 else "")
+            + ". Give the bounds without an offset (each series is then clipped on its own "
+            "wall clock), or leave the zoneless series out: {zoned}. Nothing was written.",
+            series=zoneless,
+            terms={"zoned": ZONED_RETRY},
+        )
     read_keys: dict[int, tuple] = {}
     done = 0
     for batch in store.iter_arrays(to_read):
@@ -332,7 +390,7 @@ def plan_export(
             pp.array_ids[key] = i + 1
         pp.rows = sum(rows_by_array.values())
         partitions.append(pp)
-    return ExportPlan(partitions, time_range, include_derived)
+    return ExportPlan(partitions, time_range, include_derived, derived_left_out)
 
 
 def _check_range(time_range: Any) -> None:

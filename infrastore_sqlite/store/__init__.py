@@ -16,6 +16,6 @@ call, not an import: ``Store.export_sqlite`` / ``Store.import_sqlite`` /
 so nothing in this package depends on it when loaded (see docs/architecture.md).
 """
 
-from .store import Store, catalog_path
+from .store import DEFAULT_TIMEOUT, Store, catalog_path
 
-__all__ = ["Store", "catalog_path"]
+__all__ = ["DEFAULT_TIMEOUT", "Store", "catalog_path"]

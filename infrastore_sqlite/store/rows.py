@@ -165,6 +165,11 @@ class SeriesRow:
         return ms_to_datetimes(ms, self.time_reference)
 
 
+def instant_text(ms: int, time_reference: str | None) -> str:
+    """How listings show a stored instant: RFC 3339 UTC, a zoneless wall clock without offset."""
+    return _wall_clock_text(ms) if time_reference == "zoneless" else ms_to_rfc3339(ms)
+
+
 def _wall_clock_text(ms: int) -> str:
     """RFC 3339 text without the offset: how a zoneless instant is shown."""
     text = ms_to_rfc3339(ms)

@@ -41,6 +41,8 @@ from ..core.periods import as_period, divide, grid, step
 from ..core.slicing import slice_range, slice_window
 from ..core.timeref import ms_to_rfc3339
 from ..errors import (
+    REMOVE,
+    TRANSFORM,
     CatalogMigrationRequiredError,
     DuplicateTimeSeriesError,
     IntegrityError,
@@ -92,7 +94,12 @@ from .segments import (
 _GENERATION_KEY = "infrastore_sqlite.catalog_generation"
 _COMPRESSION_KEY = "infrastore_sqlite.compression"
 _DEFAULT_BATCH_BYTES = 64 * 1024 * 1024
-_DEFAULT_TIMEOUT = 5.0
+# The catalog's identity of a series (the ts_identity index): a replace keeps these.
+_IDENTITY_COLUMNS = frozenset(
+    {"owner_id", "owner_category", "time_series_type", "name", "resolution", "interval"}
+    | {"features_hash"}
+)
+DEFAULT_TIMEOUT = 5.0
 _BULK_KEYS = frozenset({"owner_id", "owner_type", "owner_category", "time_series", "features"})
 # Arrays copied per read/write step when segments are merged or compacted.
 _REWRITE_STEP = 1024
@@ -131,7 +138,7 @@ class Store(StoreApi):
         shuffle: bool = True,
         catalog: str | None = None,
         overwrite: bool = False,
-        timeout: float = _DEFAULT_TIMEOUT,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> Store:
         """Create a new, empty store: the directory ``path``.
 
@@ -248,7 +255,7 @@ class Store(StoreApi):
         *,
         read_only: bool = False,
         catalog: str = "attached",
-        timeout: float = _DEFAULT_TIMEOUT,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> Store:
         """Open an existing store.
 
@@ -646,7 +653,7 @@ class Store(StoreApi):
         if isinstance(ts, _Irregular):
             row["timestamps_hash"] = timestamps_hash(ts.timestamps_ms)
             payload["timestamps"] = ts.timestamps_ms
-        return {"row": row, **payload, "label": f"'{ts.name}' (owner {owner_id})"}
+        return {"row": row, **payload, "series": ts, "label": f"'{ts.name}' (owner {owner_id})"}
 
     _INSERT_COLUMNS = (
         "owner_id",
@@ -735,6 +742,131 @@ class Store(StoreApi):
                 series=label,
             ) from exc
         return self._catalog.conn.last_insert_rowid()
+
+    def _rows_by_identity(
+        self, keys: Sequence[tuple], columns: Sequence[str]
+    ) -> dict[tuple, dict[str, Any]]:
+        """``identity -> {"id": …, column: value}`` for the keys the catalog holds.
+
+        A key is ``(owner_id, owner_category, time_series_type, name, resolution or "",
+        interval or "", features_hash)``, as the ``ts_identity`` index spells it;
+        ``columns`` are catalog column names (``_INSERT_COLUMNS``). One query per 100 keys.
+        """
+        unknown = set(columns) - set(self._INSERT_COLUMNS)
+        if unknown:  # the names go into the SQL text: only the catalog's own
+            raise InvalidParameterError(f"not catalog columns: {sorted(unknown)}")
+        identity = (
+            "owner_id, owner_category, time_series_type, name, COALESCE(resolution, ''), "
+            "COALESCE(interval, ''), features_hash"
+        )
+        wanted = ("id", *columns)
+        found: dict[tuple, dict[str, Any]] = {}
+        for start in range(0, len(keys), 100):
+            chunk = keys[start : start + 100]
+            marks = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
+            for r in self._catalog.execute(
+                f"SELECT {identity}, {', '.join(wanted)} FROM time_series_associations "
+                f"WHERE ({identity}) IN (VALUES {marks})",
+                [x for k in chunk for x in k],
+            ):
+                found[tuple(r[:7])] = dict(zip(wanted, r[7:], strict=True))
+        return found
+
+    def _replace_rows(self, replacing: list[tuple[int, dict[str, Any]]]) -> None:
+        """Update catalog rows in place from prepared items: each keeps its id.
+
+        ``replacing`` holds ``(catalog id, prepared item)`` pairs whose identity is the
+        row's. The new arrays go through the same writer as an add; the row's other
+        columns become the item's; an array nothing names any more is dropped from the
+        catalog (its slot is reclaimed by :meth:`compact`, as after a removal). A
+        DeterministicSingleTimeSeries backed by a replaced SingleTimeSeries follows its
+        new values when the grid is unchanged, and the replacement is refused otherwise.
+        """
+        if not replacing:
+            return
+        self._store_arrays(
+            [(p["row"]["data_hash"], "data", p["data"]) for _, p in replacing]
+            + [
+                (p["row"]["timestamps_hash"], "timestamps", p["timestamps"])
+                for _, p in replacing
+                if "timestamps" in p
+            ]
+        )
+        cat = self._catalog
+        old = {
+            r[0]: r[1:]
+            for r in cat.execute(
+                "SELECT id, data_hash, timestamps_hash, initial_ms, length, resolution "
+                f"FROM time_series_associations WHERE id IN ({', '.join('?' * len(replacing))})",
+                [i for i, _ in replacing],
+            )
+        }
+        columns = [c for c in self._INSERT_COLUMNS if c not in _IDENTITY_COLUMNS]
+        sql = (
+            f"UPDATE time_series_associations SET {', '.join(f'{c} = ?' for c in columns)} "
+            "WHERE id = ?"
+        )
+        for sid, p in replacing:
+            row = p["row"]
+            if row["time_series_type"] == TimeSeriesType.SingleTimeSeries.catalog_code:
+                self._follow_source(old[sid], row, p["label"])
+            cat.execute(sql, [*(row[c] for c in columns), sid])
+        self._sweep_arrays(
+            [(v[0], "data") for v in old.values()]
+            + [(v[1], "timestamps") for v in old.values() if v[1] is not None]
+        )
+
+    def _follow_source(self, old: tuple, row: dict[str, Any], label: str) -> None:
+        """Point the derived forecasts of a replaced SingleTimeSeries at its new array."""
+        old_hash, _ts, initial_ms, length, resolution = old
+        if old_hash == row["data_hash"]:
+            return
+        where = (
+            "time_series_type = 3 AND data_hash = ? AND owner_id = ? AND owner_category = ? "
+            "AND name = ? AND resolution IS ? AND features_hash = ?"
+        )
+        params = (
+            old_hash,
+            row["owner_id"],
+            row["owner_category"],
+            row["name"],
+            resolution,
+            row["features_hash"],
+        )
+        derived = self._catalog.scalar(
+            f"SELECT id FROM time_series_associations WHERE {where}", params
+        )
+        if derived is None:
+            return
+        if (initial_ms, length) != (row["initial_ms"], row["length"]):
+            raise InvalidParameterError(
+                f"cannot replace {label}: it backs the DeterministicSingleTimeSeries id {derived}, "
+                "whose windows need the old grid; remove that one first ({remove}) and run "
+                "{transform} again after the import",
+                series=label,
+                terms={"remove": REMOVE, "transform": TRANSFORM},
+            )
+        self._catalog.execute(
+            "UPDATE time_series_associations SET data_hash = ?, element_type = ?, "
+            f"element_shape = ?, array_shape = ? WHERE {where}",
+            (
+                row["data_hash"],
+                row["element_type"],
+                row["element_shape"],
+                row["array_shape"],
+                *params,
+            ),
+        )
+
+    def _sweep_arrays(self, keys: Iterable[tuple[bytes, str]]) -> None:
+        """Drop the catalog entries of those arrays that no series names any more."""
+        column = {"data": "data_hash", "timestamps": "timestamps_hash"}
+        for h, kind in set(keys):
+            self._catalog.execute(
+                f"DELETE FROM arrays WHERE hash = ? AND kind = ? AND NOT EXISTS (SELECT 1 FROM "
+                f"time_series_associations t WHERE t.{column[kind]} = ?)",
+                (h, kind, h),
+            )
 
     def _check_family(self, row: dict[str, Any], label: str) -> None:
         """Deterministic and DeterministicSingleTimeSeries exclude each other per family."""
@@ -1452,6 +1584,12 @@ class Store(StoreApi):
 
         return import_sqlite(self, path, **kwargs)
 
+    def diff_sqlite(self, path: str | Path, **kwargs: Any) -> list[dict[str, Any]]:
+        """What importing an interchange database would change; see :func:`diff_sqlite`."""
+        from ..interchange.sqlite.diff import diff_sqlite
+
+        return diff_sqlite(self, path, **kwargs)
+
 
 def _convert_legacy(path: Path, timeout: float) -> None:
     """Turn a store of the two-file layout (``path`` + ``path.sqlite``) into a directory.
@@ -1613,7 +1751,7 @@ def _materialize_windows(src: np.ndarray, res, hor, itv, count: int) -> np.ndarr
     return np.ascontiguousarray(src[idx])
 
 
-__all__ = ["Store", "catalog_path"]
+__all__ = ["DEFAULT_TIMEOUT", "Store", "catalog_path"]
 
 
 def _method_signature(fn: Any, *, filters: bool) -> inspect.Signature:

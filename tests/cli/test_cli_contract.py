@@ -131,7 +131,9 @@ def test_bad_duration_wording(demo: str, flag: str, text: str, suggestion: str) 
 def test_bad_flag_wording(demo: str) -> None:
     r = run("--store", demo, "list", "--nmae", "x")
     assert r.exit_code == 2
-    assert r.stderr.endswith("Error: no such option '--nmae'; did you mean '--name'?\n")
+    assert r.stderr.endswith(
+        "Error: no such option '--nmae'; did you mean '--name' or '--zoned'?\n"
+    )
     r = run("--bogus", "list")
     assert r.exit_code == 2 and r.stderr.endswith("Error: no such option '--bogus'\n")
 
@@ -229,6 +231,14 @@ def test_json_outputs_match_their_schemas(
     js("init", copy)
     check(registry, "add.json", js("--store", copy, "add", "--sqlite", db, "--dry-run"))
     check(registry, "add.json", js("--store", copy, "add", "--sqlite", db))
+    check(registry, "add.json", js("--store", copy, "add", "--sqlite", db, "--replace"))
+    check(registry, "add.json", js("--store", copy, "add", "--sqlite", db, "--ignore", "--dry-run"))
+    check(registry, "diff.json", js("--store", copy, "diff", "--sqlite", db))
+    for line in run("--store", copy, "-f", "jsonl", "diff", "--sqlite", db).stdout.splitlines():
+        check(registry, "diff.json", {"items": [json.loads(line)]})
+    check(
+        registry, "unshare.json", js("unshare", "--db", db, "--owner-id", "101", "--type", "single")
+    )
     csv_args = ["--csv", str(data_file("wind.csv")), "--owner-id", "9", "--owner-type", "W",
                 "--name", "n", "--type", "single", "--feature", "a=1"]  # fmt: skip
     check(registry, "add.json", js("--store", copy, "add", *csv_args, "--dry-run"))

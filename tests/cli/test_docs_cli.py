@@ -95,3 +95,7 @@ def test_every_example_runs(name: str | None, tmp_path: Path, monkeypatch: pytes
         assert words[0] == PROG, line
         result = CliRunner().invoke(cli, words[1:], prog_name=PROG)
         assert result.exit_code == 0, (line, result.stderr)
+        # Every example shows something on the demo data (a selector that matches no
+        # series would print only a header, or nothing).
+        printed = [x for x in result.stdout.splitlines() if x.strip()]
+        assert len(printed) >= (2 if words[-1] != "--help" else 1), (line, result.stdout)

@@ -69,9 +69,10 @@ def file_names(p: Partition) -> dict[str, str]:
 def arrow_zone(time_reference: str | None) -> str | None:
     """The zone of a partition's instant columns, as ``to_arrow`` chooses it: ``UTC`` for
     utc and for an unspecified reference, the name or ``±HH:MM`` itself, none (naive)
-    for zoneless."""
+    for zoneless. A zone literally named ``unspecified`` (which the reference reads as no
+    reference, and which no reader could resolve as a zone) is treated as unspecified."""
     kind = reference_kind(time_reference)
-    if kind in ("utc", "unspecified"):
+    if kind in ("utc", "unspecified") or time_reference == "unspecified":
         return "UTC"
     if kind == "zoneless":
         return None

@@ -4,15 +4,26 @@
 * :mod:`.reader` — :func:`import_sqlite` and its :class:`ImportReport`;
 * :mod:`.cells` — encoding values to SQLite cells and back;
 * :mod:`.database` — opening the file, write transactions, apsw errors wrapped;
-* :mod:`.rehash` — :func:`rehash_sqlite`, recomputing the hashes of edited values.
+* :mod:`.rehash` — :func:`rehash_sqlite`, recomputing the hashes of edited values;
+* :mod:`.diff` — :func:`diff_sqlite`, what importing a file would change in a store;
+* :mod:`.unshare` — :func:`unshare_sqlite`, a shared values group copied for chosen series.
 
 May import: everything below it (:mod:`infrastore_sqlite.interchange` and lower) and
 apsw. Nothing outside this package imports it except the ``Store`` methods (at call
 time), the package root (for the public names) and the command line.
 """
 
+from .diff import diff_sqlite
 from .reader import ImportReport, import_sqlite
 from .rehash import rehash_sqlite
+from .unshare import unshare_sqlite
 from .writer import export_sqlite
 
-__all__ = ["ImportReport", "export_sqlite", "import_sqlite", "rehash_sqlite"]
+__all__ = [
+    "ImportReport",
+    "diff_sqlite",
+    "export_sqlite",
+    "import_sqlite",
+    "rehash_sqlite",
+    "unshare_sqlite",
+]

@@ -44,6 +44,17 @@ def open_database(
         conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
     except apsw.NotADBError as exc:
         raise InvalidParameterError(f"{path} is not an SQLite database; {not_a_db_hint}") from exc
+    except apsw.ReadOnlyError as exc:
+        journal = Path(str(p) + "-journal")
+        if read_only and journal.exists():
+            raise StorageError(
+                f"{path} has a hot journal ({journal}): a process that was writing the file "
+                "was killed, so it holds half of that write, and reading it needs the journal "
+                "rolled back first, which a read-only open cannot do. Open it once with write "
+                f"access (e.g. `sqlite3 {path} 'PRAGMA integrity_check'`), which restores its "
+                "last committed state, then try again"
+            ) from exc
+        raise StorageError(f"cannot open {path}: {exc}") from exc
     except apsw.Error as exc:
         raise StorageError(f"cannot open {path}: {exc}") from exc
     return conn

@@ -49,10 +49,13 @@ from ...core.hashing import composite_data_hash, validate_features
 from ...core.periods import Period, as_period, divide, grid_index, step
 from ...core.timeref import check_period_for_reference, ms_to_axis_instant, normalize_time_reference
 from ...errors import (
+    NO_CHECKSUM,
+    TRANSFORM,
     DuplicateTimeSeriesError,
     InvalidParameterError,
     StorageError,
     TimeSeriesError,
+    rehash_term,
 )
 from ...model import (
     DESCRIPTORS,
@@ -60,6 +63,17 @@ from ...model import (
     UNIT_SYSTEMS,
     OwnerCategory,
     TimeSeriesType,
+)
+from ..filing import (
+    OUTCOMES,
+    OnConflict,
+    changed_columns,
+    check_on_conflict,
+    compare,
+    conflict_error,
+    file_items,
+    identity,
+    stored_rows,
 )
 from ..layout import q, series_columns, type_of_table, validate_prefix, values_key_columns
 from .cells import decode_cells
@@ -171,7 +185,9 @@ def import_sqlite(
     dry_run: bool = False,
     overrides: Mapping[str, Any] | None = None,
     per_partition: bool = False,
+    on_conflict: OnConflict = "error",
     progress: Progress | None = None,
+    diff: bool = False,
 ) -> list[int] | ImportReport:
     """Add every series an interchange database holds under ``table_prefix``.
 
@@ -199,15 +215,26 @@ def import_sqlite(
         Commit one transaction per partition (the CLI) and return an
         :class:`ImportReport`; a failing partition leaves those before it committed, and
         the exception it raises carries the report as ``exc.report``.
+    on_conflict
+        What to do with a series whose identity (owner id and category, type, name,
+        resolution, interval, features) the store already holds: ``"error"`` (the
+        default) refuses; ``"replace"`` updates it in place from the file (it keeps its
+        catalog id; an identical one is left untouched and reported ``unchanged``);
+        ``"ignore"`` leaves it as it is (``skipped``), which is how an interrupted import
+        is resumed.
     progress
         Called as ``progress(done_rows, total_rows)`` while values are read.
+    diff
+        With ``dry_run``: each series entry also says what importing it with
+        ``on_conflict="replace"`` would change (see :func:`diff_sqlite`).
 
     Returns
     -------
     list of int or ImportReport
         The new ids in read order (partitions in binary order of their values table,
-        series by ``(data_hash, time_axis, id)`` within one); a report for ``dry_run`` or
-        ``per_partition``.
+        series by ``(data_hash, time_axis, id)`` within one); a report for ``dry_run``,
+        ``per_partition`` or an ``on_conflict`` other than ``"error"``, whose partitions
+        count the series ``added``, ``replaced``, ``unchanged`` and ``skipped``.
 
     Raises
     ------
@@ -222,6 +249,7 @@ def import_sqlite(
     """
     validate_prefix(table_prefix)
     opts = _Options.parse(overrides)
+    check_on_conflict(on_conflict)
     if dry_run:
         store._open()
     else:
@@ -237,12 +265,22 @@ def import_sqlite(
         except apsw.Error as exc:
             raise StorageError(f"reading {where} failed: {exc}") from exc
         ctx = _Context(store, opts, skip_checksum, progress, total)
+        ctx.on_conflict = on_conflict
+        ctx.diff = diff
         report = ImportReport(where, table_prefix, dry_run)
         report.partitions = [_partition_entry(r.tables) for r in readers]
         if dry_run:
             return _run_dry(ctx, readers, report)
         if per_partition:
             return _run_per_partition(ctx, readers, report)
+        if on_conflict != "error":
+            with store.transaction():
+                for reader, entry in zip(readers, report.partitions, strict=True):
+                    result, ids = _import_partition(ctx, reader, write=True)
+                    entry["status"] = "committed"
+                    _fill_entry(entry, result, ids)
+            ctx.finish()
+            return report
         ctx.report = False
         ids: list[int] = []
         with store.transaction():
@@ -267,6 +305,7 @@ def _partition_entry(t: _Tables) -> dict[str, Any]:
         "ids": [],
         "arrays": 0,
         "rows": 0,
+        **dict.fromkeys(OUTCOMES, 0),
         "error": None,
     }
 
@@ -276,6 +315,12 @@ def _fill_entry(entry: dict[str, Any], result: _PartitionResult, ids: list[int])
     entry["ids"] = ids
     entry["arrays"] = result.arrays
     entry["rows"] = result.rows
+    for outcome in result.outcomes:
+        entry[outcome] += 1
+    for s, outcome in zip(result.series, result.outcomes, strict=True):
+        s["outcome"] = outcome
+    for s, i in zip(result.series, ids, strict=False):
+        s["id"] = i
 
 
 def _run_per_partition(
@@ -448,7 +493,8 @@ def discover(
     ):
         raise InvalidParameterError(
             "a DeterministicSingleTimeSeries is derived from a stored SingleTimeSeries rather "
-            "than added; import the SingleTimeSeries and run transform_single_time_series",
+            "than added; import the SingleTimeSeries and run {transform}",
+            terms={"transform": TRANSFORM},
             table=next(
                 t.values for t in found if t.type is TimeSeriesType.DeterministicSingleTimeSeries
             ),
@@ -592,6 +638,7 @@ class _Group:
 @dataclass(slots=True)
 class _PartitionResult:
     series: list[dict[str, Any]] = field(default_factory=list)
+    outcomes: list[str] = field(default_factory=list)
     arrays: int = 0
     rows: int = 0
 
@@ -614,6 +661,9 @@ class _Context:
         self.total = total
         self.done = 0
         self.identities: dict[tuple, str] = {}  # dry run: identities seen in the file
+        self.on_conflict: OnConflict = "error"
+        self.diff = False
+        self.filed: set[int] = set()  # ids this import added or replaced
         self.report = True  # whether the caller gets a report (its per-series entries)
 
     def advance(self, rows: int) -> None:
@@ -1785,6 +1835,9 @@ def _import_partition(
 ) -> tuple[_PartitionResult, list[int]]:
     try:
         return _read_partition(ctx, reader, write=write)
+    except UnicodeDecodeError:
+        # apsw decodes TEXT as UTF-8, and SQLite stores whatever bytes it was given.
+        raise _invalid_text(reader) from None
     except apsw.Error as exc:
         # The interchange file failed under us (corrupt pages, an odd table definition).
         raise StorageError(
@@ -1792,6 +1845,34 @@ def _import_partition(
             f"{reader.where} failed: {exc}",
             table=reader.tables.values,
         ) from exc
+
+
+def _invalid_text(reader: _PartitionReader) -> InvalidParameterError:
+    """The first TEXT cell of a partition's tables that is not UTF-8, as a refusal naming
+    its table, row and column (found by a scan that runs only after a decode failed)."""
+    conn = reader.conn
+    for table in (reader.tables.arrays, reader.tables.series, reader.tables.values):
+        for col in [r[1] for r in conn.execute(f"PRAGMA table_info({q(table)})")]:
+            sql = (
+                f"SELECT rowid, CAST({q(col)} AS BLOB) FROM {q(table)} "
+                f"WHERE typeof({q(col)}) = 'text'"
+            )
+            for rowid, raw in conn.execute(sql):
+                try:
+                    bytes(raw).decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    bad = bytes(raw)[exc.start : exc.start + 1].hex()
+                    return InvalidParameterError(
+                        f"{table}, row with rowid {rowid}, column `{col}`: the text is not valid "
+                        f"UTF-8 (byte {exc.start} is 0x{bad}); write that cell again as UTF-8 "
+                        "text and import again. Nothing of this partition was added",
+                        table=table,
+                    )
+    return InvalidParameterError(
+        f"{reader.where} holds text that is not valid UTF-8 in the tables of "
+        f"{reader.tables.values}; write it again as UTF-8 and import again",
+        table=reader.tables.values,
+    )
 
 
 def _read_partition(
@@ -1859,9 +1940,9 @@ def _read_partition(
                             f"series {spec.label} does not match its recorded data_hash: the file "
                             f"says {key[0]} and its rows hash to {b.hash_hex} (array "
                             f"{_key_text(key)} in {tables.arrays}). Values edited in a query "
-                            "engine need the hash recomputed (UPDATE the arrays table, or run "
-                            "infrastore_sqlite.rehash_sqlite on the file), or --no-checksum "
-                            "(skip_checksum=True) to waive the comparison.",
+                            "engine need the hash recomputed: run {rehash} (or UPDATE the "
+                            "arrays table), or pass {no_checksum} to waive the comparison.",
+                            terms={"rehash": rehash_term(reader.where), "no_checksum": NO_CHECKSUM},
                             table=tables.arrays,
                             key=key,
                             series=spec.label,
@@ -1901,10 +1982,13 @@ def _read_partition(
                     pending.append(prepared)
                     pending_bytes += b.data.nbytes
                 else:
-                    _check_new(ctx, prepared)
+                    outcome, detail = _check_new(ctx, prepared)
+                    result.outcomes.append(outcome)
+                    if ctx.report and detail:
+                        result.series[-1].update(detail)
             del group, built
             if write and (pending_bytes >= _BATCH_BYTES or len(pending) >= _BATCH_SERIES):
-                new_ids.extend(store._insert_prepared(pending))
+                new_ids.extend(_file(ctx, result, pending))
                 pending, pending_bytes = [], 0
             ctx.advance(result.rows - advanced)
             advanced = result.rows
@@ -1916,41 +2000,44 @@ def _read_partition(
                 table=tables.values,
             )
         if write and pending:
-            new_ids.extend(store._insert_prepared(pending))
+            new_ids.extend(_file(ctx, result, pending))
     finally:
         reader.drop_lookup()
     return result, new_ids
 
 
-def _check_new(ctx: _Context, prepared: dict[str, Any]) -> None:
-    """Dry run: refuse a series the store (or the file, earlier) already holds."""
+def _file(ctx: _Context, result: _PartitionResult, pending: list[dict[str, Any]]) -> list[int]:
+    """File a batch under the import's ``on_conflict`` rule; the catalog ids, in order."""
+    filed = file_items(ctx.store, pending, ctx.on_conflict, filed=ctx.filed)
+    result.outcomes.extend(filed.outcomes)
+    return filed.ids
+
+
+def _check_new(ctx: _Context, prepared: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    """Dry run: what filing ``prepared`` would do (and, for a diff, what it would change).
+
+    Refuses a series the file holds twice, and one the store holds under
+    ``on_conflict="error"``.
+    """
     row = prepared["row"]
-    identity = (
-        row["owner_id"],
-        row["owner_category"],
-        row["time_series_type"],
-        row["name"],
-        row["resolution"] or "",
-        row["interval"] or "",
-        row["features_hash"],
-    )
+    ident = identity(row)
     label = prepared["label"]
-    if identity in ctx.identities:
+    if ident in ctx.identities:
         raise DuplicateTimeSeriesError(
             f"a time series with that key already exists: {label} appears twice in the file "
-            f"(as {ctx.identities[identity]})",
+            f"(as {ctx.identities[ident]})",
             series=label,
         )
-    existing = ctx.store._catalog.scalar(
-        "SELECT id FROM time_series_associations WHERE owner_id = ? AND owner_category = ? "
-        "AND time_series_type = ? AND name = ? AND COALESCE(resolution, '') = ? AND "
-        "COALESCE(interval, '') = ? AND features_hash = ?",
-        identity,
-    )
-    if existing is not None:
-        raise DuplicateTimeSeriesError(
-            f"a time series with that key already exists: {label} (id {existing} in the store); "
-            "remove it first, or give the new one another name or features",
-            series=label,
-        )
-    ctx.identities[identity] = label
+    ctx.identities[ident] = label
+    held = stored_rows(ctx.store, [prepared]).get(ident)
+    if ctx.diff:
+        detail = compare(ctx.store, prepared, held)
+        return detail["change"], detail
+    if held is None:
+        return "added", None
+    if ctx.on_conflict == "error":
+        raise conflict_error(label, held["id"])
+    if ctx.on_conflict == "ignore":
+        return "skipped", {"id": held["id"]}
+    changed = any(changed_columns(held, row).values())
+    return ("replaced" if changed else "unchanged"), {"id": held["id"]}

@@ -10,8 +10,12 @@ is built after the rows are in.
 A worker thread reads the store and encodes the value cells (``pipeline.Prefetch``)
 while this thread runs the inserts, which release the GIL, so the two overlap.
 
-Atomicity: a new file is written under a temporary name beside the target and renamed
-into place only when complete; an existing database gets one transaction.
+Atomicity: a new file is written under a temporary name beside the target
+(``.<name>.partial-<pid>-<id>``) and linked into place only when complete; a link never
+replaces a file, so a target that appeared meanwhile (another export) is refused, not
+overwritten. A partial file of an export that was killed is removed by the next export
+to the same target (its process is gone). An existing database gets one transaction,
+rolled back before the call returns if anything fails.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import uuid
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -28,8 +31,9 @@ from typing import TYPE_CHECKING, Any
 import apsw
 import numpy as np
 
-from ...errors import InvalidParameterError
+from ...errors import OTHER_PREFIX, OVERWRITE, InvalidParameterError
 from ...model import TimeSeriesType
+from ...store.segments import remove_tree, stale_work_dirs, work_dir
 from ..layout import (
     VIEW_MARKER,
     VIEW_NAMES,
@@ -49,6 +53,7 @@ from ..pipeline import Prefetch
 from ..plan import (
     ExportPlan,
     ExportSeries,
+    ExportSummary,
     PartitionPlan,
     RowBlock,
     iter_partition_arrays,
@@ -72,9 +77,10 @@ def export_sqlite(
     time_range: tuple[datetime, datetime] | None = None,
     include_derived: bool = False,
     dry_run: bool = False,
+    overwrite: bool = False,
     progress: Progress | None = None,
     **filters: Any,
-) -> list[dict[str, Any]]:
+) -> ExportSummary:
     """Export the series the filters select into the SQLite database at ``path``.
 
     Parameters
@@ -91,6 +97,11 @@ def export_sqlite(
         Also export DeterministicSingleTimeSeries (materialized windows).
     dry_run
         Plan only: return the partitions that would be written, touch nothing.
+    overwrite
+        Replace an existing database with this export instead of adding tables to it:
+        the new file is built beside it and renamed over it only when complete, so a
+        failed export leaves the old file as it was. Everything the old file held goes,
+        other prefixes' tables included.
     progress
         Called as ``progress(rows_done, rows_total)`` while values are written.
     **filters
@@ -98,10 +109,12 @@ def export_sqlite(
 
     Returns
     -------
-    list of dict
-        One per partition: ``values_table``, ``series_table``, ``arrays_table``,
-        ``time_series_type``, ``value_type``, ``time_reference``, ``arrays``, ``series``,
-        ``rows``.
+    ExportSummary
+        A list with one dict per partition: ``values_table``, ``series_table``,
+        ``arrays_table``, ``time_series_type``, ``value_type``, ``time_reference``,
+        ``arrays``, ``series``, ``rows``; its ``derived_left_out`` counts the derived
+        series the selection matched and the export left out (``notices`` says so in
+        words).
 
     Raises
     ------
@@ -119,47 +132,77 @@ def export_sqlite(
     )
     target = Path(path)
     if not plan.partitions:
-        return []
-    if dry_run:
-        if target.exists():
-            with _open_existing(target) as conn:
-                _check_collisions(conn, plan, table_prefix)
-                _existing_partitions(conn, table_prefix, str(target))
         return plan.summary()
-    if target.exists():
+    exists = target.exists()
+    if exists and not overwrite:
         with _open_existing(target) as conn:
-            _write(conn, store, plan, table_prefix, str(target), progress, fresh=False)
-    else:
-        if not target.parent.exists():
-            raise InvalidParameterError(
-                f"cannot create {target}: the directory {target.parent} does not exist"
-            )
-        tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.partial")
+            if dry_run:
+                _check_collisions(conn, plan, table_prefix, str(target))
+                _existing_partitions(conn, table_prefix, str(target))
+            else:
+                _write(conn, store, plan, table_prefix, str(target), progress, fresh=False)
+        return plan.summary()
+    if exists:
+        # Only a database is replaced: --overwrite pointed at another file is a mistake.
+        with _open_existing(target):
+            pass
+    if dry_run:
+        return plan.summary()
+    if not target.parent.exists():
+        raise InvalidParameterError(
+            f"cannot create {target}: the directory {target.parent} does not exist"
+        )
+    for stale in stale_work_dirs(target.parent, target.name, "partial"):
+        remove_tree(stale)
+    tmp = work_dir(target.parent, target.name, "partial")
+    try:
+        conn = _connect(tmp, create=True)
         try:
-            conn = _connect(tmp, create=True)
-            try:
-                # A fresh file is only renamed into place when complete, so it needs no
-                # rollback journal; dropping it is what makes the export fast.
-                # The page size follows the biggest planned values table (see
-                # _page_size); the cache bounds memory.
-                for pragma in (
-                    f"page_size={_page_size(max(pp.rows for pp in plan.partitions))}",
-                    "journal_mode=OFF",
-                    "synchronous=OFF",
-                    f"cache_size={_CACHE_KIB}",
-                ):
-                    # One statement each: a pragma that answers with a row (journal_mode)
-                    # would otherwise leave the statements after it unrun.
-                    conn.execute(f"PRAGMA {pragma}").fetchall()
-                _write(conn, store, plan, table_prefix, str(target), progress, fresh=True)
-                conn.execute("PRAGMA journal_mode=DELETE")
-            finally:
-                conn.close()
-            os.replace(tmp, target)
+            # A fresh file is only renamed into place when complete, so it needs no
+            # rollback journal; dropping it is what makes the export fast.
+            # The page size follows the biggest planned values table (see
+            # _page_size); the cache bounds memory.
+            for pragma in (
+                f"page_size={_page_size(max(pp.rows for pp in plan.partitions))}",
+                "journal_mode=OFF",
+                "synchronous=OFF",
+                f"cache_size={_CACHE_KIB}",
+            ):
+                # One statement each: a pragma that answers with a row (journal_mode)
+                # would otherwise leave the statements after it unrun.
+                conn.execute(f"PRAGMA {pragma}").fetchall()
+            _write(conn, store, plan, table_prefix, str(target), progress, fresh=True)
+            conn.execute("PRAGMA journal_mode=DELETE")
         finally:
-            for leftover in (tmp, Path(str(tmp) + "-journal")):
-                leftover.unlink(missing_ok=True)
+            conn.close()
+        if overwrite:
+            os.replace(tmp, target)  # asked for: the complete file takes the name
+        else:
+            _link_into_place(tmp, target)
+    finally:
+        for leftover in (tmp, Path(str(tmp) + "-journal")):
+            leftover.unlink(missing_ok=True)
     return plan.summary()
+
+
+def _link_into_place(tmp: Path, target: Path) -> None:
+    """Give the finished file its name without replacing anything that is there now."""
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        raise InvalidParameterError(
+            f"{target} appeared while this export ran (another process wrote it); nothing "
+            "was overwritten and this export was dropped. Export again to add to that "
+            "database, or pick another path"
+        ) from None
+    except OSError:
+        # A file system without hard links: the same check, with a short window.
+        if target.exists():
+            raise InvalidParameterError(
+                f"{target} appeared while this export ran (another process wrote it); "
+                "nothing was overwritten. Export again to add to it, or pick another path"
+            ) from None
+        os.rename(tmp, target)
 
 
 def _page_size(largest_partition_rows: int) -> int:
@@ -212,7 +255,7 @@ def _is_our_view(entry: tuple[str, str | None] | None) -> bool:
     return entry is not None and entry[0] == "view" and VIEW_MARKER in (entry[1] or "")
 
 
-def _check_collisions(conn: apsw.Connection, plan: ExportPlan, prefix: str) -> None:
+def _check_collisions(conn: apsw.Connection, plan: ExportPlan, prefix: str, where: str) -> None:
     existing = _existing_names(conn)
     hits = [n for pp in plan.partitions for n in pp.partition.names() if n.lower() in existing]
     for view in VIEW_NAMES:
@@ -221,11 +264,17 @@ def _check_collisions(conn: apsw.Connection, plan: ExportPlan, prefix: str) -> N
         if entry is not None and not _is_our_view(entry):
             hits.append(name)
     if hits:
+        shown = ", ".join(hits[:8]) + (f", … and {len(hits) - 8} more" if len(hits) > 8 else "")
         raise InvalidParameterError(
             f"the database already holds {len(hits)} of the names this export would create "
-            f"({', '.join(hits)}); nothing was written. Export into a fresh file, pick another "
-            "table prefix, or drop those tables first.",
+            f"({shown}); nothing was written. Three ways out:\n"
+            f"  - {{overwrite}}: replace {where} with this export (built beside it, swapped in "
+            "when complete; everything the file held goes);\n"
+            "  - {table_prefix}: add this export beside the old tables under another "
+            "prefix;\n"
+            "  - export into a new file (or drop those tables first).",
             table=hits[0],
+            terms={"overwrite": OVERWRITE, "table_prefix": OTHER_PREFIX},
         )
 
 
@@ -269,7 +318,7 @@ def _write(
 ) -> None:
     with write_transaction(conn, where, "writing"):
         if not fresh:
-            _check_collisions(conn, plan, prefix)
+            _check_collisions(conn, plan, prefix, where)
         earlier = [] if fresh else _existing_partitions(conn, prefix, where)
         writer = _ValueWriter(conn)
         done = 0

@@ -774,3 +774,28 @@ def test_store_method_matches_module_function(varied, tmp_path: Path) -> None:
     ]
     assert Path(a[0]["values_file"]).read_bytes() == Path(b[0]["values_file"]).read_bytes()
     assert isinstance(store, Store)
+
+
+def test_unspecified_reference_is_utc_with_the_footer_saying_so(tmp_path: Path) -> None:
+    store = new_store(tmp_path / "s.h5")
+    add(store, sts("u", [1.0, 2.0]))
+    add(store, sts("v", [1.0, 2.0], time_reference="unspecified"), owner=2)
+    store.close()
+    cat = sqlite3.connect(tmp_path / "s.h5" / "catalog.sqlite")
+    cat.execute("UPDATE time_series_associations SET time_reference = NULL WHERE name = 'u'")
+    cat.commit()
+    cat.close()
+    store = Store.open(tmp_path / "s.h5")
+    res = store.export_parquet(tmp_path / "out")
+    store.close()
+    assert [stem_of(e) for e in res] == [
+        "SingleTimeSeries.f64.unspecified",
+        "SingleTimeSeries.f64.unspecified_2",
+    ]
+    for e in res:
+        schema = pq.read_schema(e["values_file"])
+        assert schema.field("timestamp").type.tz == "UTC"
+        assert schema.metadata[b"time_reference"] == b"unspecified"
+        series = pq.read_table(e["series_file"])
+        assert series["time_reference"].to_pylist() == ["unspecified"]
+        assert series.schema.field("initial_timestamp").type.tz == "UTC"

@@ -100,7 +100,13 @@ def test_edit_in_place_checksum_skip_and_rehash(db, tmp_path):
         first.import_sqlite(db)
     message = str(info.value)
     assert f"the file says {key[0]}" in message and key[1] in message
-    assert "rehash_sqlite" in message and "--no-checksum" in message
+    # One message, two renderings: the API names the function and the keyword ...
+    assert "rehash_sqlite" in message and "skip_checksum=True" in message
+    assert "--no-checksum" not in message
+    # ... the CLI the command and the flag.
+    cli = info.value.render("cli")
+    assert f"`infrastore-sqlite rehash --db {db}`" in cli and "--no-checksum" in cli
+    assert "rehash_sqlite" not in cli and "skip_checksum" not in cli
     assert state(first) == ([], 0)
 
     ids = first.import_sqlite(db, skip_checksum=True)

@@ -148,7 +148,8 @@ def test_edited_value_fails_the_checksum(db, dst):
         r"series 'sts2?' .* does not match its recorded data_hash: the file says [0-9a-f]{64} and "
         r"its rows hash to [0-9a-f]{64}",
     )
-    assert "--no-checksum" in str(err) and "rehash_sqlite" in str(err)
+    assert "skip_checksum=True" in str(err) and "rehash_sqlite" in str(err)
+    assert "--no-checksum" in err.render("cli") and "infrastore-sqlite rehash" in err.render("cli")
     assert err.key is not None
 
 

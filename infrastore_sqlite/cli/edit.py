@@ -1,0 +1,102 @@
+"""The edit-loop commands: ``diff`` (what importing a file would change in the store) and
+``unshare`` (give chosen series of a file their own copy of a shared values group).
+
+May import: the library, :mod:`.base`, :mod:`.render`, :mod:`.options`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ..interchange.sqlite.diff import DIFF_KEYS, has_changes
+from .base import PROG, _example, _format, _global_options, _open_store
+from .options import _selector_options
+from .render import _emit_doc, _emit_rows, _note, _Progress, command
+
+# The table leaves out what the JSON/CSV forms carry for scripts (where the file holds it).
+_DIFF_TABLE = tuple(
+    k for k in DIFF_KEYS if k not in ("owner_type", "owner_category", "values_table", "file_id")
+)
+
+
+@command(
+    epilog=_example(
+        f"{PROG} --store demo.h5 export -f sqlite --db demo.db",
+        "sqlite3 demo.db 'UPDATE SingleTimeSeries_f64_utc_values SET value = value * 1.1 "
+        "WHERE array_id = 3 RETURNING value'",
+        f"{PROG} --store demo.h5 diff --sqlite demo.db",
+    )
+)
+@click.option(
+    "--sqlite", "sqlite_file", required=True, metavar="FILE", help="The interchange database."
+)
+@click.option("--table-prefix", default="", metavar="P", help="The prefix the export used.")
+@click.option(
+    "--exit-code",
+    is_flag=True,
+    help="Exit 1 when importing the file would change the store (like git diff --exit-code).",
+)
+@_global_options(hidden=True)
+@click.pass_context
+def diff(ctx: click.Context, sqlite_file: str, table_prefix: str, exit_code: bool) -> None:
+    """Show what importing a file with add --sqlite --replace would do; write nothing.
+
+    One row per series of the file: added (the store has none), replaced (how many value
+    rows differ, the first and last changed instant, which descriptors or grid columns
+    differ) or unchanged. Values are compared with the store's own, so the file's hashes
+    need not be recomputed first (rehash is for the import).
+    """
+    fmt = _format(ctx)
+    with _open_store(ctx, read_only=True) as store, _Progress(ctx, "diff") as bar:
+        entries = store.diff_sqlite(sqlite_file, table_prefix=table_prefix, progress=bar)
+    _emit_rows(ctx, entries, columns=list(DIFF_KEYS), table_columns=_DIFF_TABLE, fmt=fmt)
+    counts = {c: sum(e["change"] == c for e in entries) for c in ("added", "replaced", "unchanged")}
+    _note(ctx, ", ".join(f"{n} {c}" for c, n in counts.items()))
+    if exit_code and has_changes(entries):
+        ctx.exit(1)
+
+
+@command(
+    epilog=_example(
+        f"{PROG} --store demo.h5 export -f sqlite --db demo.db",
+        f"{PROG} unshare --db demo.db --owner-id 101 --type single",
+        "sqlite3 demo.db 'SELECT owner_id, array_id FROM SingleTimeSeries_f64_utc_series "
+        "WHERE owner_id IN (101, 102)'",
+    )
+)
+@click.option("--db", required=True, metavar="FILE", help="The interchange database to edit.")
+@click.option("--table-prefix", default="", metavar="P", help="The prefix the export used.")
+@click.option(
+    "--id", "ids", type=int, multiple=True, help="Series row by its id in the file (repeatable)."
+)
+@_selector_options(ids=False, exclude=("features", "zoneless"))
+@_global_options(hidden=True)
+@click.pass_context
+def unshare(
+    ctx: click.Context, db: str, table_prefix: str, ids: tuple[int, ...], type_: Any, **kw: Any
+) -> None:
+    """Give the selected series rows of a file their own copy of a shared values group.
+
+    Series with equal values share one values group, so an UPDATE of it changes them all.
+    unshare copies each group the selected rows share with rows not selected (a new
+    arrays row, the values copied under a new array_id) and points the selected rows at
+    the copy, so an edit of the copy touches only them. Prints each copy's new array_id.
+    Run rehash after editing, as after any edit. docs/interchange.md shows the SQL.
+    """
+    from ..interchange.sqlite.unshare import unshare_sqlite
+
+    _format(ctx)
+    selector = {k: v for k, v in kw.items() if v is not None}
+    if not selector and not ids and type_ is None:
+        raise click.UsageError("unshare needs a selector (--id, --owner-id, --name, …)", ctx)
+    copies = unshare_sqlite(
+        db, table_prefix=table_prefix, ids=list(ids) or None, time_series_type=type_, **selector
+    )
+    _emit_doc(ctx, {"db": db, "table_prefix": table_prefix, "copies": copies})
+    if not copies:
+        _note(
+            ctx,
+            "the selected series rows already have their values to themselves; nothing was copied",
+        )

@@ -1,0 +1,94 @@
+"""Hostile or damaged interchange files: each refusal names table, row and column (or the
+file's state) and what to do, and the store stays as it was."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+from datetime import UTC, datetime
+from pathlib import Path
+
+import apsw
+import numpy as np
+import pytest
+
+from infrastore_sqlite import InvalidParameterError, SingleTimeSeries, StorageError, Store
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+STS = "SingleTimeSeries_f64_utc"
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("hostile")
+    with Store.create(d / "s.h5") as s:
+        for k in range(3):
+            ts = SingleTimeSeries(T0, "PT1H", np.arange(50.0) + k, "load")
+            s.add_time_series(k + 1, "Gen", "Component", ts, features={"k": k})
+        s.export_sqlite(d / "base.db")
+    return d / "base.db"
+
+
+@pytest.fixture
+def dst(tmp_path: Path):
+    with Store.create(tmp_path / "dst.h5") as s:
+        yield s
+
+
+def edit(db: Path, sql: str) -> None:
+    conn = apsw.Connection(str(db))
+    conn.execute(sql)
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    ("table", "column", "rowid"),
+    [
+        (f"{STS}_series", "owner_type", 2),
+        (f"{STS}_series", "features", 3),
+        (f"{STS}_series", "name", 1),
+        (f"{STS}_arrays", "data_hash", 1),
+    ],
+)
+def test_invalid_utf8_text_is_named_by_table_row_and_column(
+    base, dst, tmp_path, table, column, rowid
+) -> None:
+    db = tmp_path / "bad.db"
+    shutil.copy(base, db)
+    edit(db, f"UPDATE {table} SET {column} = CAST(x'47ff' AS TEXT) WHERE rowid = {rowid}")
+    with pytest.raises(InvalidParameterError) as refused:
+        dst.import_sqlite(db)
+    message = str(refused.value)
+    assert f"{table}, row with rowid {rowid}, column `{column}`" in message
+    assert "not valid UTF-8" in message and "0xff" in message and "import again" in message
+    assert refused.value.table == table
+    assert dst.list_metadata() == [] and dst.num_distinct_arrays() == 0
+
+
+def test_a_hot_journal_of_a_killed_writer_says_what_to_do(base, dst, tmp_path) -> None:
+    db = tmp_path / "hot.db"
+    shutil.copy(base, db)
+    pid = os.fork()
+    if pid == 0:  # a writer killed mid-transaction, its changes spilled into the file
+        try:
+            conn = apsw.Connection(str(db))
+            conn.execute("PRAGMA cache_size=1")
+            conn.execute("BEGIN")
+            conn.execute(f"UPDATE {STS}_values SET value = value + 1")
+            conn.execute(
+                "CREATE TABLE pad (x); WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 "
+                "FROM c WHERE i < 3000) INSERT INTO pad SELECT randomblob(1000) FROM c"
+            )
+            conn.execute(f"UPDATE {STS}_values SET value = value + 1")
+        finally:
+            os.kill(os.getpid(), signal.SIGKILL)
+    os.waitpid(pid, 0)
+    assert Path(str(db) + "-journal").exists()
+    with pytest.raises(StorageError, match=r"hot journal .*killed.*Open it once with write access"):
+        dst.import_sqlite(db)
+    assert dst.list_metadata() == []
+    edit(db, "PRAGMA integrity_check")  # what the message says to do: rolls the journal back
+    assert len(dst.import_sqlite(db)) == 3
+    # the killed write is gone: the values are the committed ones, not +1 or +2
+    assert sorted(s.data[0] for s in dst.read_by_ids([1, 2, 3])) == [0.0, 1.0, 2.0]
