@@ -161,6 +161,7 @@ class StoreApi:
         return dict.fromkeys(_FORECAST_PARAMETERS)
 
     # ------------------------------------------------------------------ readers
+    @readers.reader_filter_keywords
     def build_static_reader(
         self,
         resolution: Any = None,
@@ -168,17 +169,7 @@ class StoreApi:
         window_start: datetime | None = None,
         window_length: int | None = None,
         time_series_type: TimeSeriesType | str | None = None,
-        owner_id: int | None = None,
-        owner_category: OwnerCategory | str | None = None,
-        owner_type: str | None = None,
-        name: str | None = None,
-        name_glob: str | None = None,
-        component_field: str | None = None,
-        zoneless: bool | None = None,
-        initial_timestamp: datetime | None = None,
-        length: int | None = None,
-        features: dict[str, Any] | None = None,
-        features_exact: bool = False,
+        **filters: Any,
     ) -> StaticReader:
         """A :class:`StaticReader` over the static series matching the filter.
 
@@ -203,26 +194,13 @@ class StoreApi:
         StaticReader
             Drive it with :meth:`static_read`; memory follows the number of columns.
         """
-        filters = {
-            "owner_id": owner_id,
-            "owner_category": owner_category,
-            "owner_type": owner_type,
-            "name": name,
-            "name_glob": name_glob,
-            "component_field": component_field,
-            "zoneless": zoneless,
-            "initial_timestamp": initial_timestamp,
-            "length": length,
-            "features": features,
-            "features_exact": features_exact,
-        }
         return readers.build_static_reader(
             self,  # type: ignore[arg-type]
             resolution,
             window_start=window_start,
             window_length=window_length,
             time_series_type=time_series_type,
-            filters=filters,
+            filters=readers.reader_filters(filters, "build_static_reader"),
         )
 
     def static_read(self, reader: StaticReader, when: datetime) -> None:
@@ -230,22 +208,12 @@ class StoreApi:
         the reader's timeline; anything else raises). Then read ``reader.group_values(i)``."""
         readers.static_read(self, reader, when)  # type: ignore[arg-type]
 
+    @readers.reader_filter_keywords
     def build_forecast_reader(
         self,
         time_series_type: TimeSeriesType | str,
         resolution: Any,
-        *,
-        owner_id: int | None = None,
-        owner_category: OwnerCategory | str | None = None,
-        owner_type: str | None = None,
-        name: str | None = None,
-        name_glob: str | None = None,
-        component_field: str | None = None,
-        zoneless: bool | None = None,
-        initial_timestamp: datetime | None = None,
-        length: int | None = None,
-        features: dict[str, Any] | None = None,
-        features_exact: bool = False,
+        **filters: Any,
     ) -> ForecastReader:
         """A :class:`ForecastReader` over the forecasts of ``time_series_type`` matching the
         filter, all on one window timeline (a ``Deterministic`` reader also takes the
@@ -260,24 +228,11 @@ class StoreApi:
         owner_id, owner_category, owner_type, name, name_glob, component_field, zoneless, initial_timestamp, length, features, features_exact
             The ``list_metadata`` filter.
         """
-        filters = {
-            "owner_id": owner_id,
-            "owner_category": owner_category,
-            "owner_type": owner_type,
-            "name": name,
-            "name_glob": name_glob,
-            "component_field": component_field,
-            "zoneless": zoneless,
-            "initial_timestamp": initial_timestamp,
-            "length": length,
-            "features": features,
-            "features_exact": features_exact,
-        }
         return readers.build_forecast_reader(
             self,  # type: ignore[arg-type]
             time_series_type,
             resolution,
-            filters=filters,
+            filters=readers.reader_filters(filters, "build_forecast_reader"),
         )
 
     def forecast_read(self, reader: ForecastReader, when: datetime) -> None:

@@ -21,7 +21,7 @@ from ..core.periods import Period, as_period, divide, grid, grid_index, step
 from ..core.timeref import datetime_to_ms, ms_to_axis_instant, ms_to_datetime, ms_to_datetimes
 from ..errors import InvalidParameterError
 from ..model import TimeSeriesType
-from .rows import SeriesRow
+from .rows import SeriesRow, filter_signature
 
 if TYPE_CHECKING:
     from .store import Store
@@ -37,6 +37,40 @@ _FORECASTS = (
     TimeSeriesType.Probabilistic,
     TimeSeriesType.Scenarios,
 )
+
+
+#: The ``list_metadata`` filter keywords a reader takes (its type and resolution are its own).
+READER_FILTERS = (
+    "owner_id",
+    "owner_category",
+    "owner_type",
+    "name",
+    "name_glob",
+    "component_field",
+    "zoneless",
+    "initial_timestamp",
+    "length",
+    "features",
+    "features_exact",
+)
+
+
+def reader_filter_keywords(fn: Any) -> Any:
+    """Spell ``fn``'s ``**filters`` out as the keyword-only :data:`READER_FILTERS` in its
+    signature, in the reference's order (``help()``, editors, introspection)."""
+    import inspect
+
+    fn.__signature__ = filter_signature(inspect.signature(fn), READER_FILTERS)
+    return fn
+
+
+def reader_filters(filters: dict[str, Any], what: str) -> dict[str, Any]:
+    """``filters`` checked against :data:`READER_FILTERS` (a caller's keyword, so a wrong
+    one is a ``TypeError`` naming it, as for any Python function)."""
+    for k in filters:
+        if k not in READER_FILTERS:
+            raise TypeError(f"{what}() got an unexpected keyword argument {k!r}")
+    return filters
 
 
 def _kind(value: Any, what: str) -> TimeSeriesType:
@@ -455,14 +489,18 @@ def build_static_reader(
     )
 
 
+def _read_instant(reader: Any, cls: type, when: Any, what: str, builder: str) -> int:
+    """``when`` in ms, once ``reader`` is known to be a ``cls`` (from ``builder``)."""
+    if not isinstance(reader, cls):
+        raise InvalidParameterError(
+            f"{what} needs a {cls.__name__} from {builder}, got {type(reader).__name__}"
+        )
+    return _instant(when, reader._tr, what)
+
+
 def static_read(store: Store, reader: Any, when: Any) -> None:
     """Fill ``reader``'s group buffers with every column's value at ``when``."""
-    if not isinstance(reader, StaticReader):
-        raise InvalidParameterError(
-            f"static_read needs a StaticReader from build_static_reader, got "
-            f"{type(reader).__name__}"
-        )
-    t = _instant(when, reader._tr, "static_read")
+    t = _read_instant(reader, StaticReader, when, "static_read", "build_static_reader")
     rows = reader._rows_at(t, "static_read")
     # Columns reading the same row go in one batch: one row of each distinct array.
     by_row: dict[int, list[tuple[int, int, tuple[bytes, str]]]] = {}
@@ -528,12 +566,7 @@ def build_forecast_reader(
 
 def forecast_read(store: Store, reader: Any, when: Any) -> None:
     """Fill ``reader``'s entries with every forecast's window issued at ``when``."""
-    if not isinstance(reader, ForecastReader):
-        raise InvalidParameterError(
-            f"forecast_read needs a ForecastReader from build_forecast_reader, got "
-            f"{type(reader).__name__}"
-        )
-    t = _instant(when, reader._tr, "forecast_read")
+    t = _read_instant(reader, ForecastReader, when, "forecast_read", "build_forecast_reader")
     k = _grid_step(reader._anchor, reader._interval, reader._count, t, "forecast_read")
     # Group the slots by selection so each selection is one batched read.
     first_of: dict[int, SeriesRow] = {}

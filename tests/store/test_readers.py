@@ -94,6 +94,7 @@ def _static_calls(pkg, tmp_path):
         "no resolution": lambda: s.build_static_reader(),
         "no match": lambda: s.build_static_reader("PT2H"),
         "forecast type": lambda: s.build_static_reader("PT1H", time_series_type="Deterministic"),
+        "unknown keyword": lambda: s.build_static_reader("PT1H", interval="PT1H"),
     }.items():
         out[label] = _outcome(call)
     return out
