@@ -100,14 +100,6 @@ def _static_calls(pkg, tmp_path):
     return out
 
 
-def test_static_reader_matches_the_reference(tmp_path):
-    theirs = _static_calls(ref, tmp_path)
-    mine = _static_calls(ours, tmp_path)
-    assert mine.keys() == theirs.keys()
-    for key in theirs:
-        assert mine[key] == theirs[key], key
-
-
 def _forecast_calls(pkg, tmp_path):
     s = _store(pkg, tmp_path, "forecast")
     d = pkg.Deterministic(T, "PT1H", "PT3H", "PT1H", 4, np.arange(12.0).reshape(3, 4), "fc")
@@ -139,9 +131,10 @@ def _forecast_calls(pkg, tmp_path):
     return out
 
 
-def test_forecast_reader_matches_the_reference(tmp_path):
-    theirs = _forecast_calls(ref, tmp_path)
-    mine = _forecast_calls(ours, tmp_path)
+@pytest.mark.parametrize("calls", [_static_calls, _forecast_calls], ids=["static", "forecast"])
+def test_reader_matches_the_reference(calls, tmp_path):
+    theirs = calls(ref, tmp_path)
+    mine = calls(ours, tmp_path)
     assert mine.keys() == theirs.keys()
     for key in theirs:
         assert mine[key] == theirs[key], key
