@@ -6,7 +6,7 @@ from pathlib import Path
 
 import orjson
 
-from infrastore_sqlite.interchange.layout import contract
+from infrastore_sqlite.interchange.sqlite.schema import contract
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -15,7 +15,7 @@ def test_interchange_contract_matches_layout() -> None:
     written = orjson.loads((ROOT / "schemas" / "interchange.json").read_bytes())
     assert written == orjson.loads(orjson.dumps(contract())), (
         "schemas/interchange.json is stale; regenerate it with "
-        "python -c 'import orjson, infrastore_sqlite.interchange.layout as L; "
+        "python -c 'import orjson, infrastore_sqlite.interchange.sqlite.schema as L; "
         'open("schemas/interchange.json","wb").write(orjson.dumps(L.contract(), '
         'option=orjson.OPT_INDENT_2)+b"\\n")\''
     )

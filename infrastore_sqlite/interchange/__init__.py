@@ -1,12 +1,15 @@
 """The interchange layout: what every container (SQLite tables, Parquet files) shares.
 
-* :mod:`.layout` — partitions, table names and slugs, columns, the JSON contract;
+* :mod:`.layout` — partitions, table names and slugs, columns;
 * :mod:`.plan` — the export plan (store rows → partitions) and row blocks;
 * :mod:`.pipeline` — the prefetching thread between a batch reader and a writer;
+* :mod:`.importing` — the import core: series rows → specs, values groups (numpy
+  columns) → checked, hashed store arrays, filing, the report; every import refusal;
 * :mod:`.sqlite` — the SQLite container (writer, reader, cells, the file, rehash);
 * :mod:`.parquet` — the Parquet container (export; needs pyarrow, loaded only when used).
 
 May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
 :mod:`infrastore_sqlite.model`, :mod:`infrastore_sqlite.store`. A module here outside a
-container's package knows no container: no SQL, no apsw, no pyarrow.
+container's package knows no container: no SQL, no apsw, no pyarrow; a container does
+not import another.
 """

@@ -1,7 +1,9 @@
 """The SQLite container of the interchange layout.
 
 * :mod:`.writer` — :func:`export_sqlite` (plan → rows → tables);
-* :mod:`.reader` — :func:`import_sqlite` and its :class:`ImportReport`;
+* :mod:`.reader` — :func:`import_sqlite`: finds the partitions, reads their rows and
+  values groups for the import core (:mod:`infrastore_sqlite.interchange.importing`);
+* :mod:`.schema` — table DDL, the views, the layout as data (``schemas/interchange.json``);
 * :mod:`.cells` — encoding values to SQLite cells and back;
 * :mod:`.database` — opening the file, write transactions, apsw errors wrapped;
 * :mod:`.rehash` — :func:`rehash_sqlite`, recomputing the hashes of edited values;

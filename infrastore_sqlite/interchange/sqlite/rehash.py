@@ -16,14 +16,10 @@ from pathlib import Path
 import apsw
 
 from ...model import TimeSeriesType
+from ..importing import Options, SeriesRows, build_group
 from ..layout import validate_prefix
 from .database import open_database, write_transaction
-from .reader import (
-    _Options,
-    _PartitionReader,
-    build_group,
-    discover,
-)
+from .reader import _PartitionReader, discover
 
 __all__ = ["rehash_sqlite"]
 
@@ -93,11 +89,12 @@ def _rehash(
     total = sum(r.values_count() for r in readers)
     done = 0
     changed = 0
-    opts = _Options()
+    opts = Options()
     for reader in readers:
         reader.check_columns()
-        arrays = reader.read_arrays()
-        specs = reader.read_series(arrays, opts)
+        rows = SeriesRows(reader.place)
+        arrays = rows.arrays(reader.array_rows())
+        specs = rows.specs(reader.series_rows(rows.columns), arrays, opts)
         first_spec = {}
         for s in specs:
             first_spec.setdefault(s.key, s)
@@ -115,7 +112,7 @@ def _rehash(
                 group = reader.read_group(key, ids, spec, spec.et.dtype)
                 if group is None:
                     continue
-                built = build_group(reader, group, [spec], opts)[spec.grid_key]
+                built = build_group(reader.place, group, [spec], opts)[spec.grid_key]
                 done += group.n
                 if progress is not None:
                     progress(done, total)

@@ -34,9 +34,10 @@ import apsw
 from ...core.periods import as_period
 from ...errors import InvalidParameterError
 from ...model import OwnerCategory, TimeSeriesType
-from ..layout import q, validate_prefix
+from ..layout import validate_prefix
 from .database import open_database, write_transaction
 from .reader import discover
+from .schema import q
 
 #: The selector keywords, as ``list_metadata`` names them, with the series-table column.
 SELECTORS: dict[str, str] = {

@@ -38,16 +38,9 @@ from ..layout import (
     VIEW_MARKER,
     VIEW_NAMES,
     Partition,
-    ViewSource,
-    arrays_ddl,
-    index_ddl,
-    q,
     series_columns,
-    series_ddl,
     type_of_table,
     values_columns,
-    values_ddl,
-    view_sql,
 )
 from ..pipeline import Prefetch
 from ..plan import (
@@ -62,6 +55,7 @@ from ..plan import (
 )
 from .cells import encode_json_cells, encode_scalar_cells, has_negative_zero, sql_value_type
 from .database import open_database, write_transaction
+from .schema import ViewSource, arrays_ddl, index_ddl, q, series_ddl, values_ddl, view_sql
 
 if TYPE_CHECKING:
     from ...store import Store

@@ -1,0 +1,393 @@
+"""The import core (``interchange/importing.py``) fed numpy columns directly: no database.
+
+A fake container (:class:`Columns`) hands the core its arrays and series rows as tuples and
+its values groups as numpy columns, which is all a container's reader does; the core checks,
+builds, hashes and files them into a real store. The SQLite reader's own behaviour is
+covered by ``tests/interchange/sqlite``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from infrastore_sqlite import (
+    Deterministic,
+    DuplicateTimeSeriesError,
+    InvalidParameterError,
+    NonSequentialTimeSeries,
+    SingleTimeSeries,
+    Store,
+    TimeSeriesType,
+)
+from infrastore_sqlite.core.elements import parse_element_type
+from infrastore_sqlite.core.hashing import composite_data_hash
+from infrastore_sqlite.interchange.importing import (
+    Context,
+    Group,
+    ImportReport,
+    Options,
+    Place,
+    SeriesRows,
+    build_group,
+    import_partition,
+    run_import,
+)
+from infrastore_sqlite.interchange.layout import forecast_axis, static_axis
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+T0_MS = 1_704_067_200_000
+H_MS = 3_600_000
+
+
+def place(tst: TimeSeriesType = TimeSeriesType.SingleTimeSeries, **kw: Any) -> Place:
+    base = f"{tst.name}_f64_utc"
+    return Place(base, tst, f"{base}_values", f"{base}_series", f"{base}_arrays", **kw)
+
+
+def series_row(rows: SeriesRows, **cells: Any) -> tuple:
+    """One series row in the order the core asks for (``rows.columns``)."""
+    tst = rows.place.type
+    row: dict[str, Any] = {
+        "owner_id": 1,
+        "owner_type": "Gen",
+        "owner_category": "Component",
+        "time_series_type": tst.name,
+        "name": "s",
+        "features": "",
+        "element_type": "f64",
+        "element_shape": "[]",
+        "time_reference": "UTC",
+        "units": "",
+        "quantity_kind": "",
+        "unit_system": "",
+        "component_field": "",
+        "application_data": "",
+        "initial_timestamp": T0_MS,
+        "resolution": "PT1H",
+        "length": 4,
+        "interval": "PT2H",
+        "horizon": "PT3H",
+        "count": 2,
+    }
+    row.update(cells)
+    return tuple(row[c] for c in rows.columns)
+
+
+def spec_of(where: Place, **cells: Any):
+    rows = SeriesRows(where)
+    key = ("ab" * 32, "axis")
+    (spec,) = rows.specs([series_row(rows, array_id=1, id=7, **cells)], {1: key}, Options())
+    return spec
+
+
+def sts_group(ts: list[int], values: list[float], rowids: list[int] | None = None) -> Group:
+    n = len(ts)
+    return Group(
+        ("ab" * 32, "axis"),
+        [1],
+        n,
+        np.asarray(values, dtype=np.float64),
+        timestamp=np.asarray(ts, dtype=np.int64),
+        rowids=lambda: rowids if rowids is not None else list(range(1, n + 1)),
+    )
+
+
+# ---------------------------------------------------------------------- series rows
+
+
+def test_series_rows_become_specs_with_overrides_and_grids() -> None:
+    where = place()
+    rows = SeriesRows(where)
+    keys = {1: ("aa" * 32, "x"), 2: ("bb" * 32, "y")}
+    got = rows.specs(
+        [
+            series_row(rows, array_id=2, id=5, name="b", features='{"zone": "n"}'),
+            series_row(rows, array_id=1, id=9, name="a", units="MW"),
+        ],
+        keys,
+        Options.parse({"owner_type": "Load"}),
+    )
+    assert [(s.key, s.file_id, s.name, s.owner_type) for s in got] == [
+        (keys[1], 9, "a", "Load"),
+        (keys[2], 5, "b", "Load"),
+    ]
+    assert got[0].descriptors["units"] == "MW" and got[1].features == {"zone": "n"}
+    assert str(got[0].res) == "PT1H" and got[0].grid_key == got[1].grid_key
+    assert got[0].label == f"'a' (owner 1, id 9 in {where.series})"
+
+
+def test_series_row_refusals_name_the_place() -> None:
+    where = place()
+    rows = SeriesRows(where)
+    with pytest.raises(InvalidParameterError, match=rf"^{where.series} id 7 has NULL in `units`"):
+        rows.specs([series_row(rows, array_id=1, id=7, units=None)], {1: ("k", "a")}, Options())
+    with pytest.raises(InvalidParameterError, match="which the arrays table does not hold"):
+        rows.specs([series_row(rows, array_id=3, id=7)], {1: ("k", "a")}, Options())
+    asserted = Options.parse({"element_type": "i64"})
+    with pytest.raises(InvalidParameterError, match="has element_type f64, but i64 was asserted"):
+        SeriesRows(where).specs([series_row(rows, array_id=1, id=7)], {1: ("k", "a")}, asserted)
+
+
+def test_arrays_rows_are_checked() -> None:
+    rows = SeriesRows(place())
+    assert rows.arrays([(1, "h", "a"), (2, "h", "b")]) == {1: ("h", "a"), 2: ("h", "b")}
+    with pytest.raises(InvalidParameterError, match=r"_arrays row 2 has NULL in `data_hash`"):
+        rows.arrays([(1, "h", "a"), (2, None, "b")])
+    with pytest.raises(InvalidParameterError, match="holds id 1 twice with different keys"):
+        rows.arrays([(1, "h", "a"), (1, "h", "b")])
+
+
+def test_options_refuse_what_the_values_imply() -> None:
+    with pytest.raises(InvalidParameterError, match=r"^--interval cannot be used with --sqlite"):
+        Options.parse({"interval": "PT1H"})
+    with pytest.raises(InvalidParameterError, match=r"^unknown import flag 'colour'"):
+        Options.parse({"colour": "red"})
+
+
+# ---------------------------------------------------------------------- placing a group
+
+
+def test_a_shuffled_group_is_placed_by_its_coordinates_and_hashed() -> None:
+    where = place()
+    spec = spec_of(where)
+    values = [10.0, 11.0, 12.0, 13.0]
+    order = [2, 0, 3, 1]
+    group = sts_group([T0_MS + k * H_MS for k in order], [values[k] for k in order])
+    (built,) = build_group(where, group, [spec], Options()).values()
+    assert built.initial_ms == T0_MS
+    np.testing.assert_array_equal(built.data, values)
+    expected = composite_data_hash(parse_element_type("f64"), np.asarray(values)).hex()
+    assert built.hash_hex == expected
+
+
+def test_a_vouched_group_skips_the_placing() -> None:
+    # The reader verified the grid (affine): the core trusts the row order it was given.
+    where = place()
+    spec = spec_of(where)
+    group = Group(("k", "a"), [1], 3, np.array([1.0, 2.0, 3.0]), affine=("sts", T0_MS, H_MS))
+    (built,) = build_group(where, group, [spec], Options()).values()
+    assert built.initial_ms == T0_MS and group.timestamp is None
+    np.testing.assert_array_equal(built.data, [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize(
+    ("numbered", "row"),
+    [(True, "rowid 12"), (False, "row 2")],
+    ids=["numbered rows", "positions"],
+)
+def test_an_off_grid_row_is_named_in_the_containers_words(numbered: bool, row: str) -> None:
+    where = place(numbered=numbered)
+    spec = spec_of(where)
+    group = sts_group([T0_MS, T0_MS + 1, T0_MS + H_MS], [1.0, 2.0, 3.0], rowids=[11, 12, 13])
+    with pytest.raises(InvalidParameterError) as refused:
+        build_group(where, group, [spec], Options())
+    assert str(refused.value) == (
+        f"series {spec.label} does not sit on a PT1H grid anchored at 2024-01-01 00:00:00 UTC "
+        f"(array ({'ab' * 6}, axis) in {where.values}, {row} is at 2024-01-01 00:00:00.001 "
+        "UTC, between two steps)"
+    )
+
+
+def test_a_missing_and_a_repeated_step_are_refused() -> None:
+    where = place()
+    spec = spec_of(where)
+    with pytest.raises(InvalidParameterError, match=r"no row holds the step at .* step 1 of 2"):
+        build_group(where, sts_group([T0_MS, T0_MS + 2 * H_MS], [1.0, 2.0]), [spec], Options())
+    with pytest.raises(InvalidParameterError, match=r"rowid 2 repeats the step at"):
+        build_group(where, sts_group([T0_MS, T0_MS], [1.0, 2.0]), [spec], Options())
+
+
+def test_a_forecast_cube_is_placed_and_a_doubled_slot_refused() -> None:
+    where = place(TimeSeriesType.Deterministic)
+    spec = spec_of(where)  # PT1H steps, 3 per window, windows every PT2H
+    issue, target, values = [], [], []
+    for w in range(2):
+        for h in range(3):
+            issue.append(T0_MS + w * 2 * H_MS)
+            target.append(T0_MS + w * 2 * H_MS + h * H_MS)
+            values.append(10.0 * w + h)
+    order = np.random.default_rng(1).permutation(6)
+
+    def group(it: list[int]) -> Group:
+        g = Group(("k", "a"), [1], 6, np.asarray(values)[order], rowids=lambda: list(range(6)))
+        g.timestamp = np.asarray(target)[order]
+        g.issue = np.asarray(it)[order]
+        return g
+
+    (built,) = build_group(where, group(issue), [spec], Options()).values()
+    assert built.count == 2 and built.initial_ms == T0_MS
+    np.testing.assert_array_equal(built.data, [[0.0, 10.0], [1.0, 11.0], [2.0, 12.0]])
+    doubled = list(target)
+    doubled[1] = doubled[0]  # window 0 holds step 0 twice and no step 1
+    g = group(issue)
+    g.timestamp = np.asarray(doubled)[order]
+    with pytest.raises(InvalidParameterError, match="has two rows for window 0, step 0, lane 0"):
+        build_group(where, g, [spec], Options())
+
+
+def test_irregular_timestamps_must_increase() -> None:
+    where = place(TimeSeriesType.NonSequentialTimeSeries)
+    spec = spec_of(where)
+    g = sts_group([T0_MS + 5, T0_MS, T0_MS + 5], [1.0, 2.0, 3.0], rowids=[4, 5, 6])
+    with pytest.raises(InvalidParameterError, match=r"rowid 6 repeats .* \(as rowid 4 does\)"):
+        build_group(where, g, [spec], Options())
+
+
+def test_an_element_shape_that_disagrees_is_refused() -> None:
+    where = place()
+    spec = spec_of(where)
+    g = sts_group([T0_MS, T0_MS + H_MS], [1.0, 2.0])
+    with pytest.raises(InvalidParameterError, match=r"element_shape \[\], but \[2\] was asserted"):
+        build_group(where, g, [spec], Options.parse({"element_shape": [2]}))
+
+
+# ---------------------------------------------------------------------- into a store
+
+
+class Columns:
+    """A container that holds its partition as Python tuples and numpy columns."""
+
+    def __init__(self, where: Place, arrays: list[tuple], series: list[dict], groups: dict):
+        self.place = where
+        self.where = "columns"
+        self._arrays = arrays
+        self._series = series
+        self._groups = groups  # array key -> Group
+        self.closed = False
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        yield
+
+    def check_columns(self) -> None:
+        pass
+
+    def array_rows(self) -> list[tuple]:
+        return self._arrays
+
+    def series_rows(self, columns: list[str]) -> list[tuple]:
+        rows = SeriesRows(self.place)
+        return [series_row(rows, **cells) for cells in self._series]
+
+    def values_count(self) -> int:
+        return sum(g.n for g in self._groups.values())
+
+    def open_values(self, arrays: dict) -> None:
+        pass
+
+    def groups(self, wanted: list, dtype: str) -> Iterator[Group | None]:
+        for key, _ids, _spec in wanted:
+            yield self._groups.get(key)
+
+    def check_unclaimed(self) -> None:
+        pass
+
+    def close_values(self) -> None:
+        self.closed = True
+
+
+def _hash(values: list[float]) -> str:
+    return composite_data_hash(parse_element_type("f64"), np.asarray(values)).hex()
+
+
+def sts_source(values: list[float], names: tuple[str, ...] = ("a",)) -> Columns:
+    where = place()
+    key = (_hash(values), static_axis(len(values), T0_MS, "PT1H"))
+    n = len(values)
+    group = sts_group([T0_MS + k * H_MS for k in reversed(range(n))], values[::-1])
+    series = [
+        {"array_id": 1, "id": i + 1, "name": name, "length": n} for i, name in enumerate(names)
+    ]
+    return Columns(where, [(1, *key)], series, {key: group})
+
+
+def test_numpy_columns_are_filed_into_the_store(tmp_path: Path) -> None:
+    values = [1.0, 2.5, -3.0, 4.0]
+    source = sts_source(values, names=("a", "b"))
+    with Store.create(tmp_path / "s.h5") as store:
+        ctx = Context(store, Options(), False, None, source.values_count())
+        with store.transaction():
+            result, ids = import_partition(ctx, source, write=True)
+        assert source.closed and result.arrays == 1 and result.rows == 4 and len(ids) == 2
+        for i, name in zip(ids, ("a", "b"), strict=True):
+            got = store.read_by_id(i)
+            assert isinstance(got, SingleTimeSeries) and got.name == name
+            np.testing.assert_array_equal(got.data, values)
+            assert got.initial_timestamp == T0
+
+
+def test_a_checksum_that_disagrees_is_refused_and_nothing_is_filed(tmp_path: Path) -> None:
+    source = sts_source([1.0, 2.0])
+    (aid, _, axis) = source._arrays[0]
+    wrong = ("00" * 32, axis)
+    source._arrays = [(aid, *wrong)]
+    source._groups = {wrong: next(iter(source._groups.values()))}
+    with Store.create(tmp_path / "s.h5") as store:
+        ctx = Context(store, Options(), False, None, 2)
+        refused = pytest.raises(
+            InvalidParameterError, match="does not match its recorded data_hash"
+        )
+        with refused, store.transaction():
+            import_partition(ctx, source, write=True)
+        assert store.list_metadata() == []
+        # Waived: the recomputed hash is recorded.
+        ctx = Context(store, Options(), True, None, 2)
+        with store.transaction():
+            _, ids = import_partition(ctx, source, write=True)
+        assert len(ids) == 1
+
+
+def test_a_dry_run_reports_and_refuses_a_duplicate_identity(tmp_path: Path) -> None:
+    with Store.create(tmp_path / "s.h5") as store:
+        ctx = Context(store, Options(), False, None, 4)
+        report = ImportReport("columns", "", True)
+        got = run_import(ctx, [sts_source([1.0, 2.0])], report, dry_run=True, per_partition=False)
+        assert isinstance(got, ImportReport) and got.ok
+        assert [p["status"] for p in got.partitions] == ["would_add"]
+        assert store.list_metadata() == []
+        twice = sts_source([1.0, 2.0], names=("a", "a"))
+        report = ImportReport("columns", "", True)
+        with pytest.raises(DuplicateTimeSeriesError, match="appears twice in the file"):
+            run_import(ctx, [twice], report, dry_run=True, per_partition=False)
+        assert report.partitions[0]["status"] == "failed"
+
+
+def test_a_group_no_series_row_names_is_refused(tmp_path: Path) -> None:
+    source = sts_source([1.0, 2.0])
+    source._series = []
+    source._arrays = [*source._arrays]
+    with Store.create(tmp_path / "s.h5") as store:
+        ctx = Context(store, Options(), False, None, 2)
+        with pytest.raises(InvalidParameterError, match=r"_series is empty but .*_values is not"):
+            import_partition(ctx, source, write=False)
+
+
+def test_forecast_and_irregular_series_are_built_as_the_store_holds_them(tmp_path: Path) -> None:
+    # The same classes the store would build: a Deterministic and a NonSequential series.
+    with Store.create(tmp_path / "s.h5") as store:
+        det = Deterministic(T0, "PT1H", "PT3H", "PT2H", 2, np.arange(6.0).reshape(3, 2), "d")
+        irr = NonSequentialTimeSeries([T0, datetime(2024, 1, 3, tzinfo=UTC)], [1.0, 2.0], "n")
+        for ts in (det, irr):
+            store.add_time_series(1, "Gen", "Component", ts)
+        where = place(TimeSeriesType.Deterministic)
+        key = (
+            _hash(det.data.tolist()),
+            forecast_axis(2, T0_MS, "PT2H", "PT3H", "PT1H"),
+        )
+        g = Group(key, [1], 6, det.data.T.reshape(-1).copy(), rowids=lambda: list(range(6)))
+        g.issue = np.repeat([T0_MS, T0_MS + 2 * H_MS], 3)
+        g.timestamp = g.issue + np.tile([0, H_MS, 2 * H_MS], 2)
+        source = Columns(where, [(1, *key)], [{"array_id": 1, "id": 1, "name": "d2"}], {key: g})
+        ctx = Context(store, Options(), False, None, 6)
+        with store.transaction():
+            _, (new,) = import_partition(ctx, source, write=True)
+        got = store.read_by_id(new)
+        assert isinstance(got, Deterministic) and got.count == 2
+        np.testing.assert_array_equal(got.data, det.data)
