@@ -73,6 +73,16 @@ BEHAVIOUR: dict[str, tuple[str, str]] = {
         "rows of different kinds, or malformed rows, raise `InvalidParameterError` naming the row",
         "the reference raises `TypeError` / `KeyError` there",
     ),
+    "StaticReader.group_values": (
+        "before the first `static_read`, or with an index out of range (negative too), "
+        "raises `InvalidParameterError` saying what to call or which indexes exist",
+        "the reference's message there names an internal buffer, and a negative index raises "
+        "`OverflowError`",
+    ),
+    "ForecastReader.entry_values": (
+        "as `StaticReader.group_values` (before the first `forecast_read`)",
+        "as there",
+    ),
     "SingleTimeSeries.name": (
         "constructors refuse an empty name",
         "chosen, as for `Store.add_time_series`",
@@ -104,21 +114,6 @@ NOT_IN_SCOPE = {
         "components_with_attributes",
     ),
 }
-
-
-_READERS = (
-    "not yet: a reader sweeps one row of every selected array per call, which needs a "
-    "per-row read from the HDF5 pools that the store does not have yet"
-)
-for _name in (
-    "StaticReader",
-    "ForecastReader",
-    "Store.build_static_reader",
-    "Store.static_read",
-    "Store.build_forecast_reader",
-    "Store.forecast_read",
-):
-    ABSENT[_name] = _READERS
 
 
 def _public(obj: Any) -> list[str]:

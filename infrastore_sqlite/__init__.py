@@ -66,6 +66,7 @@ from .model import (
 )
 from .store import Store
 from .store.api import Transaction
+from .store.readers import ForecastReader, StaticReader
 from .store.store import _delegate_signatures
 
 __version__ = "0.1.0"
@@ -81,6 +82,7 @@ __all__ = [
     "ConnectionError",
     "Deterministic",
     "DuplicateTimeSeriesError",
+    "ForecastReader",
     "IncompatibleFormatError",
     "IntegrityError",
     "InvalidParameterError",
@@ -96,6 +98,7 @@ __all__ = [
     "ReadOnlyStoreError",
     "Scenarios",
     "SingleTimeSeries",
+    "StaticReader",
     "StorageError",
     "Store",
     "StoreBusyError",

@@ -5,6 +5,8 @@
 * :mod:`.arrays` — the HDF5 array files;
 * :mod:`.api` — the store members beyond adding, reading and removing (queries,
   attributes, :class:`~.api.Transaction`), a base class of :class:`Store`;
+* :mod:`.readers` — :class:`~.readers.StaticReader` / :class:`~.readers.ForecastReader`,
+  one timestep (or window) of many series per call;
 * :mod:`.rows` — catalog rows (:class:`~.rows.SeriesRow`) and the selection filters.
 
 May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,

@@ -14,6 +14,7 @@ import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,8 @@ from ..errors import (
     StoreExistsError,
 )
 from ..model import OwnerCategory, TimeSeriesType
+from . import readers
+from .readers import ForecastReader, StaticReader
 from .rows import SeriesRow, filter_keywords
 
 if TYPE_CHECKING:
@@ -156,6 +159,86 @@ class StoreApi:
                 m = r.metadata()
                 return {k: m[k] for k in _FORECAST_PARAMETERS}
         return dict.fromkeys(_FORECAST_PARAMETERS)
+
+    # ------------------------------------------------------------------ readers
+    @readers.reader_filter_keywords
+    def build_static_reader(
+        self,
+        resolution: Any = None,
+        *,
+        window_start: datetime | None = None,
+        window_length: int | None = None,
+        time_series_type: TimeSeriesType | str | None = None,
+        **filters: Any,
+    ) -> StaticReader:
+        """A :class:`StaticReader` over the static series matching the filter.
+
+        Parameters
+        ----------
+        resolution
+            Required for ``SingleTimeSeries`` (the default type): one resolution per
+            reader; omitted for ``NonSequentialTimeSeries`` and ``PersistentTimeSeries``.
+        window_start, window_length
+            ``SingleTimeSeries`` only: sweep the span from ``window_start`` (``window_length``
+            steps, or as far as every matched series reaches) instead of one shared grid;
+            each series must cover it, starting on one of its own steps.
+        time_series_type
+            ``SingleTimeSeries`` (default), ``NonSequentialTimeSeries`` (all matched series
+            on one timestamp vector) or ``PersistentTimeSeries`` (each column carries its
+            values forward on its own breakpoints).
+        owner_id, owner_category, owner_type, name, name_glob, component_field, zoneless, initial_timestamp, length, features, features_exact
+            The ``list_metadata`` filter.
+
+        Returns
+        -------
+        StaticReader
+            Drive it with :meth:`static_read`; memory follows the number of columns.
+        """
+        return readers.build_static_reader(
+            self,  # type: ignore[arg-type]
+            resolution,
+            window_start=window_start,
+            window_length=window_length,
+            time_series_type=time_series_type,
+            filters=readers.reader_filters(filters, "build_static_reader"),
+        )
+
+    def static_read(self, reader: StaticReader, when: datetime) -> None:
+        """Fill ``reader``'s buffers with every column's value at ``when`` (a timestamp of
+        the reader's timeline; anything else raises). Then read ``reader.group_values(i)``."""
+        readers.static_read(self, reader, when)  # type: ignore[arg-type]
+
+    @readers.reader_filter_keywords
+    def build_forecast_reader(
+        self,
+        time_series_type: TimeSeriesType | str,
+        resolution: Any,
+        **filters: Any,
+    ) -> ForecastReader:
+        """A :class:`ForecastReader` over the forecasts of ``time_series_type`` matching the
+        filter, all on one window timeline (a ``Deterministic`` reader also takes the
+        ``DeterministicSingleTimeSeries``). Drive it with :meth:`forecast_read`.
+
+        Parameters
+        ----------
+        time_series_type
+            A forecast type.
+        resolution
+            Required: one resolution per reader.
+        owner_id, owner_category, owner_type, name, name_glob, component_field, zoneless, initial_timestamp, length, features, features_exact
+            The ``list_metadata`` filter.
+        """
+        return readers.build_forecast_reader(
+            self,  # type: ignore[arg-type]
+            time_series_type,
+            resolution,
+            filters=readers.reader_filters(filters, "build_forecast_reader"),
+        )
+
+    def forecast_read(self, reader: ForecastReader, when: datetime) -> None:
+        """Fill ``reader``'s entries with every forecast's window issued at ``when`` (a
+        window start; anything else raises). Then read ``reader.entry_values(i)``."""
+        readers.forecast_read(self, reader, when)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ counts
     def get_time_series_counts(self) -> dict[str, Any]:

@@ -266,8 +266,13 @@ class ArrayFile:
         while self._pending:
             self._settle_oldest()
 
-    def read(self, name: str, slots: Sequence[int]) -> list[np.ndarray]:
-        """Read the arrays at ``slots`` (any order), each one a fresh array."""
+    def read(self, name: str, slots: Sequence[int], part: tuple[Any, ...] = ()) -> list[np.ndarray]:
+        """Read the arrays at ``slots`` (any order), each one a fresh array.
+
+        ``part`` selects within each array (numpy basic indexing, e.g. ``(7,)`` for row 7
+        or ``(slice(None), 3)`` for column 3): only that part is read, so a reader that
+        sweeps one timestep of many arrays holds one row of each, never the arrays.
+        """
         self.sync()
         ds = self._pool(name)
         order = np.argsort(np.asarray(slots, dtype=np.int64), kind="stable")
@@ -291,7 +296,7 @@ class ArrayFile:
                     else:
                         break
                 lo, hi = slots[order[i]], slots[order[j]] + 1
-                slab = ds[lo:hi]
+                slab = ds[(slice(lo, hi), *part)]
                 # Views into the slab keep it alive as long as the batch that holds them:
                 # when the slab also spans unwanted slots, copy the wanted ones out instead.
                 sparse = hi - lo > j - i + 1

@@ -8,7 +8,7 @@ once.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -301,8 +301,9 @@ def feature_rows(fh: bytes, features: dict[str, Any]) -> list[tuple]:
     return out
 
 
-def filter_signature(sig: Any) -> Any:
-    """``sig`` with its ``**filters`` spelled out as the keyword-only filter keywords."""
+def filter_signature(sig: Any, keys: Sequence[str] | None = None) -> Any:
+    """``sig`` with its ``**filters`` spelled out as the keyword-only filter keywords
+    (``keys``, all of them by default)."""
     import inspect
 
     kept = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
@@ -310,7 +311,7 @@ def filter_signature(sig: Any) -> Any:
         inspect.Parameter(
             k, inspect.Parameter.KEYWORD_ONLY, default=False if k == "features_exact" else None
         )
-        for k in FILTER_KEYS
+        for k in (FILTER_KEYS if keys is None else keys)
         if k not in sig.parameters
     ]
     return sig.replace(parameters=[*kept, *extra])

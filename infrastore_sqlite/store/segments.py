@@ -192,8 +192,11 @@ class Segments:
             old.close()
         return f
 
-    def read(self, name: str, pool: str, slots: Sequence[int]) -> list[np.ndarray]:
-        return self.reader(name).read(pool, slots)
+    def read(
+        self, name: str, pool: str, slots: Sequence[int], part: tuple = ()
+    ) -> list[np.ndarray]:
+        """The arrays at ``slots`` of ``pool`` (only ``part`` of each; see ``ArrayFile.read``)."""
+        return self.reader(name).read(pool, slots, part)
 
     # ------------------------------------------------------------------ writing
     def write(self, pool: str, dtype: str, shape: Sequence[int], arrays: Sequence[np.ndarray]):

@@ -1074,8 +1074,12 @@ class Store(StoreApi):
                 found[(h, kind)] = tuple(loc)
         return found
 
-    def _load(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], np.ndarray]:
+    def _load(
+        self, keys: Iterable[tuple[bytes, str]], part: tuple = ()
+    ) -> dict[tuple[bytes, str], np.ndarray]:
         """Read distinct arrays, grouped by segment and pool so neighbours come in one slab.
+
+        ``part`` reads only that selection of each array (``ArrayFile.read``).
 
         A segment merged away since the catalog named it sends the read back to the
         catalog for the arrays' new places (the newest committed snapshot).
@@ -1083,13 +1087,15 @@ class Store(StoreApi):
         keys = set(keys)
         for attempt in range(3):
             try:
-                return self._load_once(keys)
+                return self._load_once(keys, part)
             except SegmentGone:
                 if attempt == 2 or self._catalog.in_transaction:
                     raise
         raise AssertionError("unreachable")
 
-    def _load_once(self, keys: set[tuple[bytes, str]]) -> dict[tuple[bytes, str], np.ndarray]:
+    def _load_once(
+        self, keys: set[tuple[bytes, str]], part: tuple = ()
+    ) -> dict[tuple[bytes, str], np.ndarray]:
         locs = self._locations(keys)
         by_pool: dict[tuple[str, str], list[tuple[bytes, str]]] = {}
         out: dict[tuple[bytes, str], np.ndarray] = {}
@@ -1097,11 +1103,11 @@ class Store(StoreApi):
 
         for key, (dtype, shape, pool, _slot, segment) in locs.items():
             if not pool:
-                out[key] = np.zeros(orjson.loads(shape), dtype=NUMPY_DTYPES[dtype])
+                out[key] = np.zeros(orjson.loads(shape), dtype=NUMPY_DTYPES[dtype])[part]
             else:
                 by_pool.setdefault((segment, pool), []).append(key)
         for (segment, pool), group in by_pool.items():
-            arrays = self._segments.read(segment, pool, [locs[k][3] for k in group])
+            arrays = self._segments.read(segment, pool, [locs[k][3] for k in group], part)
             out.update(zip(group, arrays, strict=True))
         return out
 
