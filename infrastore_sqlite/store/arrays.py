@@ -275,10 +275,11 @@ class ArrayFile:
         """
         self.sync()
         ds = self._pool(name)
-        order = np.argsort(np.asarray(slots, dtype=np.int64), kind="stable")
-        out: list[np.ndarray | None] = [None] * len(slots)
+        n = len(slots)
+        order = sorted(range(n), key=slots.__getitem__)
+        at = [int(slots[k]) for k in order]  # the slots in ascending order
+        out: list[np.ndarray | None] = [None] * n
         i = 0
-        n = len(order)
         # Slots sharing a chunk come in one read: a chunk is then decompressed once per
         # call, not once per array (a batch in hash order scatters over every chunk).
         crow = ds.chunks[0] if ds.chunks else 1
@@ -286,24 +287,25 @@ class ArrayFile:
             while i < n:
                 # Grow a run of nearby slots (or of one chunk) and fetch it as one slab.
                 j = i
-                first = slots[order[i]]
+                first = at[i]
                 while j + 1 < n:
-                    nxt = slots[order[j + 1]]
+                    nxt = at[j + 1]
                     if nxt // crow == first // crow or (
-                        nxt - slots[order[j]] <= _SLAB_GAP and nxt - first < 2 * crow
+                        nxt - at[j] <= _SLAB_GAP and nxt - first < 2 * crow
                     ):
                         j += 1
                     else:
                         break
-                lo, hi = slots[order[i]], slots[order[j]] + 1
+                lo, hi = first, at[j] + 1
                 slab = ds[(slice(lo, hi), *part)]
-                # Views into the slab keep it alive as long as the batch that holds them:
-                # when the slab also spans unwanted slots, copy the wanted ones out instead.
-                sparse = hi - lo > j - i + 1
-                for k in range(i, j + 1):
-                    idx = order[k]
-                    row = slab[slots[idx] - lo]
-                    out[idx] = row.copy() if sparse else row
+                if hi - lo == j - i + 1:  # every slot of the slab wanted: its rows, as views
+                    got = list(slab)
+                else:
+                    # Views would keep the whole slab alive as long as the batch holding
+                    # them: when it spans unwanted slots, copy the wanted ones out instead.
+                    got = [slab[s - lo].copy() for s in at[i : j + 1]]
+                for k, arr in zip(order[i : j + 1], got, strict=True):
+                    out[k] = arr
                 i = j + 1
         except (OSError, ValueError, IndexError, KeyError) as exc:
             raise StorageError(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import math
 import os
 import shutil
 import tempfile
@@ -94,6 +95,10 @@ from .segments import (
 _GENERATION_KEY = "infrastore_sqlite.catalog_generation"
 _COMPRESSION_KEY = "infrastore_sqlite.compression"
 _DEFAULT_BATCH_BYTES = 64 * 1024 * 1024
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_SCAN_FROM = 2000  # arrays wanted at once before a table scan is considered
+_IRREGULAR = frozenset(t for t in TimeSeriesType if t.is_irregular)
+_FORECAST_TYPES = frozenset(t for t in TimeSeriesType if t.is_forecast)
 # The catalog's identity of a series (the ts_identity index): a replace keeps these.
 _IDENTITY_COLUMNS = frozenset(
     {"owner_id", "owner_category", "time_series_type", "name", "resolution", "interval"}
@@ -944,7 +949,7 @@ class Store(StoreApi):
         for r in cur:
             row = SeriesRow.from_sql(r)
             # JSON has no ±inf (the feature JSON holds null there); the typed rows do.
-            if any(v is None for v in row.features.values()):
+            if row.features and None in row.features.values():
                 if row.features_hash not in typed:
                     typed[row.features_hash] = self._typed_features(row.features_hash)
                 row.features = dict(typed[row.features_hash])
@@ -1002,12 +1007,14 @@ class Store(StoreApi):
     def rows_by_ids(self, ids: Sequence[int]) -> list[SeriesRow]:
         """Rows for ``ids`` in the order given; NotFoundError names any missing id."""
         wanted = [series_id(i) for i in ids]
-        found: dict[int, SeriesRow] = {}
-        for chunk_start in range(0, len(wanted), 500):
-            chunk = wanted[chunk_start : chunk_start + 500]
-            marks = ", ".join("?" * len(chunk))
-            for r in self._select(f"t.id IN ({marks})", chunk):
-                found[r.id] = r
+        # One query for all of them: the ids go in as one int64 buffer (an id no int64
+        # holds is no rowid, so it is simply missing).
+        lookup = np.array([i for i in wanted if _INT64_MIN <= i <= _INT64_MAX], dtype=np.int64)
+        found = (
+            {r.id: r for r in self._iter_select("t.id IN carray(?)", (apsw.carray(lookup),))}
+            if lookup.size
+            else {}
+        )
         missing = [i for i in wanted if i not in found]
         if missing:
             raise NotFoundError(
@@ -1042,36 +1049,43 @@ class Store(StoreApi):
 
     # ------------------------------------------------------------------ reading
     def _locations(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], tuple]:
-        keys = list(keys)
+        keys = set(keys)
         found = self._found_locations(keys)
-        out = {}
-        for h, kind in keys:
-            r = found.get((h, kind))
-            if r is None:
-                raise IntegrityError(
-                    f"the catalog names an array {h.hex()[:12]} ({kind}) that the store does not "
-                    "hold; run verify to list every damaged series",
-                    key=h.hex(),
-                )
-            out[(h, kind)] = r
-        return out
+        if len(found) < len(keys):
+            h, kind = next(k for k in keys if k not in found)
+            raise IntegrityError(
+                f"the catalog names an array {h.hex()[:12]} ({kind}) that the store does not "
+                "hold; run verify to list every damaged series",
+                key=h.hex(),
+            )
+        return found
 
     def _found_locations(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], tuple]:
         """Where each of ``keys`` the catalog holds is stored (absent keys are left out)."""
-        cat = self._catalog
-        keys = list(keys)
+        keyset = keys if isinstance(keys, set | frozenset) else set(keys)
         found: dict[tuple[bytes, str], tuple] = {}
-        for start in range(0, len(keys), 400):
-            chunk = keys[start : start + 400]
-            # One query per chunk; (hash, kind) is the arrays key, so row values match it.
-            marks = ", ".join(["(?, ?)"] * len(chunk))
-            flat = [x for k in chunk for x in k]
-            for h, kind, *loc in cat.execute(
-                "SELECT hash, kind, dtype, shape, pool, slot, segment FROM arrays "
-                f"WHERE (hash, kind) IN (VALUES {marks})",
-                flat,
+        if len(keyset) >= _SCAN_FROM and len(keyset) * 4 >= self._catalog.scalar(
+            "SELECT count(*) FROM arrays"
+        ):
+            # Most of the table: one pass over it beats a primary-key search per array.
+            for r in self._catalog.execute(
+                "SELECT hash, kind, dtype, shape, pool, slot, segment FROM arrays"
             ):
-                found[(h, kind)] = tuple(loc)
+                key = (r[0], r[1])
+                if key in keyset:
+                    found[key] = r[2:]
+            return found
+        by_kind: dict[str, list[bytes]] = {}
+        for h, kind in keyset:
+            by_kind.setdefault(kind, []).append(h)
+        for kind, hashes in by_kind.items():
+            # One query per kind, the hashes bound as one carray (the primary key finds each).
+            for r in self._catalog.execute(
+                "SELECT hash, dtype, shape, pool, slot, segment FROM arrays "
+                "WHERE kind = ? AND hash IN carray(?)",
+                (kind, apsw.carray(tuple(hashes))),
+            ):
+                found[(r[0], kind)] = r[1:]
         return found
 
     def _load(
@@ -1138,7 +1152,7 @@ class Store(StoreApi):
         size = 0
         for row in rows:
             if row.data_hash not in seen:
-                nbytes = int(np.prod(row.array_shape, dtype=np.int64)) * 8
+                nbytes = math.prod(row.array_shape) * 8
                 if batch and size + nbytes > batch_bytes:
                     yield batch
                     batch, seen, size = [], set(), 0
@@ -1149,16 +1163,22 @@ class Store(StoreApi):
             yield batch
 
     def _read_batch(self, rows: list[SeriesRow], with_timestamps: bool):
-        keys = {(r.data_hash, "data") for r in rows}
-        if with_timestamps:
-            keys |= {(r.timestamps_hash, "timestamps") for r in rows if r.timestamps_hash}
-        loaded = self._load(keys)
+        data = {r.data_hash: (r.data_hash, "data") for r in rows}
+        stamps = (
+            {
+                r.timestamps_hash: (r.timestamps_hash, "timestamps")
+                for r in rows
+                if r.timestamps_hash
+            }
+            if with_timestamps
+            else {}
+        )
+        loaded = self._load([*data.values(), *stamps.values()])
+        # Keyed by hash alone from here: one lookup per row, no key tuple built per row.
+        arrays = {h: loaded[k] for h, k in data.items()}
+        times = {h: loaded[k] for h, k in stamps.items()}
         return [
-            (
-                r,
-                loaded[(r.data_hash, "data")],
-                loaded.get((r.timestamps_hash, "timestamps")) if r.timestamps_hash else None,
-            )
+            (r, arrays[r.data_hash], times.get(r.timestamps_hash) if r.timestamps_hash else None)
             for r in rows
         ]
 
@@ -1175,17 +1195,21 @@ class Store(StoreApi):
         kind = row.type
         cls = SERIES_CLASSES.get(kind, Deterministic)
         obj = cls.__new__(cls)
+        # Plain attribute stores, no per-object dicts: a read builds one per series.
         obj.name = row.name
         obj._et = et
         obj._tr = row.time_reference
-        for d, v in row.descriptors().items():
-            setattr(obj, d, v)
-        if kind.is_irregular:
+        obj.units = row.units
+        obj.quantity_kind = row.quantity_kind
+        obj.unit_system = row.unit_system
+        obj.component_field = row.component_field
+        obj.application_data = row.application_data
+        if kind in _IRREGULAR:
             obj._ts_ms = ts_ms
         else:
             obj._initial_ms = row.initial_ms
             obj._resolution = _period(row.resolution, "resolution")
-        if kind.is_forecast:
+        if kind in _FORECAST_TYPES:
             obj._horizon = _period(row.horizon, "horizon")
             obj._interval = _period(row.interval, "interval")
             obj._count = row.count
@@ -1211,13 +1235,12 @@ class Store(StoreApi):
     ) -> list[_Series]:
         """Read many series by id, in the order given (repeats read once, returned in place)."""
         rows = self.rows_by_ids(ids)
-        out = []
+        out: list[_Series] = []
+        build = self._series_from
         for batch in self.iter_arrays(rows):
-            for row, arr, ts in batch:
-                obj = self._series_from(row, arr, ts)
-                if start_time is not None or len is not None or count is not None:
-                    obj = slice_window(obj, start_time=start_time, length=len, count=count)
-                out.append(obj)
+            out += [build(row, arr, ts) for row, arr, ts in batch]
+        if start_time is not None or len is not None or count is not None:
+            out = [slice_window(o, start_time=start_time, length=len, count=count) for o in out]
         return out
 
     def read_by_id(
