@@ -573,6 +573,10 @@ class Store(StoreApi):
         with self.transaction():
             return self._insert_prepared(prepared)
 
+    def _prepare(self, index: int, item: Mapping[str, Any]) -> dict[str, Any]:
+        """One bulk item, checked and prepared (hashed on its own; see ``_row_for``)."""
+        return self._row_for(*self._checked(index, item))
+
     def _checked(
         self, index: int, item: Mapping[str, Any]
     ) -> tuple[int, str, OwnerCategory, _Series, dict[str, Any]]:
