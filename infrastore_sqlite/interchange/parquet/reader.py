@@ -31,6 +31,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import orjson
 
 from ...core.elements import NUMPY_DTYPES
 from ...errors import InvalidParameterError, StorageError, rehash_dir_term
@@ -417,6 +418,9 @@ class _PartitionReader:
         self._pf: dict[str, Any] = {}
         self._arrays: Mapping[int, tuple[str, str]] = {}
         self._row_tr: str | None = None  # the first series row's time_reference text
+        # The cell shape the value column must be nested as: the footer's, else the
+        # first series row's element_shape (JSON text).
+        self._shape: str | None = part.footers.get("values", {}).get(ELEMENT_SHAPE_KEY)
 
     def _file(self, role: str) -> Any:
         pf = self._pf.get(role)
@@ -522,6 +526,7 @@ class _PartitionReader:
                     col = col.cast(self.pa.int64())
                 cols.append(_pylist(col))
             tr_at = list(columns).index("time_reference")
+            shape_at = list(columns).index("element_shape")
             for raw in zip(*cols, strict=True):
                 row += 1
                 aid = raw[0]
@@ -537,10 +542,47 @@ class _PartitionReader:
                     last = aid
                 if self._row_tr is None and isinstance(raw[tr_at], str):
                     self._row_tr = raw[tr_at]
+                if self._shape is None and isinstance(raw[shape_at], str):
+                    self._shape = raw[shape_at]
                 yield raw
 
     def open_values(self, arrays: Mapping[int, tuple[str, str]]) -> None:
         self._arrays = arrays
+        self._check_group_order()
+
+    def _check_group_order(self) -> None:
+        """Refuse a values file whose row groups do not follow each other in ``array_id``
+        order, before any array is filed: each group's smallest id must not be below the
+        one before's largest (the statistics say so; a group without them is read)."""
+        pf = self._file("values")
+        at = pf.schema_arrow.get_field_index("array_id")
+        meta = pf.metadata
+        prev_hi: int | None = None
+        start = 0
+        for i in range(meta.num_row_groups):
+            rg = meta.row_group(i)
+            if rg.num_rows == 0:
+                continue
+            stats = rg.column(at).statistics if at >= 0 else None
+            lo = hi = None
+            if stats is not None and stats.has_min_max and isinstance(stats.min, int):
+                lo, hi = int(stats.min), int(stats.max)
+            else:
+                col = pf.read_row_group(i, columns=["array_id"]).column(0)
+                if col.null_count == 0 and self.pa.types.is_integer(col.type):
+                    ids = col.to_numpy()
+                    lo, hi = int(ids.min()), int(ids.max())
+            if lo is not None and hi is not None and prev_hi is not None and lo < prev_hi:
+                raise InvalidParameterError(
+                    f"{self.files['values']}: row group {i + 1} (from row {start + 1}) holds "
+                    f"array_id {lo} after array_id {prev_hi}, so an array reappears after "
+                    f"another array's rows or comes out of order (partition {self.part.stem}); "
+                    f"{_SORT}",
+                    table=self.files["values"],
+                )
+            if hi is not None:
+                prev_hi = hi
+            start += rg.num_rows
 
     def groups(
         self, wanted: Sequence[tuple[tuple[str, str], list[int], Spec | None]], dtype: str
@@ -587,6 +629,9 @@ class _PartitionReader:
             aid = cols.pop("array_id")
             cuts = np.flatnonzero(aid[1:] != aid[:-1]) + 1
             bounds = [0, *cuts.tolist(), n]
+            # The whole group's order is checked before any of its arrays is handed on,
+            # so a file out of order is refused as such, not as a short array.
+            self._check_runs(aid[bounds[:-1]], [start + b for b in bounds[:-1]], seen_last)
             for lo, hi in itertools.pairwise(bounds):
                 a = int(aid[lo])
                 piece = {c: v[lo:hi] for c, v in cols.items()}
@@ -614,6 +659,21 @@ class _PartitionReader:
             del table, cols
         if carry is not None:
             yield carry
+
+    def _check_runs(self, heads: np.ndarray, rows: list[int], seen_last: int) -> None:
+        """Refuse a row group whose runs of ``array_id`` (their ids ``heads``, starting at
+        file rows ``rows``) do not ascend from ``seen_last``."""
+        prev = seen_last
+        for k, a in enumerate(heads.tolist()):
+            if a < prev or (a == prev and k > 0):
+                again = a in set(heads[:k].tolist()) or a == seen_last
+                raise InvalidParameterError(
+                    f"{self.files['values']} row {rows[k] + 1}: array_id {a} "
+                    + ("reappears after another array's rows" if again else f"comes after {prev}")
+                    + f" (partition {self.part.stem}); {_SORT}",
+                    table=self.files["values"],
+                )
+            prev = a
 
     def _numpy(self, table: Any, dtype: str, start: int) -> dict[str, np.ndarray]:
         """One row group's columns as numpy: ids, instants in ms, lanes, values."""
@@ -726,6 +786,7 @@ class _PartitionReader:
                     )
             shape.append(size)
             arr = arr.flatten()
+        self._check_nesting(shape)
         want = pa.from_numpy_dtype(NUMPY_DTYPES[dtype])
         if arr.type != want:
             raise InvalidParameterError(
@@ -739,6 +800,22 @@ class _PartitionReader:
             raise self._null_value(start, i, n, len(arr), floating=pa.types.is_floating(want))
         flat = arr.to_numpy(zero_copy_only=False)
         return flat.reshape(n, *shape)
+
+    def _check_nesting(self, shape: list[int]) -> None:
+        if self._shape is None:
+            return
+        try:
+            declared = [int(d) for d in orjson.loads(self._shape)]
+        except (orjson.JSONDecodeError, TypeError, ValueError):
+            return  # the core refuses a malformed element_shape by its own rules
+        if declared != shape:
+            file = self.files["values"]
+            raise InvalidParameterError(
+                f"{file}: the `value` column is nested as {shape} per row, but partition "
+                f"{self.part.stem} declares element_shape {declared}; write each value as "
+                "nested lists of that shape (innermost = last axis)",
+                table=file,
+            )
 
     def _null_value(
         self, start: int, i: int, n: int, total: int, *, floating: bool = False
