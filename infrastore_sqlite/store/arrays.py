@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import math
 import os
 import re
 from collections import deque
@@ -38,6 +39,7 @@ from ..errors import StorageError
 DATA_FORMAT_VERSION = "1"
 _CHUNK_TARGET = 256 * 1024  # bytes per chunk: small enough to read one array cheaply
 _SLAB_GAP = 4  # read across up to this many unwanted slots rather than issue a new read
+_SLAB_BYTES = 8 * 1024 * 1024  # a slab of nearby slots spans at most this (or one chunk)
 # Bytes of queued writes the caller may run ahead of the writer thread by.
 _MAX_PENDING_BYTES = 16 * 1024 * 1024
 # No chunk cache on a writable file: each chunk is compressed as it is written (in the
@@ -299,6 +301,10 @@ class ArrayFile:
         # Slots sharing a chunk come in one read: a chunk is then decompressed once per
         # call, not once per array (a batch in hash order scatters over every chunk).
         crow = ds.chunks[0] if ds.chunks else 1
+        # How many slots one slab may span: a few chunks' worth, or what _SLAB_BYTES holds
+        # of the selected part (one call per slab is what a read of many arrays costs).
+        row_bytes = max(1, ds.dtype.itemsize * math.prod(np.empty(ds.shape[1:])[part].shape))
+        span = max(2 * crow, _SLAB_BYTES // row_bytes)
         try:
             while i < n:
                 # Grow a run of nearby slots (or of one chunk) and fetch it as one slab.
@@ -307,7 +313,7 @@ class ArrayFile:
                 while j + 1 < n:
                     nxt = at[j + 1]
                     if nxt // crow == first // crow or (
-                        nxt - at[j] <= _SLAB_GAP and nxt - first < 2 * crow
+                        nxt - at[j] <= _SLAB_GAP and nxt - first < span
                     ):
                         j += 1
                     else:

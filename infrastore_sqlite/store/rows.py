@@ -55,7 +55,7 @@ _SHAPES: dict[str, tuple[int, ...]] = {}
 _MAX_SHAPES = 4096
 
 
-def _shape(text: str) -> tuple[int, ...]:
+def decode_shape(text: str) -> tuple[int, ...]:
     """A catalog shape text (``"[168]"``) as a tuple, decoded once per distinct text."""
     shape = _SHAPES.get(text)
     if shape is None:
@@ -120,8 +120,8 @@ class SeriesRow:
             r[17],
             orjson.loads(r[18]) if r[18] else None,
             r[19],
-            list(_shape(r[20])),
-            _shape(r[21]),
+            list(decode_shape(r[20])),
+            decode_shape(r[21]),
             r[22],
             r[23],
             r[24],
