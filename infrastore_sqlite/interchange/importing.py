@@ -745,6 +745,8 @@ class PartitionSource(Protocol):
     where: str
     #: How to recompute the container's hashes (named by a checksum mismatch).
     rehash: Term
+    #: False when the container records no hash to check (a foreign Parquet file).
+    checksum: bool
 
     def reading(self) -> contextlib.AbstractContextManager[None]: ...
 
@@ -1481,7 +1483,7 @@ def _import_partition(
                     key=key,
                 )
             built = build_group(tables, group, group_specs, ctx.opts)
-            if not ctx.skip_checksum:
+            if not ctx.skip_checksum and source.checksum:
                 for spec in group_specs:
                     b = built[spec.grid_key]
                     if b.hash_hex != key[0]:
