@@ -91,11 +91,13 @@ __all__ = [
     "build_group",
     "check_columns_present",
     "derived_refused",
+    "first_specs",
     "fmt_ms",
     "import_partition",
     "key_text",
     "missing_sibling",
     "no_partitions",
+    "read_rows",
     "run_import",
     "stray_values_row",
 ]
@@ -1049,6 +1051,26 @@ class SeriesRows:
         return period
 
 
+def read_rows(
+    source: PartitionSource, opts: Options
+) -> tuple[dict[int, tuple[str, str]], list[Spec]]:
+    """A partition's columns checked, then its arrays rows (``id -> key``) and its series
+    rows as :class:`Spec` in ``(key, id)`` order: what the import and a rehash both
+    start from."""
+    source.check_columns()
+    rows = SeriesRows(source.place)
+    arrays = rows.arrays(source.array_rows())
+    return arrays, rows.specs(source.series_rows(rows.columns), arrays, opts)
+
+
+def first_specs(specs: Iterable[Spec]) -> dict[tuple[str, str], Spec]:
+    """The first series row naming each array key (the grid a rehash places it by)."""
+    first: dict[tuple[str, str], Spec] = {}
+    for s in specs:
+        first.setdefault(s.key, s)
+    return first
+
+
 # ------------------------------------------------------------------------------ filing
 class Filing:
     """Where a partition's built series go: into the store in batches, or (a dry run)
@@ -1434,10 +1456,7 @@ def _import_partition(
     store = ctx.store
     tables = source.place
     tst = tables.type
-    source.check_columns()
-    rows = SeriesRows(tables)
-    arrays = rows.arrays(source.array_rows())
-    specs = rows.specs(source.series_rows(rows.columns), arrays, ctx.opts)
+    arrays, specs = read_rows(source, ctx.opts)
     total_rows = source.values_count()
     result = PartitionResult()
     if not specs:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ...model import TimeSeriesType
-from ..importing import Options, SeriesRows, build_group
+from ..importing import Options, build_group, first_specs, read_rows
 from .layout import require_pyarrow
 from .reader import _PartitionReader, discover
 
@@ -70,13 +70,8 @@ def rehash_parquet(
     # Every partition is hashed before anything is written: a refusal writes nothing.
     for reader in readers:
         with reader.reading():
-            reader.check_columns()
-            rows = SeriesRows(reader.place)
-            arrays = rows.arrays(reader.array_rows())
-            specs = rows.specs(reader.series_rows(rows.columns), arrays, opts)
-            first = {}
-            for s in specs:
-                first.setdefault(s.key, s)
+            arrays, specs = read_rows(reader, opts)
+            first = first_specs(specs)
             reader.open_values(arrays)
             wanted = [(key, [aid], first.get(key)) for aid, key in sorted(arrays.items())]
             dtype = specs[0].et.dtype if specs else "f64"
