@@ -39,7 +39,13 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import MismatchedArtifactError, StorageError
-from .arrays import ArrayFile, MissingArrayFileError, describe_os_error, fsync_path
+from .arrays import (
+    ArrayFile,
+    MissingArrayFileError,
+    describe_os_error,
+    fsync_path,
+    parse_compression,
+)
 
 CATALOG_NAME = "catalog.sqlite"
 SEGMENT_DIR = "segments"
@@ -211,17 +217,15 @@ class Segments:
 
     def _open_writer(self) -> None:
         name = f"{uuid.uuid4().hex}.h5"
-        spec = self.compression
-        kw: dict = {"compression": "none"}
-        if spec != "none":
-            _kind, level, shuffle = spec.split(":")
-            kw = {
-                "compression": "deflate",
-                "compression_level": int(level),
-                "shuffle": shuffle == "shuffle",
-            }
+        kind, level, shuffle = parse_compression(self.compression)
         try:
-            f = ArrayFile(self.path(name), "x", **kw)
+            f = ArrayFile(
+                self.path(name),
+                "x",
+                compression=kind,
+                compression_level=3 if level is None else level,
+                shuffle=shuffle,
+            )
             f.h5.attrs["catalog_generation"] = self.generation
         except OSError as exc:  # a segment directory that went missing, permissions
             self.path(name).unlink(missing_ok=True)
