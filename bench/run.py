@@ -150,9 +150,9 @@ def child_main(spec: dict[str, Any]) -> None:
         if parquet:
             # pyarrow and the writer are imported before the clock starts, as the floor's
             # pyarrow is and as the package imports its SQLite exporter up front.
-            import pyarrow.parquet  # noqa: F401
+            import pyarrow.parquet
 
-            import infrastore_sqlite.interchange.parquet  # noqa: F401
+            import infrastore_sqlite.interchange.parquet
         store = mod.Store.open(spec["store"], read_only=True)
         method = store.export_parquet if parquet else store.export_sqlite
         parts = timed(lambda: method(spec["out"]))
@@ -176,11 +176,18 @@ def child_main(spec: dict[str, Any]) -> None:
         import sqlite_floor
 
         out["rows"] = timed(lambda: sqlite_floor.read_back(spec["db"]))
-    elif op == "import":
+    elif op in ("import", "import_parquet"):
+        parquet = op == "import_parquet"
+        if parquet:
+            # As for export_parquet: pyarrow and the reader are imported before the clock.
+            import pyarrow.parquet  # noqa: F401
+
+            import infrastore_sqlite.interchange.parquet  # noqa: F401
         store = mod.Store.create(spec["out"])
 
         def run_import():
-            ids = store.import_sqlite(spec["db"])
+            load = store.import_parquet if parquet else store.import_sqlite
+            ids = load(spec["src"] if parquet else spec["db"])
             store.close()
             return ids
 
