@@ -414,7 +414,9 @@ class _PartitionReader:
             return None, None
         for column in values_columns(self.type):
             try:
-                conn.execute(f"SELECT {q(column)} FROM {self.V} WHERE rowid = ?", (rowid,)).get
+                conn.execute(
+                    f"SELECT {q(column)} FROM {self.V} WHERE rowid = ?", (rowid,)
+                ).fetchall()
             except apsw.TooBigError:
                 return rowid, column
         return rowid, None  # pragma: no cover - one of its cells was refused

@@ -967,7 +967,7 @@ def test_a_cell_bigger_than_the_shape_can_need_is_refused_by_its_size(kind: str)
         "element of shape [3] can need" in message
     )
     # without the shape no size is checked: the cell is refused for what it holds
-    with pytest.raises(InvalidParameterError, match="different shapes|blob"):
+    with pytest.raises(InvalidParameterError, match=r"different shapes|blob"):
         decode_cells(["[1.0,2.0,3.0]", cell], "f64")
 
 
