@@ -68,7 +68,7 @@ from ..model import (
     _Series,
 )
 from .api import StoreApi, Transaction, check_store_file, series_id
-from .arrays import fsync_path, pool_name
+from .arrays import describe_os_error, fsync_path, pool_name
 from .catalog import Catalog
 from .rows import (
     SELECT_ROWS,
@@ -222,6 +222,7 @@ class Store(StoreApi):
         # Built under a work name and renamed into place: a failed or killed create
         # leaves no store behind (a dead process's work directory is removed above).
         work = work_dir(path.parent, path.name, "creating")
+        renamed = False
         try:
             (work / SEGMENT_DIR).mkdir(parents=True)
             catalog = Catalog(catalog_file(work), create=True, timeout=timeout)
@@ -239,12 +240,17 @@ class Store(StoreApi):
                     f"{path} appeared while the store was created; nothing was changed"
                 )
             os.rename(work, path)
+            renamed = True
             fsync_path(path.parent)
-        except OSError as exc:
-            remove_tree(work)
-            raise StorageError(f"cannot create the store {path}: {exc}") from exc
-        except BaseException:
-            remove_tree(work)
+        except BaseException as exc:
+            # Whatever failed, nothing stays: not the work directory, and not the store
+            # just renamed into place whose name might not survive a power loss (a failed
+            # directory fsync), so the retry starts from a clean directory.
+            remove_tree(path if renamed else work)
+            if isinstance(exc, OSError):
+                raise StorageError(
+                    f"cannot create the store {path}: {describe_os_error(exc)}; nothing was created"
+                ) from exc
             raise
         return cls.open(path, timeout=timeout)
 
