@@ -63,6 +63,14 @@ def rehash_term(db: str) -> Term:
     )
 
 
+def rehash_dir_term(directory: str) -> Term:
+    """How to recompute the hashes of the Parquet files in ``directory``."""
+    return Term(
+        f"`infrastore-sqlite rehash --dir {shlex.quote(directory)}`",
+        f"infrastore_sqlite.rehash_parquet({directory!r})",
+    )
+
+
 def render(
     template: str, terms: Mapping[str, Term], audience: Audience, command: str | None = None
 ) -> str:

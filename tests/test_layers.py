@@ -26,7 +26,8 @@ LAYERS = {
 }
 
 #: The only imports that point up: methods of the reference's API whose work is a
-#: container's (``Store.export_sqlite`` / ``import_sqlite`` / ``export_parquet``, a series'
+#: container's (``Store.export_sqlite`` / ``import_sqlite`` / ``export_parquet`` /
+#: ``import_parquet``, a series'
 #: ``to_arrow`` / ``from_arrow``) load it when called.
 #: The containers: packages of the interchange layer that know a file format.
 CONTAINERS = [["sqlite"], ["parquet"]]
@@ -36,6 +37,7 @@ CALL_TIME_EXCEPTIONS = {
     ("store.store", "import_sqlite", "interchange.sqlite"),
     ("store.store", "diff_sqlite", "interchange.sqlite"),
     ("store.store", "export_parquet", "interchange.parquet"),
+    ("store.store", "import_parquet", "interchange.parquet"),
     # The series' Arrow forms (the reference's API) are the Parquet container's schemas.
     ("model", "from_arrow", "interchange.parquet"),
     ("model", "to_arrow", "interchange.parquet"),

@@ -1,4 +1,5 @@
-"""``add``: series from a CSV file (or stdin) or from an interchange database (``--sqlite``).
+"""``add``: series from a CSV file (or stdin), an interchange database (``--sqlite``) or
+the Parquet form (``--parquet``).
 
 May import: the library, :mod:`.base`, :mod:`.render`, :mod:`.options`.
 """
@@ -66,6 +67,9 @@ def _given(value: Any) -> bool:
         f"{PROG} --store copy.h5 add --sqlite demo.db --dry-run",
         f"{PROG} --store copy.h5 add --sqlite demo.db --owner-type Imported",
         f"{PROG} --store demo.h5 add --sqlite demo.db --replace",
+        f"{PROG} --store demo.h5 export -f parquet --dir out",
+        f"{PROG} --store copy2.h5 init",
+        f"{PROG} --store copy2.h5 add --parquet out",
     )
 )
 @click.option(
@@ -80,7 +84,15 @@ def _given(value: Any) -> bool:
     metavar="FILE",
     help="Import every partition of an export -f sqlite database.",
 )
-@click.option("--owner-id", type=int, help="Owner id (with --sqlite: overrides every row).")
+@click.option(
+    "--parquet",
+    "parquet_path",
+    metavar="PATH",
+    help="Import the export -f parquet files at PATH: a directory, a file or a partition stem.",
+)
+@click.option(
+    "--owner-id", type=int, help="Owner id (with --sqlite/--parquet: overrides every row)."
+)
 @click.option("--owner-type", help="Owner type, e.g. PowerLoad.")
 @click.option(
     "--owner-category",
@@ -178,23 +190,31 @@ def _given(value: Any) -> bool:
 @click.option(
     "--no-checksum",
     is_flag=True,
-    help="--sqlite: do not compare each array with its recorded data_hash.",
+    help="--sqlite, --parquet: do not compare each array with its recorded data_hash.",
 )
 @click.option(
     "--replace",
     is_flag=True,
-    help="--sqlite: update series the store already holds in place (they keep their ids).",
+    help="--sqlite, --parquet: update series the store already holds in place (they keep "
+    "their ids).",
 )
 @click.option(
     "--ignore",
     is_flag=True,
-    help="--sqlite: leave series the store already holds as they are (resumes an import).",
+    help="--sqlite, --parquet: leave series the store already holds as they are (resumes an "
+    "import).",
 )
 @click.option("--dry-run", is_flag=True, help="Read and check everything, add nothing.")
 @_global_options(hidden=True)
 @click.pass_context
-def add(ctx: click.Context, csv_file: str | None, sqlite_file: str | None, **kw: Any) -> None:
-    """Add series from a CSV file, or import an export -f sqlite database.
+def add(
+    ctx: click.Context,
+    csv_file: str | None,
+    sqlite_file: str | None,
+    parquet_path: str | None,
+    **kw: Any,
+) -> None:
+    """Add series from a CSV file, or import an export -f sqlite database or Parquet files.
 
     --csv FILE reads a long-layout CSV with a header row: 'timestamp,value…' (one row
     per step; a NonSequential or Persistent series takes its timestamps from it, a
@@ -209,6 +229,12 @@ def add(ctx: click.Context, csv_file: str | None, sqlite_file: str | None, **kw:
     --element-type, --element-shape, --resolution and --type assert what the rows must
     be. Flags that describe a grid or a CSV layout are refused.
 
+    --parquet PATH imports the files export -f parquet wrote: a directory (every
+    partition in it; a DeterministicSingleTimeSeries partition is set aside), one
+    partition's file, or its stem (out/SingleTimeSeries.f64.utc). It takes the flags
+    --sqlite takes (--no-checksum, --replace, --ignore, --dry-run, the overrides and
+    assertions) but --table-prefix, and commits one transaction per partition too.
+
     A series the store already holds (same owner, type, name, resolution, interval and
     features) is refused unless --replace (its values, grid and descriptors become the
     file's, it keeps its catalog id; an identical one is reported unchanged) or --ignore
@@ -216,8 +242,10 @@ def add(ctx: click.Context, csv_file: str | None, sqlite_file: str | None, **kw:
     report counts the series added, replaced, unchanged and skipped per partition.
     """
     _format(ctx)
-    if bool(csv_file) == bool(sqlite_file):
-        raise click.UsageError("add needs exactly one source: --csv FILE or --sqlite FILE", ctx)
+    if sum(bool(x) for x in (csv_file, sqlite_file, parquet_path)) != 1:
+        raise click.UsageError(
+            "add needs exactly one source: --csv FILE, --sqlite FILE or --parquet PATH", ctx
+        )
     if kw["replace"] and kw["ignore"]:
         raise click.UsageError(
             "--replace and --ignore exclude each other: pick what happens to series the "
@@ -225,25 +253,39 @@ def add(ctx: click.Context, csv_file: str | None, sqlite_file: str | None, **kw:
             ctx,
         )
     if sqlite_file:
-        _add_sqlite(ctx, sqlite_file, kw)
+        _add_interchange(ctx, "--sqlite", sqlite_file, kw)
+    elif parquet_path:
+        _add_interchange(ctx, "--parquet", parquet_path, kw)
     else:
         _add_csv(ctx, csv_file, kw)  # type: ignore[arg-type]
 
 
-def _add_sqlite(ctx: click.Context, path: str, kw: dict[str, Any]) -> None:
+def _add_interchange(ctx: click.Context, source: str, path: str, kw: dict[str, Any]) -> None:
+    """``add --sqlite FILE`` or ``add --parquet PATH`` (``source`` names the flag)."""
     refused = [flag for key, flag in _GRID_FLAGS if _given(kw[key])]
     refused_layout = [flag for key, flag in _LAYOUT_FLAGS if _given(kw[key])]
     if refused or refused_layout:
         lines = [
-            f"{flag} cannot be used with --sqlite: the rows imply the grid (a "
+            f"{flag} cannot be used with {source}: the rows imply the grid (a "
             "SingleTimeSeries starts at its first timestamp, a forecast's windows are its "
             "issue_time column)"
             for flag in refused
         ] + [
-            f"{flag} cannot be used with --sqlite: it describes a CSV's columns"
+            f"{flag} cannot be used with {source}: it describes a CSV's columns"
             for flag in refused_layout
         ]
+        if source == "--parquet" and _given(kw["table_prefix"]):
+            lines.append(
+                "--table-prefix cannot be used with --parquet: it names SQLite tables; name "
+                "the directory, file or stem instead"
+            )
         raise click.UsageError("\n".join(lines), ctx)
+    if source == "--parquet" and _given(kw["table_prefix"]):
+        raise click.UsageError(
+            "--table-prefix cannot be used with --parquet: it names SQLite tables; name the "
+            "directory, file or stem instead",
+            ctx,
+        )
     overrides: dict[str, Any] = {k: kw[k] for k in _OVERRIDES if kw[k] is not None}
     if kw["features"] is not None:
         overrides["features"] = kw["features"]
@@ -255,17 +297,20 @@ def _add_sqlite(ctx: click.Context, path: str, kw: dict[str, Any]) -> None:
             elif key == "element_shape":
                 value = list(value)
             overrides[name] = value
+    common: dict[str, Any] = {
+        "skip_checksum": kw["no_checksum"],
+        "dry_run": kw["dry_run"],
+        "overrides": overrides or None,
+        "per_partition": True,
+        "on_conflict": "replace" if kw["replace"] else "ignore" if kw["ignore"] else "error",
+    }
     with _open_store(ctx, read_only=False) as store, _Progress(ctx, "import") as bar:
-        result = store.import_sqlite(
-            path,
-            table_prefix=kw["table_prefix"] or "",
-            skip_checksum=kw["no_checksum"],
-            dry_run=kw["dry_run"],
-            overrides=overrides or None,
-            per_partition=True,
-            on_conflict="replace" if kw["replace"] else "ignore" if kw["ignore"] else "error",
-            progress=bar,
-        )
+        if source == "--parquet":
+            result = store.import_parquet(path, progress=bar, **common)
+        else:
+            result = store.import_sqlite(
+                path, table_prefix=kw["table_prefix"] or "", progress=bar, **common
+            )
     _emit_doc(ctx, _import_report(result, dry_run=kw["dry_run"], store=store.path, db=path))
 
 
@@ -273,9 +318,11 @@ def _import_report(result: Any, *, dry_run: bool, store: Path, db: str) -> dict[
     """The status document of ``add --sqlite`` from the library's report (or id list)."""
     if hasattr(result, "to_dict"):
         result = result.to_dict()
+    left_out: dict[str, Any] = {}
     if isinstance(result, Mapping):
         parts = [_partition_summary(p) for p in result.get("partitions", [])]
         ids = [int(i) for i in result.get("ids", [])]
+        left_out = {k: result[k] for k in ("set_aside", "ignored") if result.get(k)}
     else:
         parts, ids = [], [int(i) for i in result]
     counts = {k: sum(p.get(k) or 0 for p in parts) for k in OUTCOMES}
@@ -288,21 +335,29 @@ def _import_report(result: Any, *, dry_run: bool, store: Path, db: str) -> dict[
             "would_skip": counts["skipped"],
             "source": db,
             "partitions": parts,
+            **left_out,
         }
     if not parts:  # a plain id list: every series was added
         counts["added"] = len(ids)
-    return {**counts, "store": str(store), "source": db, "ids": ids, "partitions": parts}
+    return {
+        **counts,
+        "store": str(store),
+        "source": db,
+        "ids": ids,
+        "partitions": parts,
+        **left_out,
+    }
 
 
 def _add_csv(ctx: click.Context, path: str, kw: dict[str, Any]) -> None:
-    for key, flag in (
-        ("table_prefix", "--table-prefix"),
-        ("no_checksum", "--no-checksum"),
-        ("replace", "--replace"),
-        ("ignore", "--ignore"),
+    for key, flag, sources in (
+        ("table_prefix", "--table-prefix", "--sqlite"),
+        ("no_checksum", "--no-checksum", "--sqlite and --parquet"),
+        ("replace", "--replace", "--sqlite and --parquet"),
+        ("ignore", "--ignore", "--sqlite and --parquet"),
     ):
         if _given(kw[key]):
-            raise click.UsageError(f"{flag} only applies to --sqlite", ctx)
+            raise click.UsageError(f"{flag} only applies to {sources}", ctx)
     wide = kw["layout"] == "wide"
     if not wide and (kw["owner_map"] or kw["owner_id_from"]):
         raise click.UsageError("--owner-map and --owner-id-from need --layout wide", ctx)

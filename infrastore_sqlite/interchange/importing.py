@@ -53,8 +53,8 @@ from ..errors import (
     TRANSFORM,
     DuplicateTimeSeriesError,
     InvalidParameterError,
+    Term,
     TimeSeriesError,
-    rehash_term,
 )
 from ..model import DESCRIPTORS, SERIES_CLASSES, UNIT_SYSTEMS, OwnerCategory, TimeSeriesType
 from .filing import (
@@ -156,9 +156,9 @@ class ImportReport:
     Attributes
     ----------
     path
-        The database read.
+        The database (or the Parquet path) read.
     table_prefix
-        The prefix its partitions were found under.
+        The prefix its partitions were found under (``""`` for Parquet).
     dry_run
         True when nothing was written.
     partitions
@@ -171,13 +171,20 @@ class ImportReport:
         ``outcome`` and the catalog ``id``), ``ids`` (the catalog ids, in the order of
         ``series``), ``added``, ``replaced``, ``unchanged`` and ``skipped`` (how many
         series each ``on_conflict`` outcome took), ``arrays``, ``rows`` and ``error``
-        (the message, or None).
+        (the message, or None). For Parquet the three ``*_table`` keys hold the files.
+    set_aside
+        Parquet: the DeterministicSingleTimeSeries partitions of a directory, which no
+        import takes, left out (``name``, ``values_table``, ``reason``).
+    ignored
+        Parquet: the files of a directory that belong to no partition.
     """
 
     path: str
     table_prefix: str
     dry_run: bool
     partitions: list[dict[str, Any]] = field(default_factory=list)
+    set_aside: list[dict[str, str]] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
 
     @property
     def ids(self) -> list[int]:
@@ -197,6 +204,8 @@ class ImportReport:
             "ok": self.ok,
             "ids": self.ids,
             "partitions": self.partitions,
+            **({"set_aside": self.set_aside} if self.set_aside else {}),
+            **({"ignored": self.ignored} if self.ignored else {}),
         }
 
 
@@ -311,7 +320,9 @@ class Options:
     type: TimeSeriesType | None = None
 
     @classmethod
-    def parse(cls, raw: Mapping[str, Any] | None) -> Options:
+    def parse(cls, raw: Mapping[str, Any] | None, *, flag: str = "--sqlite") -> Options:
+        """The inline flags of an import; ``flag`` is the container's own (``--sqlite``,
+        ``--parquet``), which a refused flag's message names."""
         opts = cls()
         if not raw:
             return opts
@@ -328,9 +339,9 @@ class Options:
             if value is None:
                 continue  # a flag not given
             if key in REFUSED_KEYS:
-                flag = "--" + key.replace("_", "-")
+                refused = "--" + key.replace("_", "-")
                 raise InvalidParameterError(
-                    f"{flag} cannot be used with --sqlite: {REFUSED_KEYS[key]}"
+                    f"{refused} cannot be used with {flag}: {REFUSED_KEYS[key]}"
                 )
             if key == "element_type":
                 opts.element_type = parse_element_type(value)
@@ -578,7 +589,9 @@ class Place:
             where = f"series {self.label}, {where}"
         if i is None or i >= len(rowids):
             return where
-        return f"{where}, rowid {rowids[i]}" if self.numbered else f"{where}, row {i + 1}"
+        if self.numbered:
+            return f"{where}, {self.row_word} {rowids[i]}"
+        return f"{where}, row {i + 1}"
 
     def null_error(
         self, col: str, key: tuple[str, str], rowids: Callable, i: int
@@ -734,6 +747,8 @@ class PartitionSource(Protocol):
     place: Place
     #: The container as the caller named it (a path), for messages.
     where: str
+    #: How to recompute the container's hashes (named by a checksum mismatch).
+    rehash: Term
 
     def reading(self) -> contextlib.AbstractContextManager[None]: ...
 
@@ -924,8 +939,8 @@ class SeriesRows:
         key = arrays.get(aid)
         if key is None:
             raise InvalidParameterError(
-                f"a series row names `array_id` {aid}, which the arrays table does "
-                f"not hold; {TEXT_HINT} ({table} id {fid})",
+                f"a series row names `array_id` {aid}, which the arrays {self.place.word} "
+                f"does not hold; {TEXT_HINT} ({table} id {fid})",
                 table=table,
             )
         label = f"'{row_name}' (owner {owner_id}, id {fid} in {table})"
@@ -1506,7 +1521,7 @@ def _import_partition(
                             f"{key_text(key)} in {tables.arrays}). Values edited in a query "
                             "engine need the hash recomputed: run {rehash} (or UPDATE the "
                             "arrays table), or pass {no_checksum} to waive the comparison.",
-                            terms={"rehash": rehash_term(source.where), "no_checksum": NO_CHECKSUM},
+                            terms={"rehash": source.rehash, "no_checksum": NO_CHECKSUM},
                             table=tables.arrays,
                             key=key,
                             series=spec.label,

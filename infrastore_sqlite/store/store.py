@@ -1584,6 +1584,32 @@ class Store(StoreApi):
             **filters,
         )
 
+    def import_parquet(
+        self,
+        path: str | Path,
+        *,
+        skip_checksum: bool = False,
+        on_conflict: str = "error",
+        overrides: dict[str, Any] | None = None,
+        dry_run: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Import Parquet files (a directory, a file or a partition stem); see
+        :func:`infrastore_sqlite.interchange.parquet.import_parquet`. Needs pyarrow."""
+        from ..interchange.parquet import import_parquet
+
+        return import_parquet(
+            self,
+            path,
+            skip_checksum=skip_checksum,
+            on_conflict=on_conflict,  # type: ignore[arg-type]
+            overrides=overrides,
+            dry_run=dry_run,
+            progress=progress,
+            **kwargs,
+        )
+
     def import_sqlite(self, path: str | Path, **kwargs: Any) -> list[int]:
         """Import an interchange database; see :func:`import_sqlite`."""
         from ..interchange.sqlite import import_sqlite

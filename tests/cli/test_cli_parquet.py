@@ -102,3 +102,98 @@ def test_progress_bar_only_on_a_terminal(pristine: Path, tmp_path: Path) -> None
         ["--store", str(pristine), "-q", "export", "-f", "parquet", "--dir", "q"], tmp_path
     )
     assert code == 0 and err == ""
+
+
+# ---------------------------------------------------------------------- add --parquet
+def _exported(demo: str, tmp_path: Path, *extra: str) -> Path:
+    out = tmp_path / "pq"
+    r = run("--store", demo, "export", "-f", "parquet", "--dir", str(out), *extra)
+    assert r.exit_code == 0, r.stderr
+    return out
+
+
+def _fresh(tmp_path: Path, name: str = "copy.h5") -> str:
+    path = str(tmp_path / name)
+    assert run("--store", path, "init").exit_code == 0
+    return path
+
+
+def test_add_parquet_imports_every_partition_and_reports_json(registry, demo: str, tmp_path):
+    out = _exported(demo, tmp_path)
+    dst = _fresh(tmp_path)
+    dry = run("--store", dst, "-f", "json", "add", "--parquet", str(out), "--dry-run")
+    assert dry.exit_code == 0, dry.stderr
+    check(registry, "add.json", json.loads(dry.stdout))
+    r = run("--store", dst, "-f", "json", "add", "--parquet", str(out))
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    check(registry, "add.json", doc)
+    listed = json.loads(run("--store", demo, "-f", "json", "list").stdout)["items"]
+    assert doc["added"] == len(doc["ids"]) == json.loads(dry.stdout)["would_add"] == len(listed)
+    assert {p["status"] for p in doc["partitions"]} == {"committed"}
+    again = run("--store", dst, "-f", "json", "add", "--parquet", str(out), "--ignore")
+    assert json.loads(again.stdout)["skipped"] == len(listed)
+
+
+def test_add_parquet_sets_the_derived_partition_aside(registry, tmp_path: Path) -> None:
+    from infrastore_sqlite import SingleTimeSeries, Store
+
+    src = Store.create(tmp_path / "s.h5")
+    from datetime import UTC, datetime
+
+    import numpy as np
+
+    src.add_time_series(
+        1, "Gen", "Component",
+        SingleTimeSeries(datetime(2024, 1, 1, tzinfo=UTC), "PT1H", np.arange(8.0), "x"),
+    )  # fmt: skip
+    src.transform_single_time_series("PT2H", "PT1H", resolution="PT1H")
+    src.export_parquet(tmp_path / "pq", include_derived=True)
+    src.close()
+    dst = _fresh(tmp_path)
+    r = run("--store", dst, "-f", "json", "add", "--parquet", str(tmp_path / "pq"))
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    check(registry, "add.json", doc)
+    assert doc["added"] == 1
+    assert doc["set_aside"][0]["name"].startswith("DeterministicSingleTimeSeries.")
+    stem = tmp_path / "pq" / doc["set_aside"][0]["name"]
+    r = run("--store", dst, "add", "--parquet", str(stem))
+    assert r.exit_code != 0
+    assert "import the SingleTimeSeries and run `infrastore-sqlite transform`" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--table-prefix", "run1_"], "--table-prefix cannot be used with --parquet"),
+        (["--interval", "PT1H"], "--interval cannot be used with --parquet"),
+        (["--layout", "wide"], "--layout cannot be used with --parquet"),
+        (["--sqlite", "x.db"], "exactly one source"),
+    ],
+)
+def test_add_parquet_usage_errors(demo: str, tmp_path: Path, args: list[str], message: str):
+    out = _exported(demo, tmp_path)
+    r = run("--store", _fresh(tmp_path), "add", "--parquet", str(out), *args)
+    assert r.exit_code == 2
+    assert message in r.stderr
+
+
+def test_add_parquet_checksum_refusal_names_rehash_dir(demo: str, tmp_path: Path) -> None:
+    out = _exported(demo, tmp_path)
+    arrays = out / "SingleTimeSeries.f64.utc.arrays.parquet"
+    t = pq.read_table(arrays)
+    import pyarrow as pa
+
+    # Wrong hashes that still ascend with the ids, as the arrays file's keys must.
+    t = t.set_column(1, "data_hash", pa.array([f"{i:064x}" for i in range(t.num_rows)]))
+    pq.write_table(t, arrays)
+    dst = _fresh(tmp_path)
+    r = run("--store", dst, "add", "--parquet", str(out))
+    assert r.exit_code != 0
+    assert f"infrastore-sqlite rehash --dir {out}" in r.stderr
+    assert "--no-checksum" in r.stderr
+    assert "partition(s) before it were committed" in r.stderr
+    r = run("--store", dst, "add", "--parquet", str(out), "--ignore", "--no-checksum")
+    assert r.exit_code == 0, r.stderr

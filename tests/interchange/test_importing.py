@@ -28,6 +28,7 @@ from infrastore_sqlite import (
 )
 from infrastore_sqlite.core.elements import parse_element_type
 from infrastore_sqlite.core.hashing import composite_data_hash
+from infrastore_sqlite.errors import rehash_term
 from infrastore_sqlite.interchange.importing import (
     Context,
     Group,
@@ -257,6 +258,7 @@ class Columns:
     def __init__(self, where: Place, arrays: list[tuple], series: list[dict], groups: dict):
         self.place = where
         self.where = "columns"
+        self.rehash = rehash_term("columns")
         self._arrays = arrays
         self._series = series
         self._groups = groups  # array key -> Group

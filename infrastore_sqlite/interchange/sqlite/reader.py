@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 import numpy as np
 
-from ...errors import InvalidParameterError, StorageError
+from ...errors import InvalidParameterError, StorageError, rehash_term
 from ...model import TimeSeriesType
 from ..filing import OnConflict, check_on_conflict
 from ..importing import (
@@ -225,6 +225,7 @@ class _PartitionReader:
         self.conn = conn
         self.place = place
         self.where = where
+        self.rehash = rehash_term(where)
         self.type = place.type
         self.V = q(place.values)
         self.S = q(place.series)
