@@ -39,7 +39,13 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import MismatchedArtifactError, StorageError
-from .arrays import ArrayFile, MissingArrayFileError, describe_os_error, fsync_path
+from .arrays import (
+    MAX_PENDING_BYTES,
+    ArrayFile,
+    MissingArrayFileError,
+    describe_os_error,
+    fsync_path,
+)
 
 CATALOG_NAME = "catalog.sqlite"
 SEGMENT_DIR = "segments"
@@ -150,6 +156,8 @@ class Segments:
         self.dir = root / SEGMENT_DIR
         self.generation = generation
         self.compression = compression
+        #: How far this store's writes may queue ahead of the writer thread, in bytes.
+        self.write_buffer_bytes = MAX_PENDING_BYTES
         self._readers: OrderedDict[str, ArrayFile] = OrderedDict()
         self._writer: ArrayFile | None = None
         self._writer_name: str | None = None
@@ -221,7 +229,7 @@ class Segments:
                 "shuffle": shuffle == "shuffle",
             }
         try:
-            f = ArrayFile(self.path(name), "x", **kw)
+            f = ArrayFile(self.path(name), "x", max_pending_bytes=self.write_buffer_bytes, **kw)
             f.h5.attrs["catalog_generation"] = self.generation
         except OSError as exc:  # a segment directory that went missing, permissions
             self.path(name).unlink(missing_ok=True)
@@ -233,6 +241,11 @@ class Segments:
     @property
     def writing(self) -> bool:
         return self._writer is not None
+
+    @property
+    def writer(self) -> ArrayFile | None:
+        """This transaction's segment while it is being written."""
+        return self._writer
 
     def seal(self) -> tuple[str, int, int, list[str]] | None:
         """Finish this transaction's segment (durable on return) before the commit that

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import operator
 import os
 import shutil
 import tempfile
@@ -90,6 +91,7 @@ from .segments import (
     stale_work_dirs,
     work_dir,
 )
+from .tracing import LOG
 
 _GENERATION_KEY = "infrastore_sqlite.catalog_generation"
 _COMPRESSION_KEY = "infrastore_sqlite.compression"
@@ -252,6 +254,7 @@ class Store(StoreApi):
                     f"cannot create the store {path}: {describe_os_error(exc)}; nothing was created"
                 ) from exc
             raise
+        LOG.info("created the store %s (compression %s)", path, spec)
         return cls.open(path, timeout=timeout)
 
     @classmethod
@@ -328,11 +331,13 @@ class Store(StoreApi):
         except BaseException:
             catalog.close()
             raise
+        LOG.info("opened the store %s%s", path, " read-only" if read_only else "")
         return cls(path, segments, catalog, read_only)
 
     def close(self) -> None:
         """Close the store (anything uncommitted is rolled back). Safe to call twice."""
         if self._segments is not None:
+            LOG.debug("closing the store %s", self.path)
             try:
                 self._segments.close()
             finally:
@@ -413,6 +418,7 @@ class Store(StoreApi):
                 self._doomed = []
             raise
         if outer:
+            LOG.info("committed a write to the store %s", self.path)
             self._segments.committed()
             doomed, self._doomed = self._doomed, []
             self._segments.drop(doomed)
@@ -426,6 +432,7 @@ class Store(StoreApi):
         sealed = self._segments.seal()
         if sealed is not None:
             name, nbytes, slots, pools = sealed
+            LOG.debug("sealed segment %s: %d arrays, %d bytes, fsynced", name, slots, nbytes)
             self._catalog.execute(
                 "INSERT INTO segments (name, bytes, slots, pools) VALUES (?, ?, ?, ?)",
                 (name, nbytes, slots, orjson.dumps(pools).decode()),
@@ -570,6 +577,7 @@ class Store(StoreApi):
         """
         self._writable()
         prepared = [self._prepare(i, item) for i, item in enumerate(items)]
+        LOG.debug("adding %d series to the store %s", len(prepared), self.path)
         with self.transaction():
             return self._insert_prepared(prepared)
 
@@ -1275,6 +1283,7 @@ class Store(StoreApi):
             if owner_id is None or owner_category is None:
                 raise InvalidParameterError("pass owner_id and owner_category together")
             self._check_owner(rows, owner_id, owner_category, "nothing was removed")
+        LOG.debug("removing %d series from the store %s", len(rows), self.path)
         with self.transaction():
             self._remove_rows(rows)
         return len(rows)
@@ -1514,6 +1523,44 @@ class Store(StoreApi):
                     errors.append(f"{row.label} (id {row.id}) cannot be read: {exc}")
 
     @property
+    def write_buffer_bytes(self) -> int:
+        """How many bytes of array writes may queue ahead of the background writer.
+
+        Adds hand their arrays to one writer thread per store, which compresses and writes
+        them into the transaction's segment while the caller goes on; past this many
+        queued bytes an add waits for the writer. Raising it lets a burst of adds run
+        further ahead (the queued arrays are held in memory meanwhile); lowering it bounds
+        that memory. It belongs to this ``Store`` object and is not persisted (a reopened
+        store is back to the default, 16 MiB). Setting it applies to the writes that follow.
+
+        Raises
+        ------
+        InvalidParameterError
+            Zero.
+        OverflowError
+            A negative value, or one of 2**64 or more.
+        TypeError
+            A value that is not an integer.
+        """
+        self._open()
+        return int(self._segments.write_buffer_bytes)
+
+    @write_buffer_bytes.setter
+    def write_buffer_bytes(self, value: int) -> None:
+        # The reference's classes for the same refusals (its setter takes a u64).
+        n = operator.index(value)
+        if n < 0:
+            raise OverflowError("write_buffer_bytes cannot be negative")
+        if n >= 2**64:
+            raise OverflowError("write_buffer_bytes must be less than 2**64")
+        if n == 0:
+            raise InvalidParameterError("write_buffer_bytes must be greater than zero")
+        self._open()
+        self._segments.write_buffer_bytes = n
+        if self._segments.writer is not None:
+            self._segments.writer.max_pending_bytes = n
+
+    @property
     def compression(self) -> str:
         """The HDF5 filter new arrays get: ``none`` or ``deflate:<level>:<shuffle|noshuffle>``."""
         self._open()
@@ -1556,6 +1603,7 @@ class Store(StoreApi):
         """Export the selection to the SQLite interchange layout; see :func:`export_sqlite`."""
         from ..interchange.sqlite import export_sqlite
 
+        LOG.info("exporting from the store %s to %s", self.path, path)
         return export_sqlite(self, path, **kwargs)
 
     @filter_keywords
@@ -1614,6 +1662,7 @@ class Store(StoreApi):
         """Import an interchange database; see :func:`import_sqlite`."""
         from ..interchange.sqlite import import_sqlite
 
+        LOG.info("importing %s into the store %s", path, self.path)
         return import_sqlite(self, path, **kwargs)
 
     def diff_sqlite(self, path: str | Path, **kwargs: Any) -> list[dict[str, Any]]:
