@@ -4,14 +4,14 @@ reference's public names, each classified (interop: it introspects the reference
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 import infrastore
 import pytest
+from repo_root import REPO_ROOT
 
 pytestmark = pytest.mark.interop
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 
 
 def _generator():
