@@ -50,8 +50,12 @@ BEHAVIOUR: dict[str, tuple[str, str]] = {
         "the store is a directory (catalog and immutable segment files); `timeout=` seconds a "
         "write waits for another process's write; "
         "`in_memory=True` keeps the store in a private temporary directory, removed on "
-        '`close` (persist_to keeps a copy); `catalog="memory"` only with it',
-        "the HDF5 side has no RAM-only mode here; a scratch directory gives the same lifetime",
+        '`close` (persist_to keeps a copy); `catalog="memory"` only with it; '
+        '`compression="auto"` (the default) DEFLATEs integer and bool arrays and stores '
+        'float arrays uncompressed (`"deflate"` compresses every array)',
+        "the HDF5 side has no RAM-only mode here; a scratch directory gives the same "
+        "lifetime; DEFLATE saves under a fifth of typical float values' bytes and would "
+        "cost most of a bulk add's time",
     ),
     "Store.persist_catalog": (
         "the same as `flush()`: the catalog is always attached here",

@@ -232,7 +232,7 @@ def test_store_members_without_the_reference(tmp_path) -> None:
             "sts": 3,
             "dst": 0,
         }
-        assert store.get_compression() == {"compression": "deflate", "level": 3, "shuffle": True}
+        assert store.get_compression() == {"compression": "auto", "level": 3, "shuffle": True}
 
 
 def test_an_in_memory_store_removes_its_scratch_files_on_close() -> None:

@@ -22,6 +22,7 @@ from ..errors import (
 )
 from ..model import TimeSeriesType
 from ..store import Store, catalog_path
+from ..store.arrays import compression_spec
 from .base import (
     _CANDIDATES_SHOWN,
     PROG,
@@ -53,10 +54,11 @@ def _compression(text: str) -> tuple[str, int]:
     kind, _, level = text.strip().lower().partition(":")
     if kind == "none" and not level:
         return "none", 0
-    if kind == "deflate" and (not level or (level.isdigit() and 0 <= int(level) <= 9)):
-        return "deflate", int(level or 3)
+    if kind in ("auto", "deflate") and (not level or (level.isdigit() and 0 <= int(level) <= 9)):
+        return kind, int(level or 3)
     raise click.BadParameter(
-        f"{text!r} is not none, deflate or deflate:L with L in 0-9", param_hint="--compression"
+        f"{text!r} is not auto, none, deflate, auto:L or deflate:L with L in 0-9",
+        param_hint="--compression",
     )
 
 
@@ -69,10 +71,13 @@ def _compression(text: str) -> tuple[str, int]:
 @click.argument("path", required=False, metavar="[PATH]")
 @click.option(
     "--compression",
-    default="deflate",
+    default="auto",
     show_default=True,
-    metavar="none|deflate|deflate:L",
-    help="How arrays are compressed on disk; L is the DEFLATE level 0-9 (default 3).",
+    metavar="auto|none|deflate|auto:L|deflate:L",
+    help="How arrays are compressed on disk: auto DEFLATEs integer and bool arrays and "
+    "stores float arrays as they are (DEFLATE shrinks measured values by little and "
+    "slows every add), deflate compresses every array; L is the DEFLATE level 0-9 "
+    "(default 3).",
 )
 @click.option("--no-shuffle", is_flag=True, help="Do not byte-shuffle before DEFLATE.")
 @_global_options(hidden=True)
@@ -91,7 +96,7 @@ def init(ctx: click.Context, path: str | None, compression: str, no_shuffle: boo
         store = Store.create(
             target,
             compression=kind,
-            compression_level=level or 3,
+            compression_level=level,
             shuffle=not no_shuffle,
             timeout=_timeout(ctx),
         )
@@ -101,9 +106,7 @@ def init(ctx: click.Context, path: str | None, compression: str, no_shuffle: boo
             f"or delete {target} first"
         ) from None
     store.close()
-    spec = (
-        "none" if kind == "none" else f"deflate:{level}:{'noshuffle' if no_shuffle else 'shuffle'}"
-    )
+    spec = compression_spec(kind, level, not no_shuffle)
     _emit_doc(
         ctx,
         {"created": str(target), "catalog": str(catalog_path(target)), "compression": spec},

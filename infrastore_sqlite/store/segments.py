@@ -45,6 +45,7 @@ from .arrays import (
     MissingArrayFileError,
     describe_os_error,
     fsync_path,
+    parse_compression,
 )
 
 CATALOG_NAME = "catalog.sqlite"
@@ -219,17 +220,16 @@ class Segments:
 
     def _open_writer(self) -> None:
         name = f"{uuid.uuid4().hex}.h5"
-        spec = self.compression
-        kw: dict = {"compression": "none"}
-        if spec != "none":
-            _kind, level, shuffle = spec.split(":")
-            kw = {
-                "compression": "deflate",
-                "compression_level": int(level),
-                "shuffle": shuffle == "shuffle",
-            }
+        kind, level, shuffle = parse_compression(self.compression)
         try:
-            f = ArrayFile(self.path(name), "x", max_pending_bytes=self.write_buffer_bytes, **kw)
+            f = ArrayFile(
+                self.path(name),
+                "x",
+                compression=kind,
+                compression_level=3 if level is None else level,
+                shuffle=shuffle,
+                max_pending_bytes=self.write_buffer_bytes,
+            )
             f.h5.attrs["catalog_generation"] = self.generation
         except OSError as exc:  # a segment directory that went missing, permissions
             self.path(name).unlink(missing_ok=True)

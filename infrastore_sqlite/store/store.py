@@ -33,12 +33,13 @@ import orjson
 from ..core.elements import parse_element_type, shrink
 from ..core.hashing import (
     data_hash,
+    data_hashes,
     features_hash,
     features_json,
     timestamps_hash,
     validate_features,
 )
-from ..core.periods import as_period, divide, grid, step
+from ..core.periods import Period, as_period, divide, grid, step
 from ..core.slicing import slice_range, slice_window
 from ..core.timeref import ms_to_rfc3339
 from ..errors import (
@@ -69,7 +70,14 @@ from ..model import (
     _Series,
 )
 from .api import StoreApi, Transaction, check_store_file, series_id
-from .arrays import describe_os_error, fsync_path, pool_name
+from .arrays import (
+    COMPRESSIONS,
+    compression_spec,
+    describe_os_error,
+    fsync_path,
+    parse_compression,
+    pool_name,
+)
 from .catalog import Catalog
 from .rows import (
     SELECT_ROWS,
@@ -135,7 +143,7 @@ class Store(StoreApi):
         path: str | Path | None = None,
         *,
         in_memory: bool = False,
-        compression: str = "deflate",
+        compression: str = "auto",
         compression_level: int = 3,
         shuffle: bool = True,
         catalog: str | None = None,
@@ -157,7 +165,9 @@ class Store(StoreApi):
             ``in_memory=True``, ``"memory"``; a RAM-only catalog of an on-disk store is not
             provided.
         compression
-            ``"deflate"`` (default) or ``"none"``.
+            ``"auto"`` (default: DEFLATE for integer and bool arrays, none for float
+            arrays, which it would shrink by little at a high cost in time),
+            ``"deflate"`` (every array) or ``"none"``.
         compression_level
             DEFLATE level 0-9.
         shuffle
@@ -195,9 +205,9 @@ class Store(StoreApi):
                 '"attached", or in_memory=True for a scratch store'
             )
         path = Path(path)
-        if compression not in ("deflate", "none"):
+        if compression not in COMPRESSIONS:
             raise InvalidParameterError(
-                f'unknown compression "{compression}"; expected "deflate" or "none"'
+                f'unknown compression "{compression}"; expected "auto", "deflate" or "none"'
             )
         if not 0 <= int(compression_level) <= 9:
             raise InvalidParameterError(f"compression_level must be 0-9, got {compression_level}")
@@ -214,11 +224,7 @@ class Store(StoreApi):
             raise InvalidParameterError(
                 f"the directory {path.parent} does not exist; create it first"
             )
-        spec = (
-            "none"
-            if compression == "none"
-            else f"deflate:{int(compression_level)}:" + ("shuffle" if shuffle else "noshuffle")
-        )
+        spec = compression_spec(compression, compression_level, shuffle)
         for stale in stale_work_dirs(path.parent, path.name, "creating"):
             remove_tree(stale)
         # Built under a work name and renamed into place: a failed or killed create
@@ -576,15 +582,26 @@ class Store(StoreApi):
         ``time_series`` and optionally ``features``.
         """
         self._writable()
-        prepared = [self._prepare(i, item) for i, item in enumerate(items)]
+        checked = [self._checked(i, item) for i, item in enumerate(items)]
+        # One batched hash of every plain array (ragged ones are shrunk and hashed by
+        # _row_for): per-array hashing is most of what a small series costs.
+        plain = [i for i, c in enumerate(checked) if not c[3]._et.is_ragged]
+        hashes: list[bytes | None] = [None] * len(checked)
+        for i, h in zip(plain, data_hashes([checked[i][3]._data for i in plain]), strict=True):
+            hashes[i] = h
+        prepared = [self._row_for(*c, known_hash=h) for c, h in zip(checked, hashes, strict=True)]
         LOG.debug("adding %d series to the store %s", len(prepared), self.path)
         with self.transaction():
             return self._insert_prepared(prepared)
 
-    def _prepare(
-        self, index: int, item: Mapping[str, Any], *, known_hash: bytes | None = None
-    ) -> dict[str, Any]:
-        # known_hash: the caller already hashed the stored array (import_sqlite does).
+    def _prepare(self, index: int, item: Mapping[str, Any]) -> dict[str, Any]:
+        """One bulk item, checked and prepared (hashed on its own; see ``_row_for``)."""
+        return self._row_for(*self._checked(index, item))
+
+    def _checked(
+        self, index: int, item: Mapping[str, Any]
+    ) -> tuple[int, str, OwnerCategory, _Series, dict[str, Any]]:
+        """A bulk item's ``(owner_id, owner_type, category, series, features)``, checked."""
         if not isinstance(item, Mapping):
             raise InvalidParameterError(
                 f"bulk item {index} must be a dict with owner_id, owner_type, owner_category, "
@@ -616,7 +633,7 @@ class Store(StoreApi):
                 f"time_series must be a series object (SingleTimeSeries, …), got {type(ts).__name__}"
             )
         feats = validate_features(item.get("features"))
-        return self._row_for(owner_id, owner_type, category, ts, feats, known_hash)
+        return owner_id, owner_type, category, ts, feats
 
     def _row_for(
         self,
@@ -648,15 +665,15 @@ class Store(StoreApi):
             "time_reference": ts.time_reference,
             "percentiles_json": None,
             "element_type": str(et),
-            "element_shape": orjson.dumps(list(arr.shape[1:])).decode(),
-            "array_shape": orjson.dumps(list(arr.shape)).decode(),
+            "element_shape": _shape_json(arr.shape[1:]),
+            "array_shape": _shape_json(arr.shape),
             "data_hash": data_hash(stored) if known_hash is None else known_hash,
-            "features_hash": features_hash(feats),
+            "features_hash": _features_hash_of(feats),
         }
         if isinstance(ts, SingleTimeSeries | _Forecast):
             row["initial_ms"] = ts.initial_ms
-            row["initial_timestamp"] = ms_to_rfc3339(ts.initial_ms)
-            row["resolution"] = ts.resolution
+            row["initial_timestamp"] = _catalog_instant(ts.initial_ms)
+            row["resolution"] = _period_text(ts.resolution_period)
         if isinstance(ts, _Forecast):
             row["horizon"] = ts.horizon
             row["interval"] = ts.interval
@@ -721,7 +738,7 @@ class Store(StoreApi):
                     "INSERT INTO feature_sets VALUES (?, ?, ?, ?, ?, ?, ?)",
                     feature_rows(fh, feats),
                 )
-        return [self._insert_row(p["row"], p["label"]) for p in prepared]
+        return self._insert_rows(prepared)
 
     def _known_features(self, hashes: list[bytes]) -> set[bytes]:
         """Which of ``hashes`` the catalog's feature_maps already holds (500 per query)."""
@@ -738,6 +755,73 @@ class Store(StoreApi):
             )
         return found
 
+    def _insert_rows(self, prepared: list[dict[str, Any]]) -> list[int]:
+        """The catalog rows of ``prepared``, in order, in one statement; returns their ids.
+
+        The rule that a Deterministic and a DeterministicSingleTimeSeries exclude each
+        other per family is checked once afterwards, for the whole batch: the first new
+        row (in input order) whose family already held the other kind is refused, as
+        inserting them one at a time would have refused it.
+        """
+        cat = self._catalog
+        sql = (
+            f"INSERT INTO time_series_associations ({', '.join(self._INSERT_COLUMNS)}) "
+            f"VALUES ({', '.join('?' * len(self._INSERT_COLUMNS))})"
+        )
+        columns = self._INSERT_COLUMNS
+        # AUTOINCREMENT numbers the rows of one writer consecutively from past the
+        # highest id ever used, so the ids are known without RETURNING (which costs
+        # SQLite four times the insert itself).
+        first = 1 + cat.scalar(
+            "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence "
+            "WHERE name = 'time_series_associations'), 0), "
+            "COALESCE((SELECT MAX(id) FROM time_series_associations), 0))"
+        )
+        try:
+            cat.executemany(sql, [[p["row"][c] for c in columns] for p in prepared])
+        except apsw.ConstraintError as exc:
+            done = cat.scalar(
+                "SELECT COUNT(*) FROM time_series_associations WHERE id >= ?", (first,)
+            )
+            raise self._duplicate(prepared[done]) from exc
+        ids = list(range(first, first + len(prepared)))
+        if cat.conn.last_insert_rowid() != ids[-1]:
+            raise IntegrityError(
+                "the catalog numbered new series out of sequence; nothing was added. Run "
+                "verify, and report this"
+            )
+        family = [
+            sid
+            for sid, p in zip(ids, prepared, strict=True)
+            if p["row"]["time_series_type"] in (2, 3)
+        ]
+        for start in range(0, len(family), 500):
+            chunk = family[start : start + 500]
+            clash = self._catalog.execute(
+                "SELECT n.id, o.id FROM time_series_associations n "
+                "JOIN time_series_associations o ON o.time_series_type = 5 - n.time_series_type "
+                "AND o.owner_id = n.owner_id AND o.owner_category = n.owner_category "
+                "AND o.name = n.name AND o.resolution IS n.resolution "
+                "AND o.features_hash = n.features_hash AND o.id < n.id "
+                f"WHERE n.id IN ({', '.join('?' * len(chunk))}) ORDER BY n.id LIMIT 1",
+                chunk,
+            ).fetchall()
+            if clash:
+                new_id, other = clash[0]
+                p = prepared[ids.index(new_id)]
+                raise self._family_clash(p["row"], p["label"], other)
+        return ids
+
+    def _duplicate(self, p: dict[str, Any]) -> DuplicateTimeSeriesError:
+        row, label = p["row"], p["label"]
+        return DuplicateTimeSeriesError(
+            f"a time series with that key already exists: {label}, "
+            f"{TimeSeriesType.from_catalog_code(row['time_series_type']).name}"
+            + (f" at {row['resolution']}" if row["resolution"] else "")
+            + "; remove it first, or give the new one another name or features",
+            series=label,
+        )
+
     def _insert_row(self, row: dict[str, Any], label: str) -> int:
         """One catalog row, after the family rule; a clash of identity names the series."""
         self._check_family(row, label)
@@ -748,13 +832,7 @@ class Store(StoreApi):
         try:
             self._catalog.execute(sql, [row[c] for c in self._INSERT_COLUMNS])
         except apsw.ConstraintError as exc:
-            raise DuplicateTimeSeriesError(
-                f"a time series with that key already exists: {label}, "
-                f"{TimeSeriesType.from_catalog_code(row['time_series_type']).name}"
-                + (f" at {row['resolution']}" if row["resolution"] else "")
-                + "; remove it first, or give the new one another name or features",
-                series=label,
-            ) from exc
+            raise self._duplicate({"row": row, "label": label}) from exc
         return self._catalog.conn.last_insert_rowid()
 
     def _rows_by_identity(
@@ -901,12 +979,18 @@ class Store(StoreApi):
             ),
         )
         if clash is not None:
-            kinds = ("Deterministic", "DeterministicSingleTimeSeries")
-            raise InvalidParameterError(
-                f"{label} already has a {kinds[other - 2]} (id {clash}) for the same owner, name, "
-                f"resolution and features; a {kinds[code - 2]} cannot sit beside it. Remove one first.",
-                series=label,
-            )
+            raise self._family_clash(row, label, clash)
+
+    @staticmethod
+    def _family_clash(row: dict[str, Any], label: str, clash: int) -> InvalidParameterError:
+        code = row["time_series_type"]
+        kinds = ("Deterministic", "DeterministicSingleTimeSeries")
+        return InvalidParameterError(
+            f"{label} already has a {kinds[(5 - code) - 2]} (id {clash}) for the same owner, "
+            f"name, resolution and features; a {kinds[code - 2]} cannot sit beside it. "
+            "Remove one first.",
+            series=label,
+        )
 
     def _store_arrays(self, entries: list[tuple[bytes, str, np.ndarray]]) -> None:
         """Write every array the catalog does not yet hold into this transaction's
@@ -916,22 +1000,24 @@ class Store(StoreApi):
         for h, kind, arr in entries:
             if (h, kind) not in new and (h, kind) not in held:
                 new[(h, kind)] = arr
-        by_pool: dict[str, list[tuple[bytes, str, np.ndarray]]] = {}
+        by_pool: dict[tuple, list[tuple[bytes, str, np.ndarray]]] = {}
         for (h, kind), arr in new.items():
-            name = pool_name(_dtype_of(arr), arr.shape) if arr.size else ""
-            by_pool.setdefault(name, []).append((h, kind, arr))
+            # Empty arrays have no slot: they are all one "pool" of rows without a place.
+            key = (arr.dtype, arr.shape) if arr.size else ()
+            by_pool.setdefault(key, []).append((h, kind, arr))
         rows = []
-        for name, group in by_pool.items():
-            dtype = _dtype_of(group[0][2])
-            shape = list(group[0][2].shape)
-            if not name:
+        for key, group in by_pool.items():
+            if not key:
                 rows.extend(
-                    (h, kind, _dtype_of(a), orjson.dumps(list(a.shape)).decode(), "", -1, "")
+                    (h, kind, _dtype_of(a), _shape_json(a.shape), "", -1, "")
                     for h, kind, a in group
                 )
                 continue
+            dtype = _dtype_of(group[0][2])
+            shape = list(group[0][2].shape)
+            name = pool_name(dtype, shape)
             segment, first = self._segments.write(name, dtype, shape, [a for _, _, a in group])
-            shape_text = orjson.dumps(shape).decode()
+            shape_text = _shape_json(tuple(shape))
             rows.extend(
                 (h, kind, dtype, shape_text, name, first + i, segment)
                 for i, (h, kind, _) in enumerate(group)
@@ -1567,12 +1653,12 @@ class Store(StoreApi):
         return self._segments.compression
 
     def get_compression(self) -> dict[str, Any]:
-        """The HDF5 filter new arrays get, as the reference reports it:
-        ``{"compression": "deflate" | "none", "level": int | None, "shuffle": bool}``."""
-        spec = self.compression.split(":")
-        if spec[0] == "none":
-            return {"compression": "none", "level": None, "shuffle": False}
-        return {"compression": "deflate", "level": int(spec[1]), "shuffle": spec[2] == "shuffle"}
+        """The HDF5 filter new arrays get, in the reference's shape:
+        ``{"compression": "auto" | "deflate" | "none", "level": int | None, "shuffle": bool}``
+        (``auto``: the level and shuffle of the integer and bool arrays; floats are stored
+        uncompressed)."""
+        kind, level, shuffle = parse_compression(self.compression)
+        return {"compression": kind, "level": level, "shuffle": shuffle}
 
     def compact(self) -> dict[str, int]:
         """Rewrite the live arrays into one segment, reclaiming removed arrays' space.
@@ -1799,9 +1885,40 @@ def _period(text: str, what: str):
 
 
 def _dtype_of(arr: np.ndarray) -> str:
+    return _dtype_text(arr.dtype)
+
+
+# Catalog text that many series of one batch share (shapes, instants, periods, dtypes,
+# the empty feature map) is built once: per-series Python is what a bulk add of many
+# small series costs. Each cache is keyed by the exact value its text is made from.
+@functools.lru_cache(maxsize=256)
+def _dtype_text(dtype: np.dtype) -> str:
     from ..core.elements import dtype_name
 
-    return dtype_name(arr.dtype)
+    return dtype_name(dtype)
+
+
+@functools.lru_cache(maxsize=1024)
+def _shape_json(shape: tuple[int, ...]) -> str:
+    return orjson.dumps([int(d) for d in shape]).decode()
+
+
+@functools.lru_cache(maxsize=4096)
+def _catalog_instant(ms: int) -> str:
+    return ms_to_rfc3339(ms)
+
+
+@functools.lru_cache(maxsize=1024)
+def _period_text(period: Period) -> str:
+    return str(period)
+
+
+_EMPTY_FEATURES_HASH = features_hash({})
+
+
+def _features_hash_of(feats: Mapping[str, Any]) -> bytes:
+    """``features_hash``, without hashing the (most common) empty map again."""
+    return _EMPTY_FEATURES_HASH if not feats else features_hash(feats)
 
 
 def _check_calendar_windows(row: SeriesRow, res, itv, h: int, steps: int, count: int) -> None:

@@ -72,6 +72,12 @@ def test_init_creates_an_empty_store(tmp_path: Path) -> None:
     with Store.open(path) as store:
         assert store.list_metadata() == []
     assert js("init", str(tmp_path / "n.h5"), "--compression", "none")["compression"] == "none"
+    assert js("init", str(tmp_path / "a.h5"))["compression"] == "auto:3:shuffle"
+    assert js("init", str(tmp_path / "z.h5"), "--compression", "deflate:0")["compression"] == (
+        "deflate:0:shuffle"
+    )
+    with Store.open(tmp_path / "z.h5") as store:
+        assert store.get_compression() == {"compression": "deflate", "level": 0, "shuffle": True}
 
 
 def test_init_refuses_an_existing_store_and_a_bad_compression(tmp_path: Path) -> None:
@@ -82,7 +88,7 @@ def test_init_refuses_an_existing_store_and_a_bad_compression(tmp_path: Path) ->
     assert again.stderr.startswith(f"Error: {path} already holds a store")
     bad = run("init", str(tmp_path / "x.h5"), "--compression", "zstd")
     assert bad.exit_code == 2
-    assert "'zstd' is not none, deflate or deflate:L" in bad.stderr
+    assert "'zstd' is not auto, none, deflate, auto:L or deflate:L" in bad.stderr
     assert not (tmp_path / "x.h5").exists()
 
 

@@ -19,12 +19,14 @@ from infrastore_sqlite.core.hashing import (
     composite_data_hash,
     data_hash,
     data_hash_hex,
+    data_hashes,
     features_hash,
     features_json,
     timestamps_hash,
     validate_features,
 )
 from infrastore_sqlite.errors import InvalidParameterError
+from tests.bitpatterns import SPECIAL_F32, SPECIAL_F64, values
 
 F64_123 = "3da730d99628f9eea1a5223e5012b24b96e7caf468ec81d6a3b0f040f1b64ef4"
 
@@ -202,6 +204,75 @@ def test_matches_naive_recipe(arr: np.ndarray, swap: bool) -> None:
     before = arr.tobytes()
     assert data_hash_hex(arr) == naive_hash(arr)
     assert arr.tobytes() == before
+
+
+# ------------------------------------------------------------------ data_hashes
+
+
+def _special_block(dtype: str, n: int) -> list[np.ndarray]:
+    """``n`` arrays of one shape, each holding one special bit pattern (or extreme)."""
+    if dtype in ("f64", "f32"):
+        bits, special = (np.uint64, SPECIAL_F64) if dtype == "f64" else (np.uint32, SPECIAL_F32)
+        return [
+            np.array(
+                [special[i % len(special)], 0, special[(i * 3) % len(special)]], dtype=bits
+            ).view(NUMPY_DTYPES[dtype])
+            for i in range(n)
+        ]
+    info = np.iinfo(NUMPY_DTYPES[dtype]) if dtype != "bool" else None
+    lo, hi = (0, 1) if info is None else (info.min, info.max)
+    return [np.array([lo, hi, i % 2], dtype=NUMPY_DTYPES[dtype]) for i in range(n)]
+
+
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+@pytest.mark.parametrize("block_bytes", [8, 1 << 20])
+def test_data_hashes_equal_data_hash_for_every_dtype_and_bit_pattern(
+    dtype: str, block_bytes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # block_bytes 8: one array per stacked block, so block boundaries fall everywhere.
+    monkeypatch.setattr("infrastore_sqlite.core.hashing._BATCH_BLOCK_BYTES", block_bytes)
+    arrays = _special_block(dtype, 23)
+    arrays.append(arrays[3].astype(arrays[3].dtype.newbyteorder(">")))  # big-endian
+    arrays.append(np.repeat(arrays[5], 2)[::2])  # strided view
+    before = [a.tobytes() for a in arrays]
+    assert data_hashes(arrays) == [data_hash(a) for a in arrays]
+    assert [a.tobytes() for a in arrays] == before
+    assert [h.hex() for h in data_hashes(arrays)] == [naive_hash(a) for a in arrays]
+
+
+def test_data_hashes_canonicalize_nan_payloads_like_data_hash() -> None:
+    quiet, payload = (np.array([b, 0], dtype=np.uint64).view(np.float64) for b in SPECIAL_F64[:2])
+    first, second = data_hashes([quiet, payload])
+    assert first == second == data_hash(quiet)
+    neg_zero = np.array([SPECIAL_F64[4], 0], dtype=np.uint64).view(np.float64)
+    assert data_hashes([neg_zero])[0] != data_hashes([np.zeros(2)])[0]
+
+
+def test_data_hashes_mix_large_small_empty_and_lists() -> None:
+    big = np.arange(20_000, dtype=np.float64)  # past the batch size: hashed alone
+    big[17_001] = np.nan
+    arrays = [big, np.zeros((0, 3)), np.float64(2.5) * np.ones(()), [1, 2], np.ones((2, 3), bool)]
+    assert data_hashes(arrays) == [data_hash(a) for a in arrays]
+    assert data_hashes([]) == []
+
+
+def test_data_hashes_refuse_unsupported() -> None:
+    with pytest.raises(InvalidParameterError):
+        data_hashes([np.zeros(2), np.zeros(2, dtype=np.complex128)])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(DTYPE_NAMES),
+            hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=4),
+        ),
+        max_size=12,
+    ).flatmap(lambda specs: st.tuples(*(values(d, s) for d, s in specs)))
+)
+def test_data_hashes_match_data_hash_on_any_batch(arrays: tuple[np.ndarray, ...]) -> None:
+    assert data_hashes(list(arrays)) == [data_hash(a) for a in arrays]
 
 
 # ------------------------------------------------------------------ composite hash

@@ -28,24 +28,50 @@ def test_pool_names() -> None:
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "spelled", "filters"),
+    ("kwargs", "spelled", "float_filters", "int_filters"),
     [
-        ({}, "deflate:3:shuffle", ("gzip", 3, True)),
-        ({"compression_level": 9, "shuffle": False}, "deflate:9:noshuffle", ("gzip", 9, False)),
-        ({"compression": "none"}, "none", (None, None, False)),
+        ({}, "auto:3:shuffle", (None, None, False), ("gzip", 3, True)),
+        (
+            {"compression_level": 5, "shuffle": False},
+            "auto:5:noshuffle",
+            (None, None, False),
+            ("gzip", 5, False),
+        ),
+        ({"compression": "deflate"}, "deflate:3:shuffle", ("gzip", 3, True), ("gzip", 3, True)),
+        (
+            {"compression": "deflate", "compression_level": 9, "shuffle": False},
+            "deflate:9:noshuffle",
+            ("gzip", 9, False),
+            ("gzip", 9, False),
+        ),
+        ({"compression": "none"}, "none", (None, None, False), (None, None, False)),
     ],
 )
-def test_new_file_records_its_layout(tmp_path: Path, kwargs, spelled, filters) -> None:
+def test_new_file_records_its_layout(
+    tmp_path: Path, kwargs, spelled, float_filters, int_filters
+) -> None:
     f = ArrayFile(tmp_path / "a.h5", "x", **kwargs)
     f.write("f64__4", "f64", [4], 0, [np.arange(4.0)])
+    f.write("f32__4", "f32", [4], 0, [np.arange(4.0, dtype=np.float32)])
+    f.write("i64__4", "i64", [4], 0, [np.arange(4)])
+    f.write("bool__4", "bool", [4], 0, [np.arange(4) % 2 == 0])
     f.close()
     with h5py.File(tmp_path / "a.h5", "r") as h5:
         assert h5.attrs["data_format_version"] == DATA_FORMAT_VERSION
         assert h5.attrs["storage_backend"] == "hdf5"
         assert h5.attrs["compression"] == spelled
-        ds = h5["pools/f64__4"]
-        assert (ds.compression, ds.compression_opts, ds.shuffle) == filters
-        assert ds.maxshape == (None, 4)
+        for name, filters in [
+            ("f64__4", float_filters),
+            ("f32__4", float_filters),
+            ("i64__4", int_filters),
+            ("bool__4", int_filters),
+        ]:
+            ds = h5[f"pools/{name}"]
+            assert (ds.compression, ds.compression_opts, ds.shuffle) == filters, name
+            assert ds.maxshape == (None, 4)
+        # Whatever the filters, plain h5py reads the values back.
+        np.testing.assert_array_equal(h5["pools/f64__4"][0], np.arange(4.0))
+        np.testing.assert_array_equal(h5["pools/i64__4"][0], np.arange(4))
 
 
 @pytest.mark.parametrize("dtype", sorted(NUMPY_DTYPES))

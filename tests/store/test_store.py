@@ -35,6 +35,7 @@ from infrastore_sqlite import (
 )
 from infrastore_sqlite.core.hashing import data_hash_hex
 from infrastore_sqlite.store import catalog_path
+from tests.bitpatterns import SPECIAL_F32, SPECIAL_F64
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 H = timedelta(hours=1)
@@ -138,6 +139,21 @@ def test_create_refuses_bad_options(tmp_path: Path, kwargs: dict, message: str) 
 def test_create_in_a_missing_directory(tmp_path: Path) -> None:
     with pytest.raises(InvalidParameterError, match="does not exist; create it first"):
         Store.create(tmp_path / "nope" / "s.h5")
+
+
+@pytest.mark.parametrize("compression", ["auto", "deflate", "none"])
+def test_every_compression_keeps_every_bit_pattern(tmp_path: Path, compression: str) -> None:
+    f64 = np.array([*SPECIAL_F64, 0, 2**64 - 1], dtype=np.uint64).view(np.float64)
+    f32 = np.array([*SPECIAL_F32, 0], dtype=np.uint32).view(np.float32)
+    u64 = np.array([0, 1, 2**64 - 1, 2**63], dtype=np.uint64)
+    with Store.create(tmp_path / "s.h5", compression=compression) as s:
+        ids = [add(s, sts(name=f"a{k}", values=a)) for k, a in enumerate([f64, f32, u64])]
+    with Store.open(tmp_path / "s.h5", read_only=True) as s:
+        assert s.get_compression()["compression"] == compression
+        for i, want in zip(ids, [f64, f32, u64], strict=True):
+            got = s.read_by_id(i).data
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+        assert s.verify_integrity()["ok"]
 
 
 def test_uncompressed_store_round_trips(tmp_path: Path) -> None:
@@ -548,6 +564,46 @@ def test_bulk_add_is_all_or_nothing(store: Store) -> None:
     assert store.num_distinct_arrays() == 2
     assert [s.data[0] for s in store.read_by_ids(ids)] == [4.0, 4.0]
     assert store.add_time_series_bulk([]) == []
+
+
+def test_bulk_add_refusals_name_the_offending_item(store: Store) -> None:
+    add(store, sts("existing"))
+    store.transform_single_time_series("PT1H", "PT1H")
+
+    def item(name: str, ts=None, owner_id: int = 1) -> dict:
+        return {
+            "owner_id": owner_id,
+            "owner_type": "Gen",
+            "owner_category": C,
+            "time_series": ts if ts is not None else sts(name, np.full(10, float(owner_id))),
+        }
+
+    det = Deterministic(T0, "PT1H", "PT1H", "PT1H", 1, np.ones((1, 1)), "existing")
+    ok = [item(f"ok{k}", owner_id=k + 1) for k in range(5)]
+    with pytest.raises(DuplicateTimeSeriesError, match=r"'dup' \(owner 7\)"):
+        store.add_time_series_bulk([*ok, item("dup", owner_id=7), item("dup", owner_id=7)])
+    with pytest.raises(InvalidParameterError, match=r"'existing' \(owner 1\) already has a Det"):
+        store.add_time_series_bulk([*ok, item("x", det)])
+    assert len(store.list_metadata()) == 2
+
+
+def test_bulk_ids_follow_the_highest_id_ever_used(store: Store) -> None:
+    ids = store.add_time_series_bulk(
+        [
+            {"owner_id": k, "owner_type": "Gen", "owner_category": C, "time_series": sts()}
+            for k in range(3)
+        ]
+    )
+    assert ids == [1, 2, 3]
+    store.remove_by_ids([3])
+    again = store.add_time_series_bulk(
+        [
+            {"owner_id": k, "owner_type": "Gen", "owner_category": C, "time_series": sts()}
+            for k in (7, 8)
+        ]
+    )
+    assert again == [4, 5]  # AUTOINCREMENT: id 3 is not reused
+    assert [m["owner_id"] for m in store.list_metadata_by_ids(again)] == [7, 8]
 
 
 # =========================================================================== content addressing

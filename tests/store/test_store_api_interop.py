@@ -48,7 +48,9 @@ def _fill(lib, store) -> dict[str, int]:
 def pair(tmp_path) -> Iterator[list]:
     stores = []
     for lib in LIBS:
-        s = lib.Store.create(str(tmp_path / f"{lib.__name__}.h5"))
+        # "deflate" is the reference's default (ours is "auto"): the same choice on both,
+        # so get_compression must report it alike.
+        s = lib.Store.create(str(tmp_path / f"{lib.__name__}.h5"), compression="deflate")
         stores.append((lib, s, _fill(lib, s)))
     yield stores
     for _, s, _ in stores:
