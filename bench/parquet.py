@@ -4,6 +4,7 @@
 Usage::
 
     python bench/parquet.py [--quick] [--rounds N] [--json OUT]
+    python bench/parquet.py --import [--quick] [--rounds N] [--json OUT]
 
 For each store (built once by ``bench/run.py``'s builders, ours only), three operations
 run alternately, each in a fresh child process, ``--rounds`` times:
@@ -17,6 +18,15 @@ Reported: medians of the per-round ratios sqlite s / parquet s (target >= 2.5) a
 parquet s / floor s (target <= 1.5), bytes per value row of the Parquet files (target
 <= 8 on the 2,000-series store), and the growth of the Parquet export's peak RSS from the
 2,000- to the 20,000-series ``small`` store (target <= 50 MB).
+
+With ``--import`` it times the way back instead, each in a fresh child process:
+
+``sqlite``   our ``Store.import_sqlite`` of our SQLite export into a new store;
+``parquet``  our ``Store.import_parquet`` of our Parquet export of the same store;
+``ref``      the reference's ``import_sqlite`` of its own export of the same data.
+
+Reported: the medians of sqlite s / parquet s (target >= 2) and ref s / parquet s, and the
+growth of ``import_parquet``'s peak RSS from 2,000 to 20,000 series (target <= 50 MB).
 """
 
 from __future__ import annotations
@@ -43,6 +53,8 @@ STORES = {
 MEMORY = {"full": ("small", 2000, 20000), "quick": ("small", 200, 1000)}
 OPS = ("sqlite", "parquet", "floor")
 TARGETS = {"vs_sqlite": 2.5, "vs_floor": 1.5, "bytes_per_row": 8.0, "rss_growth_mb": 50.0}
+IMPORT_OPS = ("sqlite", "parquet", "ref")
+IMPORT_TARGETS = {"vs_sqlite": 2.0, "rss_growth_mb": 50.0}
 
 
 def run_op(runner: Runner, op: str, store: dict[str, Any], src: Path | None) -> dict[str, Any]:
@@ -84,6 +96,84 @@ def measure(runner: Runner, builder: str, n: int, rounds: int) -> dict[str, list
     return runs
 
 
+def run_import(runner: Runner, op: str, builder: str, n: int) -> dict[str, Any]:
+    """One import round: ``op`` is ``sqlite``, ``parquet`` (ours) or ``ref``."""
+    scratch = runner.workdir / "scratch"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir()
+    impl = "ref" if op == "ref" else "ours"
+    spec: dict[str, Any] = {"impl": impl, "builder": builder, "n": n}
+    try:
+        if op == "parquet":
+            store = runner.ensure_store("ours", builder, n)
+            src = keep_parquet(runner, store, runner.home("ours", builder, n))
+            rows = runner.ensure_export("ours", builder, n)["rows"]
+            spec.update(op="import_parquet", src=str(src), rows=rows)
+        else:
+            exp = runner.ensure_export(impl, builder, n)
+            spec.update(op="import", db=exp["db"], rows=exp["rows"])
+        res = runner.child({**spec, "out": str(scratch / "imported.h5")})
+        want = len(json.loads(Path(runner.ensure_store(impl, builder, n)["ids"]).read_text()))
+        if res["series"] != want:  # a partial import would look fast
+            raise SystemExit(f"{op} import gave {res['series']} series of {want}")
+        return res
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def measure_import(runner: Runner, builder: str, n: int, rounds: int) -> dict[str, Any]:
+    runs: dict[str, list[dict]] = {op: [] for op in IMPORT_OPS}
+    for r in range(rounds):
+        order = IMPORT_OPS if r % 2 == 0 else tuple(reversed(IMPORT_OPS))
+        for op in order:
+            res = run_import(runner, op, builder, n)
+            runs[op].append(res)
+            runner.log(f"  import {op:7} {builder} n={n} round {r + 1}: {res['seconds']:.3f} s")
+    sq, par, ref = (runs[op] for op in IMPORT_OPS)
+    return {
+        "rows": par[0]["rows"],
+        "sqlite_s": statistics.median(r["seconds"] for r in sq),
+        "parquet_s": statistics.median(r["seconds"] for r in par),
+        "ref_s": statistics.median(r["seconds"] for r in ref),
+        "vs_sqlite": statistics.median(
+            a["seconds"] / b["seconds"] for a, b in zip(sq, par, strict=True)
+        ),
+        "vs_ref": statistics.median(
+            c["seconds"] / b["seconds"] for b, c in zip(par, ref, strict=True)
+        ),
+        "parquet_peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in par),
+    }
+
+
+def main_import(runner: Runner, size: str, rounds: int) -> dict[str, Any]:
+    results = [
+        {"store": label, **measure_import(runner, b, n, rounds)} for label, b, n in STORES[size]
+    ]
+    builder, lo, hi = MEMORY[size]
+    peaks = {
+        n: statistics.median(
+            run_import(runner, "parquet", builder, n)["peak_rss_mb"] for _ in range(rounds)
+        )
+        for n in (lo, hi)
+    }
+    print(
+        f"{'store':10} {'rows':>10} {'sqlite s':>9} {'parquet s':>9} {'ref s':>8} "
+        f"{'x sqlite':>8} {'x ref':>8}"
+    )
+    for r in results:
+        print(
+            f"{r['store']:10} {r['rows']:>10,} {r['sqlite_s']:>9.3f} {r['parquet_s']:>9.3f} "
+            f"{r['ref_s']:>8.3f} {r['vs_sqlite']:>8.2f} {r['vs_ref']:>8.2f}"
+        )
+    growth = peaks[hi] - peaks[lo]
+    print(f"Parquet import peak RSS growth {lo:,} -> {hi:,} series: {growth:+.1f} MB")
+    return {
+        "results": results,
+        "rss_growth_mb": {"from": lo, "to": hi, "growth": growth},
+        "targets": IMPORT_TARGETS,
+    }
+
+
 def summarize(label: str, runs: dict[str, list[dict]]) -> dict[str, Any]:
     sq, pq_, fl = (runs[op] for op in OPS)
     par = pq_[0]
@@ -113,6 +203,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="write the results as JSON here")
     ap.add_argument("--workdir", help="keep stores here (default: a temporary directory)")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument(
+        "--import",
+        dest="import_",
+        action="store_true",
+        help="time import_parquet against import_sqlite and the reference",
+    )
     args = ap.parse_args(argv)
     size = "quick" if args.quick else "full"
     rounds = args.rounds or (1 if args.quick else 3)
@@ -124,6 +220,15 @@ def main(argv: list[str] | None = None) -> int:
         tmp = tempfile.TemporaryDirectory(prefix="infrastore-bench-parquet-")
         workdir = Path(tmp.name)
     runner = Runner(workdir, verbose=not args.quiet)
+    if args.import_:
+        try:
+            doc = {"rounds": rounds, "quick": args.quick, **main_import(runner, size, rounds)}
+        finally:
+            if tmp is not None:
+                tmp.cleanup()
+        if args.json:
+            Path(args.json).write_text(json.dumps(doc, indent=1))
+        return 0
     try:
         results = [summarize(label, measure(runner, b, n, rounds)) for label, b, n in STORES[size]]
         builder, lo, hi = MEMORY[size]

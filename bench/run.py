@@ -137,9 +137,9 @@ def child_main(spec: dict[str, Any]) -> None:
         if parquet:
             # pyarrow and the writer are imported before the clock starts, as the floor's
             # pyarrow is and as the package imports its SQLite exporter up front.
-            import pyarrow.parquet  # noqa: F401
+            import pyarrow.parquet
 
-            import infrastore_sqlite.interchange.parquet  # noqa: F401
+            import infrastore_sqlite.interchange.parquet
         store = mod.Store.open(spec["store"], read_only=True)
         method = store.export_parquet if parquet else store.export_sqlite
         parts = timed(lambda: method(spec["out"]))
@@ -152,6 +152,22 @@ def child_main(spec: dict[str, Any]) -> None:
             out["values_bytes"] = sum(os.path.getsize(p["values_file"]) for p in parts)
     elif op == "parquet_floor":
         out.update(_parquet_floor(spec, timed))
+    elif op == "import_parquet":
+        # As for export_parquet: pyarrow and the reader are imported before the clock.
+        import pyarrow.parquet  # noqa: F401
+
+        import infrastore_sqlite.interchange.parquet  # noqa: F401
+
+        store = mod.Store.create(spec["out"])
+
+        def run_import_parquet():
+            ids = store.import_parquet(spec["src"])
+            store.close()
+            return ids
+
+        ids = timed(run_import_parquet)
+        out["series"] = len(ids)
+        out["rows"] = spec["rows"]
     elif op == "import":
         store = mod.Store.create(spec["out"])
 

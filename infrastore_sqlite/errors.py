@@ -67,7 +67,7 @@ def rehash_dir_term(directory: str) -> Term:
     """How to recompute the hashes of the Parquet files in ``directory``."""
     return Term(
         f"`infrastore-sqlite rehash --dir {shlex.quote(directory)}`",
-        f"infrastore_sqlite.rehash_parquet({directory!r})",
+        f"infrastore_sqlite.interchange.parquet.rehash_parquet({directory!r})",
     )
 
 

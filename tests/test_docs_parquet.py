@@ -79,7 +79,7 @@ def test_the_duckdb_queries_run(workdir: Path) -> None:
 
 def test_the_python_snippets_print_what_they_say(workdir: Path) -> None:
     blocks = _blocks(_section(), "python")
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     for code in blocks:
         expected = [m.strip() for m in re.findall(r"print\(.*\)\s+# (.*)", code)]
         out = io.StringIO()

@@ -148,13 +148,18 @@ _KILLER = textwrap.dedent(
 )
 
 
-def test_a_killed_import_resumed_with_ignore_equals_an_uninterrupted_one(demo: Path) -> None:
+@pytest.mark.parametrize(("flag", "source"), [("--sqlite", "demo.db"), ("--parquet", "pq")])
+def test_a_killed_import_resumed_with_ignore_equals_an_uninterrupted_one(
+    demo: Path, flag: str, source: str
+) -> None:
+    if flag == "--parquet":
+        run("--store", "demo.h5", "export", "-f", "parquet", "--dir", source)
     run("init", "whole.h5")
-    run("--store", "whole.h5", "add", "--sqlite", "demo.db")
+    run("--store", "whole.h5", "add", flag, source)
     run("init", "killed.h5")
     env = {**os.environ, "KILL_AT": "4", "PYTHONPATH": str(ROOT)}
     killed = subprocess.run(
-        [sys.executable, "-c", _KILLER, "--store", "killed.h5", "add", "--sqlite", "demo.db"],
+        [sys.executable, "-c", _KILLER, "--store", "killed.h5", "add", flag, source],
         cwd=demo,
         env=env,
         capture_output=True,
@@ -164,10 +169,10 @@ def test_a_killed_import_resumed_with_ignore_equals_an_uninterrupted_one(demo: P
     partial = state(demo / "killed.h5")
     assert 0 < len(partial) < len(state(demo / "whole.h5"))  # some partitions were committed
     # Rerunning the same command refuses the committed series and names the way out.
-    again = run("--store", "killed.h5", "add", "--sqlite", "demo.db", code=1)
+    again = run("--store", "killed.h5", "add", flag, source, code=1)
     assert "--ignore" in again.stderr
     resumed = json.loads(
-        run("--store", "killed.h5", "-f", "json", "add", "--sqlite", "demo.db", "--ignore").stdout
+        run("--store", "killed.h5", "-f", "json", "add", flag, source, "--ignore").stdout
     )
     assert resumed["skipped"] == len(partial)
     assert state(demo / "killed.h5") == state(demo / "whole.h5")

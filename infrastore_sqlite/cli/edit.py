@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from ..interchange.sqlite.diff import DIFF_KEYS, has_changes
+from ..interchange.filing import DIFF_KEYS, has_changes
 from .base import PROG, _example, _format, _global_options, _open_store
 from .options import _selector_options
 from .render import _emit_doc, _emit_rows, _note, _Progress, command
@@ -27,12 +27,20 @@ _DIFF_TABLE = tuple(
         "sqlite3 demo.db 'UPDATE SingleTimeSeries_f64_utc_values SET value = value * 1.1 "
         "WHERE array_id = 3 RETURNING value'",
         f"{PROG} --store demo.h5 diff --sqlite demo.db",
+        f"{PROG} --store demo.h5 export -f parquet --dir pq",
+        f"{PROG} --store demo.h5 diff --parquet pq",
     )
 )
+@click.option("--sqlite", "sqlite_file", metavar="FILE", help="The interchange database.")
 @click.option(
-    "--sqlite", "sqlite_file", required=True, metavar="FILE", help="The interchange database."
+    "--parquet",
+    "parquet_path",
+    metavar="PATH",
+    help="The export -f parquet files: a directory, a file or a partition stem.",
 )
-@click.option("--table-prefix", default="", metavar="P", help="The prefix the export used.")
+@click.option(
+    "--table-prefix", default="", metavar="P", help="--sqlite: the prefix the export used."
+)
 @click.option(
     "--exit-code",
     is_flag=True,
@@ -40,8 +48,14 @@ _DIFF_TABLE = tuple(
 )
 @_global_options(hidden=True)
 @click.pass_context
-def diff(ctx: click.Context, sqlite_file: str, table_prefix: str, exit_code: bool) -> None:
-    """Show what importing a file with add --sqlite --replace would do; write nothing.
+def diff(
+    ctx: click.Context,
+    sqlite_file: str | None,
+    parquet_path: str | None,
+    table_prefix: str,
+    exit_code: bool,
+) -> None:
+    """Show what importing a file with add --sqlite/--parquet --replace would do; write nothing.
 
     One row per series of the file: added (the store has none), replaced (how many value
     rows differ, the first and last changed instant, which descriptors or grid columns
@@ -49,8 +63,17 @@ def diff(ctx: click.Context, sqlite_file: str, table_prefix: str, exit_code: boo
     need not be recomputed first (rehash is for the import).
     """
     fmt = _format(ctx)
+    if bool(sqlite_file) == bool(parquet_path):
+        raise click.UsageError("diff needs exactly one of --sqlite FILE and --parquet PATH", ctx)
+    if parquet_path and table_prefix:
+        raise click.UsageError(
+            "--table-prefix cannot be used with --parquet: it names SQLite tables", ctx
+        )
     with _open_store(ctx, read_only=True) as store, _Progress(ctx, "diff") as bar:
-        entries = store.diff_sqlite(sqlite_file, table_prefix=table_prefix, progress=bar)
+        if parquet_path:
+            entries = store.diff_parquet(parquet_path, progress=bar)
+        else:
+            entries = store.diff_sqlite(sqlite_file, table_prefix=table_prefix, progress=bar)
     _emit_rows(ctx, entries, columns=list(DIFF_KEYS), table_columns=_DIFF_TABLE, fmt=fmt)
     counts = {c: sum(e["change"] == c for e in entries) for c in ("added", "replaced", "unchanged")}
     _note(ctx, ", ".join(f"{n} {c}" for c, n in counts.items()))

@@ -34,26 +34,50 @@ from .render import _dumps, _emit_doc, _emit_rows, _note, _Progress, command
         f"{PROG} rehash --db demo.db",
         f"{PROG} init copy.h5",
         f"{PROG} --store copy.h5 add --sqlite demo.db",
+        f"{PROG} --store demo.h5 export -f parquet --dir pq",
+        f"{PROG} rehash --dir pq",
     )
 )
-@click.option("--db", required=True, metavar="FILE", help="The interchange database to fix.")
+@click.option("--db", metavar="FILE", help="The interchange database to fix.")
 @click.option(
-    "--table-prefix", default="", metavar="P", help="Only the partitions under this prefix."
+    "--dir",
+    "directory",
+    metavar="DIR",
+    help="The export -f parquet directory to fix (its arrays files hold the hashes).",
+)
+@click.option(
+    "--table-prefix", default="", metavar="P", help="--db: only the partitions under this prefix."
 )
 @_global_options(hidden=True)
 @click.pass_context
-def rehash(ctx: click.Context, db: str, table_prefix: str) -> None:
-    """Recompute every array's data_hash in an exported database from its values.
+def rehash(ctx: click.Context, db: str | None, directory: str | None, table_prefix: str) -> None:
+    """Recompute every array's data_hash in an exported database or Parquet directory.
 
-    After values were edited with plain SQL, the import's checksum refuses them; rehash
-    makes the recorded hashes describe the edited values again, so the import can keep
-    its checksum on for everything else. No store is needed.
+    After values were edited with plain SQL (or rewritten in a query engine), the import's
+    checksum refuses them; rehash makes the recorded hashes describe the edited values
+    again, so the import can keep its checksum on for everything else. No store is
+    needed. With --dir the arrays files are written again; when the new hashes change
+    the arrays' order, the partition's ids are given again and its values and series
+    files rewritten too.
     """
+    _format(ctx)
+    if bool(db) == bool(directory):
+        raise click.UsageError("rehash needs exactly one of --db FILE and --dir DIR", ctx)
+    if directory:
+        from ..interchange.parquet.rehash import rehash_parquet
+
+        if table_prefix:
+            raise click.UsageError(
+                "--table-prefix cannot be used with --dir: it names SQLite tables", ctx
+            )
+        with _Progress(ctx, "rehash", "array") as bar:
+            changed = rehash_parquet(directory, progress=bar)
+        _emit_doc(ctx, {"rehashed": changed, "dir": directory})
+        return
     from ..interchange.sqlite.rehash import rehash_sqlite
 
-    _format(ctx)
     with _Progress(ctx, "rehash", "array") as bar:
-        changed = rehash_sqlite(db, table_prefix, progress=bar)
+        changed = rehash_sqlite(db, table_prefix, progress=bar)  # type: ignore[arg-type]
     _emit_doc(ctx, {"rehashed": changed, "db": db, "table_prefix": table_prefix})
 
 

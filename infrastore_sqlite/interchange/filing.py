@@ -18,7 +18,7 @@ name, resolution, interval and features (the catalog's ``ts_identity``). Then
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -273,3 +273,43 @@ __all__ = [
     "identity",
     "stored_rows",
 ]
+
+
+# ------------------------------------------------------------------------------ diff
+#: The keys of one diff entry, in the order the CLI shows them.
+DIFF_KEYS = (
+    "change",
+    "id",
+    "owner_id",
+    "owner_type",
+    "owner_category",
+    "time_series_type",
+    "name",
+    "points",
+    "first_changed",
+    "last_changed",
+    "descriptors",
+    "grid",
+    "values_table",
+    "file_id",
+)
+
+
+def diff_entries(partitions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The diff of a dry-run import report's partitions (``diff=True``): one entry per
+    series row, keys as :data:`DIFF_KEYS`."""
+    out = []
+    for part in partitions:
+        for s in part["series"]:
+            entry = {
+                **s,
+                "values_table": part["values_table"],
+                "time_series_type": part["time_series_type"],
+            }
+            out.append({k: entry.get(k) for k in DIFF_KEYS})
+    return out
+
+
+def has_changes(entries: list[dict[str, Any]]) -> bool:
+    """Whether importing would change the store (``diff --exit-code``)."""
+    return any(e["change"] != "unchanged" for e in entries)

@@ -91,11 +91,13 @@ __all__ = [
     "build_group",
     "check_columns_present",
     "derived_refused",
+    "first_specs",
     "fmt_ms",
     "import_partition",
     "key_text",
     "missing_sibling",
     "no_partitions",
+    "read_rows",
     "run_import",
     "stray_values_row",
 ]
@@ -749,6 +751,8 @@ class PartitionSource(Protocol):
     where: str
     #: How to recompute the container's hashes (named by a checksum mismatch).
     rehash: Term
+    #: False when the container records no hash to check (a foreign Parquet file).
+    checksum: bool
 
     def reading(self) -> contextlib.AbstractContextManager[None]: ...
 
@@ -1075,6 +1079,26 @@ class SeriesRows:
             raise InvalidParameterError(f"{series}: {exc}") from None
         self._periods[(text, what)] = period
         return period
+
+
+def read_rows(
+    source: PartitionSource, opts: Options
+) -> tuple[dict[int, tuple[str, str]], list[Spec]]:
+    """A partition's columns checked, then its arrays rows (``id -> key``) and its series
+    rows as :class:`Spec` in ``(key, id)`` order: what the import and a rehash both
+    start from."""
+    source.check_columns()
+    rows = SeriesRows(source.place)
+    arrays = rows.arrays(source.array_rows())
+    return arrays, rows.specs(source.series_rows(rows.columns), arrays, opts)
+
+
+def first_specs(specs: Iterable[Spec]) -> dict[tuple[str, str], Spec]:
+    """The first series row naming each array key (the grid a rehash places it by)."""
+    first: dict[tuple[str, str], Spec] = {}
+    for s in specs:
+        first.setdefault(s.key, s)
+    return first
 
 
 # ------------------------------------------------------------------------------ filing
@@ -1462,10 +1486,7 @@ def _import_partition(
     store = ctx.store
     tables = source.place
     tst = tables.type
-    source.check_columns()
-    rows = SeriesRows(tables)
-    arrays = rows.arrays(source.array_rows())
-    specs = rows.specs(source.series_rows(rows.columns), arrays, ctx.opts)
+    arrays, specs = read_rows(source, ctx.opts)
     total_rows = source.values_count()
     result = PartitionResult()
     if not specs:
@@ -1511,7 +1532,7 @@ def _import_partition(
                     key=key,
                 )
             built = build_group(tables, group, group_specs, ctx.opts)
-            if not ctx.skip_checksum:
+            if not ctx.skip_checksum and source.checksum:
                 for spec in group_specs:
                     b = built[spec.grid_key]
                     if b.hash_hex != key[0]:

@@ -1751,6 +1751,12 @@ class Store(StoreApi):
         LOG.info("importing %s into the store %s", path, self.path)
         return import_sqlite(self, path, **kwargs)
 
+    def diff_parquet(self, path: str | Path, **kwargs: Any) -> list[dict[str, Any]]:
+        """What importing Parquet files would change; see :func:`diff_parquet`."""
+        from ..interchange.parquet import diff_parquet
+
+        return diff_parquet(self, path, **kwargs)
+
     def diff_sqlite(self, path: str | Path, **kwargs: Any) -> list[dict[str, Any]]:
         """What importing an interchange database would change; see :func:`diff_sqlite`."""
         from ..interchange.sqlite.diff import diff_sqlite

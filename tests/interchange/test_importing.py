@@ -259,6 +259,7 @@ class Columns:
         self.place = where
         self.where = "columns"
         self.rehash = rehash_term("columns")
+        self.checksum = True
         self._arrays = arrays
         self._series = series
         self._groups = groups  # array key -> Group

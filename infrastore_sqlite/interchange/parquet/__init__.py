@@ -4,12 +4,16 @@
 * :mod:`.export` — :func:`export_parquet`;
 * :mod:`.reader` — :func:`import_parquet`: finds the partitions, reads their files for the
   import core (:mod:`infrastore_sqlite.interchange.importing`);
+* :mod:`.rehash` — :func:`rehash_parquet`, recomputing the hashes of edited values;
+* :mod:`.diff` — :func:`diff_parquet`, what importing the files would change in a store;
 * :mod:`.arrow` — ``to_arrow`` / ``from_arrow``.
 """
 
 from __future__ import annotations
 
+from .diff import diff_parquet
 from .export import export_parquet
 from .reader import import_parquet
+from .rehash import rehash_parquet
 
-__all__ = ["export_parquet", "import_parquet"]
+__all__ = ["diff_parquet", "export_parquet", "import_parquet", "rehash_parquet"]

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ...core.elements import NUMPY_DTYPES, dtype_name, parse_element_type
+from ...core.elements import dtype_name, parse_element_type
 from ...errors import InvalidParameterError
 from ...model import (
     DESCRIPTORS,
@@ -76,15 +76,6 @@ def pyarrow() -> Any:
 
 
 # --------------------------------------------------------------------------- writing
-def value_type(dtype: str, element_shape: tuple[int, ...]) -> Any:
-    """The Arrow type of the ``value`` column: the primitive, wrapped once per axis of E."""
-    pa = pyarrow()
-    out = pa.from_numpy_dtype(NUMPY_DTYPES[dtype])
-    for n in reversed(element_shape):
-        out = pa.list_(out, int(n))
-    return out
-
-
 def _values_array(data: np.ndarray, lead: int) -> Any:
     """``data`` (steps first, then E) as an Arrow array of per-step values, without a
     Python loop: the flat buffer wrapped in one ``FixedSizeListArray`` per axis of E."""

@@ -33,11 +33,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import orjson
 
-from ...core.elements import NUMPY_DTYPES
-from ...errors import InvalidParameterError, StorageError, rehash_dir_term
-from ...model import TimeSeriesType
+from ...core.elements import NUMPY_DTYPES, dtype_name
+from ...errors import InvalidParameterError, StorageError, Term, rehash_dir_term
+from ...model import DESCRIPTORS, TimeSeriesType, _infer_resolution
 from ..filing import OnConflict, check_on_conflict
 from ..importing import (
+    TEXT_HINT,
     Context,
     Group,
     ImportReport,
@@ -151,7 +152,12 @@ def import_parquet(
     else:
         store._writable()
     found = discover(path)
-    readers = [_PartitionReader(pa, pq, p, found.where) for p in found.partitions]
+    readers = [
+        _ForeignReader(pa, pq, p, found.where, opts)
+        if p.foreign
+        else _PartitionReader(pa, pq, p, found.where)
+        for p in found.partitions
+    ]
     total = sum(r.values_count() for r in readers)
     ctx = Context(store, opts, skip_checksum, progress, total)
     ctx.on_conflict = on_conflict
@@ -165,12 +171,17 @@ def import_parquet(
 # ------------------------------------------------------------------------------ discovery
 @dataclass(slots=True)
 class Partition:
-    """One partition's files and what their footers say."""
+    """One partition's files and what their footers say. A foreign file (a values file
+    alone) has ``type`` None until the inline flags and its metadata decide it."""
 
     stem: str
     files: dict[str, Path]
-    type: TimeSeriesType
+    type: TimeSeriesType | None
     footers: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def foreign(self) -> bool:
+        return "series" not in self.files
 
 
 @dataclass(slots=True)
@@ -206,12 +217,8 @@ def discover(path: str | os.PathLike[str]) -> Found:
     if p.is_file():
         split = _role_of(p.name)
         if split is None:
-            raise InvalidParameterError(
-                f"{where} is not a partition's file (<stem>.values.parquet, .series.parquet "
-                "or .arrays.parquet); a values file alone (a foreign file) is named "
-                "<stem>.values.parquet",
-                table=where,
-            )
+            # Any other .parquet file is a foreign values file.
+            return Found(where, [_foreign(p, p.name.removesuffix(".parquet"), None)])
         return Found(where, [_partition(p.parent, split[0], where, named=True)])
     values = Path(where + _SUFFIXES["values"])
     if values.is_file() or any(Path(where + s).is_file() for s in _SUFFIXES.values()):
@@ -271,12 +278,8 @@ def _partition(d: Path, stem: str, where: str, *, named: bool) -> Partition:
         other = files["series"] if "series" in have else files["arrays"]
         raise missing_sibling(where, str(other), files["values"].name)
     if "series" not in have:
-        # A values file alone is a foreign file (step 2 of issue 14 reads those).
-        raise InvalidParameterError(
-            f"{files['values']} has no {files['series'].name} beside it; a values file "
-            "alone is a foreign file, which this build does not read yet",
-            table=str(files["values"]),
-        )
+        # A values file alone is a foreign file (a directory refused it already).
+        return _foreign(files["values"], stem, files["arrays"] if "arrays" in have else None)
     if "arrays" not in have:
         raise missing_sibling(where, str(files["values"]), files["arrays"].name)
     footers = {role: _footer(files[role]) for role in ROLES}
@@ -285,6 +288,15 @@ def _partition(d: Path, stem: str, where: str, *, named: bool) -> Partition:
     if named and tst is TimeSeriesType.DeterministicSingleTimeSeries:
         raise derived_refused(str(files["values"]))
     return Partition(stem, files, tst, footers)
+
+
+def _foreign(values: Path, stem: str, arrays: Path | None) -> Partition:
+    files = {"values": values} if arrays is None else {"values": values, "arrays": arrays}
+    footers = {"values": _footer(values)}
+    meta = footers["values"]
+    if meta.get(FORMAT_KEY) == "normalized_v1" or meta.get(FORMAT_KEY, FORMAT) != FORMAT:
+        _check_footers(stem, files, {**footers, "series": {}, "arrays": {}})
+    return Partition(stem, files, None, footers)
 
 
 def _footer(path: Path) -> dict[str, str]:
@@ -296,7 +308,7 @@ def _footer(path: Path) -> dict[str, str]:
 
 
 def _check_footers(stem: str, files: dict[str, Path], footers: dict[str, dict[str, str]]) -> None:
-    with_footer = [r for r in ROLES if FORMAT_KEY in footers[r]]
+    with_footer = [r for r in ROLES if FORMAT_KEY in footers.get(r, {})]
     for role in with_footer:
         meta = footers[role]
         fmt = meta[FORMAT_KEY]
@@ -406,15 +418,21 @@ class _PartitionReader:
         self.files = {role: str(p) for role, p in part.files.items()}
         self.place = Place(
             part.stem,
-            part.type,
+            part.type,  # type: ignore[arg-type]
             self.files["values"],
-            self.files["series"],
-            self.files["arrays"],
+            self.files.get("series", f"{self.files['values']} (its series row: the inline flags)"),
+            self.files.get("arrays", f"{self.files['values']} (no arrays file)"),
             row_word="row",
             word="file",
         )
         self.rehash = rehash_dir_term(str(part.files["values"].parent))
-        self.type = part.type
+        #: Whether the arrays' hashes can be checked (a foreign file without an arrays
+        #: file has none to check against).
+        self.checksum = True
+        self._has_aid = True  # a foreign file may have no array_id column
+        self._aid = 1
+        assert part.type is not None
+        self.type: TimeSeriesType = part.type
         self._pf: dict[str, Any] = {}
         self._arrays: Mapping[int, tuple[str, str]] = {}
         self._row_tr: str | None = None  # the first series row's time_reference text
@@ -423,6 +441,7 @@ class _PartitionReader:
         self._shape: str | None = part.footers.get("values", {}).get(ELEMENT_SHAPE_KEY)
 
     def _file(self, role: str) -> Any:
+        """The role's file opened (once; the core closes them after the partition)."""
         pf = self._pf.get(role)
         if pf is None:
             with _reading(self.files[role]):
@@ -555,6 +574,8 @@ class _PartitionReader:
         order, before any array is filed: each group's smallest id must not be below the
         one before's largest (the statistics say so; a group without them is read)."""
         pf = self._file("values")
+        if not self._has_aid:
+            return
         at = pf.schema_arrow.get_field_index("array_id")
         meta = pf.metadata
         prev_hi: int | None = None
@@ -616,7 +637,9 @@ class _PartitionReader:
         """The values file's arrays in file order, a row group at a time, stitched across
         groups; refuses an array that reappears and one the arrays file does not hold."""
         pf = self._file("values")
-        names = ["array_id", "timestamp", *(c for c, _ in values_key_columns(self.type)), "value"]
+        names = ["timestamp", *(c for c, _ in values_key_columns(self.type)), "value"]
+        if self._has_aid:
+            names.insert(0, "array_id")
         seen_last = -(2**63)
         carry: _Run | None = None
         start = 0
@@ -626,7 +649,7 @@ class _PartitionReader:
             if n == 0:
                 continue
             cols = self._numpy(table, dtype, start)
-            aid = cols.pop("array_id")
+            aid = cols.pop("array_id") if self._has_aid else np.full(n, self._aid, np.int64)
             cuts = np.flatnonzero(aid[1:] != aid[:-1]) + 1
             bounds = [0, *cuts.tolist(), n]
             # The whole group's order is checked before any of its arrays is handed on,
@@ -847,6 +870,211 @@ class _PartitionReader:
         if spec is not None:
             group.affine = _affine(self.type, group, spec)
         return group
+
+
+# ------------------------------------------------------------------------------ foreign files
+_SPLIT = "export it with its series file, or split it into one file per array_id"
+_OWNER = Term("--owner-id and --owner-type", 'overrides={"owner_id": …, "owner_type": …}')
+_RESOLUTION = Term("--resolution", 'overrides={"resolution": …}')
+
+
+class _ForeignReader(_PartitionReader):
+    """A values file with no series file (``parquet-layout.md`` §8): one series, whose
+    series row the inline flags, the file's ``to_arrow`` metadata and its columns make up,
+    each attribute taken from the first of those that says it."""
+
+    def __init__(
+        self, pa: ModuleType, pq: ModuleType, part: Partition, where: str, opts: Options
+    ) -> None:
+        values = str(part.files["values"])
+        with _reading(values):
+            pf = pq.ParquetFile(values)
+        schema = pf.schema_arrow
+        meta = part.footers["values"]
+        names = schema.names
+        missing = [c for c in ("timestamp", "value") if c not in names]
+        if missing:
+            raise InvalidParameterError(
+                f"{values} is a values file without a series file beside it (a foreign "
+                f"file), which needs a `timestamp` and a `value` column; it has no "
+                f"{' and no '.join(f'`{c}`' for c in missing)} (it has {', '.join(names)})",
+                table=values,
+            )
+        if "issue_time" in names:
+            raise InvalidParameterError(
+                f"{values} has an `issue_time` column but no series file beside it: a foreign "
+                "forecast is not supported, since its grid lives in the series file; export "
+                "the forecast and keep all three files",
+                table=values,
+            )
+        aid = None
+        if "array_id" in names:
+            with _reading(values):
+                col = pf.read(columns=["array_id"]).column(0)
+            distinct = [v for v in col.unique().to_pylist()]
+            if len(distinct) > 1:
+                raise InvalidParameterError(
+                    f"{values} holds {len(distinct)} arrays (array_id "
+                    f"{', '.join(map(str, sorted(d for d in distinct if d is not None)[:5]))}"
+                    f"{', …' if len(distinct) > 5 else ''}) but no series file, so they would "
+                    f"all be one series; {_SPLIT}",
+                    table=values,
+                )
+            aid = distinct[0] if distinct else None
+        tst = self._type(opts, meta, values)
+        part.type = tst
+        super().__init__(pa, pq, part, where)
+        self._meta = meta
+        self._opts = opts
+        self._has_aid = "array_id" in names
+        if isinstance(aid, int):
+            self._aid = aid
+        self._shape = None  # no series row to declare one: the element type decides
+        self._key = ("", "")
+        self.checksum = False
+        self._arrays_file = part.files.get("arrays")
+        if self._arrays_file is not None and isinstance(aid, int):
+            self.checksum = True
+        ov = opts.overrides
+        if "owner_id" not in ov:
+            raise InvalidParameterError(
+                f"{values} is a foreign file (no series file beside it), which names no owner; "
+                "pass {owner}",
+                table=values,
+                terms={"owner": _OWNER},
+            )
+        self._row_tr = self._reference_text(schema.field("timestamp").type)
+
+    def _type(self, opts: Options, meta: Mapping[str, str], values: str) -> TimeSeriesType:
+        if opts.type is not None:
+            tst = opts.type
+        elif TYPE_KEY in meta:
+            try:
+                tst = TimeSeriesType[meta[TYPE_KEY]]
+            except KeyError:
+                raise InvalidParameterError(
+                    f'{values}: unknown time_series_type "{meta[TYPE_KEY]}" in its metadata; '
+                    "pass --type",
+                    table=values,
+                ) from None
+        elif opts.resolution is not None:
+            tst = TimeSeriesType.SingleTimeSeries
+        else:
+            tst = TimeSeriesType.NonSequentialTimeSeries
+        if tst.is_forecast:
+            raise InvalidParameterError(
+                f"{values} would be a {tst.name}, but a foreign forecast (a values file with "
+                "no series file) is not supported; export the forecast and keep all three files",
+                table=values,
+            )
+        return tst
+
+    def _reference_text(self, ts_type: Any) -> str:
+        ov = self._opts.overrides
+        if "time_reference" in ov:
+            return "unspecified" if ov["time_reference"] is None else str(ov["time_reference"])
+        if REFERENCE_KEY in self._meta:
+            return self._meta[REFERENCE_KEY]
+        tz = getattr(ts_type, "tz", None)
+        if tz is None:
+            return "zoneless"
+        return "utc" if tz.upper() in ("UTC", "Z", "+00:00") else tz
+
+    def check_columns(self) -> None:
+        values = self._file("values").schema_arrow
+        self._check_instant(values.field("timestamp").type, "timestamp", self.files["values"])
+        self._check_value_type(values.field("value").type)
+
+    def array_rows(self) -> Iterable[Sequence[Any]]:
+        if self.checksum:
+            assert self._arrays_file is not None
+            self.files["arrays"] = str(self._arrays_file)
+            for row in super().array_rows():
+                if row[0] == self._aid:
+                    yield row
+                    return
+            raise InvalidParameterError(
+                f"{self.files['values']} names array_id {self._aid}, which "
+                f"{self._arrays_file} does not hold; {TEXT_HINT}",
+                table=self.files["values"],
+            )
+        yield (self._aid, "", "")
+
+    def series_rows(self, columns: Sequence[str]) -> Iterable[Sequence[Any]]:
+        meta, opts = self._meta, self._opts
+        ov = opts.overrides
+        values = self.files["values"]
+        row: dict[str, Any] = {
+            "array_id": self._aid,
+            "id": 1,
+            "owner_id": ov["owner_id"],
+            "owner_type": ov.get("owner_type", ""),
+            "owner_category": "Component",
+            "time_series_type": self.type.name,
+            "name": ov.get("name", meta.get("name", "")),
+            "features": "{}",
+            "element_type": self._element_type(),
+            "element_shape": "[]",
+            "time_reference": self._row_tr,
+            **{d: meta.get(d, "") for d in DESCRIPTORS},
+        }
+        if self.type is TimeSeriesType.SingleTimeSeries:
+            ms = self._timestamps()
+            if opts.resolution is not None:
+                res = str(opts.resolution)
+            elif "resolution" in meta:
+                res = meta["resolution"]
+            else:
+                try:
+                    res = str(_infer_resolution(ms))
+                except InvalidParameterError as exc:
+                    raise InvalidParameterError(
+                        f"{values}: {exc.message}; or pass {{resolution}} to name the grid",
+                        table=values,
+                        terms={"resolution": _RESOLUTION},
+                    ) from None
+            row.update(initial_timestamp=int(ms[0]), resolution=res, length=int(ms.size))
+        if not row["name"]:
+            row["name"] = ""  # the core refuses it, naming --name
+        yield tuple(row[c] for c in columns)
+
+    def _element_type(self) -> str:
+        if self._opts.element_type is not None:
+            return str(self._opts.element_type)
+        recorded = self._meta.get(ELEMENT_TYPE_KEY)
+        if recorded is not None:
+            return recorded
+        t = self._file("values").schema_arrow.field("value").type
+        while _is_list(self.pa.types, t):
+            t = t.value_type
+        try:
+            return dtype_name(np.dtype(t.to_pandas_dtype()))
+        except (InvalidParameterError, NotImplementedError, TypeError) as exc:
+            raise InvalidParameterError(
+                f"{self.files['values']}: the `value` column's type {t} has no series dtype; "
+                "cast it to one of float64, float32, int64, int32, int16, int8, uint64, "
+                "uint32, uint16, uint8, bool",
+                table=self.files["values"],
+            ) from exc
+
+    def _timestamps(self) -> np.ndarray:
+        pf = self._file("values")
+        col = pf.read(columns=["timestamp"]).column(0).combine_chunks()
+        if col.null_count:
+            i = int(np.flatnonzero(_nulls(col))[0])
+            raise InvalidParameterError(
+                f"{self.files['values']} row {i + 1}: `timestamp` is null; the layout holds "
+                "no nulls",
+                table=self.files["values"],
+            )
+        ms = self._instants(col, "timestamp", 0)
+        if ms.size == 0:
+            raise InvalidParameterError(
+                f"{self.files['values']} has no rows; a SingleTimeSeries is anchored at its "
+                "first timestamp",
+                table=self.files["values"],
+            )
+        return np.sort(ms)
 
 
 def _affine(tst: TimeSeriesType, group: Group, spec: Spec) -> tuple | None:

@@ -13,28 +13,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..filing import DIFF_KEYS, diff_entries, has_changes
 from .reader import import_sqlite
 
 if TYPE_CHECKING:
     from ...store import Store
-
-#: The keys of one diff entry, in the order the CLI shows them.
-DIFF_KEYS = (
-    "change",
-    "id",
-    "owner_id",
-    "owner_type",
-    "owner_category",
-    "time_series_type",
-    "name",
-    "points",
-    "first_changed",
-    "last_changed",
-    "descriptors",
-    "grid",
-    "values_table",
-    "file_id",
-)
 
 
 def diff_sqlite(
@@ -88,21 +71,7 @@ def diff_sqlite(
         diff=True,
     )
     assert not isinstance(report, list)
-    out = []
-    for part in report.partitions:
-        for s in part["series"]:
-            entry = {
-                **s,
-                "values_table": part["values_table"],
-                "time_series_type": part["time_series_type"],
-            }
-            out.append({k: entry.get(k) for k in DIFF_KEYS})
-    return out
-
-
-def has_changes(entries: list[dict[str, Any]]) -> bool:
-    """Whether importing would change the store (``diff --exit-code``)."""
-    return any(e["change"] != "unchanged" for e in entries)
+    return diff_entries(report.partitions)
 
 
 __all__ = ["DIFF_KEYS", "diff_sqlite", "has_changes"]

@@ -226,6 +226,7 @@ class _PartitionReader:
         self.place = place
         self.where = where
         self.rehash = rehash_term(where)
+        self.checksum = True
         self.type = place.type
         self.V = q(place.values)
         self.S = q(place.series)

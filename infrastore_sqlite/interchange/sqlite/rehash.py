@@ -16,7 +16,7 @@ from pathlib import Path
 import apsw
 
 from ...model import TimeSeriesType
-from ..importing import Options, SeriesRows, build_group
+from ..importing import Options, build_group, first_specs, read_rows
 from ..layout import validate_prefix
 from .database import open_database, write_transaction
 from .reader import _PartitionReader, discover
@@ -91,13 +91,8 @@ def _rehash(
     changed = 0
     opts = Options()
     for reader in readers:
-        reader.check_columns()
-        rows = SeriesRows(reader.place)
-        arrays = rows.arrays(reader.array_rows())
-        specs = rows.specs(reader.series_rows(rows.columns), arrays, opts)
-        first_spec = {}
-        for s in specs:
-            first_spec.setdefault(s.key, s)
+        arrays, specs = read_rows(reader, opts)
+        first_spec = first_specs(specs)
         ids_by_key: dict[tuple[str, str], list[int]] = {}
         for aid, key in arrays.items():
             ids_by_key.setdefault(key, []).append(aid)

@@ -1,0 +1,66 @@
+"""What importing Parquet files would do to a store, written nowhere.
+
+:func:`diff_parquet` reads the files exactly as ``import_parquet(..., dry_run=True)`` does
+and compares every series with the stored one of the same identity, as
+:func:`~infrastore_sqlite.interchange.sqlite.diff.diff_sqlite` does for a database (the
+entries are the same, :data:`~infrastore_sqlite.interchange.filing.DIFF_KEYS`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..filing import diff_entries
+from .reader import import_parquet
+
+if TYPE_CHECKING:
+    from ...store import Store
+
+__all__ = ["diff_parquet"]
+
+
+def diff_parquet(
+    store: Store,
+    path: str | os.PathLike[str],
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Compare every series of the Parquet files at ``path`` with the store; write nothing.
+
+    Parameters
+    ----------
+    store
+        The store the files would be imported into (read-only is fine).
+    path
+        A directory, a file or a partition stem, as for ``import_parquet``.
+    overrides
+        As for ``import_parquet``: the series are compared as the import would file them.
+    progress
+        Called as ``progress(done_rows, total_rows)``.
+
+    Returns
+    -------
+    list of dict
+        One per series row, in import order, as ``diff_sqlite`` gives them
+        (``values_table`` holds the values file).
+
+    Raises
+    ------
+    InvalidParameterError
+        What the import would refuse in the files (the checksum aside).
+    """
+    report = import_parquet(
+        store,
+        path,
+        skip_checksum=True,
+        dry_run=True,
+        overrides=overrides,
+        on_conflict="replace",
+        progress=progress,
+        diff=True,
+    )
+    assert not isinstance(report, list)
+    return diff_entries(report.partitions)
