@@ -395,7 +395,11 @@ class _PartitionReader:
             where += f", rowid {rowid}"
         what = f"column `{column}`: the cell" if column else "a cell"
         refusal = oversized_cell(None, self.place.cell_shape, what=what)
-        return InvalidParameterError(f"{where}, {refusal.message}", table=self.place.values)
+        return InvalidParameterError(
+            f"{where}, {refusal.message} (the bound follows the widest `element_shape` of "
+            f"{self.place.series}; if the cell is right, that column is not)",
+            table=self.place.values,
+        )
 
     def _too_big(self, marks: str, ids: list[int]) -> tuple[int | None, str | None]:
         """``(rowid, column)`` of the first cell SQLite refuses to read (see _oversized)."""
