@@ -152,27 +152,18 @@ def child_main(spec: dict[str, Any]) -> None:
             out["values_bytes"] = sum(os.path.getsize(p["values_file"]) for p in parts)
     elif op == "parquet_floor":
         out.update(_parquet_floor(spec, timed))
-    elif op == "import_parquet":
-        # As for export_parquet: pyarrow and the reader are imported before the clock.
-        import pyarrow.parquet  # noqa: F401
+    elif op in ("import", "import_parquet"):
+        parquet = op == "import_parquet"
+        if parquet:
+            # As for export_parquet: pyarrow and the reader are imported before the clock.
+            import pyarrow.parquet  # noqa: F401
 
-        import infrastore_sqlite.interchange.parquet  # noqa: F401
-
-        store = mod.Store.create(spec["out"])
-
-        def run_import_parquet():
-            ids = store.import_parquet(spec["src"])
-            store.close()
-            return ids
-
-        ids = timed(run_import_parquet)
-        out["series"] = len(ids)
-        out["rows"] = spec["rows"]
-    elif op == "import":
+            import infrastore_sqlite.interchange.parquet  # noqa: F401
         store = mod.Store.create(spec["out"])
 
         def run_import():
-            ids = store.import_sqlite(spec["db"])
+            load = store.import_parquet if parquet else store.import_sqlite
+            ids = load(spec["src"] if parquet else spec["db"])
             store.close()
             return ids
 

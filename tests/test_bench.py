@@ -110,13 +110,22 @@ def test_scenarios_are_deterministic():
                     assert u == v
 
 
-def test_parquet_bench_runs_end_to_end(tmp_path: Path) -> None:
-    """bench/parquet.py --quick: every store has the three timings, finite ratios and sizes."""
+@pytest.mark.parametrize(
+    ("mode", "keys"),
+    [
+        ([], ("sqlite_s", "parquet_s", "floor_s", "vs_sqlite", "vs_floor", "bytes_per_row")),
+        (["--import"], ("sqlite_s", "parquet_s", "ref_s", "vs_sqlite", "vs_ref")),
+    ],
+    ids=["export", "import"],
+)
+def test_parquet_bench_runs_end_to_end(tmp_path: Path, mode: list[str], keys: tuple) -> None:
+    """bench/parquet.py [--import] --quick: every store has its timings, finite ratios."""
     out = tmp_path / "parquet.json"
     proc = subprocess.run(
         [
             sys.executable,
             str(REPO / "bench" / "parquet.py"),
+            *mode,
             "--quick",
             "--quiet",
             "--json",
@@ -131,34 +140,7 @@ def test_parquet_bench_runs_end_to_end(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())
     assert [r["store"] for r in doc["results"]] == ["sts 100", "mixed 4", "small 1k"]
     for r in doc["results"]:
-        for k in ("sqlite_s", "parquet_s", "floor_s", "vs_sqlite", "vs_floor", "bytes_per_row"):
+        for k in keys:
             assert math.isfinite(r[k]) and r[k] > 0, (r["store"], k)
         assert r["rows"] > 0
-    assert math.isfinite(doc["rss_growth_mb"]["growth"])
-
-
-def test_parquet_import_bench_runs_end_to_end(tmp_path: Path) -> None:
-    """bench/parquet.py --import --quick: the three imports timed, finite ratios."""
-    out = tmp_path / "import.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "bench" / "parquet.py"),
-            "--import",
-            "--quick",
-            "--quiet",
-            "--json",
-            str(out),
-        ],
-        cwd=str(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    doc = json.loads(out.read_text())
-    assert [r["store"] for r in doc["results"]] == ["sts 100", "mixed 4", "small 1k"]
-    for r in doc["results"]:
-        for k in ("sqlite_s", "parquet_s", "ref_s", "vs_sqlite", "vs_ref"):
-            assert math.isfinite(r[k]) and r[k] > 0, (r["store"], k)
     assert math.isfinite(doc["rss_growth_mb"]["growth"])

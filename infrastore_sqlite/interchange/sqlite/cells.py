@@ -28,8 +28,6 @@ parser's detail after "not JSON:" differs, as it comes from orjson, not serde_js
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import itertools
 import json
 import math
@@ -40,6 +38,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from infrastore_sqlite.core.gcpause import gc_paused
 from infrastore_sqlite.errors import InvalidParameterError
 
 __all__ = [
@@ -605,23 +604,6 @@ def _scalar_fast(cells: Sequence, name: str) -> np.ndarray | None:
     return arr.astype(DTYPES[name])
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a large JSON text is parsed.
-
-    Parsing a million cells creates a million small lists; each batch of allocations
-    wakes the collector, which then rescans everything parsed so far. That triples the
-    parse time. The parse creates no cycles, so nothing is lost by waiting.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def _flatten(rows: list, shape: tuple[int, ...]) -> Iterator[Any] | None:
     """The leaves of ``rows`` (one nested list per cell) row-major, if every cell has ``shape``.
 
@@ -649,7 +631,7 @@ def _json_fast(cells: Sequence, name: str) -> np.ndarray | None:
     The collector stays paused until the parsed lists are freed again: re-enabled while
     they live, its next young-generation pass would walk every one of them.
     """
-    with _gc_paused():
+    with gc_paused():
         return _json_fast_parse(cells, name)
 
 
