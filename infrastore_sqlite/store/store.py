@@ -1350,6 +1350,17 @@ class Store(StoreApi):
         count: int | None = None,
     ) -> list[_Series]:
         """Read many series by id, in the order given (repeats read once, returned in place)."""
+        # A few objects per series and no cycles: the collector would only rescan them.
+        with gc_paused():
+            return self._read_by_ids(ids, start_time, len, count)
+
+    def _read_by_ids(
+        self,
+        ids: Sequence[int],
+        start_time: datetime | None,
+        len: int | None,
+        count: int | None,
+    ) -> list[_Series]:
         for attempt in range(3):
             fields = self._read_fields(ids)
             # The places came with the rows; a segment merged away meanwhile sends the

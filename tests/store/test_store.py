@@ -884,6 +884,9 @@ def test_read_by_ids_many_every_dtype_bit_exact(
     # An id no int64 holds is no series, named as such (not an overflow).
     with pytest.raises(NotFoundError, match=str(2**64)):
         store.read_by_ids([ids[0], 2**64])
+    import gc
+
+    assert gc.isenabled()  # the read pauses the collector, and gives it back on a refusal
 
 
 def test_windows_and_ranges_through_the_store(store: Store) -> None:
