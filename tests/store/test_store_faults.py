@@ -435,12 +435,6 @@ def test_sigkill_at_random_instants(op, world, expected) -> None:
     assert killed > 0
 
 
-def test_report_trial_counts() -> None:
-    # Runs last in this module: the counts the sweeps above made (for the closing note).
-    if TRIALS:
-        print("\nfault trials:", TRIALS, "total", sum(TRIALS.values()))
-
-
 # ---------------------------------------------------------------------- init on a full disk
 def _init_cli(path: Path) -> Callable[[], None]:
     return functools.partial(_cli, ["--store", str(path), "init"])
@@ -505,3 +499,9 @@ def test_init_failing_at_each_write_is_one_line_and_leaves_nothing(
             faults.fail_at = 0
     assert refused > 0
     TRIALS["injected init"] = total
+
+
+def test_report_trial_counts() -> None:
+    # Runs last in this module: the counts the sweeps above made (for the closing note).
+    if TRIALS:
+        print("\nfault trials:", TRIALS, "total", sum(TRIALS.values()))
