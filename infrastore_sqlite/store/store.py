@@ -1015,6 +1015,9 @@ class Store(StoreApi):
                 (h, kind, dtype, shape_text, name, first + i, segment)
                 for i, (h, kind, _) in enumerate(group)
             )
+        # In key order: the table is clustered on (hash, kind), so sorted inserts fill
+        # its pages one after another instead of splitting pages all over the tree.
+        rows.sort(key=lambda r: (r[0], r[1]))
         self._catalog.executemany(
             "INSERT INTO arrays (hash, kind, dtype, shape, pool, slot, segment) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
