@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import math
 import os
 import shutil
 import tempfile
@@ -77,6 +78,7 @@ from .rows import (
     SELECT_ROWS,
     SeriesRow,
     build_filter,
+    decode_shape,
     feature_rows,
     filter_keywords,
     filter_signature,
@@ -97,6 +99,10 @@ from .segments import (
 _GENERATION_KEY = "infrastore_sqlite.catalog_generation"
 _COMPRESSION_KEY = "infrastore_sqlite.compression"
 _DEFAULT_BATCH_BYTES = 64 * 1024 * 1024
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_SCAN_FROM = 2000  # arrays wanted at once before a table scan is considered
+_IRREGULAR = frozenset(t for t in TimeSeriesType if t.is_irregular)
+_FORECAST_TYPES = frozenset(t for t in TimeSeriesType if t.is_forecast)
 # The catalog's identity of a series (the ts_identity index): a replace keeps these.
 _IDENTITY_COLUMNS = frozenset(
     {"owner_id", "owner_category", "time_series_type", "name", "resolution", "interval"}
@@ -1040,7 +1046,7 @@ class Store(StoreApi):
         for r in cur:
             row = SeriesRow.from_sql(r)
             # JSON has no ±inf (the feature JSON holds null there); the typed rows do.
-            if any(v is None for v in row.features.values()):
+            if row.features and None in row.features.values():
                 if row.features_hash not in typed:
                     typed[row.features_hash] = self._typed_features(row.features_hash)
                 row.features = dict(typed[row.features_hash])
@@ -1098,19 +1104,17 @@ class Store(StoreApi):
     def rows_by_ids(self, ids: Sequence[int]) -> list[SeriesRow]:
         """Rows for ``ids`` in the order given; NotFoundError names any missing id."""
         wanted = [series_id(i) for i in ids]
-        found: dict[int, SeriesRow] = {}
-        for chunk_start in range(0, len(wanted), 500):
-            chunk = wanted[chunk_start : chunk_start + 500]
-            marks = ", ".join("?" * len(chunk))
-            for r in self._select(f"t.id IN ({marks})", chunk):
-                found[r.id] = r
+        # One query for all of them: the ids go in as one int64 buffer (an id no int64
+        # holds is no rowid, so it is simply missing).
+        lookup = np.array([i for i in wanted if _INT64_MIN <= i <= _INT64_MAX], dtype=np.int64)
+        found = (
+            {r.id: r for r in self._iter_select("t.id IN carray(?)", (apsw.carray(lookup),))}
+            if lookup.size
+            else {}
+        )
         missing = [i for i in wanted if i not in found]
         if missing:
-            raise NotFoundError(
-                f"no series with id {', '.join(map(str, missing[:10]))}"
-                + (" …" if len(missing) > 10 else "")
-                + "; list_metadata shows the ids the store holds"
-            )
+            raise _missing_ids(missing)
         return [found[i] for i in wanted]
 
     def is_empty(self) -> bool:
@@ -1138,36 +1142,38 @@ class Store(StoreApi):
 
     # ------------------------------------------------------------------ reading
     def _locations(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], tuple]:
-        keys = list(keys)
+        keys = set(keys)
         found = self._found_locations(keys)
-        out = {}
-        for h, kind in keys:
-            r = found.get((h, kind))
-            if r is None:
-                raise IntegrityError(
-                    f"the catalog names an array {h.hex()[:12]} ({kind}) that the store does not "
-                    "hold; run verify to list every damaged series",
-                    key=h.hex(),
-                )
-            out[(h, kind)] = r
-        return out
+        if len(found) < len(keys):
+            raise _missing_array(*next(k for k in keys if k not in found))
+        return found
 
     def _found_locations(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], tuple]:
         """Where each of ``keys`` the catalog holds is stored (absent keys are left out)."""
-        cat = self._catalog
-        keys = list(keys)
+        keyset = keys if isinstance(keys, set | frozenset) else set(keys)
         found: dict[tuple[bytes, str], tuple] = {}
-        for start in range(0, len(keys), 400):
-            chunk = keys[start : start + 400]
-            # One query per chunk; (hash, kind) is the arrays key, so row values match it.
-            marks = ", ".join(["(?, ?)"] * len(chunk))
-            flat = [x for k in chunk for x in k]
-            for h, kind, *loc in cat.execute(
-                "SELECT hash, kind, dtype, shape, pool, slot, segment FROM arrays "
-                f"WHERE (hash, kind) IN (VALUES {marks})",
-                flat,
+        if len(keyset) >= _SCAN_FROM and len(keyset) * 4 >= self._catalog.scalar(
+            "SELECT count(*) FROM arrays"
+        ):
+            # Most of the table: one pass over it beats a primary-key search per array.
+            for r in self._catalog.execute(
+                "SELECT hash, kind, dtype, shape, pool, slot, segment FROM arrays"
             ):
-                found[(h, kind)] = tuple(loc)
+                key = (r[0], r[1])
+                if key in keyset:
+                    found[key] = r[2:]
+            return found
+        by_kind: dict[str, list[bytes]] = {}
+        for h, kind in keyset:
+            by_kind.setdefault(kind, []).append(h)
+        for kind, hashes in by_kind.items():
+            # One query per kind, the hashes bound as one carray (the primary key finds each).
+            for r in self._catalog.execute(
+                "SELECT hash, dtype, shape, pool, slot, segment FROM arrays "
+                "WHERE kind = ? AND hash IN carray(?)",
+                (kind, apsw.carray(tuple(hashes))),
+            ):
+                found[(r[0], kind)] = r[1:]
         return found
 
     def _load(
@@ -1190,9 +1196,10 @@ class Store(StoreApi):
         raise AssertionError("unreachable")
 
     def _load_once(
-        self, keys: set[tuple[bytes, str]], part: tuple = ()
+        self, keys: set[tuple[bytes, str]], part: tuple = (), places: dict | None = None
     ) -> dict[tuple[bytes, str], np.ndarray]:
-        locs = self._locations(keys)
+        """One try of :meth:`_load` (``places``: the keys' places, when already known)."""
+        locs = self._locations(keys) if places is None else places
         by_pool: dict[tuple[str, str], list[tuple[bytes, str]]] = {}
         out: dict[tuple[bytes, str], np.ndarray] = {}
         from ..core.elements import NUMPY_DTYPES
@@ -1234,7 +1241,7 @@ class Store(StoreApi):
         size = 0
         for row in rows:
             if row.data_hash not in seen:
-                nbytes = int(np.prod(row.array_shape, dtype=np.int64)) * 8
+                nbytes = math.prod(row.array_shape) * 8
                 if batch and size + nbytes > batch_bytes:
                     yield batch
                     batch, seen, size = [], set(), 0
@@ -1245,16 +1252,22 @@ class Store(StoreApi):
             yield batch
 
     def _read_batch(self, rows: list[SeriesRow], with_timestamps: bool):
-        keys = {(r.data_hash, "data") for r in rows}
-        if with_timestamps:
-            keys |= {(r.timestamps_hash, "timestamps") for r in rows if r.timestamps_hash}
-        loaded = self._load(keys)
+        data = {r.data_hash: (r.data_hash, "data") for r in rows}
+        stamps = (
+            {
+                r.timestamps_hash: (r.timestamps_hash, "timestamps")
+                for r in rows
+                if r.timestamps_hash
+            }
+            if with_timestamps
+            else {}
+        )
+        loaded = self._load([*data.values(), *stamps.values()])
+        # Keyed by hash alone from here: one lookup per row, no key tuple built per row.
+        arrays = {h: loaded[k] for h, k in data.items()}
+        times = {h: loaded[k] for h, k in stamps.items()}
         return [
-            (
-                r,
-                loaded[(r.data_hash, "data")],
-                loaded.get((r.timestamps_hash, "timestamps")) if r.timestamps_hash else None,
-            )
+            (r, arrays[r.data_hash], times.get(r.timestamps_hash) if r.timestamps_hash else None)
             for r in rows
         ]
 
@@ -1266,36 +1279,49 @@ class Store(StoreApi):
         Ragged composites are stored at their minimal width; ``pad`` restores the width
         the series was added with (an export wants the minimal form and passes False).
         """
-        arr = stored
-        et = _element_type(row.element_type)
-        kind = row.type
-        cls = SERIES_CLASSES.get(kind, Deterministic)
-        obj = cls.__new__(cls)
-        obj.name = row.name
-        obj._et = et
-        obj._tr = row.time_reference
-        for d, v in row.descriptors().items():
-            setattr(obj, d, v)
-        if kind.is_irregular:
-            obj._ts_ms = ts_ms
-        else:
-            obj._initial_ms = row.initial_ms
-            obj._resolution = _period(row.resolution, "resolution")
-        if kind.is_forecast:
-            obj._horizon = _period(row.horizon, "horizon")
-            obj._interval = _period(row.interval, "interval")
-            obj._count = row.count
-            if kind is TimeSeriesType.DeterministicSingleTimeSeries:
-                arr = _materialize_windows(
-                    arr, obj._resolution, obj._horizon, obj._interval, row.count
+        fields = (
+            row.id,
+            row.type,
+            row.name,
+            row.element_type,
+            row.time_reference,
+            row.units,
+            row.quantity_kind,
+            row.unit_system,
+            row.component_field,
+            row.application_data,
+            row.initial_ms,
+            row.resolution,
+            row.horizon,
+            row.interval,
+            row.count,
+            row.percentiles,
+            row.array_shape,
+        )
+        return _series_of(fields, stored, ts_ms, pad)
+
+    def _read_fields(self, ids: Sequence[int]) -> list[tuple]:
+        """``_READ_FIELDS`` (and the data array's place) of each of ``ids``, in the order
+        given: one query, no catalog row objects; NotFoundError names a missing id."""
+        wanted = [series_id(i) for i in ids]
+        lookup = np.array([i for i in wanted if _INT64_MIN <= i <= _INT64_MAX], dtype=np.int64)
+        self._open()
+        found = (
+            {
+                r[0]: r
+                for r in self._catalog.execute(
+                    f"SELECT {_READ_FIELDS}, a.dtype, a.shape, a.pool, a.slot, a.segment "
+                    "FROM time_series_associations t LEFT JOIN arrays a "
+                    "ON a.hash = t.data_hash AND a.kind = 'data' WHERE t.id IN carray(?)",
+                    (apsw.carray(lookup),),
                 )
-        if pad and et.is_ragged and arr.shape[-1] != row.array_shape[-1]:
-            extra = np.zeros((*arr.shape[:-1], row.array_shape[-1] - arr.shape[-1]), arr.dtype)
-            arr = np.concatenate([arr, extra], axis=-1)
-        if kind is TimeSeriesType.Probabilistic:
-            obj._percentiles = list(row.percentiles or [])
-        obj._data = arr
-        return obj
+            }
+            if lookup.size
+            else {}
+        )
+        if len(found) < len(set(wanted)):
+            raise _missing_ids([i for i in wanted if i not in found])
+        return [found[i] for i in wanted]
 
     def read_by_ids(
         self,
@@ -1306,14 +1332,35 @@ class Store(StoreApi):
         count: int | None = None,
     ) -> list[_Series]:
         """Read many series by id, in the order given (repeats read once, returned in place)."""
-        rows = self.rows_by_ids(ids)
-        out = []
-        for batch in self.iter_arrays(rows):
-            for row, arr, ts in batch:
-                obj = self._series_from(row, arr, ts)
-                if start_time is not None or len is not None or count is not None:
-                    obj = slice_window(obj, start_time=start_time, length=len, count=count)
-                out.append(obj)
+        for attempt in range(3):
+            fields = self._read_fields(ids)
+            # The places came with the rows; a segment merged away meanwhile sends the
+            # read back for the new ones, as _load does.
+            places: dict[tuple[bytes, str], tuple] = {}
+            for f in fields:
+                if f[_AT_PLACE] is None:
+                    raise _missing_array(f[_AT_DATA_HASH], "data")
+                places[(f[_AT_DATA_HASH], "data")] = f[_AT_PLACE:]
+            try:
+                loaded = self._load_once(set(places), (), places)
+                break
+            except SegmentGone:
+                if attempt == 2 or self._catalog.in_transaction:
+                    raise
+        stamps = {(f[_AT_TS_HASH], "timestamps") for f in fields if f[_AT_TS_HASH]}
+        if stamps:
+            loaded.update(self._load(stamps))
+        out: list[_Series] = [
+            _series_of(
+                f,
+                loaded[(f[_AT_DATA_HASH], "data")],
+                loaded[(f[_AT_TS_HASH], "timestamps")] if f[_AT_TS_HASH] else None,
+                True,
+            )
+            for f in fields
+        ]
+        if start_time is not None or len is not None or count is not None:
+            out = [slice_window(o, start_time=start_time, length=len, count=count) for o in out]
         return out
 
     def read_by_id(
@@ -1831,6 +1878,83 @@ def _finish_conversion(path: Path) -> None:
 
 class _Rollback(Exception):
     """Raised into a transaction context to roll it back on request."""
+
+
+def _missing_ids(missing: list[int]) -> NotFoundError:
+    return NotFoundError(
+        f"no series with id {', '.join(map(str, missing[:10]))}"
+        + (" …" if len(missing) > 10 else "")
+        + "; list_metadata shows the ids the store holds"
+    )
+
+
+def _missing_array(h: bytes, kind: str) -> IntegrityError:
+    return IntegrityError(
+        f"the catalog names an array {h.hex()[:12]} ({kind}) that the store does not "
+        "hold; run verify to list every damaged series",
+        key=h.hex(),
+    )
+
+
+# What a series object is built from, in this order (``_series_of``); a read selects
+# these columns, then the data hash, the timestamps hash and the data array's place.
+_READ_FIELDS = (
+    "t.id, t.time_series_type, t.name, t.element_type, t.time_reference, t.units, "
+    "t.quantity_kind, t.unit_system, t.component_field, t.application_data, t.initial_ms, "
+    "t.resolution, t.horizon, t.interval, t.count, t.percentiles_json, t.array_shape, "
+    "t.data_hash, t.timestamps_hash"
+)
+_AT_DATA_HASH, _AT_TS_HASH, _AT_PLACE = 17, 18, 19
+
+
+def _series_of(f: tuple, stored: np.ndarray, ts_ms: np.ndarray | None, pad: bool) -> _Series:
+    """A series object from its ``_READ_FIELDS`` (a catalog row's: the type as its enum
+    or catalog code, percentiles and array shape decoded or as catalog JSON text) and
+    its stored array, with no re-validation: the values were checked when written."""
+    kind, cls, et, resolution, ragged = _series_kind(f[1], f[3], f[11])
+    arr = stored
+    obj = cls.__new__(cls)
+    # Plain attribute stores: a read builds one per series.
+    obj.name = f[2]
+    obj._et = et
+    obj._tr = f[4]
+    obj.units = f[5]
+    obj.quantity_kind = f[6]
+    obj.unit_system = f[7]
+    obj.component_field = f[8]
+    obj.application_data = f[9]
+    if resolution is None:  # the irregular types
+        obj._ts_ms = ts_ms
+    else:
+        obj._initial_ms = f[10]
+        obj._resolution = resolution
+    if kind in _FORECAST_TYPES:
+        obj._horizon = _period(f[12], "horizon")
+        obj._interval = _period(f[13], "interval")
+        obj._count = f[14]
+        if kind is TimeSeriesType.DeterministicSingleTimeSeries:
+            arr = _materialize_windows(arr, resolution, obj._horizon, obj._interval, f[14])
+    if pad and ragged:
+        width = (f[16] if isinstance(f[16], tuple) else decode_shape(f[16]))[-1]
+        if arr.shape[-1] != width:
+            extra = np.zeros((*arr.shape[:-1], width - arr.shape[-1]), arr.dtype)
+            arr = np.concatenate([arr, extra], axis=-1)
+    if kind is TimeSeriesType.Probabilistic:
+        p = f[15]
+        obj._percentiles = [] if not p else list(p if isinstance(p, list) else orjson.loads(p))
+    obj._data = arr
+    return obj
+
+
+# typed: an IntEnum member equals its int value, and a catalog code is not that value.
+@functools.lru_cache(maxsize=1024, typed=True)
+def _series_kind(type_: TimeSeriesType | int, element_type: str, resolution: str | None):
+    """``(type, class, element type, resolution period or None, ragged)`` for a catalog
+    row's type (enum or code), element type and resolution text, worked out once."""
+    kind = type_ if isinstance(type_, TimeSeriesType) else TimeSeriesType.from_catalog_code(type_)
+    et = _element_type(element_type)
+    period = None if kind in _IRREGULAR else _period(resolution, "resolution")
+    return kind, SERIES_CLASSES.get(kind, Deterministic), et, period, et.is_ragged
 
 
 @functools.lru_cache(maxsize=256)
