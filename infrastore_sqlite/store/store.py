@@ -16,6 +16,7 @@ import contextlib
 import functools
 import inspect
 import math
+import operator
 import os
 import shutil
 import tempfile
@@ -767,7 +768,7 @@ class Store(StoreApi):
             f"INSERT INTO time_series_associations ({', '.join(self._INSERT_COLUMNS)}) "
             f"VALUES ({', '.join('?' * len(self._INSERT_COLUMNS))})"
         )
-        columns = self._INSERT_COLUMNS
+        values = operator.itemgetter(*self._INSERT_COLUMNS)  # a row dict's values, in C
         # AUTOINCREMENT numbers the rows of one writer consecutively from past the
         # highest id ever used, so the ids are known without RETURNING (which costs
         # SQLite four times the insert itself).
@@ -777,7 +778,7 @@ class Store(StoreApi):
             "COALESCE((SELECT MAX(id) FROM time_series_associations), 0))"
         )
         try:
-            cat.executemany(sql, [[p["row"][c] for c in columns] for p in prepared])
+            cat.executemany(sql, [values(p["row"]) for p in prepared])
         except apsw.ConstraintError as exc:
             done = cat.scalar(
                 "SELECT COUNT(*) FROM time_series_associations WHERE id >= ?", (first,)
