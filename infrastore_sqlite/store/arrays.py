@@ -41,7 +41,7 @@ _CHUNK_TARGET = 256 * 1024  # bytes per chunk: small enough to read one array ch
 _SLAB_GAP = 4  # read across up to this many unwanted slots rather than issue a new read
 _SLAB_BYTES = 8 * 1024 * 1024  # a slab of nearby slots spans at most this (or one chunk)
 # Bytes of queued writes the caller may run ahead of the writer thread by.
-_MAX_PENDING_BYTES = 16 * 1024 * 1024
+MAX_PENDING_BYTES = 16 * 1024 * 1024
 # No chunk cache on a writable file: each chunk is compressed as it is written (in the
 # writer thread, beside the caller's work) instead of all at once when the file is
 # flushed at commit, where nothing else can run. Reads group slots by chunk, so each read
@@ -152,8 +152,11 @@ class ArrayFile:
         compression: str = "auto",
         compression_level: int = 3,
         shuffle: bool = True,
+        max_pending_bytes: int = MAX_PENDING_BYTES,
     ) -> None:
         self.path = str(path)
+        #: Bytes of queued writes the caller may run ahead of the writer thread by.
+        self.max_pending_bytes = max_pending_bytes
         cache = _READ_CACHE_BYTES if mode == "r" else _WRITE_CACHE_BYTES
         try:
             self._h5 = h5py.File(self.path, mode, rdcc_nbytes=cache, locking=False)
@@ -239,7 +242,7 @@ class ArrayFile:
         self._pending_bytes += size
         # Report a failed write early, and keep the queue (the arrays it holds) bounded.
         while self._pending and (
-            self._pending[0][0].done() or self._pending_bytes > _MAX_PENDING_BYTES
+            self._pending[0][0].done() or self._pending_bytes > self.max_pending_bytes
         ):
             self._settle_oldest()
 

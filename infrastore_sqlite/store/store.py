@@ -73,7 +73,14 @@ from ..model import (
     _Series,
 )
 from .api import StoreApi, Transaction, check_store_file, series_id
-from .arrays import COMPRESSIONS, compression_spec, fsync_path, parse_compression, pool_name
+from .arrays import (
+    COMPRESSIONS,
+    compression_spec,
+    describe_os_error,
+    fsync_path,
+    parse_compression,
+    pool_name,
+)
 from .catalog import Catalog
 from .rows import (
     SELECT_ROWS,
@@ -96,6 +103,7 @@ from .segments import (
     stale_work_dirs,
     work_dir,
 )
+from .tracing import LOG
 
 _GENERATION_KEY = "infrastore_sqlite.catalog_generation"
 _COMPRESSION_KEY = "infrastore_sqlite.compression"
@@ -231,6 +239,7 @@ class Store(StoreApi):
         # Built under a work name and renamed into place: a failed or killed create
         # leaves no store behind (a dead process's work directory is removed above).
         work = work_dir(path.parent, path.name, "creating")
+        renamed = False
         try:
             (work / SEGMENT_DIR).mkdir(parents=True)
             catalog = Catalog(catalog_file(work), create=True, timeout=timeout)
@@ -248,13 +257,19 @@ class Store(StoreApi):
                     f"{path} appeared while the store was created; nothing was changed"
                 )
             os.rename(work, path)
+            renamed = True
             fsync_path(path.parent)
-        except OSError as exc:
-            remove_tree(work)
-            raise StorageError(f"cannot create the store {path}: {exc}") from exc
-        except BaseException:
-            remove_tree(work)
+        except BaseException as exc:
+            # Whatever failed, nothing stays: not the work directory, and not the store
+            # just renamed into place whose name might not survive a power loss (a failed
+            # directory fsync), so the retry starts from a clean directory.
+            remove_tree(path if renamed else work)
+            if isinstance(exc, OSError):
+                raise StorageError(
+                    f"cannot create the store {path}: {describe_os_error(exc)}; nothing was created"
+                ) from exc
             raise
+        LOG.info("created the store %s (compression %s)", path, spec)
         return cls.open(path, timeout=timeout)
 
     @classmethod
@@ -331,11 +346,13 @@ class Store(StoreApi):
         except BaseException:
             catalog.close()
             raise
+        LOG.info("opened the store %s%s", path, " read-only" if read_only else "")
         return cls(path, segments, catalog, read_only)
 
     def close(self) -> None:
         """Close the store (anything uncommitted is rolled back). Safe to call twice."""
         if self._segments is not None:
+            LOG.debug("closing the store %s", self.path)
             try:
                 self._segments.close()
             finally:
@@ -416,6 +433,7 @@ class Store(StoreApi):
                 self._doomed = []
             raise
         if outer:
+            LOG.info("committed a write to the store %s", self.path)
             self._segments.committed()
             doomed, self._doomed = self._doomed, []
             self._segments.drop(doomed)
@@ -429,6 +447,7 @@ class Store(StoreApi):
         sealed = self._segments.seal()
         if sealed is not None:
             name, nbytes, slots, pools = sealed
+            LOG.debug("sealed segment %s: %d arrays, %d bytes, fsynced", name, slots, nbytes)
             self._catalog.execute(
                 "INSERT INTO segments (name, bytes, slots, pools) VALUES (?, ?, ?, ?)",
                 (name, nbytes, slots, orjson.dumps(pools).decode()),
@@ -575,6 +594,7 @@ class Store(StoreApi):
         # A few dicts per series and no cycles: the collector would only rescan them.
         with gc_paused():
             prepared = self._prepare_bulk(items)
+            LOG.debug("adding %d series to the store %s", len(prepared), self.path)
             with self.transaction():
                 return self._insert_prepared(prepared)
 
@@ -1413,6 +1433,7 @@ class Store(StoreApi):
             if owner_id is None or owner_category is None:
                 raise InvalidParameterError("pass owner_id and owner_category together")
             self._check_owner(rows, owner_id, owner_category, "nothing was removed")
+        LOG.debug("removing %d series from the store %s", len(rows), self.path)
         with self.transaction():
             self._remove_rows(rows)
         return len(rows)
@@ -1652,6 +1673,44 @@ class Store(StoreApi):
                     errors.append(f"{row.label} (id {row.id}) cannot be read: {exc}")
 
     @property
+    def write_buffer_bytes(self) -> int:
+        """How many bytes of array writes may queue ahead of the background writer.
+
+        Adds hand their arrays to one writer thread per store, which compresses and writes
+        them into the transaction's segment while the caller goes on; past this many
+        queued bytes an add waits for the writer. Raising it lets a burst of adds run
+        further ahead (the queued arrays are held in memory meanwhile); lowering it bounds
+        that memory. It belongs to this ``Store`` object and is not persisted (a reopened
+        store is back to the default, 16 MiB). Setting it applies to the writes that follow.
+
+        Raises
+        ------
+        InvalidParameterError
+            Zero.
+        OverflowError
+            A negative value, or one of 2**64 or more.
+        TypeError
+            A value that is not an integer.
+        """
+        self._open()
+        return int(self._segments.write_buffer_bytes)
+
+    @write_buffer_bytes.setter
+    def write_buffer_bytes(self, value: int) -> None:
+        # The reference's classes for the same refusals (its setter takes a u64).
+        n = operator.index(value)
+        if n < 0:
+            raise OverflowError("write_buffer_bytes cannot be negative")
+        if n >= 2**64:
+            raise OverflowError("write_buffer_bytes must be less than 2**64")
+        if n == 0:
+            raise InvalidParameterError("write_buffer_bytes must be greater than zero")
+        self._open()
+        self._segments.write_buffer_bytes = n
+        if self._segments.writer is not None:
+            self._segments.writer.max_pending_bytes = n
+
+    @property
     def compression(self) -> str:
         """The HDF5 filter new arrays get: ``none`` or ``deflate:<level>:<shuffle|noshuffle>``."""
         self._open()
@@ -1694,6 +1753,7 @@ class Store(StoreApi):
         """Export the selection to the SQLite interchange layout; see :func:`export_sqlite`."""
         from ..interchange.sqlite import export_sqlite
 
+        LOG.info("exporting from the store %s to %s", self.path, path)
         return export_sqlite(self, path, **kwargs)
 
     @filter_keywords
@@ -1752,6 +1812,7 @@ class Store(StoreApi):
         """Import an interchange database; see :func:`import_sqlite`."""
         from ..interchange.sqlite import import_sqlite
 
+        LOG.info("importing %s into the store %s", path, self.path)
         return import_sqlite(self, path, **kwargs)
 
     def diff_parquet(self, path: str | Path, **kwargs: Any) -> list[dict[str, Any]]:
