@@ -268,6 +268,12 @@ class Store(StoreApi):
                 raise StorageError(
                     f"cannot create the store {path}: {describe_os_error(exc)}; nothing was created"
                 ) from exc
+            if type(exc) is StorageError:
+                # The catalog names the work directory, which no longer exists: name the
+                # store the user asked for.
+                raise StorageError(
+                    f"cannot create the store {path}: {str(exc).replace(str(work), str(path))}"
+                ) from exc
             raise
         LOG.info("created the store %s (compression %s)", path, spec)
         return cls.open(path, timeout=timeout)
