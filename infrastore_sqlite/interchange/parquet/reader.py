@@ -392,15 +392,29 @@ def _reading(path: Path | str) -> Iterator[None]:
 # ------------------------------------------------------------------------------ reader
 @dataclass(slots=True)
 class _Run:
-    """The rows of one array (so far) in the values file: numpy columns, 0-based start."""
+    """The rows of one array (so far) in the values file: numpy columns in pieces (one
+    per batch it spans), its 0-based first row."""
 
     aid: int
     start: int
-    cols: dict[str, np.ndarray]
+    pieces: list[dict[str, np.ndarray]]
+
+    @property
+    def cols(self) -> dict[str, np.ndarray]:
+        """The columns stitched (once: the pieces become one)."""
+        if len(self.pieces) > 1:
+            first = self.pieces[0]
+            self.pieces = [{c: np.concatenate([p[c] for p in self.pieces]) for c in first}]
+        return self.pieces[0]
 
     @property
     def n(self) -> int:
-        return len(self.cols["value"])
+        return sum(len(p["value"]) for p in self.pieces)
+
+
+#: Values rows converted to numpy at a time: a row group is read in batches of this many,
+#: so memory holds one batch (and the array being stitched), not a whole row group.
+_BATCH_ROWS = 1 << 18
 
 
 _UNIT_DIV = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}
@@ -542,7 +556,10 @@ class _PartitionReader:
             for c in columns:
                 col = table.column(c)
                 if c == "initial_timestamp" and self.pa.types.is_timestamp(col.type):
-                    col = col.cast(self.pa.int64())
+                    # The instants as int64 (a view: no compute kernel, no copy).
+                    col = self.pa.chunked_array(
+                        [chunk.view(self.pa.int64()) for chunk in col.chunks], self.pa.int64()
+                    )
                 cols.append(_pylist(col))
             tr_at = list(columns).index("time_reference")
             shape_at = list(columns).index("element_shape")
@@ -591,7 +608,7 @@ class _PartitionReader:
             else:
                 col = pf.read_row_group(i, columns=["array_id"]).column(0)
                 if col.null_count == 0 and self.pa.types.is_integer(col.type):
-                    ids = col.to_numpy()
+                    ids = _np(self.pa, col.combine_chunks())
                     lo, hi = int(ids.min()), int(ids.max())
             if lo is not None and hi is not None and prev_hi is not None and lo < prev_hi:
                 raise InvalidParameterError(
@@ -634,8 +651,9 @@ class _PartitionReader:
         return stray_values_row(self.place, run.aid, run.start + 1)
 
     def _runs(self, dtype: str) -> Iterator[_Run]:
-        """The values file's arrays in file order, a row group at a time, stitched across
-        groups; refuses an array that reappears and one the arrays file does not hold."""
+        """The values file's arrays in file order, a batch of a row group at a time,
+        stitched across batches and groups; refuses an array that reappears and one the
+        arrays file does not hold."""
         pf = self._file("values")
         names = ["timestamp", *(c for c, _ in values_key_columns(self.type)), "value"]
         if self._has_aid:
@@ -644,44 +662,48 @@ class _PartitionReader:
         carry: _Run | None = None
         start = 0
         for i in range(pf.num_row_groups):
-            table = pf.read_row_group(i, columns=names)
-            n = table.num_rows
-            if n == 0:
+            rows = pf.metadata.row_group(i).num_rows
+            if rows == 0:
                 continue
-            cols = self._numpy(table, dtype, start)
-            aid = cols.pop("array_id") if self._has_aid else np.full(n, self._aid, np.int64)
-            cuts = np.flatnonzero(aid[1:] != aid[:-1]) + 1
-            bounds = [0, *cuts.tolist(), n]
-            # The whole group's order is checked before any of its arrays is handed on,
-            # so a file out of order is refused as such, not as a short array.
-            self._check_runs(aid[bounds[:-1]], [start + b for b in bounds[:-1]], seen_last)
-            for lo, hi in itertools.pairwise(bounds):
-                a = int(aid[lo])
-                piece = {c: v[lo:hi] for c, v in cols.items()}
-                if carry is not None and carry.aid == a:
-                    carry.cols = {c: np.concatenate([carry.cols[c], piece[c]]) for c in piece}
+            if self._has_aid and rows > _BATCH_ROWS:
+                # The whole group's order is checked before any of its arrays is handed
+                # on, so a file out of order is refused as such, not as a short array
+                # (a group of one batch is checked as the batch is).
+                self._check_group_runs(pf, i, start, seen_last)
+            for batch in pf.iter_batches(batch_size=_BATCH_ROWS, row_groups=[i], columns=names):
+                n = batch.num_rows
+                if n == 0:
                     continue
-                if carry is not None:
-                    yield carry
-                if a <= seen_last:
-                    raise InvalidParameterError(
-                        f"{self.files['values']} row {start + lo + 1}: array_id {a} "
-                        + (
-                            "reappears after another array's rows"
-                            if a in self._arrays and a < seen_last
-                            else f"comes after array_id {seen_last}"
-                        )
-                        + f" (partition {self.part.stem}); {_SORT}",
-                        table=self.files["values"],
-                    )
-                if a not in self._arrays:
-                    raise stray_values_row(self.place, a, start + lo + 1)
-                seen_last = a
-                carry = _Run(a, start + lo, piece)
-            start += n
-            del table, cols
+                cols = self._numpy(batch, dtype, start)
+                aid = cols.pop("array_id") if self._has_aid else np.full(n, self._aid, np.int64)
+                cuts = np.flatnonzero(aid[1:] != aid[:-1]) + 1
+                bounds = [0, *cuts.tolist(), n]
+                self._check_runs(aid[bounds[:-1]], [start + b for b in bounds[:-1]], seen_last)
+                for lo, hi in itertools.pairwise(bounds):
+                    a = int(aid[lo])
+                    piece = {c: v[lo:hi] for c, v in cols.items()}
+                    if carry is not None and carry.aid == a:
+                        carry.pieces.append(piece)
+                        continue
+                    if carry is not None:
+                        yield carry
+                    if a not in self._arrays:
+                        raise stray_values_row(self.place, a, start + lo + 1)
+                    seen_last = a
+                    carry = _Run(a, start + lo, [piece])
+                start += n
+                del batch, cols
         if carry is not None:
             yield carry
+
+    def _check_group_runs(self, pf: Any, i: int, start: int, seen_last: int) -> None:
+        """:meth:`_check_runs` over row group ``i``'s ``array_id`` column alone."""
+        col = pf.read_row_group(i, columns=["array_id"]).column(0).combine_chunks()
+        if col.null_count or not self.pa.types.is_integer(col.type):
+            return  # the batches refuse it, naming the row
+        aid = _np(self.pa, col)
+        heads = np.flatnonzero(np.concatenate([[True], aid[1:] != aid[:-1]]))
+        self._check_runs(aid[heads], (start + heads).tolist(), seen_last)
 
     def _check_runs(self, heads: np.ndarray, rows: list[int], seen_last: int) -> None:
         """Refuse a row group whose runs of ``array_id`` (their ids ``heads``, starting at
@@ -703,9 +725,10 @@ class _PartitionReader:
         pa = self.pa
         file = self.files["values"]
         out: dict[str, np.ndarray] = {}
-        for name in table.column_names:
+        for name in table.schema.names:
             col = table.column(name)
-            col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+            if hasattr(col, "combine_chunks"):
+                col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
             if pa.types.is_dictionary(col.type):
                 col = col.dictionary_decode()
             if name == "value":
@@ -727,7 +750,7 @@ class _PartitionReader:
                         f"{self.part.stem})",
                         table=file,
                     )
-                out[name] = col.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+                out[name] = _np(pa, col).astype(np.float64, copy=False)
             else:  # array_id, scenario
                 if not pa.types.is_integer(col.type):
                     raise InvalidParameterError(
@@ -735,7 +758,7 @@ class _PartitionReader:
                         f"{self.part.stem}); write it as int64",
                         table=file,
                     )
-                raw = col.to_numpy(zero_copy_only=False)
+                raw = _np(pa, col)
                 if raw.dtype == np.uint64 and raw.size and raw.max() > 2**63 - 1:
                     i = int(np.argmax(raw > 2**63 - 1))
                     raise InvalidParameterError(
@@ -765,7 +788,7 @@ class _PartitionReader:
                 "naive: drop the zone from the column and import again",
                 table=file,
             )
-        raw = col.cast(pa.int64()).to_numpy(zero_copy_only=False)
+        raw = _np(pa, col)
         div = _UNIT_DIV[t.unit]
         if div is None:
             return raw * 1000
@@ -796,7 +819,7 @@ class _PartitionReader:
             if pa.types.is_fixed_size_list(arr.type):
                 size = arr.type.list_size
             else:
-                lengths = arr.value_lengths().to_numpy(zero_copy_only=False)
+                lengths = _list_lengths(pa, arr)
                 size = int(lengths[0]) if lengths.size else 0
                 if lengths.size and (lengths != size).any():
                     i = int(np.argmax(lengths != size))
@@ -821,7 +844,7 @@ class _PartitionReader:
         if arr.null_count:
             i = int(np.flatnonzero(_nulls(arr))[0])
             raise self._null_value(start, i, n, len(arr), floating=pa.types.is_floating(want))
-        flat = arr.to_numpy(zero_copy_only=False)
+        flat = _np(pa, arr)
         return flat.reshape(n, *shape)
 
     def _check_nesting(self, shape: list[int]) -> None:
@@ -1112,6 +1135,56 @@ def _is_list(types: Any, t: Any) -> bool:
         or types.is_large_list(t)
         or (hasattr(types, "is_list_view") and types.is_list_view(t))
     )
+
+
+_NUMPY = {
+    "int8": np.int8,
+    "int16": np.int16,
+    "int32": np.int32,
+    "int64": np.int64,
+    "uint8": np.uint8,
+    "uint16": np.uint16,
+    "uint32": np.uint32,
+    "uint64": np.uint64,
+    "halffloat": np.float16,
+    "float": np.float32,
+    "double": np.float64,
+}
+
+
+def _np(pa: ModuleType, arr: Any) -> np.ndarray:
+    """A primitive Arrow array (no nulls) as numpy, straight from its data buffer.
+
+    Not ``Array.to_numpy``, whose first call imports pandas (half a second, and its
+    memory) only to ask whether this is a pandas object; the result is read-only.
+    """
+    t = arr.type
+    n, off = len(arr), arr.offset
+    buf = arr.buffers()[1]
+    if pa.types.is_boolean(t):
+        if buf is None or n == 0:
+            return np.zeros(0, dtype=np.bool_)
+        bits = np.frombuffer(buf, dtype=np.uint8)
+        return np.unpackbits(bits, count=off + n, bitorder="little")[off:].astype(np.bool_)
+    if pa.types.is_timestamp(t):
+        dtype = np.dtype(np.int64)
+    elif str(t) in _NUMPY:
+        dtype = np.dtype(_NUMPY[str(t)])
+    else:  # pragma: no cover - the type checks above refuse anything else first
+        return arr.to_numpy(zero_copy_only=False)
+    if buf is None or n == 0:
+        return np.empty(0, dtype=dtype)
+    return np.frombuffer(buf, dtype=dtype, count=off + n)[off:]
+
+
+def _list_lengths(pa: ModuleType, arr: Any) -> np.ndarray:
+    """Each row's length of a variable-length list array, from its offsets."""
+    if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
+        dtype = np.int64 if pa.types.is_large_list(arr.type) else np.int32
+        n, off = len(arr), arr.offset
+        offsets = np.frombuffer(arr.buffers()[1], dtype=dtype, count=off + n + 1)[off:]
+        return np.diff(offsets)
+    return _np(pa, arr.value_lengths())
 
 
 def _nulls(arr: Any) -> np.ndarray:
