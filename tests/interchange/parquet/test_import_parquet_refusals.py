@@ -430,3 +430,19 @@ def test_nothing_there(tmp_path) -> None:
         store.import_parquet(tmp_path / "empty")
     with pytest.raises(InvalidParameterError, match="neither a directory, a file nor"):
         store.import_parquet(tmp_path / "nope")
+
+
+def test_row_groups_read_in_small_batches(exported, tmp_path, monkeypatch) -> None:
+    # Batches of 3 rows: every array spans batches and is stitched, and the order of a
+    # row group longer than one batch is checked before any of its arrays is filed.
+    from infrastore_sqlite.interchange.parquet import reader
+
+    monkeypatch.setattr(reader, "_BATCH_ROWS", 3)
+    d = _copy(exported, tmp_path, STS)
+    store = new_store(tmp_path / "dst.h5")
+    ids = store.import_parquet(d)
+    got = sorted(float(np.nansum(store.read_by_id(i).data)) for i in ids)
+    assert got == [8.0, 8.0, 15.0]
+    _rewrite(d / f"{STS}.values.parquet", _interleave)
+    with pytest.raises(InvalidParameterError, match="reappears after another array's rows"):
+        new_store(tmp_path / "d2.h5").import_parquet(d, skip_checksum=True)
