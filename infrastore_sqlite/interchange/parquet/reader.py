@@ -415,6 +415,8 @@ class _Run:
 #: Values rows converted to numpy at a time: a row group is read in batches of this many,
 #: so memory holds one batch (and the array being stitched), not a whole row group.
 _BATCH_ROWS = 1 << 18
+#: Series and arrays rows turned into Python values at a time.
+_ROW_BATCH = 4096
 
 
 _UNIT_DIV = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}
@@ -516,14 +518,10 @@ class _PartitionReader:
 
     # -- rows for the core ---------------------------------------------------------------
     def array_rows(self) -> Iterable[Sequence[Any]]:
-        pf = self._file("arrays")
-        table = pf.read(columns=["id", "data_hash", "time_axis"])
-        ids = _pylist(table.column("id"))
-        hashes = _pylist(table.column("data_hash"))
-        axes = _pylist(table.column("time_axis"))
         file = self.files["arrays"]
         prev: tuple[Any, Any] | None = None
-        for n, (aid, h, axis) in enumerate(zip(ids, hashes, axes, strict=True), start=1):
+        rows = self._rows("arrays", ["id", "data_hash", "time_axis"])
+        for n, (aid, h, axis) in enumerate(rows, start=1):
             if prev is not None and aid is not None and h is not None and axis is not None:
                 if type(aid) is int and type(prev[0]) is int and aid <= prev[0]:
                     raise InvalidParameterError(
@@ -545,42 +543,42 @@ class _PartitionReader:
             yield (aid, h, axis)
 
     def series_rows(self, columns: Sequence[str]) -> Iterable[Sequence[Any]]:
-        pf = self._file("series")
         file = self.files["series"]
         seen: set[int] = set()
         last: Any = None
-        row = 0
-        for i in range(pf.num_row_groups):
-            table = pf.read_row_group(i, columns=list(columns))
+        tr_at = list(columns).index("time_reference")
+        shape_at = list(columns).index("element_shape")
+        for row, raw in enumerate(self._rows("series", list(columns)), start=1):
+            aid = raw[0]
+            if aid != last:
+                if aid in seen:
+                    raise InvalidParameterError(
+                        f"{file} row {row}: array_id {aid} reappears after another array's "
+                        f"rows (partition {self.part.stem}); {_SORT}",
+                        table=file,
+                    )
+                if last is not None:
+                    seen.add(last)
+                last = aid
+            if self._row_tr is None and isinstance(raw[tr_at], str):
+                self._row_tr = raw[tr_at]
+            if self._shape is None and isinstance(raw[shape_at], str):
+                self._shape = raw[shape_at]
+            yield raw
+
+    def _rows(self, role: str, columns: list[str]) -> Iterator[tuple]:
+        """A file's rows as tuples of Python values, a batch at a time (a file of many
+        series is never held as Python objects whole); instants as epoch integers."""
+        pf = self._file(role)
+        pa = self.pa
+        for batch in pf.iter_batches(batch_size=_ROW_BATCH, columns=columns):
             cols = []
             for c in columns:
-                col = table.column(c)
-                if c == "initial_timestamp" and self.pa.types.is_timestamp(col.type):
-                    # The instants as int64 (a view: no compute kernel, no copy).
-                    col = self.pa.chunked_array(
-                        [chunk.view(self.pa.int64()) for chunk in col.chunks], self.pa.int64()
-                    )
-                cols.append(_pylist(col))
-            tr_at = list(columns).index("time_reference")
-            shape_at = list(columns).index("element_shape")
-            for raw in zip(*cols, strict=True):
-                row += 1
-                aid = raw[0]
-                if aid != last:
-                    if aid in seen:
-                        raise InvalidParameterError(
-                            f"{file} row {row}: array_id {aid} reappears after another array's "
-                            f"rows (partition {self.part.stem}); {_SORT}",
-                            table=file,
-                        )
-                    if last is not None:
-                        seen.add(last)
-                    last = aid
-                if self._row_tr is None and isinstance(raw[tr_at], str):
-                    self._row_tr = raw[tr_at]
-                if self._shape is None and isinstance(raw[shape_at], str):
-                    self._shape = raw[shape_at]
-                yield raw
+                col = batch.column(c)
+                if pa.types.is_timestamp(col.type):
+                    col = col.view(pa.int64())  # a view: no compute kernel, no copy
+                cols.append(col.to_pylist())
+            yield from zip(*cols, strict=True)
 
     def open_values(self, arrays: Mapping[int, tuple[str, str]]) -> None:
         self._arrays = arrays
@@ -1189,7 +1187,3 @@ def _list_lengths(pa: ModuleType, arr: Any) -> np.ndarray:
 
 def _nulls(arr: Any) -> np.ndarray:
     return arr.is_null().to_numpy(zero_copy_only=False)
-
-
-def _pylist(col: Any) -> list[Any]:
-    return col.to_pylist()
