@@ -695,13 +695,27 @@ class _PartitionReader:
             yield carry
 
     def _check_group_runs(self, pf: Any, i: int, start: int, seen_last: int) -> None:
-        """:meth:`_check_runs` over row group ``i``'s ``array_id`` column alone."""
-        col = pf.read_row_group(i, columns=["array_id"]).column(0).combine_chunks()
-        if col.null_count or not self.pa.types.is_integer(col.type):
-            return  # the batches refuse it, naming the row
-        aid = _np(self.pa, col)
-        heads = np.flatnonzero(np.concatenate([[True], aid[1:] != aid[:-1]]))
-        self._check_runs(aid[heads], (start + heads).tolist(), seen_last)
+        """:meth:`_check_runs` over row group ``i``'s ``array_id`` column alone, read a
+        batch at a time."""
+        heads: list[np.ndarray] = []
+        rows: list[np.ndarray] = []
+        last = None
+        offset = start
+        for batch in pf.iter_batches(batch_size=_BATCH_ROWS, row_groups=[i], columns=["array_id"]):
+            col = batch.column(0)
+            if col.null_count or not self.pa.types.is_integer(col.type):
+                return  # the batches refuse it, naming the row
+            aid = _np(self.pa, col)
+            if aid.size == 0:
+                continue
+            new = np.concatenate([[last is None or aid[0] != last], aid[1:] != aid[:-1]])
+            at = np.flatnonzero(new)
+            heads.append(aid[at])
+            rows.append(offset + at)
+            last = aid[-1]
+            offset += aid.size
+        if heads:
+            self._check_runs(np.concatenate(heads), np.concatenate(rows).tolist(), seen_last)
 
     def _check_runs(self, heads: np.ndarray, rows: list[int], seen_last: int) -> None:
         """Refuse a row group whose runs of ``array_id`` (their ids ``heads``, starting at
