@@ -68,6 +68,7 @@ from .store import Store
 from .store.api import Transaction
 from .store.readers import ForecastReader, StaticReader
 from .store.store import _delegate_signatures
+from .store.tracing import init_tracing
 
 __version__ = "0.1.0"
 
@@ -111,6 +112,7 @@ __all__ = [
     "encode_element_values",
     "export_sqlite",
     "import_sqlite",
+    "init_tracing",
     "rehash_sqlite",
     "unshare_sqlite",
 ]

@@ -50,6 +50,9 @@ ZONED_RETRY = Term("`{command} --zoned`", "pass zoneless=False")
 OVERWRITE = Term("--overwrite", "overwrite=True")
 OTHER_PREFIX = Term("--table-prefix P", 'table_prefix="P"')
 DIFF = Term("`infrastore-sqlite diff --sqlite FILE`", "Store.diff_sqlite")
+READ_ONLY_OPEN = Term(
+    "the reading commands (list, get, info, export, verify)", "Store.open(path, read_only=True)"
+)
 
 
 def rehash_term(db: str) -> Term:

@@ -3,6 +3,10 @@ both packages gives the same result, or both refuse with the same exception clas
 
 from __future__ import annotations
 
+import inspect
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -221,3 +225,146 @@ def test_a_wrongly_typed_argument_is_a_type_error_in_both(tmp_path, call: str) -
         store.close()
     # ours is also an InvalidParameterError, so `except InvalidParameterError` still works
     assert isinstance(caught[1], infrastore_sqlite.InvalidParameterError)
+
+
+# ------------------------------------------------------------------ write_buffer_bytes
+def test_write_buffer_bytes_sets_gets_and_refuses_as_the_reference(tmp_path) -> None:
+    def session(lib):
+        path = tmp_path / f"wb_{lib.__name__}.h5"
+        s = lib.Store.create(str(path))
+        out: list[Any] = [type(s.write_buffer_bytes).__name__]
+        for value in (1 << 30, 1, True):
+            s.write_buffer_bytes = value
+            out.append(s.write_buffer_bytes)
+        for value in (0, -1, 1.5, "10", None, 2**70):
+            try:
+                s.write_buffer_bytes = value
+                out.append(("accepted", value))
+            except Exception as exc:
+                out.append(type(exc).__name__)
+        out.append(s.write_buffer_bytes)  # a refusal changed nothing
+        s.write_buffer_bytes = 4096
+        s.add_time_series(
+            1,
+            "Gen",
+            lib.OwnerCategory.Component,
+            lib.SingleTimeSeries(T0, "PT1H", np.arange(9.0), "x"),
+        )
+        s.close()
+        # not persisted: a reopened store (read-only too) is back to its default
+        r = lib.Store.open(str(path), read_only=True)
+        out.append(r.write_buffer_bytes == default[lib.__name__])
+        r.write_buffer_bytes = 5
+        out.append(r.write_buffer_bytes)
+        out.append(r.read_by_id(1).data.tolist())
+        r.close()
+        return out
+
+    default = {
+        lib.__name__: lib.Store.create(str(tmp_path / f"d_{lib.__name__}.h5")).write_buffer_bytes
+        for lib in LIBS
+    }
+    ours, theirs = both(session)[::-1]
+    assert ours == theirs
+    assert ours[:4] == ["int", 1 << 30, 1, 1]
+    assert ours[4:10] == [
+        "InvalidParameterError",
+        "OverflowError",
+        "TypeError",
+        "TypeError",
+        "TypeError",
+        "OverflowError",
+    ]
+
+
+def test_write_buffer_bytes_bounds_the_writes_queued_ahead(tmp_path, monkeypatch) -> None:
+    from infrastore_sqlite.store.arrays import ArrayFile
+
+    seen: list[tuple[int, int]] = []
+    real = ArrayFile.write
+
+    def write(self, *args):
+        real(self, *args)
+        seen.append((self._pending_bytes, self.max_pending_bytes))
+
+    monkeypatch.setattr(ArrayFile, "write", write)
+    with infrastore_sqlite.Store.create(tmp_path / "s.h5") as s:
+        s.write_buffer_bytes = 2000
+        with s.transaction():
+            for k in range(30):
+                ts = infrastore_sqlite.SingleTimeSeries(T0, "PT1H", np.arange(100.0) + k, "x")
+                s.add_time_series(k + 1, "Gen", "Component", ts)  # 800 bytes each
+            s.write_buffer_bytes = 1000  # the open transaction's writer follows
+            ts = infrastore_sqlite.SingleTimeSeries(T0, "PT1H", np.arange(100.0) - 1, "y")
+            s.add_time_series(99, "Gen", "Component", ts)
+        assert len(s.list_metadata()) == 31
+    assert seen and all(pending <= cap for pending, cap in seen)
+    assert {cap for _, cap in seen} == {2000, 1000}
+
+
+# ------------------------------------------------------------------ init_tracing
+TRACING_CASES = [
+    "debug",
+    "warn,infrastore_core=trace",
+    "",
+    "INFO",
+    "bogus!!=",
+    "==",
+    "info,foo=bar",
+    5,
+]
+
+
+@pytest.mark.parametrize("directive", TRACING_CASES, ids=[repr(c) for c in TRACING_CASES])
+def test_init_tracing_accepts_and_refuses_as_the_reference(directive) -> None:
+    # Once per process in both, so each call runs in a fresh interpreter.
+    script = (
+        "import sys, {lib}\n"
+        "try:\n"
+        "    r = {lib}.init_tracing({arg})\n"
+        "    print('ok', r, {lib}.init_tracing('trace'))\n"
+        "except Exception as e:\n"
+        "    print(type(e).__name__)\n"
+    )
+    got = []
+    for lib in ("infrastore", "infrastore_sqlite"):
+        done = subprocess.run(
+            [sys.executable, "-c", script.format(lib=lib, arg=repr(directive))],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "RUST_LOG": ""},
+        )
+        assert done.returncode == 0, done.stderr
+        got.append(done.stdout.strip())
+    assert got[0] == got[1], got
+    assert inspect.signature(infrastore_sqlite.init_tracing).parameters.keys() == {"filter"}
+
+
+@pytest.mark.parametrize(
+    ("directive", "logged"),
+    [("debug", True), ("infrastore_core=debug", True), ("warn", False), ("off", False)],
+)
+def test_init_tracing_logs_the_stores_operations(tmp_path, directive, logged) -> None:
+    script = (
+        "import numpy as np, infrastore_sqlite as ist\n"
+        "from datetime import datetime\n"
+        f"ist.init_tracing({directive!r})\n"
+        f"with ist.Store.create({str(tmp_path / 's.h5')!r}) as s:\n"
+        "    s.add_time_series(1, 'Gen', 'Component',"
+        " ist.SingleTimeSeries(datetime(2024, 1, 1), 'PT1H', np.arange(3.0), 'x'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    wrote = [line for line in lines if "committed a write to the store" in line]
+    assert bool(wrote) is logged, done.stderr
+    if logged:
+        assert any("created the store" in line for line in lines)
+        assert any("sealed segment" in line and "fsynced" in line for line in lines)

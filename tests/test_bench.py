@@ -28,6 +28,7 @@ SCENARIO_OPS = {
     "memory": {"export", "import"},
 }
 IMPLS = {"ours", "ref"}
+FLOOR_OPS = {"export", "import"}  # bench/sqlite_floor.py runs beside these
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +60,25 @@ def test_json_has_every_op_of_every_scenario_for_both_implementations(quick_run)
     for rec in doc["results"]:
         seen.setdefault(rec["scenario"], set()).add((rec["op"], rec["impl"]))
     for scenario, ops in SCENARIO_OPS.items():
-        assert seen.get(scenario) == {(op, impl) for op in ops for impl in IMPLS}, scenario
+        want = {(op, impl) for op in ops for impl in IMPLS} | {
+            (op, "floor") for op in ops & FLOOR_OPS
+        }
+        assert seen.get(scenario) == want, scenario
+
+
+def test_ours_over_floor_is_reported_per_round(quick_run):
+    _, out = quick_run
+    doc = json.loads(out.read_text())
+    for rec in doc["results"]:
+        where = (rec["scenario"], rec["size"], rec["op"], rec["impl"])
+        if rec["op"] in FLOOR_OPS:
+            assert len(rec["floor_ratio"]) == doc["meta"]["rounds"], where
+            assert all(math.isfinite(r) and r > 0 for r in rec["floor_ratio"]), where
+        else:
+            assert rec["floor_ratio"] == [], where
+    targets = {t["target"] for t in doc["targets"]}
+    assert "export ours / floor, small quick (n=1000)" in targets
+    assert "read speedup, small quick (n=1000)" in targets
 
 
 def test_every_ratio_is_positive_and_finite(quick_run):
@@ -144,3 +163,44 @@ def test_parquet_bench_runs_end_to_end(tmp_path: Path, mode: list[str], keys: tu
             assert math.isfinite(r[k]) and r[k] > 0, (r["store"], k)
         assert r["rows"] > 0
     assert math.isfinite(doc["rss_growth_mb"]["growth"])
+
+
+def test_sqlite_floor_writes_the_export_tables_again(tmp_path: Path) -> None:
+    """The export floor writes exactly the tables, indexes and views of the export it is
+    given (both of its routes: grids computed from the row number, coordinates through
+    temporary tables), and the import floor reads every value row back, one array each."""
+    import sqlite3
+    from datetime import UTC, datetime
+
+    import numpy as np
+
+    from infrastore_sqlite import Deterministic, NonSequentialTimeSeries, SingleTimeSeries, Store
+
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import sqlite_floor
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    special = np.array([np.nan, 0.25, np.inf, -np.inf, 1.5, 2.0])  # (-0.0: no SQLite REAL)
+    with Store.create(tmp_path / "s.h5") as store:
+        for k in range(5):  # equal grids: one run; a sixth on its own grid
+            store.add_time_series(1, "Gen", 0, SingleTimeSeries(t0, "PT1H", special + k, f"s{k}"))
+        store.add_time_series(1, "Gen", 0, SingleTimeSeries(t0, "PT2H", special, "other"))
+        stamps = [t0, t0.replace(hour=3), t0.replace(hour=4)]
+        store.add_time_series(1, "Gen", 0, NonSequentialTimeSeries(stamps, special[:3], "n"))
+        windows = np.arange(8.0).reshape(2, 4)
+        store.add_time_series(
+            1, "Gen", 0, Deterministic(t0, "PT1H", "PT2H", "PT1H", 4, windows, "d")
+        )
+        parts = store.export_sqlite(tmp_path / "x.db")
+    write, rows = sqlite_floor.prepare_export(str(tmp_path / "x.db"))
+    assert rows == sum(p["rows"] for p in parts) > 0
+    write(str(tmp_path / "floor.db"))
+    a, b = sqlite3.connect(tmp_path / "x.db"), sqlite3.connect(tmp_path / "floor.db")
+    schema = "SELECT type, name, sql FROM sqlite_master ORDER BY name"
+    assert a.execute(schema).fetchall() == b.execute(schema).fetchall()
+    for (name,) in a.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
+        sql = f'SELECT *, typeof(rowid) FROM "{name}" ORDER BY rowid'
+        assert a.execute(sql).fetchall() == b.execute(sql).fetchall(), name
+    assert sqlite_floor.read_back(str(tmp_path / "x.db")) == rows

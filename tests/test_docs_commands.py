@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from repo_root import REPO_ROOT
 
 from infrastore_sqlite.cli import PROG, cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 BLOCK = re.compile(r"```(console|sql|sh)\n(.*?)```", re.S)
 
 

@@ -4,14 +4,14 @@ reference's public names, each classified (interop: it introspects the reference
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 import infrastore
 import pytest
+from repo_root import REPO_ROOT
 
 pytestmark = pytest.mark.interop
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 
 
 def _generator():
@@ -37,7 +37,7 @@ def test_every_public_name_of_the_reference_has_one_row() -> None:
     assert len(names) == len(set(names))
     top = {n for n in dir(infrastore) if not n.startswith("_")}
     assert top <= set(names)
-    assert {s for _, s, _ in rows} <= {"same", "different", "not provided"}
+    assert {s for _, s, _ in rows} <= {"same", "different", "not provided", "not an API"}
     # the out-of-scope groups are named as such
     by_name = {n: (s, note) for n, s, note in rows}
     assert by_name["ParentChildAssociation"] == (
@@ -55,3 +55,20 @@ def test_the_generator_sees_a_missing_member(monkeypatch) -> None:
     gen = _generator()
     monkeypatch.delattr(StoreApi, "list_names")
     assert ("Store.list_names", "not provided", "") in gen.rows()
+
+
+def test_nothing_is_missing_outside_the_two_groups_out_of_scope() -> None:
+    # Issue 15's bar: a "not provided" row is one of the association or OpenAPI names.
+    gen = _generator()
+    outside = [n for n, s, _ in gen.rows() if s == "not provided" and not gen._out_of_scope(n)]
+    assert outside == [], f"provide these, or say why they are out of scope: {outside}"
+    assert set(gen.NOT_IN_SCOPE) == {
+        "OpenAPI import/export",
+        "supplemental-attribute and parent/child associations",
+    }
+
+
+def test_the_compiled_module_is_the_one_name_that_is_not_an_api() -> None:
+    rows = _generator().rows()
+    assert [n for n, s, _ in rows if s == "not an API"] == ["infrastore"]
+    assert isinstance(infrastore.infrastore, type(infrastore))

@@ -17,10 +17,11 @@ from pathlib import Path
 import duckdb
 import pytest
 from click.testing import CliRunner
+from repo_root import REPO_ROOT
 
 from infrastore_sqlite.cli import PROG, cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 SECTION = "# The Parquet form"
 
 

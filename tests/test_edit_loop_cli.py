@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import query as sql
+from repo_root import REPO_ROOT
 
 from infrastore_sqlite import Store
 from infrastore_sqlite.cli import PROG, cli
 from infrastore_sqlite.demo import build_demo_store
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 STS = "SingleTimeSeries_f64_utc"
 
 

@@ -10,8 +10,9 @@ import ast
 from pathlib import Path
 
 import pytest
+from repo_root import REPO_ROOT
 
-PACKAGE = Path(__file__).resolve().parents[1] / "infrastore_sqlite"
+PACKAGE = REPO_ROOT / "infrastore_sqlite"
 
 #: Lower numbers are lower layers; a module may import its own layer and those below.
 LAYERS = {

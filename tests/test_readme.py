@@ -21,8 +21,9 @@ import sysconfig
 from pathlib import Path
 
 import pytest
+from repo_root import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 

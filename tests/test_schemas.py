@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import orjson
+from repo_root import REPO_ROOT
 
 from infrastore_sqlite.interchange.sqlite.schema import contract
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 
 
 def test_interchange_contract_matches_layout() -> None:

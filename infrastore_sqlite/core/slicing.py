@@ -107,9 +107,18 @@ def _issue_index(series: Any, t: int, label: str) -> int:
         )
     k = int(grid_index(series._initial_ms, series._interval, np.array([t], dtype=np.int64))[0])
     if k < 0:
+        itv = series._interval
+        near = ""
+        if not itv.calendar:
+            # The boundaries either side of t, so the refusal names a start that works.
+            j = (t - series._initial_ms) // itv.ms
+            before, after = (step(series._initial_ms, itv, i) for i in (j, j + 1))
+            near = f", such as {ms_to_axis_instant(before)} or {ms_to_axis_instant(after)}"
         raise InvalidParameterError(
             f"forecast start_time {ms_to_axis_instant(t)} must align to a window boundary "
-            f"(initial_timestamp + k·interval) of {label}"
+            f"(initial_timestamp + k·interval) of {label}: its windows start at "
+            f"{ms_to_axis_instant(series._initial_ms)} and every {itv}; give a start on one "
+            f"of them{near}"
         )
     return k
 

@@ -578,6 +578,10 @@ class Place:
     word: str = "table"
     #: The series whose group is being read, for messages (set by the reader).
     label: str | None = None
+    #: The widest per-step shape the series rows declare (``element_shape``), set by the
+    #: core before the values are read, so a reader can refuse a value cell bigger than
+    #: any element could need without fetching it; None when no row declares one.
+    cell_shape: tuple[int, ...] | None = None
 
     def row_text(
         self, key: tuple[str, str], rowids: list[int], i: int | None, *, series: bool = False
@@ -775,6 +779,28 @@ class PartitionSource(Protocol):
 
 
 # ------------------------------------------------------------------------------ series rows
+def _widest_shape(cells: Iterable[Any]) -> tuple[int, ...] | None:
+    """The ``element_shape`` cell with the most leaves, or None if none is a shape.
+
+    The import otherwise reads an element's shape from its values (a composite's row
+    width varies per series), so the column only bounds how big a value cell may be.
+    A cell that is not a short JSON list of sizes bounds nothing.
+    """
+    widest: tuple[int, ...] | None = None
+    for cell in cells:
+        if type(cell) is not str or len(cell) > 200:
+            continue
+        try:
+            shape = orjson.loads(cell)
+        except orjson.JSONDecodeError:
+            continue
+        if type(shape) is not list or not all(type(d) is int and d >= 0 for d in shape):
+            continue
+        if widest is None or math.prod(shape) > math.prod(widest):
+            widest = tuple(shape)
+    return widest
+
+
 class SeriesRows:
     """A partition's arrays and series rows checked and turned into :class:`Spec`.
 
@@ -835,6 +861,8 @@ class SeriesRows:
         specs: list[Spec] = []
         element_types: set[str] = set()
         tst_at = cols.index("time_series_type")
+        shape_at = cols.index("element_shape")
+        shapes: set[Any] = set()
         # Rows repeat a handful of cell-type patterns; a pattern checked once is known good.
         good_types: set[tuple] = set()
         for n, raw in enumerate(rows, start=1):
@@ -856,6 +884,7 @@ class SeriesRows:
                 )
             spec = self._spec(raw, cols, arrays, opts)
             specs.append(spec)
+            shapes.add(raw[shape_at])
             element_types.add(str(spec.et))
         if len(element_types) > 1:
             raise InvalidParameterError(
@@ -864,6 +893,7 @@ class SeriesRows:
                 table=table,
             )
         specs.sort(key=lambda s: (s.key, s.file_id))
+        self.place.cell_shape = _widest_shape(shapes)
         return specs
 
     def _check_cells(self, n: int, r: dict[str, Any], cols: list[str]) -> None:

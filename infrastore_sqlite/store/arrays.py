@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import math
 import os
 import re
 from collections import deque
@@ -38,8 +39,9 @@ from ..errors import StorageError
 DATA_FORMAT_VERSION = "1"
 _CHUNK_TARGET = 256 * 1024  # bytes per chunk: small enough to read one array cheaply
 _SLAB_GAP = 4  # read across up to this many unwanted slots rather than issue a new read
+_SLAB_BYTES = 8 * 1024 * 1024  # a slab of nearby slots spans at most this (or one chunk)
 # Bytes of queued writes the caller may run ahead of the writer thread by.
-_MAX_PENDING_BYTES = 16 * 1024 * 1024
+MAX_PENDING_BYTES = 16 * 1024 * 1024
 # No chunk cache on a writable file: each chunk is compressed as it is written (in the
 # writer thread, beside the caller's work) instead of all at once when the file is
 # flushed at commit, where nothing else can run. Reads group slots by chunk, so each read
@@ -150,8 +152,11 @@ class ArrayFile:
         compression: str = "auto",
         compression_level: int = 3,
         shuffle: bool = True,
+        max_pending_bytes: int = MAX_PENDING_BYTES,
     ) -> None:
         self.path = str(path)
+        #: Bytes of queued writes the caller may run ahead of the writer thread by.
+        self.max_pending_bytes = max_pending_bytes
         cache = _READ_CACHE_BYTES if mode == "r" else _WRITE_CACHE_BYTES
         try:
             self._h5 = h5py.File(self.path, mode, rdcc_nbytes=cache, locking=False)
@@ -237,7 +242,7 @@ class ArrayFile:
         self._pending_bytes += size
         # Report a failed write early, and keep the queue (the arrays it holds) bounded.
         while self._pending and (
-            self._pending[0][0].done() or self._pending_bytes > _MAX_PENDING_BYTES
+            self._pending[0][0].done() or self._pending_bytes > self.max_pending_bytes
         ):
             self._settle_oldest()
 
@@ -291,35 +296,41 @@ class ArrayFile:
         """
         self.sync()
         ds = self._pool(name)
-        order = np.argsort(np.asarray(slots, dtype=np.int64), kind="stable")
-        out: list[np.ndarray | None] = [None] * len(slots)
+        n = len(slots)
+        order = sorted(range(n), key=slots.__getitem__)
+        at = [int(slots[k]) for k in order]  # the slots in ascending order
+        out: list[np.ndarray | None] = [None] * n
         i = 0
-        n = len(order)
         # Slots sharing a chunk come in one read: a chunk is then decompressed once per
         # call, not once per array (a batch in hash order scatters over every chunk).
         crow = ds.chunks[0] if ds.chunks else 1
+        # How many slots one slab may span: a few chunks' worth, or what _SLAB_BYTES holds
+        # of the selected part (one call per slab is what a read of many arrays costs).
+        row_bytes = max(1, ds.dtype.itemsize * math.prod(np.empty(ds.shape[1:])[part].shape))
+        span = max(2 * crow, _SLAB_BYTES // row_bytes)
         try:
             while i < n:
                 # Grow a run of nearby slots (or of one chunk) and fetch it as one slab.
                 j = i
-                first = slots[order[i]]
+                first = at[i]
                 while j + 1 < n:
-                    nxt = slots[order[j + 1]]
+                    nxt = at[j + 1]
                     if nxt // crow == first // crow or (
-                        nxt - slots[order[j]] <= _SLAB_GAP and nxt - first < 2 * crow
+                        nxt - at[j] <= _SLAB_GAP and nxt - first < span
                     ):
                         j += 1
                     else:
                         break
-                lo, hi = slots[order[i]], slots[order[j]] + 1
+                lo, hi = first, at[j] + 1
                 slab = ds[(slice(lo, hi), *part)]
-                # Views into the slab keep it alive as long as the batch that holds them:
-                # when the slab also spans unwanted slots, copy the wanted ones out instead.
-                sparse = hi - lo > j - i + 1
-                for k in range(i, j + 1):
-                    idx = order[k]
-                    row = slab[slots[idx] - lo]
-                    out[idx] = row.copy() if sparse else row
+                if hi - lo == j - i + 1:  # every slot of the slab wanted: its rows, as views
+                    got = list(slab)
+                else:
+                    # Views would keep the whole slab alive as long as the batch holding
+                    # them: when it spans unwanted slots, copy the wanted ones out instead.
+                    got = [slab[s - lo].copy() for s in at[i : j + 1]]
+                for k, arr in zip(order[i : j + 1], got, strict=True):
+                    out[k] = arr
                 i = j + 1
         except (OSError, ValueError, IndexError, KeyError) as exc:
             raise StorageError(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import urllib.parse
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import Any
 import apsw
 
 from ..errors import (
+    READ_ONLY_OPEN,
     CatalogMigrationRequiredError,
     CatalogTooNewError,
     StorageError,
@@ -95,6 +97,20 @@ class Catalog:
         try:
             self.conn = apsw.Connection(self.path, flags=flags)
             self.conn.setbusytimeout(max(0, int(self.timeout * 1000)))
+            if read_only:
+                try:
+                    # The first read opens the WAL's shared memory: fails here, or never.
+                    self.conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+                except apsw.CantOpenError:
+                    if not self._on_read_only_media():
+                        try:
+                            self._refuse_pending_log()
+                        except StorageError:
+                            self.close()
+                            raise
+                        raise
+                    self.conn.close()
+                    self.conn = self._open_immutable(flags)
             if not read_only:
                 # One pragma per call: apsw stops a multi-statement string at the first
                 # statement that returns a row (journal_mode does).
@@ -106,15 +122,28 @@ class Catalog:
             self.close()
             raise self._busy() from exc
         except apsw.Error as exc:
+            # Described before the close: the OS error behind it lives on the connection.
+            what = self._describe(exc)
             self.close()
+            folder = os.path.dirname(self.path) or "."
+            if (
+                not read_only
+                and isinstance(exc, apsw.CantOpenError | apsw.ReadOnlyError)
+                and os.path.isfile(self.path)
+                and not os.access(folder, os.W_OK)
+            ):
+                raise StorageError(
+                    f"cannot write to the store: {folder} is on read-only media or not "
+                    "writable by you, and a write needs to create files there; to read it "
+                    "as it is, use {read_only}",
+                    terms={"read_only": READ_ONLY_OPEN},
+                ) from exc
             hint = (
                 "is it a store's catalog?"
                 if isinstance(exc, apsw.NotADBError | apsw.CorruptError)
                 else None
             )
-            raise StorageError(
-                f"cannot open the catalog {self.path}: {self._describe(exc)}", hint=hint
-            ) from exc
+            raise StorageError(f"cannot open the catalog {self.path}: {what}", hint=hint) from exc
         self._depth = 0
         self._counter = 0
         try:
@@ -122,6 +151,41 @@ class Catalog:
         except BaseException:
             self.close()  # a refused open must not leave the file held
             raise
+
+    def _on_read_only_media(self) -> bool:
+        """Whether a read-only open failed only because SQLite cannot create the WAL's
+        ``-shm`` file beside the catalog (read-only media, a directory without write
+        permission) while no ``-wal`` file holds commits the catalog file lacks."""
+        folder = os.path.dirname(self.path) or "."
+        return (
+            self.read_only
+            and os.path.isfile(self.path)
+            and not os.access(folder, os.W_OK)
+            and not os.path.exists(self.path + "-wal")
+        )
+
+    def _refuse_pending_log(self) -> None:
+        """A read-only open that failed on a directory it cannot write to, beside a
+        ``-wal`` file that may hold commits: say what to do instead."""
+        folder = os.path.dirname(self.path) or "."
+        log = self.path + "-wal"
+        if (
+            os.path.exists(log)
+            and not os.path.exists(self.path + "-shm")
+            and not os.access(folder, os.W_OK)
+        ):
+            raise StorageError(
+                f"cannot read the store: its catalog's log {log} may hold commits not "
+                f"yet in the catalog, and reading it needs files created in {folder}, "
+                "which is read-only here; open the store once where it can be written "
+                "(a copy will do), then it reads anywhere"
+            )
+
+    def _open_immutable(self, flags: int) -> apsw.Connection:
+        # Nothing can write where we cannot create a file, and no log is pending: the
+        # catalog file is the last committed state, read without the WAL's shared memory.
+        uri = "file:" + urllib.parse.quote(self.path) + "?immutable=1"
+        return apsw.Connection(uri, flags=flags | apsw.SQLITE_OPEN_URI)
 
     # -- schema ------------------------------------------------------------------------
     def _migrate(self) -> None:

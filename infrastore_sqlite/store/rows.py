@@ -50,6 +50,21 @@ FILTER_KEYS = (
 )
 
 
+_OWNER_CATEGORIES = {c.value: c for c in OwnerCategory}
+_SHAPES: dict[str, tuple[int, ...]] = {}
+_MAX_SHAPES = 4096
+
+
+def decode_shape(text: str) -> tuple[int, ...]:
+    """A catalog shape text (``"[168]"``) as a tuple, decoded once per distinct text."""
+    shape = _SHAPES.get(text)
+    if shape is None:
+        if len(_SHAPES) >= _MAX_SHAPES:  # many distinct lengths: keep the cache bounded
+            _SHAPES.clear()
+        shape = _SHAPES[text] = tuple(orjson.loads(text))
+    return shape
+
+
 @dataclass(slots=True)
 class SeriesRow:
     """One catalog row, decoded."""
@@ -83,33 +98,34 @@ class SeriesRow:
 
     @classmethod
     def from_sql(cls, r: tuple) -> SeriesRow:
+        # Positional, with the repeated texts decoded once (reads build one per series).
         return cls(
-            id=r[0],
-            owner_id=r[1],
-            owner_type=r[2],
-            owner_category=OwnerCategory(r[3]),
-            type=TimeSeriesType.from_catalog_code(r[4]),
-            name=r[5],
-            initial_ms=r[6],
-            resolution=r[7],
-            length=r[8],
-            horizon=r[9],
-            interval=r[10],
-            count=r[11],
-            timestamps_hash=r[12],
-            units=r[13],
-            quantity_kind=r[14],
-            unit_system=r[15],
-            time_reference=r[16],
-            component_field=r[17],
-            percentiles=orjson.loads(r[18]) if r[18] else None,
-            element_type=r[19],
-            element_shape=orjson.loads(r[20]),
-            array_shape=tuple(orjson.loads(r[21])),
-            application_data=r[22],
-            data_hash=r[23],
-            features_hash=r[24],
-            features=orjson.loads(r[25]) if r[25] else {},
+            r[0],
+            r[1],
+            r[2],
+            _OWNER_CATEGORIES[r[3]],
+            TimeSeriesType.from_catalog_code(r[4]),
+            r[5],
+            r[6],
+            r[7],
+            r[8],
+            r[9],
+            r[10],
+            r[11],
+            r[12],
+            r[13],
+            r[14],
+            r[15],
+            r[16],
+            r[17],
+            orjson.loads(r[18]) if r[18] else None,
+            r[19],
+            list(decode_shape(r[20])),
+            decode_shape(r[21]),
+            r[22],
+            r[23],
+            r[24],
+            orjson.loads(r[25]) if r[25] else {},
         )
 
     @property

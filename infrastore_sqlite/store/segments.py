@@ -40,6 +40,7 @@ import numpy as np
 
 from ..errors import MismatchedArtifactError, StorageError
 from .arrays import (
+    MAX_PENDING_BYTES,
     ArrayFile,
     MissingArrayFileError,
     describe_os_error,
@@ -156,6 +157,8 @@ class Segments:
         self.dir = root / SEGMENT_DIR
         self.generation = generation
         self.compression = compression
+        #: How far this store's writes may queue ahead of the writer thread, in bytes.
+        self.write_buffer_bytes = MAX_PENDING_BYTES
         self._readers: OrderedDict[str, ArrayFile] = OrderedDict()
         self._writer: ArrayFile | None = None
         self._writer_name: str | None = None
@@ -225,6 +228,7 @@ class Segments:
                 compression=kind,
                 compression_level=3 if level is None else level,
                 shuffle=shuffle,
+                max_pending_bytes=self.write_buffer_bytes,
             )
             f.h5.attrs["catalog_generation"] = self.generation
         except OSError as exc:  # a segment directory that went missing, permissions
@@ -237,6 +241,11 @@ class Segments:
     @property
     def writing(self) -> bool:
         return self._writer is not None
+
+    @property
+    def writer(self) -> ArrayFile | None:
+        """This transaction's segment while it is being written."""
+        return self._writer
 
     def seal(self) -> tuple[str, int, int, list[str]] | None:
         """Finish this transaction's segment (durable on return) before the commit that

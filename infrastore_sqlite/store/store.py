@@ -15,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import math
+import operator
 import os
 import shutil
 import tempfile
@@ -30,6 +32,7 @@ import numpy as np
 import orjson
 
 from ..core.elements import parse_element_type, shrink
+from ..core.gcpause import gc_paused
 from ..core.hashing import (
     data_hash,
     data_hashes,
@@ -58,6 +61,7 @@ from ..errors import (
     TimeSeriesError,
 )
 from ..model import (
+    DESCRIPTORS,
     SERIES_CLASSES,
     Deterministic,
     OwnerCategory,
@@ -69,12 +73,20 @@ from ..model import (
     _Series,
 )
 from .api import StoreApi, Transaction, check_store_file, series_id
-from .arrays import COMPRESSIONS, compression_spec, fsync_path, parse_compression, pool_name
+from .arrays import (
+    COMPRESSIONS,
+    compression_spec,
+    describe_os_error,
+    fsync_path,
+    parse_compression,
+    pool_name,
+)
 from .catalog import Catalog
 from .rows import (
     SELECT_ROWS,
     SeriesRow,
     build_filter,
+    decode_shape,
     feature_rows,
     filter_keywords,
     filter_signature,
@@ -91,10 +103,15 @@ from .segments import (
     stale_work_dirs,
     work_dir,
 )
+from .tracing import LOG
 
 _GENERATION_KEY = "infrastore_sqlite.catalog_generation"
 _COMPRESSION_KEY = "infrastore_sqlite.compression"
 _DEFAULT_BATCH_BYTES = 64 * 1024 * 1024
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_SCAN_FROM = 2000  # arrays wanted at once before a table scan is considered
+_IRREGULAR = frozenset(t for t in TimeSeriesType if t.is_irregular)
+_FORECAST_TYPES = frozenset(t for t in TimeSeriesType if t.is_forecast)
 # The catalog's identity of a series (the ts_identity index): a replace keeps these.
 _IDENTITY_COLUMNS = frozenset(
     {"owner_id", "owner_category", "time_series_type", "name", "resolution", "interval"}
@@ -102,6 +119,7 @@ _IDENTITY_COLUMNS = frozenset(
 )
 DEFAULT_TIMEOUT = 5.0
 _BULK_KEYS = frozenset({"owner_id", "owner_type", "owner_category", "time_series", "features"})
+_SERIES_TYPES = frozenset(SERIES_CLASSES.values())
 # Arrays copied per read/write step when segments are merged or compacted.
 _REWRITE_STEP = 1024
 
@@ -221,6 +239,7 @@ class Store(StoreApi):
         # Built under a work name and renamed into place: a failed or killed create
         # leaves no store behind (a dead process's work directory is removed above).
         work = work_dir(path.parent, path.name, "creating")
+        renamed = False
         try:
             (work / SEGMENT_DIR).mkdir(parents=True)
             catalog = Catalog(catalog_file(work), create=True, timeout=timeout)
@@ -238,13 +257,19 @@ class Store(StoreApi):
                     f"{path} appeared while the store was created; nothing was changed"
                 )
             os.rename(work, path)
+            renamed = True
             fsync_path(path.parent)
-        except OSError as exc:
-            remove_tree(work)
-            raise StorageError(f"cannot create the store {path}: {exc}") from exc
-        except BaseException:
-            remove_tree(work)
+        except BaseException as exc:
+            # Whatever failed, nothing stays: not the work directory, and not the store
+            # just renamed into place whose name might not survive a power loss (a failed
+            # directory fsync), so the retry starts from a clean directory.
+            remove_tree(path if renamed else work)
+            if isinstance(exc, OSError):
+                raise StorageError(
+                    f"cannot create the store {path}: {describe_os_error(exc)}; nothing was created"
+                ) from exc
             raise
+        LOG.info("created the store %s (compression %s)", path, spec)
         return cls.open(path, timeout=timeout)
 
     @classmethod
@@ -321,11 +346,13 @@ class Store(StoreApi):
         except BaseException:
             catalog.close()
             raise
+        LOG.info("opened the store %s%s", path, " read-only" if read_only else "")
         return cls(path, segments, catalog, read_only)
 
     def close(self) -> None:
         """Close the store (anything uncommitted is rolled back). Safe to call twice."""
         if self._segments is not None:
+            LOG.debug("closing the store %s", self.path)
             try:
                 self._segments.close()
             finally:
@@ -406,6 +433,7 @@ class Store(StoreApi):
                 self._doomed = []
             raise
         if outer:
+            LOG.info("committed a write to the store %s", self.path)
             self._segments.committed()
             doomed, self._doomed = self._doomed, []
             self._segments.drop(doomed)
@@ -419,6 +447,7 @@ class Store(StoreApi):
         sealed = self._segments.seal()
         if sealed is not None:
             name, nbytes, slots, pools = sealed
+            LOG.debug("sealed segment %s: %d arrays, %d bytes, fsynced", name, slots, nbytes)
             self._catalog.execute(
                 "INSERT INTO segments (name, bytes, slots, pools) VALUES (?, ?, ?, ?)",
                 (name, nbytes, slots, orjson.dumps(pools).decode()),
@@ -562,16 +591,23 @@ class Store(StoreApi):
         ``time_series`` and optionally ``features``.
         """
         self._writable()
+        # A few dicts per series and no cycles: the collector would only rescan them.
+        with gc_paused():
+            prepared = self._prepare_bulk(items)
+            LOG.debug("adding %d series to the store %s", len(prepared), self.path)
+            with self.transaction():
+                return self._insert_prepared(prepared)
+
+    def _prepare_bulk(self, items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Every bulk item checked and prepared, the plain arrays hashed in one batch
+        (per-array hashing is most of what a small series costs); ragged arrays are
+        shrunk and hashed by ``_row_for``."""
         checked = [self._checked(i, item) for i, item in enumerate(items)]
-        # One batched hash of every plain array (ragged ones are shrunk and hashed by
-        # _row_for): per-array hashing is most of what a small series costs.
         plain = [i for i, c in enumerate(checked) if not c[3]._et.is_ragged]
         hashes: list[bytes | None] = [None] * len(checked)
         for i, h in zip(plain, data_hashes([checked[i][3]._data for i in plain]), strict=True):
             hashes[i] = h
-        prepared = [self._row_for(*c, known_hash=h) for c, h in zip(checked, hashes, strict=True)]
-        with self.transaction():
-            return self._insert_prepared(prepared)
+        return [self._row_for(*c, known_hash=h) for c, h in zip(checked, hashes, strict=True)]
 
     def _prepare(self, index: int, item: Mapping[str, Any]) -> dict[str, Any]:
         """One bulk item, checked and prepared (hashed on its own; see ``_row_for``)."""
@@ -581,37 +617,43 @@ class Store(StoreApi):
         self, index: int, item: Mapping[str, Any]
     ) -> tuple[int, str, OwnerCategory, _Series, dict[str, Any]]:
         """A bulk item's ``(owner_id, owner_type, category, series, features)``, checked."""
-        if not isinstance(item, Mapping):
+        # The exact-type tests first: they are what a plain dict of plain values passes,
+        # at a fraction of the cost of the general (ABC) checks behind them.
+        if type(item) is not dict and not isinstance(item, Mapping):
             raise InvalidParameterError(
                 f"bulk item {index} must be a dict with owner_id, owner_type, owner_category, "
                 "time_series and optionally features"
             )
-        unknown = set(item) - _BULK_KEYS
-        if unknown:
+        if not _BULK_KEYS.issuperset(item):
             raise InvalidParameterError(
-                f"bulk item {index} has unknown key(s) {sorted(unknown)}; accepted: "
-                f"{sorted(_BULK_KEYS)}"
+                f"bulk item {index} has unknown key(s) {sorted(set(item) - _BULK_KEYS)}; "
+                f"accepted: {sorted(_BULK_KEYS)}"
             )
         owner_id = item.get("owner_id")
-        if isinstance(owner_id, bool) or not isinstance(owner_id, int | np.integer):
-            raise ParameterTypeError(f"owner_id must be an integer, got {owner_id!r}")
-        owner_id = int(owner_id)
+        if type(owner_id) is not int:
+            if isinstance(owner_id, bool) or not isinstance(owner_id, int | np.integer):
+                raise ParameterTypeError(f"owner_id must be an integer, got {owner_id!r}")
+            owner_id = int(owner_id)
         if not -(2**63) <= owner_id < 2**63:
             raise InvalidParameterError(f"owner_id {owner_id} does not fit a signed 64-bit integer")
         owner_type = item.get("owner_type")
-        if not isinstance(owner_type, str):
+        if type(owner_type) is not str and not isinstance(owner_type, str):
             raise ParameterTypeError(f"owner_type must be a str, got {owner_type!r}")
         if not owner_type:
             raise InvalidParameterError(
                 f"owner_type must be a non-empty string, got {owner_type!r}"
             )
-        category = OwnerCategory.coerce(item.get("owner_category", OwnerCategory.Component))
+        category = item.get("owner_category", OwnerCategory.Component)
+        if type(category) is not OwnerCategory:
+            category = OwnerCategory.coerce(category)
         ts = item.get("time_series")
-        if type(ts) not in SERIES_CLASSES.values():
+        if type(ts) not in _SERIES_TYPES:
             raise InvalidParameterError(
                 f"time_series must be a series object (SingleTimeSeries, …), got {type(ts).__name__}"
             )
-        feats = validate_features(item.get("features"))
+        features = item.get("features")
+        empty = features is None or (type(features) is dict and not features)
+        feats = {} if empty else validate_features(features)
         return owner_id, owner_type, category, ts, feats
 
     def _row_for(
@@ -626,44 +668,43 @@ class Store(StoreApi):
         arr = ts._data
         et = ts._et
         stored = shrink(et, arr) if et.is_ragged else arr
+        shape = arr.shape
+        gridded = isinstance(ts, SingleTimeSeries | _Forecast)
+        forecast = gridded and isinstance(ts, _Forecast)
+        name = ts.name
         row: dict[str, Any] = {
             "owner_id": owner_id,
             "owner_type": owner_type,
             "owner_category": int(category),
             "time_series_type": ts.time_series_type.catalog_code,
-            "name": ts.name,
-            "initial_timestamp": None,
-            "initial_ms": None,
-            "resolution": None,
-            "length": int(arr.shape[0]),
-            "horizon": None,
-            "interval": None,
-            "count": None,
+            "name": name,
+            "initial_timestamp": _catalog_instant(ts.initial_ms) if gridded else None,
+            "initial_ms": ts.initial_ms if gridded else None,
+            "resolution": _period_text(ts.resolution_period) if gridded else None,
+            "length": int(shape[0]),
+            "horizon": _period_text(ts.horizon_period) if forecast else None,
+            "interval": _period_text(ts.interval_period) if forecast else None,
+            "count": ts.count if forecast else None,
             "timestamps_hash": None,
-            **ts.descriptors(),
-            "time_reference": ts.time_reference,
-            "percentiles_json": None,
-            "element_type": str(et),
-            "element_shape": _shape_json(arr.shape[1:]),
-            "array_shape": _shape_json(arr.shape),
-            "data_hash": data_hash(stored) if known_hash is None else known_hash,
-            "features_hash": _features_hash_of(feats),
         }
-        if isinstance(ts, SingleTimeSeries | _Forecast):
-            row["initial_ms"] = ts.initial_ms
-            row["initial_timestamp"] = _catalog_instant(ts.initial_ms)
-            row["resolution"] = _period_text(ts.resolution_period)
-        if isinstance(ts, _Forecast):
-            row["horizon"] = ts.horizon
-            row["interval"] = ts.interval
-            row["count"] = ts.count
-        if isinstance(ts, Probabilistic):
-            row["percentiles_json"] = orjson.dumps(ts.percentiles).decode()
-        payload = {"data": stored, "features": feats}
-        if isinstance(ts, _Irregular):
+        for d in DESCRIPTORS:
+            row[d] = getattr(ts, d)
+        row["time_reference"] = ts.time_reference
+        row["percentiles_json"] = (
+            orjson.dumps(ts.percentiles).decode() if isinstance(ts, Probabilistic) else None
+        )
+        row["element_type"] = _element_text(et)
+        row["element_shape"] = _shape_json(shape[1:])
+        row["array_shape"] = _shape_json(shape)
+        row["data_hash"] = data_hash(stored) if known_hash is None else known_hash
+        row["features_hash"] = _features_hash_of(feats)
+        out = {"row": row, "data": stored, "features": feats}
+        if not gridded and isinstance(ts, _Irregular):
             row["timestamps_hash"] = timestamps_hash(ts.timestamps_ms)
-            payload["timestamps"] = ts.timestamps_ms
-        return {"row": row, **payload, "series": ts, "label": f"'{ts.name}' (owner {owner_id})"}
+            out["timestamps"] = ts.timestamps_ms
+        out["series"] = ts
+        out["label"] = f"'{name}' (owner {owner_id})"
+        return out
 
     _INSERT_COLUMNS = (
         "owner_id",
@@ -1023,7 +1064,7 @@ class Store(StoreApi):
         for r in cur:
             row = SeriesRow.from_sql(r)
             # JSON has no ±inf (the feature JSON holds null there); the typed rows do.
-            if any(v is None for v in row.features.values()):
+            if row.features and None in row.features.values():
                 if row.features_hash not in typed:
                     typed[row.features_hash] = self._typed_features(row.features_hash)
                 row.features = dict(typed[row.features_hash])
@@ -1081,19 +1122,17 @@ class Store(StoreApi):
     def rows_by_ids(self, ids: Sequence[int]) -> list[SeriesRow]:
         """Rows for ``ids`` in the order given; NotFoundError names any missing id."""
         wanted = [series_id(i) for i in ids]
-        found: dict[int, SeriesRow] = {}
-        for chunk_start in range(0, len(wanted), 500):
-            chunk = wanted[chunk_start : chunk_start + 500]
-            marks = ", ".join("?" * len(chunk))
-            for r in self._select(f"t.id IN ({marks})", chunk):
-                found[r.id] = r
+        # One query for all of them: the ids go in as one int64 buffer (an id no int64
+        # holds is no rowid, so it is simply missing).
+        lookup = np.array([i for i in wanted if _INT64_MIN <= i <= _INT64_MAX], dtype=np.int64)
+        found = (
+            {r.id: r for r in self._iter_select("t.id IN carray(?)", (apsw.carray(lookup),))}
+            if lookup.size
+            else {}
+        )
         missing = [i for i in wanted if i not in found]
         if missing:
-            raise NotFoundError(
-                f"no series with id {', '.join(map(str, missing[:10]))}"
-                + (" …" if len(missing) > 10 else "")
-                + "; list_metadata shows the ids the store holds"
-            )
+            raise _missing_ids(missing)
         return [found[i] for i in wanted]
 
     def is_empty(self) -> bool:
@@ -1121,36 +1160,38 @@ class Store(StoreApi):
 
     # ------------------------------------------------------------------ reading
     def _locations(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], tuple]:
-        keys = list(keys)
+        keys = set(keys)
         found = self._found_locations(keys)
-        out = {}
-        for h, kind in keys:
-            r = found.get((h, kind))
-            if r is None:
-                raise IntegrityError(
-                    f"the catalog names an array {h.hex()[:12]} ({kind}) that the store does not "
-                    "hold; run verify to list every damaged series",
-                    key=h.hex(),
-                )
-            out[(h, kind)] = r
-        return out
+        if len(found) < len(keys):
+            raise _missing_array(*next(k for k in keys if k not in found))
+        return found
 
     def _found_locations(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], tuple]:
         """Where each of ``keys`` the catalog holds is stored (absent keys are left out)."""
-        cat = self._catalog
-        keys = list(keys)
+        keyset = keys if isinstance(keys, set | frozenset) else set(keys)
         found: dict[tuple[bytes, str], tuple] = {}
-        for start in range(0, len(keys), 400):
-            chunk = keys[start : start + 400]
-            # One query per chunk; (hash, kind) is the arrays key, so row values match it.
-            marks = ", ".join(["(?, ?)"] * len(chunk))
-            flat = [x for k in chunk for x in k]
-            for h, kind, *loc in cat.execute(
-                "SELECT hash, kind, dtype, shape, pool, slot, segment FROM arrays "
-                f"WHERE (hash, kind) IN (VALUES {marks})",
-                flat,
+        if len(keyset) >= _SCAN_FROM and len(keyset) * 4 >= self._catalog.scalar(
+            "SELECT count(*) FROM arrays"
+        ):
+            # Most of the table: one pass over it beats a primary-key search per array.
+            for r in self._catalog.execute(
+                "SELECT hash, kind, dtype, shape, pool, slot, segment FROM arrays"
             ):
-                found[(h, kind)] = tuple(loc)
+                key = (r[0], r[1])
+                if key in keyset:
+                    found[key] = r[2:]
+            return found
+        by_kind: dict[str, list[bytes]] = {}
+        for h, kind in keyset:
+            by_kind.setdefault(kind, []).append(h)
+        for kind, hashes in by_kind.items():
+            # One query per kind, the hashes bound as one carray (the primary key finds each).
+            for r in self._catalog.execute(
+                "SELECT hash, dtype, shape, pool, slot, segment FROM arrays "
+                "WHERE kind = ? AND hash IN carray(?)",
+                (kind, apsw.carray(tuple(hashes))),
+            ):
+                found[(r[0], kind)] = r[1:]
         return found
 
     def _load(
@@ -1173,9 +1214,10 @@ class Store(StoreApi):
         raise AssertionError("unreachable")
 
     def _load_once(
-        self, keys: set[tuple[bytes, str]], part: tuple = ()
+        self, keys: set[tuple[bytes, str]], part: tuple = (), places: dict | None = None
     ) -> dict[tuple[bytes, str], np.ndarray]:
-        locs = self._locations(keys)
+        """One try of :meth:`_load` (``places``: the keys' places, when already known)."""
+        locs = self._locations(keys) if places is None else places
         by_pool: dict[tuple[str, str], list[tuple[bytes, str]]] = {}
         out: dict[tuple[bytes, str], np.ndarray] = {}
         from ..core.elements import NUMPY_DTYPES
@@ -1217,7 +1259,7 @@ class Store(StoreApi):
         size = 0
         for row in rows:
             if row.data_hash not in seen:
-                nbytes = int(np.prod(row.array_shape, dtype=np.int64)) * 8
+                nbytes = math.prod(row.array_shape) * 8
                 if batch and size + nbytes > batch_bytes:
                     yield batch
                     batch, seen, size = [], set(), 0
@@ -1228,16 +1270,22 @@ class Store(StoreApi):
             yield batch
 
     def _read_batch(self, rows: list[SeriesRow], with_timestamps: bool):
-        keys = {(r.data_hash, "data") for r in rows}
-        if with_timestamps:
-            keys |= {(r.timestamps_hash, "timestamps") for r in rows if r.timestamps_hash}
-        loaded = self._load(keys)
+        data = {r.data_hash: (r.data_hash, "data") for r in rows}
+        stamps = (
+            {
+                r.timestamps_hash: (r.timestamps_hash, "timestamps")
+                for r in rows
+                if r.timestamps_hash
+            }
+            if with_timestamps
+            else {}
+        )
+        loaded = self._load([*data.values(), *stamps.values()])
+        # Keyed by hash alone from here: one lookup per row, no key tuple built per row.
+        arrays = {h: loaded[k] for h, k in data.items()}
+        times = {h: loaded[k] for h, k in stamps.items()}
         return [
-            (
-                r,
-                loaded[(r.data_hash, "data")],
-                loaded.get((r.timestamps_hash, "timestamps")) if r.timestamps_hash else None,
-            )
+            (r, arrays[r.data_hash], times.get(r.timestamps_hash) if r.timestamps_hash else None)
             for r in rows
         ]
 
@@ -1249,36 +1297,49 @@ class Store(StoreApi):
         Ragged composites are stored at their minimal width; ``pad`` restores the width
         the series was added with (an export wants the minimal form and passes False).
         """
-        arr = stored
-        et = _element_type(row.element_type)
-        kind = row.type
-        cls = SERIES_CLASSES.get(kind, Deterministic)
-        obj = cls.__new__(cls)
-        obj.name = row.name
-        obj._et = et
-        obj._tr = row.time_reference
-        for d, v in row.descriptors().items():
-            setattr(obj, d, v)
-        if kind.is_irregular:
-            obj._ts_ms = ts_ms
-        else:
-            obj._initial_ms = row.initial_ms
-            obj._resolution = _period(row.resolution, "resolution")
-        if kind.is_forecast:
-            obj._horizon = _period(row.horizon, "horizon")
-            obj._interval = _period(row.interval, "interval")
-            obj._count = row.count
-            if kind is TimeSeriesType.DeterministicSingleTimeSeries:
-                arr = _materialize_windows(
-                    arr, obj._resolution, obj._horizon, obj._interval, row.count
+        fields = (
+            row.id,
+            row.type,
+            row.name,
+            row.element_type,
+            row.time_reference,
+            row.units,
+            row.quantity_kind,
+            row.unit_system,
+            row.component_field,
+            row.application_data,
+            row.initial_ms,
+            row.resolution,
+            row.horizon,
+            row.interval,
+            row.count,
+            row.percentiles,
+            row.array_shape,
+        )
+        return _series_of(fields, stored, ts_ms, pad)
+
+    def _read_fields(self, ids: Sequence[int]) -> list[tuple]:
+        """``_READ_FIELDS`` (and the data array's place) of each of ``ids``, in the order
+        given: one query, no catalog row objects; NotFoundError names a missing id."""
+        wanted = [series_id(i) for i in ids]
+        lookup = np.array([i for i in wanted if _INT64_MIN <= i <= _INT64_MAX], dtype=np.int64)
+        self._open()
+        found = (
+            {
+                r[0]: r
+                for r in self._catalog.execute(
+                    f"SELECT {_READ_FIELDS}, a.dtype, a.shape, a.pool, a.slot, a.segment "
+                    "FROM time_series_associations t LEFT JOIN arrays a "
+                    "ON a.hash = t.data_hash AND a.kind = 'data' WHERE t.id IN carray(?)",
+                    (apsw.carray(lookup),),
                 )
-        if pad and et.is_ragged and arr.shape[-1] != row.array_shape[-1]:
-            extra = np.zeros((*arr.shape[:-1], row.array_shape[-1] - arr.shape[-1]), arr.dtype)
-            arr = np.concatenate([arr, extra], axis=-1)
-        if kind is TimeSeriesType.Probabilistic:
-            obj._percentiles = list(row.percentiles or [])
-        obj._data = arr
-        return obj
+            }
+            if lookup.size
+            else {}
+        )
+        if len(found) < len(set(wanted)):
+            raise _missing_ids([i for i in wanted if i not in found])
+        return [found[i] for i in wanted]
 
     def read_by_ids(
         self,
@@ -1289,14 +1350,35 @@ class Store(StoreApi):
         count: int | None = None,
     ) -> list[_Series]:
         """Read many series by id, in the order given (repeats read once, returned in place)."""
-        rows = self.rows_by_ids(ids)
-        out = []
-        for batch in self.iter_arrays(rows):
-            for row, arr, ts in batch:
-                obj = self._series_from(row, arr, ts)
-                if start_time is not None or len is not None or count is not None:
-                    obj = slice_window(obj, start_time=start_time, length=len, count=count)
-                out.append(obj)
+        for attempt in range(3):
+            fields = self._read_fields(ids)
+            # The places came with the rows; a segment merged away meanwhile sends the
+            # read back for the new ones, as _load does.
+            places: dict[tuple[bytes, str], tuple] = {}
+            for f in fields:
+                if f[_AT_PLACE] is None:
+                    raise _missing_array(f[_AT_DATA_HASH], "data")
+                places[(f[_AT_DATA_HASH], "data")] = f[_AT_PLACE:]
+            try:
+                loaded = self._load_once(set(places), (), places)
+                break
+            except SegmentGone:
+                if attempt == 2 or self._catalog.in_transaction:
+                    raise
+        stamps = {(f[_AT_TS_HASH], "timestamps") for f in fields if f[_AT_TS_HASH]}
+        if stamps:
+            loaded.update(self._load(stamps))
+        out: list[_Series] = [
+            _series_of(
+                f,
+                loaded[(f[_AT_DATA_HASH], "data")],
+                loaded[(f[_AT_TS_HASH], "timestamps")] if f[_AT_TS_HASH] else None,
+                True,
+            )
+            for f in fields
+        ]
+        if start_time is not None or len is not None or count is not None:
+            out = [slice_window(o, start_time=start_time, length=len, count=count) for o in out]
         return out
 
     def read_by_id(
@@ -1348,6 +1430,7 @@ class Store(StoreApi):
             if owner_id is None or owner_category is None:
                 raise InvalidParameterError("pass owner_id and owner_category together")
             self._check_owner(rows, owner_id, owner_category, "nothing was removed")
+        LOG.debug("removing %d series from the store %s", len(rows), self.path)
         with self.transaction():
             self._remove_rows(rows)
         return len(rows)
@@ -1587,6 +1670,44 @@ class Store(StoreApi):
                     errors.append(f"{row.label} (id {row.id}) cannot be read: {exc}")
 
     @property
+    def write_buffer_bytes(self) -> int:
+        """How many bytes of array writes may queue ahead of the background writer.
+
+        Adds hand their arrays to one writer thread per store, which compresses and writes
+        them into the transaction's segment while the caller goes on; past this many
+        queued bytes an add waits for the writer. Raising it lets a burst of adds run
+        further ahead (the queued arrays are held in memory meanwhile); lowering it bounds
+        that memory. It belongs to this ``Store`` object and is not persisted (a reopened
+        store is back to the default, 16 MiB). Setting it applies to the writes that follow.
+
+        Raises
+        ------
+        InvalidParameterError
+            Zero.
+        OverflowError
+            A negative value, or one of 2**64 or more.
+        TypeError
+            A value that is not an integer.
+        """
+        self._open()
+        return int(self._segments.write_buffer_bytes)
+
+    @write_buffer_bytes.setter
+    def write_buffer_bytes(self, value: int) -> None:
+        # The reference's classes for the same refusals (its setter takes a u64).
+        n = operator.index(value)
+        if n < 0:
+            raise OverflowError("write_buffer_bytes cannot be negative")
+        if n >= 2**64:
+            raise OverflowError("write_buffer_bytes must be less than 2**64")
+        if n == 0:
+            raise InvalidParameterError("write_buffer_bytes must be greater than zero")
+        self._open()
+        self._segments.write_buffer_bytes = n
+        if self._segments.writer is not None:
+            self._segments.writer.max_pending_bytes = n
+
+    @property
     def compression(self) -> str:
         """The HDF5 filter new arrays get: ``none`` or ``deflate:<level>:<shuffle|noshuffle>``."""
         self._open()
@@ -1629,6 +1750,7 @@ class Store(StoreApi):
         """Export the selection to the SQLite interchange layout; see :func:`export_sqlite`."""
         from ..interchange.sqlite import export_sqlite
 
+        LOG.info("exporting from the store %s to %s", self.path, path)
         return export_sqlite(self, path, **kwargs)
 
     @filter_keywords
@@ -1687,6 +1809,7 @@ class Store(StoreApi):
         """Import an interchange database; see :func:`import_sqlite`."""
         from ..interchange.sqlite import import_sqlite
 
+        LOG.info("importing %s into the store %s", path, self.path)
         return import_sqlite(self, path, **kwargs)
 
     def diff_parquet(self, path: str | Path, **kwargs: Any) -> list[dict[str, Any]]:
@@ -1816,6 +1939,83 @@ class _Rollback(Exception):
     """Raised into a transaction context to roll it back on request."""
 
 
+def _missing_ids(missing: list[int]) -> NotFoundError:
+    return NotFoundError(
+        f"no series with id {', '.join(map(str, missing[:10]))}"
+        + (" …" if len(missing) > 10 else "")
+        + "; list_metadata shows the ids the store holds"
+    )
+
+
+def _missing_array(h: bytes, kind: str) -> IntegrityError:
+    return IntegrityError(
+        f"the catalog names an array {h.hex()[:12]} ({kind}) that the store does not "
+        "hold; run verify to list every damaged series",
+        key=h.hex(),
+    )
+
+
+# What a series object is built from, in this order (``_series_of``); a read selects
+# these columns, then the data hash, the timestamps hash and the data array's place.
+_READ_FIELDS = (
+    "t.id, t.time_series_type, t.name, t.element_type, t.time_reference, t.units, "
+    "t.quantity_kind, t.unit_system, t.component_field, t.application_data, t.initial_ms, "
+    "t.resolution, t.horizon, t.interval, t.count, t.percentiles_json, t.array_shape, "
+    "t.data_hash, t.timestamps_hash"
+)
+_AT_DATA_HASH, _AT_TS_HASH, _AT_PLACE = 17, 18, 19
+
+
+def _series_of(f: tuple, stored: np.ndarray, ts_ms: np.ndarray | None, pad: bool) -> _Series:
+    """A series object from its ``_READ_FIELDS`` (a catalog row's: the type as its enum
+    or catalog code, percentiles and array shape decoded or as catalog JSON text) and
+    its stored array, with no re-validation: the values were checked when written."""
+    kind, cls, et, resolution, ragged = _series_kind(f[1], f[3], f[11])
+    arr = stored
+    obj = cls.__new__(cls)
+    # Plain attribute stores: a read builds one per series.
+    obj.name = f[2]
+    obj._et = et
+    obj._tr = f[4]
+    obj.units = f[5]
+    obj.quantity_kind = f[6]
+    obj.unit_system = f[7]
+    obj.component_field = f[8]
+    obj.application_data = f[9]
+    if resolution is None:  # the irregular types
+        obj._ts_ms = ts_ms
+    else:
+        obj._initial_ms = f[10]
+        obj._resolution = resolution
+    if kind in _FORECAST_TYPES:
+        obj._horizon = _period(f[12], "horizon")
+        obj._interval = _period(f[13], "interval")
+        obj._count = f[14]
+        if kind is TimeSeriesType.DeterministicSingleTimeSeries:
+            arr = _materialize_windows(arr, resolution, obj._horizon, obj._interval, f[14])
+    if pad and ragged:
+        width = (f[16] if isinstance(f[16], tuple) else decode_shape(f[16]))[-1]
+        if arr.shape[-1] != width:
+            extra = np.zeros((*arr.shape[:-1], width - arr.shape[-1]), arr.dtype)
+            arr = np.concatenate([arr, extra], axis=-1)
+    if kind is TimeSeriesType.Probabilistic:
+        p = f[15]
+        obj._percentiles = [] if not p else list(p if isinstance(p, list) else orjson.loads(p))
+    obj._data = arr
+    return obj
+
+
+# typed: an IntEnum member equals its int value, and a catalog code is not that value.
+@functools.lru_cache(maxsize=1024, typed=True)
+def _series_kind(type_: TimeSeriesType | int, element_type: str, resolution: str | None):
+    """``(type, class, element type, resolution period or None, ragged)`` for a catalog
+    row's type (enum or code), element type and resolution text, worked out once."""
+    kind = type_ if isinstance(type_, TimeSeriesType) else TimeSeriesType.from_catalog_code(type_)
+    et = _element_type(element_type)
+    period = None if kind in _IRREGULAR else _period(resolution, "resolution")
+    return kind, SERIES_CLASSES.get(kind, Deterministic), et, period, et.is_ragged
+
+
 @functools.lru_cache(maxsize=256)
 def _element_type(text: str):
     """``parse_element_type`` of catalog text, parsed once (an ElementType is frozen)."""
@@ -1840,6 +2040,11 @@ def _dtype_text(dtype: np.dtype) -> str:
     from ..core.elements import dtype_name
 
     return dtype_name(dtype)
+
+
+@functools.lru_cache(maxsize=256)
+def _element_text(et: Any) -> str:
+    return str(et)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -17,11 +17,12 @@ import pytest
 from click.testing import CliRunner, Result
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
+from repo_root import REPO_ROOT
 
 from infrastore_sqlite.cli import cli
 from infrastore_sqlite.demo import build_demo_store, data_file
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 SCHEMAS = ROOT / "schemas" / "cli"
 
 

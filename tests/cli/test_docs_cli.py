@@ -12,11 +12,12 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+from repo_root import REPO_ROOT
 
 from infrastore_sqlite.cli import PROG, cli
 from infrastore_sqlite.demo import build_demo_store, data_file
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 
 
 def _generator():

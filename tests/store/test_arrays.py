@@ -180,10 +180,7 @@ def test_writes_run_in_a_background_thread_and_reads_wait_for_them(tmp_path: Pat
 
 
 def test_queued_bytes_stay_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import infrastore_sqlite.store.arrays as arrays_module
-
-    monkeypatch.setattr(arrays_module, "_MAX_PENDING_BYTES", 1000)
-    f = ArrayFile(tmp_path / "a.h5", "x")
+    f = ArrayFile(tmp_path / "a.h5", "x", max_pending_bytes=1000)
     real = ArrayFile._write_now
     monkeypatch.setattr(
         ArrayFile, "_write_now", lambda self, *a: (time.sleep(0.01), real(self, *a))[1]

@@ -17,6 +17,7 @@ from pathlib import Path
 import apsw
 import numpy as np
 import pytest
+from repo_root import REPO_ROOT
 
 from infrastore_sqlite import InvalidParameterError, SingleTimeSeries, Store
 
@@ -29,7 +30,7 @@ def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
     )
 
 
@@ -39,7 +40,7 @@ def spawn(*args: str) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
     )
 
 

@@ -439,3 +439,66 @@ def test_report_trial_counts() -> None:
     # Runs last in this module: the counts the sweeps above made (for the closing note).
     if TRIALS:
         print("\nfault trials:", TRIALS, "total", sum(TRIALS.values()))
+
+
+# ---------------------------------------------------------------------- init on a full disk
+def _init_cli(path: Path) -> Callable[[], None]:
+    return functools.partial(_cli, ["--store", str(path), "init"])
+
+
+def test_init_on_a_full_disk_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
+    # The file-size limit stands in for a disk that fills up while init writes.
+    hit = 0
+    for size in [0, 1024, 4096, 16_384, 65_536]:
+        path = tmp_path / f"full_{size}" / "s.h5"
+        path.parent.mkdir()
+        status, err = forked(_init_cli(path), fsize=size)
+        assert os.WIFEXITED(status), (size, status)
+        if os.WEXITSTATUS(status) == 0:
+            continue
+        hit += 1
+        assert os.WEXITSTATUS(status) == 1, err
+        assert "Traceback" not in err, err
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("Error: "), err
+        assert "raise it and try again" in lines[0] and "H5" not in lines[0], err
+        # nothing is left behind, so the retry (with room) works
+        assert list(path.parent.iterdir()) == [], list(path.parent.iterdir())
+        _cli(["--store", str(path), "init"])
+        assert content(path)[1]["ok"]
+    assert hit >= 3
+    TRIALS["fsize init"] = 5
+
+
+def test_init_failing_at_each_write_is_one_line_and_leaves_nothing(
+    tmp_path: Path, faults: Faults, capsys
+) -> None:
+    clean = tmp_path / "clean" / "s.h5"
+    clean.parent.mkdir()
+    faults.calls, faults.fail_at = 0, 0
+    _cli(["--store", str(clean), "init"])
+    total = faults.calls
+    assert total > 0
+    capsys.readouterr()
+    refused = 0
+    for n in range(1, total + 1):
+        path = tmp_path / f"fail_{n}" / "s.h5"
+        path.parent.mkdir()
+        faults.calls, faults.fail_at, faults.failed = 0, n, None
+        try:
+            _cli(["--store", str(path), "init"])
+        except CliFailed as exc:
+            assert exc.args[0] == 1
+            refused += 1
+            err = capsys.readouterr().err
+            assert "Traceback" not in err and len(err.strip().splitlines()) == 1, (n, err)
+            # nothing is left behind, so the retry works
+            assert list(path.parent.iterdir()) == [], (n, faults.failed)
+        else:
+            # a write that failed after the store was complete (the catalog's checkpoint
+            # when it is closed): the store is whole
+            assert content(path)[1]["ok"], (n, faults.failed)
+        finally:
+            faults.fail_at = 0
+    assert refused > 0
+    TRIALS["injected init"] = total

@@ -28,8 +28,6 @@ parser's detail after "not JSON:" differs, as it comes from orjson, not serde_js
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import itertools
 import json
 import math
@@ -40,6 +38,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from infrastore_sqlite.core.gcpause import gc_paused
 from infrastore_sqlite.errors import InvalidParameterError
 
 __all__ = [
@@ -50,6 +49,8 @@ __all__ = [
     "encode_json_cells",
     "encode_scalar_cells",
     "has_negative_zero",
+    "max_cell_bytes",
+    "oversized_cell",
     "sql_value_type",
 ]
 
@@ -93,6 +94,17 @@ _NOT_INT = "a {} array holds a value that is not an integer"
 _NO_FIT = "{} does not fit a {}"
 _NOT_BOOL = "a bool array holds a value other than 0 or 1"
 _U64 = "u64 value {} does not fit a SQLite INTEGER"
+_OVERSIZED = (
+    "{} is {}longer than the {} bytes {} can need; write the cell again as one element "
+    "(JSON numbers only) and import again"
+)
+
+# The longest number the layout writes is 24 characters (-2.2250738585072014e-308); the
+# bound per leaf leaves room for the spaces and line breaks a hand-written JSON text may
+# hold, and the slack for the brackets of any nesting. It only has to stop a cell that
+# no element could need before it is fetched and parsed, never a real one.
+_CELL_BYTES_PER_LEAF = 64
+_CELL_BYTES_SLACK = 4096
 
 
 # ---------------------------------------------------------------------------------------
@@ -592,23 +604,6 @@ def _scalar_fast(cells: Sequence, name: str) -> np.ndarray | None:
     return arr.astype(DTYPES[name])
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a large JSON text is parsed.
-
-    Parsing a million cells creates a million small lists; each batch of allocations
-    wakes the collector, which then rescans everything parsed so far. That triples the
-    parse time. The parse creates no cycles, so nothing is lost by waiting.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def _flatten(rows: list, shape: tuple[int, ...]) -> Iterator[Any] | None:
     """The leaves of ``rows`` (one nested list per cell) row-major, if every cell has ``shape``.
 
@@ -636,7 +631,7 @@ def _json_fast(cells: Sequence, name: str) -> np.ndarray | None:
     The collector stays paused until the parsed lists are freed again: re-enabled while
     they live, its next young-generation pass would walk every one of them.
     """
-    with _gc_paused():
+    with gc_paused():
         return _json_fast_parse(cells, name)
 
 
@@ -727,7 +722,68 @@ def _json_fast_parse(cells: Sequence, name: str) -> np.ndarray | None:
 # import: public entry points
 
 
-def decode_cells(cells: Sequence, dtype: str) -> np.ndarray:
+def max_cell_bytes(element_shape: Sequence[int]) -> int:
+    """The largest ``value`` cell, in bytes, that one element of ``element_shape`` can need.
+
+    Parameters
+    ----------
+    element_shape
+        The per-step shape ``E`` (``()`` for a scalar; for a composite, the row width the
+        partition pads to).
+
+    Returns
+    -------
+    int
+        A generous bound: every number at its longest with room for whitespace. The
+        reader refuses a bigger cell before fetching it, and :func:`decode_cells` before
+        parsing it, so a hostile cell of gigabytes costs no memory.
+    """
+    return _CELL_BYTES_PER_LEAF * math.prod(int(d) for d in element_shape) + _CELL_BYTES_SLACK
+
+
+def oversized_cell(
+    size: int | None, element_shape: Sequence[int], *, what: str = "a `value` cell"
+) -> InvalidParameterError:
+    """The refusal of a cell of ``size`` bytes, too big for an element of ``element_shape``.
+
+    Parameters
+    ----------
+    size
+        The cell's length in bytes; None when it is not known (SQLite refused to read it,
+        and measuring it would mean reading it).
+    element_shape
+        The per-step shape it should hold.
+    what
+        How the message starts, naming the cell.
+
+    Returns
+    -------
+    InvalidParameterError
+        To raise; the message gives the size, the bound and the shape.
+    """
+    shape = tuple(int(d) for d in element_shape)
+    element = f"an element of shape {_fmt_shape(shape)}" if shape else "a scalar element"
+    length = f"{size} bytes long, " if size is not None else ""
+    return InvalidParameterError(_OVERSIZED.format(what, length, max_cell_bytes(shape), element))
+
+
+def _refuse_oversized(cells: Sequence, element_shape: Sequence[int]) -> None:
+    """Refuse the first text or blob cell longer than ``element_shape`` can need.
+
+    The length of a ``str`` counts characters, never more than its UTF-8 bytes, so a
+    cell it lets pass can still be bigger in bytes only when it holds non-ASCII text,
+    which the parser refuses for what it is.
+    """
+    limit = max_cell_bytes(element_shape)
+    for cell in cells:
+        if isinstance(cell, (str, bytes, bytearray, memoryview)) and len(cell) > limit:
+            size = len(cell.encode("utf-8")) if isinstance(cell, str) else len(cell)
+            raise oversized_cell(size, element_shape)
+
+
+def decode_cells(
+    cells: Sequence, dtype: str, *, element_shape: Sequence[int] | None = None
+) -> np.ndarray:
     """Decode the ``value`` cells of one array, whatever they hold.
 
     Parameters
@@ -745,6 +801,10 @@ def decode_cells(cells: Sequence, dtype: str) -> np.ndarray:
         INTEGER, NULL and JSON-scalar text cells, the nesting of the JSON arrays
         otherwise. The caller checks ``E`` against the element type. No cells give
         shape ``[0]``.
+    element_shape
+        The per-step shape the cells should hold, when the caller knows it: a text or
+        blob cell longer than such an element can need (:func:`max_cell_bytes`) is then
+        refused before anything is parsed. ``None`` checks no size.
 
     Raises
     ------
@@ -752,12 +812,15 @@ def decode_cells(cells: Sequence, dtype: str) -> np.ndarray:
         The first offending cell in row order: not JSON, a blob, a string other than
         ``"Infinity"``/``"-Infinity"``, a ragged array, two cells of different shapes,
         a value that is not an integer or does not fit the dtype, a bool that is not
-        0 or 1. The message does not name the series; the caller adds it.
+        0 or 1, a cell longer than ``element_shape`` can need. The message does not
+        name the series; the caller adds it.
     """
     np_dtype = _check_dtype(dtype)
     name = dtype
     if len(cells) == 0:
         return np.empty((0,), dtype=np_dtype)
+    if element_shape is not None:
+        _refuse_oversized(cells, element_shape)
     out = _json_fast(cells, name) if type(cells[0]) is str else _scalar_fast(cells, name)
     return out if out is not None else _decode_slow(cells, name)
 

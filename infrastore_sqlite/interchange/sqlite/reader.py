@@ -54,8 +54,8 @@ from ..importing import (
     run_import,
     stray_values_row,
 )
-from ..layout import type_of_table, validate_prefix, values_key_columns
-from .cells import decode_cells
+from ..layout import type_of_table, validate_prefix, values_columns, values_key_columns
+from .cells import decode_cells, max_cell_bytes, oversized_cell
 from .database import open_database
 from .schema import q
 
@@ -350,8 +350,82 @@ class _PartitionReader:
     def groups(
         self, wanted: Sequence[tuple[tuple[str, str], list[int], Spec | None]], dtype: str
     ) -> Iterator[Group | None]:
-        for key, ids, spec in wanted:
-            yield self.read_group(key, ids, spec, dtype)
+        # SQLite itself refuses to hand over a cell longer than its length limit, before
+        # reading it from the file: a hostile cell of gigabytes then costs nothing. The
+        # limit is what the widest element the series rows declare can need.
+        shape = self.place.cell_shape
+        limit = max_cell_bytes(shape) if shape is not None else None
+        before = self.conn.limit(apsw.SQLITE_LIMIT_LENGTH, -1)
+        try:
+            for key, ids, spec in wanted:
+                if limit is None:
+                    yield self.read_group(key, ids, spec, dtype)
+                    continue
+                self.conn.limit(apsw.SQLITE_LIMIT_LENGTH, limit)
+                try:
+                    group = self.read_group(key, ids, spec, dtype)
+                except apsw.TooBigError:
+                    self.conn.limit(apsw.SQLITE_LIMIT_LENGTH, before)
+                    raise self._oversized(key, ids, limit) from None
+                finally:
+                    self.conn.limit(apsw.SQLITE_LIMIT_LENGTH, before)
+                yield group
+        finally:
+            self.conn.limit(apsw.SQLITE_LIMIT_LENGTH, before)
+
+    def _oversized(self, key: tuple[str, str], ids: list[int], limit: int) -> Exception:
+        """The refusal of the first cell of the array ``key`` longer than ``limit``.
+
+        Asked only after SQLite refused a cell. The search runs under the same limit, so
+        the cell is still never read: the group's rows are walked in rowid order until
+        SQLite refuses one, and that row's columns are tried one by one. (``octet_length``
+        cannot tell the size without reading: a REAL column loads the cell to apply its
+        affinity.)
+        """
+        assert self.place.cell_shape is not None
+        where = self.place.row_text(key, [], None, series=True)
+        marks = ", ".join("?" * len(ids))
+        conn = self.conn
+        before = conn.limit(apsw.SQLITE_LIMIT_LENGTH, limit)
+        try:
+            rowid, column = self._too_big(marks, ids)
+        finally:
+            conn.limit(apsw.SQLITE_LIMIT_LENGTH, before)
+        if rowid is not None:
+            where += f", rowid {rowid}"
+        what = f"column `{column}`: the cell" if column else "a cell"
+        refusal = oversized_cell(None, self.place.cell_shape, what=what)
+        return InvalidParameterError(
+            f"{where}, {refusal.message} (the bound follows the widest `element_shape` of "
+            f"{self.place.series}; if the cell is right, that column is not)",
+            table=self.place.values,
+        )
+
+    def _too_big(self, marks: str, ids: list[int]) -> tuple[int | None, str | None]:
+        """``(rowid, column)`` of the first cell SQLite refuses to read (see _oversized)."""
+        if not self.place.numbered:
+            return None, None
+        conn = self.conn
+        cols = ", ".join(q(c) for c in values_columns(self.type))
+        base = f"FROM {self.V} WHERE array_id IN ({marks})"
+        last = None
+        try:
+            for row in conn.execute(f"SELECT rowid, {cols} {base} ORDER BY rowid", ids):
+                last = row[0]
+        except apsw.TooBigError:
+            pass
+        after, params = ("", ids) if last is None else (" AND rowid > ?", [*ids, last])
+        rowid = conn.execute(f"SELECT rowid {base}{after} ORDER BY rowid LIMIT 1", params).get
+        if rowid is None:  # pragma: no cover - SQLite refused a cell of this array
+            return None, None
+        for column in values_columns(self.type):
+            try:
+                conn.execute(
+                    f"SELECT {q(column)} FROM {self.V} WHERE rowid = ?", (rowid,)
+                ).fetchall()
+            except apsw.TooBigError:
+                return rowid, column
+        return rowid, None  # pragma: no cover - one of its cells was refused
 
     def check_unclaimed(self) -> None:
         self._check_stray_scan()

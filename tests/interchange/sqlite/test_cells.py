@@ -922,3 +922,57 @@ def test_sqlite_affinity_turns_numeric_text_into_numbers(db: apsw.Connection) ->
     with raises(NOT_JSON):
         decode_scalar_cells(cells, "f64")
     assert_same(decode_scalar_cells(cells[:2] + cells[3:], "f64"), np.array([5.5, 7.0, np.nan]))
+
+
+# ---------------------------------------------------------------------------------------
+# the size bound: a cell bigger than any element of the shape is refused before parsing
+
+
+def test_max_cell_bytes_grows_with_the_leaves_of_the_shape() -> None:
+    assert cells_mod.max_cell_bytes(()) < cells_mod.max_cell_bytes((3,))
+    assert cells_mod.max_cell_bytes((3,)) < cells_mod.max_cell_bytes((3, 4))
+    assert cells_mod.max_cell_bytes((12,)) == cells_mod.max_cell_bytes((3, 4))
+
+
+@pytest.mark.parametrize("dtype", ["f64", "i64", "u64", "f32"])
+@pytest.mark.parametrize("shape", [(), (1,), (3,), (2, 3)])
+def test_the_longest_cells_the_layout_writes_fit_the_bound(dtype: str, shape: tuple) -> None:
+    # every leaf at its longest text, written as the exporter writes it
+    if dtype in ("f64", "f32"):
+        leaf = np.float64(-2.2250738585072014e-308) if dtype == "f64" else -np.inf
+    else:
+        leaf = np.iinfo(DTYPES[dtype]).min if dtype != "u64" else np.uint64(2**63 - 1)
+    rows = np.full((2, *shape), leaf, dtype=DTYPES[dtype])
+    cells = encode_json_cells(rows) if shape else [orjson_text(rows[0])] * 2
+    # as a user might write it by hand: a space and a line break after every comma
+    spaced = [c.replace(",", ",\n ") for c in cells]
+    out = decode_cells(spaced, dtype, element_shape=shape)
+    assert out.shape == (2, *shape)
+
+
+def orjson_text(value: np.ndarray) -> str:
+    return encode_json_cells(value.reshape(1, 1))[0][1:-1]
+
+
+@pytest.mark.parametrize("kind", ["text", "blob"])
+def test_a_cell_bigger_than_the_shape_can_need_is_refused_by_its_size(kind: str) -> None:
+    limit = cells_mod.max_cell_bytes((3,))
+    big = "[" + ",".join(["1.0"] * (limit // 4 + 1)) + "]"
+    cell: str | bytes = big if kind == "text" else big.encode()
+    with pytest.raises(InvalidParameterError) as refused:
+        decode_cells(["[1.0,2.0,3.0]", cell], "f64", element_shape=(3,))
+    message = str(refused.value)
+    assert (
+        f"a `value` cell is {len(big)} bytes long, longer than the {limit} bytes an "
+        "element of shape [3] can need" in message
+    )
+    # without the shape no size is checked: the cell is refused for what it holds
+    with pytest.raises(InvalidParameterError, match=r"different shapes|blob"):
+        decode_cells(["[1.0,2.0,3.0]", cell], "f64")
+
+
+def test_the_size_bound_counts_utf8_bytes() -> None:
+    limit = cells_mod.max_cell_bytes(())
+    cell = "é" * (limit + 1)  # more characters than the bound: refused, bytes reported
+    with pytest.raises(InvalidParameterError, match=f"is {2 * (limit + 1)} bytes long"):
+        decode_cells([cell], "f64", element_shape=())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import tracemalloc
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -92,3 +93,78 @@ def test_a_hot_journal_of_a_killed_writer_says_what_to_do(base, dst, tmp_path) -
     assert len(dst.import_sqlite(db)) == 3
     # the killed write is gone: the values are the committed ones, not +1 or +2
     assert sorted(s.data[0] for s in dst.read_by_ids([1, 2, 3])) == [0.0, 1.0, 2.0]
+
+
+BIG = 48 * 2**20  # far beyond any element, small enough to write quickly
+
+
+@pytest.fixture(scope="module")
+def shaped(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An export with a tuple(3,f64) partition next to the scalar one."""
+    d = tmp_path_factory.mktemp("hostile_shaped")
+    with Store.create(d / "s.h5") as s:
+        rows = [[float(i), i + 0.5, -float(i)] for i in range(20)]
+        ts = SingleTimeSeries.from_values(T0, "PT1H", rows, "triple")
+        s.add_time_series(7, "Gen", "Component", ts)
+        s.export_sqlite(d / "shaped.db")
+    return d / "shaped.db"
+
+
+@pytest.mark.parametrize(
+    ("source", "table", "cell", "shape_text", "bound"),
+    [
+        ("base", f"{STS}_values", f"CAST(zeroblob({BIG}) AS TEXT)", "a scalar element", 4160),
+        ("base", f"{STS}_values", f"zeroblob({BIG})", "a scalar element", 4160),
+        (
+            "shaped",
+            "SingleTimeSeries_tuple3_f64_utc_values",
+            f"'[' || CAST(zeroblob({BIG}) AS TEXT) || ']'",
+            "an element of shape [3]",
+            4096 + 3 * 64,
+        ),
+    ],
+    ids=["text-in-scalar", "blob-in-scalar", "text-in-tuple"],
+)
+def test_a_huge_value_cell_is_refused_by_its_size_without_being_read(
+    request, dst, tmp_path, source, table, cell, shape_text, bound
+) -> None:
+    db = tmp_path / "huge.db"
+    shutil.copy(request.getfixturevalue(source), db)
+    edit(db, f"UPDATE {table} SET value = {cell} WHERE rowid = 7")
+    size = query_one(db, f"SELECT octet_length(value) FROM {table} WHERE rowid = 7")
+    assert size >= BIG
+    apsw.memory_high_water(True)
+    tracemalloc.start()
+    try:
+        with pytest.raises(InvalidParameterError) as refused:
+            dst.import_sqlite(db)
+        python_peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    sqlite_peak = apsw.memory_high_water(True)
+    message = str(refused.value)
+    assert (
+        f"in {table}, rowid 7, column `value`: the cell is longer than the {bound} bytes "
+        f"{shape_text} can need" in message
+    )
+    assert refused.value.table == table
+    # neither SQLite nor Python held the cell: both stayed far below its size
+    assert python_peak < BIG // 8 and sqlite_peak < BIG // 8, (python_peak, sqlite_peak)
+    assert dst.list_metadata() == [] and dst.num_distinct_arrays() == 0
+
+
+def test_a_value_cell_written_by_hand_with_spaces_still_imports(shaped, dst, tmp_path) -> None:
+    db = tmp_path / "spaced.db"
+    shutil.copy(shaped, db)
+    table = "SingleTimeSeries_tuple3_f64_utc_values"
+    edit(db, f"UPDATE {table} SET value = '[ 1.0,   2.0,\n   3.0 ]' WHERE rowid = 1")
+    (sid,) = dst.import_sqlite(db, skip_checksum=True)
+    assert dst.read_by_id(sid).data[0].tolist() == [1.0, 2.0, 3.0]
+
+
+def query_one(db: Path, sql: str) -> int:
+    conn = apsw.Connection(str(db))
+    try:
+        return conn.execute(sql).get
+    finally:
+        conn.close()
