@@ -435,7 +435,7 @@ def test_nothing_there(tmp_path) -> None:
 def test_row_groups_read_in_small_batches(exported, tmp_path, monkeypatch) -> None:
     # Batches of 3 rows: every array spans batches and is stitched, and the order of a
     # row group longer than one batch is checked before any of its arrays is filed.
-    from infrastore_sqlite.interchange.parquet import reader
+    from infrastore_sqlite.interchange.parquet import partition as reader
 
     monkeypatch.setattr(reader, "_BATCH_ROWS", 3)
     d = _copy(exported, tmp_path, STS)
