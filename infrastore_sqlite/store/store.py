@@ -268,6 +268,12 @@ class Store(StoreApi):
                 raise StorageError(
                     f"cannot create the store {path}: {describe_os_error(exc)}; nothing was created"
                 ) from exc
+            if type(exc) is StorageError:
+                # The catalog names the work directory, which no longer exists: name the
+                # store the user asked for.
+                raise StorageError(
+                    f"cannot create the store {path}: {str(exc).replace(str(work), str(path))}"
+                ) from exc
             raise
         LOG.info("created the store %s (compression %s)", path, spec)
         return cls.open(path, timeout=timeout)
@@ -788,7 +794,7 @@ class Store(StoreApi):
             f"INSERT INTO time_series_associations ({', '.join(self._INSERT_COLUMNS)}) "
             f"VALUES ({', '.join('?' * len(self._INSERT_COLUMNS))})"
         )
-        columns = self._INSERT_COLUMNS
+        values = operator.itemgetter(*self._INSERT_COLUMNS)  # a row dict's values, in C
         # AUTOINCREMENT numbers the rows of one writer consecutively from past the
         # highest id ever used, so the ids are known without RETURNING (which costs
         # SQLite four times the insert itself).
@@ -798,7 +804,7 @@ class Store(StoreApi):
             "COALESCE((SELECT MAX(id) FROM time_series_associations), 0))"
         )
         try:
-            cat.executemany(sql, [[p["row"][c] for c in columns] for p in prepared])
+            cat.executemany(sql, [values(p["row"]) for p in prepared])
         except apsw.ConstraintError as exc:
             done = cat.scalar(
                 "SELECT COUNT(*) FROM time_series_associations WHERE id >= ?", (first,)
@@ -1042,6 +1048,9 @@ class Store(StoreApi):
                 (h, kind, dtype, shape_text, name, first + i, segment)
                 for i, (h, kind, _) in enumerate(group)
             )
+        # In key order: the table is clustered on (hash, kind), so sorted inserts fill
+        # its pages one after another instead of splitting pages all over the tree.
+        rows.sort(key=lambda r: (r[0], r[1]))
         self._catalog.executemany(
             "INSERT INTO arrays (hash, kind, dtype, shape, pool, slot, segment) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -435,12 +435,6 @@ def test_sigkill_at_random_instants(op, world, expected) -> None:
     assert killed > 0
 
 
-def test_report_trial_counts() -> None:
-    # Runs last in this module: the counts the sweeps above made (for the closing note).
-    if TRIALS:
-        print("\nfault trials:", TRIALS, "total", sum(TRIALS.values()))
-
-
 # ---------------------------------------------------------------------- init on a full disk
 def _init_cli(path: Path) -> Callable[[], None]:
     return functools.partial(_cli, ["--store", str(path), "init"])
@@ -462,6 +456,8 @@ def test_init_on_a_full_disk_is_one_line_and_leaves_nothing(tmp_path: Path) -> N
         lines = err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("Error: "), err
         assert "raise it and try again" in lines[0] and "H5" not in lines[0], err
+        # it names the store asked for, not the work directory it was built in
+        assert f"cannot create the store {path}" in lines[0] and "creating" not in lines[0], err
         # nothing is left behind, so the retry (with room) works
         assert list(path.parent.iterdir()) == [], list(path.parent.iterdir())
         _cli(["--store", str(path), "init"])
@@ -492,6 +488,7 @@ def test_init_failing_at_each_write_is_one_line_and_leaves_nothing(
             refused += 1
             err = capsys.readouterr().err
             assert "Traceback" not in err and len(err.strip().splitlines()) == 1, (n, err)
+            assert "creating" not in err, err
             # nothing is left behind, so the retry works
             assert list(path.parent.iterdir()) == [], (n, faults.failed)
         else:
@@ -502,3 +499,9 @@ def test_init_failing_at_each_write_is_one_line_and_leaves_nothing(
             faults.fail_at = 0
     assert refused > 0
     TRIALS["injected init"] = total
+
+
+def test_report_trial_counts() -> None:
+    # Runs last in this module: the counts the sweeps above made (for the closing note).
+    if TRIALS:
+        print("\nfault trials:", TRIALS, "total", sum(TRIALS.values()))

@@ -168,3 +168,20 @@ def query_one(db: Path, sql: str) -> int:
         return conn.execute(sql).get
     finally:
         conn.close()
+
+
+def test_the_cli_refuses_a_huge_cell_in_one_line(base, tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from infrastore_sqlite.cli import PROG, cli
+
+    db = tmp_path / "huge.db"
+    shutil.copy(base, db)
+    edit(db, f"UPDATE {STS}_values SET value = CAST(zeroblob({BIG}) AS TEXT) WHERE rowid = 3")
+    store = str(tmp_path / "s.h5")
+    assert CliRunner().invoke(cli, ["--store", store, "init"], prog_name=PROG).exit_code == 0
+    result = CliRunner().invoke(cli, ["--store", store, "add", "--sqlite", str(db)], prog_name=PROG)
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    first = result.stderr.splitlines()[0]
+    assert first.startswith("Error: ") and f"{STS}_values, rowid 3, column `value`" in first
+    assert "longer than the 4160 bytes a scalar element can need" in first
