@@ -19,12 +19,13 @@ import pyarrow.parquet as pq
 import pytest
 from varied_store import T0, add, new_store, sts
 
-from infrastore_sqlite import Deterministic
+from infrastore_sqlite import Deterministic, NonSequentialTimeSeries
 from infrastore_sqlite.errors import InvalidParameterError
 
 STS = "SingleTimeSeries.f64.utc"
 ZONELESS = "SingleTimeSeries.f64.zoneless"
 DET = "Deterministic.f64.utc"
+NONSEQ = "NonSequentialTimeSeries.f64.utc"
 SHAPED = "SingleTimeSeries.f64_2x3.utc"
 
 
@@ -38,6 +39,8 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     add(store, sts("z", np.arange(3.0), start=datetime(2024, 5, 1)), owner=4)
     add(store, sts("m", np.arange(12.0).reshape(2, 2, 3)), owner=5)
     add(store, Deterministic(T0, "PT1H", "PT3H", "PT2H", 2, np.arange(6.0).reshape(3, 2), "d"))
+    stamps = [T0, T0 + timedelta(minutes=7), T0 + timedelta(hours=5)]
+    add(store, NonSequentialTimeSeries(stamps, np.array([1.0, 2.0, 3.0]), "ns"), owner=6)
     store.export_parquet(d / "out")
     store.close()
     return d / "out"
@@ -352,6 +355,27 @@ CASES: list[tuple[str, str, str, Callable[[Path], None], list[str]]] = [
         "values",
         lambda p: _rewrite(p, lambda t: t.slice(0, t.num_rows - 1)),
         ["rows, but its grid holds"],
+    ),
+    (
+        "non-sequential timestamps repeat",
+        NONSEQ,
+        "values",
+        lambda p: _rewrite(p, lambda t: _take(t, [0, 0, 2])),
+        ["timestamps must be strictly increasing", "repeats"],
+    ),
+    (
+        "variable lists of different lengths",
+        SHAPED,
+        "values",
+        lambda p: _rewrite(
+            p,
+            lambda t: _set(
+                t,
+                "value",
+                pa.array([[1.0, 2.0], [3.0]], pa.list_(pa.float64())),
+            ),
+        ),
+        ["`value` lists have different lengths", "values.parquet"],
     ),
     (
         "checksum",
