@@ -794,7 +794,7 @@ class Store(StoreApi):
             f"INSERT INTO time_series_associations ({', '.join(self._INSERT_COLUMNS)}) "
             f"VALUES ({', '.join('?' * len(self._INSERT_COLUMNS))})"
         )
-        columns = self._INSERT_COLUMNS
+        values = operator.itemgetter(*self._INSERT_COLUMNS)  # a row dict's values, in C
         # AUTOINCREMENT numbers the rows of one writer consecutively from past the
         # highest id ever used, so the ids are known without RETURNING (which costs
         # SQLite four times the insert itself).
@@ -804,7 +804,7 @@ class Store(StoreApi):
             "COALESCE((SELECT MAX(id) FROM time_series_associations), 0))"
         )
         try:
-            cat.executemany(sql, [[p["row"][c] for c in columns] for p in prepared])
+            cat.executemany(sql, [values(p["row"]) for p in prepared])
         except apsw.ConstraintError as exc:
             done = cat.scalar(
                 "SELECT COUNT(*) FROM time_series_associations WHERE id >= ?", (first,)
@@ -1048,6 +1048,9 @@ class Store(StoreApi):
                 (h, kind, dtype, shape_text, name, first + i, segment)
                 for i, (h, kind, _) in enumerate(group)
             )
+        # In key order: the table is clustered on (hash, kind), so sorted inserts fill
+        # its pages one after another instead of splitting pages all over the tree.
+        rows.sort(key=lambda r: (r[0], r[1]))
         self._catalog.executemany(
             "INSERT INTO arrays (hash, kind, dtype, shape, pool, slot, segment) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
