@@ -59,7 +59,7 @@ def rehash_term(db: str) -> Term:
     """How to recompute the hashes of the interchange file ``db``."""
     return Term(
         f"`infrastore-sqlite rehash --db {shlex.quote(db)}`",
-        f"infrastore_sqlite.rehash.rehash_sqlite({db!r})",
+        f"infrastore_sqlite.rehash_sqlite({db!r})",
     )
 
 

@@ -2,8 +2,10 @@
 
 * :mod:`.layout` — file names, Arrow schemas, footer keys, writer settings;
 * :mod:`.export` — :func:`export_parquet`;
-* :mod:`.reader` — :func:`import_parquet`: finds the partitions, reads their files for the
-  import core (:mod:`infrastore_sqlite.interchange.importing`);
+* :mod:`.reader` — :func:`import_parquet`, over :mod:`.discovery` (the partitions at a
+  path, their footers checked), :mod:`.partition` (an exported partition read for the
+  import core, :mod:`infrastore_sqlite.interchange.importing`), :mod:`.foreign` (a values
+  file alone) and :mod:`.columns` (Arrow columns as numpy);
 * :mod:`.rehash` — :func:`rehash_parquet`, recomputing the hashes of edited values;
 * :mod:`.diff` — :func:`diff_parquet`, what importing the files would change in a store;
 * :mod:`.arrow` — ``to_arrow`` / ``from_arrow``.

@@ -24,8 +24,9 @@ import numpy as np
 
 from ...model import TimeSeriesType
 from ..importing import Options, build_group, first_specs, read_rows
+from .discovery import discover
 from .layout import require_pyarrow
-from .reader import _PartitionReader, discover
+from .partition import PartitionReader
 
 __all__ = ["rehash_parquet"]
 
@@ -59,7 +60,7 @@ def rehash_parquet(
     pa, pq = require_pyarrow()
     found = discover(directory)
     readers = [
-        _PartitionReader(pa, pq, p, found.where)
+        PartitionReader(pa, pq, p, found.where)
         for p in found.partitions
         if not p.foreign and p.type is not TimeSeriesType.DeterministicSingleTimeSeries
     ]
@@ -93,7 +94,7 @@ def rehash_parquet(
 
 
 def _apply(
-    pa: Any, pq: Any, reader: _PartitionReader, old: dict[int, Any], new: dict[int, Any]
+    pa: Any, pq: Any, reader: PartitionReader, old: dict[int, Any], new: dict[int, Any]
 ) -> int:
     moved = [aid for aid in old if new[aid] != old[aid]]
     if not moved:

@@ -19,12 +19,13 @@ import pyarrow.parquet as pq
 import pytest
 from varied_store import T0, add, new_store, sts
 
-from infrastore_sqlite import Deterministic
+from infrastore_sqlite import Deterministic, NonSequentialTimeSeries
 from infrastore_sqlite.errors import InvalidParameterError
 
 STS = "SingleTimeSeries.f64.utc"
 ZONELESS = "SingleTimeSeries.f64.zoneless"
 DET = "Deterministic.f64.utc"
+NONSEQ = "NonSequentialTimeSeries.f64.utc"
 SHAPED = "SingleTimeSeries.f64_2x3.utc"
 
 
@@ -38,6 +39,8 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     add(store, sts("z", np.arange(3.0), start=datetime(2024, 5, 1)), owner=4)
     add(store, sts("m", np.arange(12.0).reshape(2, 2, 3)), owner=5)
     add(store, Deterministic(T0, "PT1H", "PT3H", "PT2H", 2, np.arange(6.0).reshape(3, 2), "d"))
+    stamps = [T0, T0 + timedelta(minutes=7), T0 + timedelta(hours=5)]
+    add(store, NonSequentialTimeSeries(stamps, np.array([1.0, 2.0, 3.0]), "ns"), owner=6)
     store.export_parquet(d / "out")
     store.close()
     return d / "out"
@@ -354,6 +357,27 @@ CASES: list[tuple[str, str, str, Callable[[Path], None], list[str]]] = [
         ["rows, but its grid holds"],
     ),
     (
+        "non-sequential timestamps repeat",
+        NONSEQ,
+        "values",
+        lambda p: _rewrite(p, lambda t: _take(t, [0, 0, 2])),
+        ["timestamps must be strictly increasing", "repeats"],
+    ),
+    (
+        "variable lists of different lengths",
+        SHAPED,
+        "values",
+        lambda p: _rewrite(
+            p,
+            lambda t: _set(
+                t,
+                "value",
+                pa.array([[1.0, 2.0], [3.0]], pa.list_(pa.float64())),
+            ),
+        ),
+        ["`value` lists have different lengths", "values.parquet"],
+    ),
+    (
         "checksum",
         STS,
         "values",
@@ -430,3 +454,19 @@ def test_nothing_there(tmp_path) -> None:
         store.import_parquet(tmp_path / "empty")
     with pytest.raises(InvalidParameterError, match="neither a directory, a file nor"):
         store.import_parquet(tmp_path / "nope")
+
+
+def test_row_groups_read_in_small_batches(exported, tmp_path, monkeypatch) -> None:
+    # Batches of 3 rows: every array spans batches and is stitched, and the order of a
+    # row group longer than one batch is checked before any of its arrays is filed.
+    from infrastore_sqlite.interchange.parquet import partition as reader
+
+    monkeypatch.setattr(reader, "_BATCH_ROWS", 3)
+    d = _copy(exported, tmp_path, STS)
+    store = new_store(tmp_path / "dst.h5")
+    ids = store.import_parquet(d)
+    got = sorted(float(np.nansum(store.read_by_id(i).data)) for i in ids)
+    assert got == [8.0, 8.0, 15.0]
+    _rewrite(d / f"{STS}.values.parquet", _interleave)
+    with pytest.raises(InvalidParameterError, match="reappears after another array's rows"):
+        new_store(tmp_path / "d2.h5").import_parquet(d, skip_checksum=True)

@@ -1,0 +1,257 @@
+"""Finding the Parquet form's partitions at a path (a directory, a file or a stem), and
+checking their footers (``parquet-layout.md`` §5, §7): nothing here reads values.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...errors import InvalidParameterError, StorageError
+from ...model import TimeSeriesType
+from ..importing import (
+    derived_refused,
+    missing_sibling,
+)
+from .layout import (
+    ELEMENT_SHAPE_KEY,
+    ELEMENT_TYPE_KEY,
+    FORMAT,
+    FORMAT_KEY,
+    REFERENCE_KEY,
+    ROLE_KEY,
+    ROLES,
+    TYPE_KEY,
+    require_pyarrow,
+)
+
+__all__ = ["Found", "Partition", "discover"]
+
+_SUFFIXES = {role: f".{role}.parquet" for role in ROLES}
+
+#: Footer keys that must agree across a partition's three files.
+_AGREEING = (FORMAT_KEY, TYPE_KEY, ELEMENT_TYPE_KEY, ELEMENT_SHAPE_KEY, REFERENCE_KEY)
+
+
+# ------------------------------------------------------------------------------ discovery
+@dataclass(slots=True)
+class Partition:
+    """One partition's files and what their footers say. A foreign file (a values file
+    alone) has ``type`` None until the inline flags and its metadata decide it."""
+
+    stem: str
+    files: dict[str, Path]
+    type: TimeSeriesType | None
+    footers: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def foreign(self) -> bool:
+        return "series" not in self.files
+
+
+@dataclass(slots=True)
+class Found:
+    """What a path holds: partitions to import, and what was left out."""
+
+    where: str
+    partitions: list[Partition]
+    set_aside: list[dict[str, str]] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+
+
+def _role_of(name: str) -> tuple[str, str] | None:
+    for role, suffix in _SUFFIXES.items():
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)], role
+    return None
+
+
+def discover(path: str | os.PathLike[str]) -> Found:
+    """The partitions at ``path`` (a directory, a file or a stem), by stem.
+
+    Raises
+    ------
+    InvalidParameterError
+        Nothing there, a sibling missing, a named DeterministicSingleTimeSeries partition,
+        a footer that says another format or disagrees with its siblings.
+    """
+    where = os.fspath(path)
+    p = Path(where)
+    if p.is_dir():
+        return _discover_dir(p, where)
+    if p.is_file():
+        split = _role_of(p.name)
+        if split is None:
+            # Any other .parquet file is a foreign values file.
+            return Found(where, [_foreign(p, p.name.removesuffix(".parquet"), None)])
+        return Found(where, [_partition(p.parent, split[0], where, named=True)])
+    values = Path(where + _SUFFIXES["values"])
+    if values.is_file() or any(Path(where + s).is_file() for s in _SUFFIXES.values()):
+        return Found(where, [_partition(p.parent, p.name, where, named=True)])
+    raise InvalidParameterError(
+        f"{where} is neither a directory, a file nor a partition stem (no "
+        f"{values.name} there); name what export -f parquet wrote",
+        table=where,
+    )
+
+
+def _discover_dir(d: Path, where: str) -> Found:
+    stems: dict[str, set[str]] = {}
+    ignored: list[str] = []
+    for name in sorted(os.listdir(d), key=lambda n: n.encode()):
+        split = _role_of(name)
+        if split is None or not (d / name).is_file():
+            if not name.startswith("."):
+                ignored.append(name)
+            continue
+        stems.setdefault(split[0], set()).add(split[1])
+    found = Found(where, [], ignored=ignored)
+    for stem in sorted(stems, key=lambda s: s.encode()):
+        roles = stems[stem]
+        if "values" in roles and "series" not in roles:
+            values = d / f"{stem}{_SUFFIXES['values']}"
+            raise InvalidParameterError(
+                f"{where} holds {values.name} but no {stem}.series.parquet beside it; a "
+                "partition's files come from one export (name the file itself to import it "
+                "as a foreign file)",
+                table=str(values),
+            )
+        part = _partition(d, stem, where, named=False)
+        if part.type is TimeSeriesType.DeterministicSingleTimeSeries:
+            found.set_aside.append(
+                {
+                    "name": stem,
+                    "values_table": str(part.files["values"]),
+                    "reason": derived_refused(str(part.files["values"])).message,
+                }
+            )
+            continue
+        found.partitions.append(part)
+    if not found.partitions and not found.set_aside:
+        raise InvalidParameterError(
+            f"{where} holds no exported partitions (no *.values.parquet with its "
+            "*.series.parquet and *.arrays.parquet)",
+            table=where,
+        )
+    return found
+
+
+def _partition(d: Path, stem: str, where: str, *, named: bool) -> Partition:
+    files = {role: d / f"{stem}{suffix}" for role, suffix in _SUFFIXES.items()}
+    have = {role for role, f in files.items() if f.is_file()}
+    if "values" not in have:
+        other = files["series"] if "series" in have else files["arrays"]
+        raise missing_sibling(where, str(other), files["values"].name)
+    if "series" not in have:
+        # A values file alone is a foreign file (a directory refused it already).
+        return _foreign(files["values"], stem, files["arrays"] if "arrays" in have else None)
+    if "arrays" not in have:
+        raise missing_sibling(where, str(files["values"]), files["arrays"].name)
+    footers = {role: _footer(files[role]) for role in ROLES}
+    _check_footers(stem, files, footers)
+    tst = _partition_type(stem, files, footers)
+    if named and tst is TimeSeriesType.DeterministicSingleTimeSeries:
+        raise derived_refused(str(files["values"]))
+    return Partition(stem, files, tst, footers)
+
+
+def _foreign(values: Path, stem: str, arrays: Path | None) -> Partition:
+    files = {"values": values} if arrays is None else {"values": values, "arrays": arrays}
+    footers = {"values": _footer(values)}
+    meta = footers["values"]
+    if meta.get(FORMAT_KEY) == "normalized_v1" or meta.get(FORMAT_KEY, FORMAT) != FORMAT:
+        _check_footers(stem, files, {**footers, "series": {}, "arrays": {}})
+    return Partition(stem, files, None, footers)
+
+
+def _footer(path: Path) -> dict[str, str]:
+    _, pq = require_pyarrow()
+    with reading_errors(path):
+        schema = pq.read_schema(path)
+    raw = schema.metadata or {}
+    return {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in raw.items()}
+
+
+def _check_footers(stem: str, files: dict[str, Path], footers: dict[str, dict[str, str]]) -> None:
+    with_footer = [r for r in ROLES if FORMAT_KEY in footers.get(r, {})]
+    for role in with_footer:
+        meta = footers[role]
+        fmt = meta[FORMAT_KEY]
+        if fmt == "normalized_v1":
+            raise InvalidParameterError(
+                f"{files[role]} is in the normalized_v1 layout, the layout before the arrays "
+                "file, which this build does not read; export it again",
+                table=str(files[role]),
+            )
+        if fmt != FORMAT:
+            raise InvalidParameterError(
+                f'{files[role]} says {FORMAT_KEY} "{fmt}", a format this build does not '
+                f"read (it reads {FORMAT}); export it again with this package",
+                table=str(files[role]),
+            )
+        if meta.get(ROLE_KEY, role) != role:
+            raise InvalidParameterError(
+                f'{files[role]} says {ROLE_KEY} "{meta[ROLE_KEY]}": it is a {meta[ROLE_KEY]} '
+                f"file named as the partition {stem}'s {role} file; rename it back",
+                table=str(files[role]),
+            )
+    for key in _AGREEING:
+        seen = [(r, footers[r][key]) for r in with_footer if key in footers[r]]
+        for r, v in seen[1:]:
+            if v != seen[0][1]:
+                r0, v0 = seen[0]
+                raise InvalidParameterError(
+                    f'the footers of partition {stem} disagree on {key}: {files[r0]} says "{v0}" '
+                    f'and {files[r]} says "{v}"; a partition\'s files come from one export',
+                    table=str(files[r]),
+                )
+
+
+def _partition_type(
+    stem: str, files: dict[str, Path], footers: dict[str, dict[str, str]]
+) -> TimeSeriesType:
+    for role in ROLES:
+        name = footers[role].get(TYPE_KEY)
+        if name is not None and FORMAT_KEY in footers[role]:
+            break
+    else:
+        # No footer (a query engine rewrote the files): the series rows say it.
+        _, pq = require_pyarrow()
+        with reading_errors(files["series"]):
+            pf = pq.ParquetFile(files["series"])
+            if "time_series_type" not in pf.schema_arrow.names:
+                raise InvalidParameterError(
+                    f"{files['series']} is missing column(s) a series file carries: "
+                    "time_series_type",
+                    table=str(files["series"]),
+                )
+            col = pf.read(columns=["time_series_type"]).column(0)
+        values = [v for v in col.to_pylist()[:1] if v is not None]
+        if not values:
+            raise InvalidParameterError(
+                f"{files['series']} has no rows and no footer, so nothing says which type "
+                f"partition {stem} is; export it again",
+                table=str(files["series"]),
+            )
+        name = values[0]
+    try:
+        return TimeSeriesType[name]
+    except KeyError:
+        raise InvalidParameterError(
+            f'{files["series"]}: unknown time_series_type "{name}" (partition {stem})',
+            table=str(files["series"]),
+        ) from None
+
+
+@contextlib.contextmanager
+def reading_errors(path: Path | str) -> Iterator[None]:
+    """pyarrow's and the OS's read errors as a StorageError naming the file."""
+    import pyarrow
+
+    try:
+        yield
+    except (OSError, pyarrow.ArrowException) as exc:
+        raise StorageError(f"reading {path} failed: {exc}", table=str(path)) from exc

@@ -1,0 +1,583 @@
+"""The Parquet reader of one exported partition (a :class:`PartitionSource` for the import
+core): the arrays file whole, the series file and the values file a batch at a time,
+walked together by ``array_id``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import orjson
+
+from ...core.elements import NUMPY_DTYPES
+from ...errors import InvalidParameterError, StorageError, rehash_dir_term
+from ...model import TimeSeriesType
+from ..importing import (
+    Group,
+    Place,
+    Spec,
+    check_columns_present,
+    stray_values_row,
+)
+from ..layout import values_key_columns
+from .columns import is_list, list_lengths, null_mask, to_numpy
+from .discovery import Partition, reading_errors
+from .layout import (
+    ELEMENT_SHAPE_KEY,
+)
+
+_SORT = "sort the file by array_id (then issue_time, timestamp) and import again"
+
+__all__ = ["PartitionReader"]
+
+
+# ------------------------------------------------------------------------------ reader
+@dataclass(slots=True)
+class _Run:
+    """The rows of one array (so far) in the values file: numpy columns in pieces (one
+    per batch it spans), its 0-based first row."""
+
+    aid: int
+    start: int
+    pieces: list[dict[str, np.ndarray]]
+
+    @property
+    def cols(self) -> dict[str, np.ndarray]:
+        """The columns stitched (once: the pieces become one)."""
+        if len(self.pieces) > 1:
+            first = self.pieces[0]
+            self.pieces = [{c: np.concatenate([p[c] for p in self.pieces]) for c in first}]
+        return self.pieces[0]
+
+    @property
+    def n(self) -> int:
+        return sum(len(p["value"]) for p in self.pieces)
+
+
+#: Values rows converted to numpy at a time: a row group is read in batches of this many,
+#: so memory holds one batch (and the array being stitched), not a whole row group.
+_BATCH_ROWS = 1 << 18
+#: Series and arrays rows turned into Python values at a time.
+_ROW_BATCH = 4096
+
+
+_UNIT_DIV = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}
+
+
+class PartitionReader:
+    """Reads one partition for the import core (a :class:`PartitionSource`): the arrays
+    file whole, the series file a row group at a time, the values file a row group at a
+    time cut into arrays."""
+
+    def __init__(self, pa: ModuleType, pq: ModuleType, part: Partition, where: str) -> None:
+        self.pa, self.pq = pa, pq
+        self.part = part
+        self.where = where
+        self.files = {role: str(p) for role, p in part.files.items()}
+        self.place = Place(
+            part.stem,
+            part.type,  # type: ignore[arg-type]
+            self.files["values"],
+            self.files.get("series", f"{self.files['values']} (its series row: the inline flags)"),
+            self.files.get("arrays", f"{self.files['values']} (no arrays file)"),
+            row_word="row",
+            word="file",
+        )
+        self.rehash = rehash_dir_term(str(part.files["values"].parent))
+        #: Whether the arrays' hashes can be checked (a foreign file without an arrays
+        #: file has none to check against).
+        self.checksum = True
+        self._has_aid = True  # a foreign file may have no array_id column
+        self._aid = 1
+        assert part.type is not None
+        self.type: TimeSeriesType = part.type
+        self._pf: dict[str, Any] = {}
+        self._arrays: Mapping[int, tuple[str, str]] = {}
+        self._row_tr: str | None = None  # the first series row's time_reference text
+        # The cell shape the value column must be nested as: the footer's, else the
+        # first series row's element_shape (JSON text).
+        self._shape: str | None = part.footers.get("values", {}).get(ELEMENT_SHAPE_KEY)
+
+    def _file(self, role: str) -> Any:
+        """The role's file opened (once; the core closes them after the partition)."""
+        pf = self._pf.get(role)
+        if pf is None:
+            with reading_errors(self.files[role]):
+                pf = self._pf[role] = self.pq.ParquetFile(self.files[role])
+        return pf
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        try:
+            yield
+        except (OSError, self.pa.ArrowException) as exc:
+            raise StorageError(
+                f"reading {self.files['values']} (and its series and arrays files) failed: {exc}",
+                table=self.files["values"],
+            ) from exc
+
+    def values_count(self) -> int:
+        return int(self._file("values").metadata.num_rows)
+
+    def check_columns(self) -> None:
+        check_columns_present(self.place, lambda name: set(self._schema_of(name).names))
+        values = self._schema_of(self.files["values"])
+        for col in ("timestamp", *(c for c, _ in values_key_columns(self.type))):
+            if col in ("issue_time", "timestamp"):
+                self._check_instant(values.field(col).type, col, self.files["values"])
+        self._check_value_type(values.field("value").type)
+
+    def _schema_of(self, name: str) -> Any:
+        role = next(r for r, f in self.files.items() if f == name)
+        return self._file(role).schema_arrow
+
+    def _check_instant(self, t: Any, col: str, file: str) -> None:
+        types = self.pa.types
+        if types.is_dictionary(t):
+            t = t.value_type
+        if not types.is_timestamp(t):
+            raise InvalidParameterError(
+                f"{file}: `{col}` is {t}, not a timestamp (partition {self.part.stem}); cast it "
+                "to a timestamp (timestamp[ms, tz=UTC] for instants) and write the file again",
+                table=file,
+            )
+
+    def _check_value_type(self, t: Any) -> None:
+        types = self.pa.types
+        file = self.files["values"]
+        while True:
+            if types.is_struct(t):
+                raise InvalidParameterError(
+                    f"{file}: the `value` column is a Struct ({t}), the decoded form this "
+                    f"version does not read (partition {self.part.stem}); write composites in "
+                    "their packed fixed_size_list<double> form, as export -f parquet does",
+                    table=file,
+                )
+            if is_list(types, t):
+                t = t.value_type
+                continue
+            return
+
+    # -- rows for the core ---------------------------------------------------------------
+    def array_rows(self) -> Iterable[Sequence[Any]]:
+        file = self.files["arrays"]
+        prev: tuple[Any, Any] | None = None
+        rows = self._rows("arrays", ["id", "data_hash", "time_axis"])
+        for n, (aid, h, axis) in enumerate(rows, start=1):
+            if prev is not None and aid is not None and h is not None and axis is not None:
+                if type(aid) is int and type(prev[0]) is int and aid <= prev[0]:
+                    raise InvalidParameterError(
+                        f"{file} row {n}: id {aid} does not ascend (the row before has id "
+                        f"{prev[0]}); the arrays file is sorted by id, its ids strictly "
+                        "ascending: sort it by id and import again",
+                        table=file,
+                    )
+                if (h, axis) <= prev[1]:
+                    raise InvalidParameterError(
+                        f"{file} row {n} (id {aid}): its key ({h[:12]}, {axis}) does not "
+                        "ascend with its id; the arrays file's keys ascend with their ids, "
+                        "as the export numbers them",
+                        table=file,
+                        key=(h, axis),
+                    )
+            if aid is not None and h is not None and axis is not None:
+                prev = (aid, (h, axis))
+            yield (aid, h, axis)
+
+    def series_rows(self, columns: Sequence[str]) -> Iterable[Sequence[Any]]:
+        file = self.files["series"]
+        seen: set[int] = set()
+        last: Any = None
+        tr_at = list(columns).index("time_reference")
+        shape_at = list(columns).index("element_shape")
+        for row, raw in enumerate(self._rows("series", list(columns)), start=1):
+            aid = raw[0]
+            if aid != last:
+                if aid in seen:
+                    raise InvalidParameterError(
+                        f"{file} row {row}: array_id {aid} reappears after another array's "
+                        f"rows (partition {self.part.stem}); {_SORT}",
+                        table=file,
+                    )
+                if last is not None:
+                    seen.add(last)
+                last = aid
+            if self._row_tr is None and isinstance(raw[tr_at], str):
+                self._row_tr = raw[tr_at]
+            if self._shape is None and isinstance(raw[shape_at], str):
+                self._shape = raw[shape_at]
+            yield raw
+
+    def _rows(self, role: str, columns: list[str]) -> Iterator[tuple]:
+        """A file's rows as tuples of Python values, a batch at a time (a file of many
+        series is never held as Python objects whole); instants as epoch integers."""
+        pf = self._file(role)
+        pa = self.pa
+        for batch in pf.iter_batches(batch_size=_ROW_BATCH, columns=columns):
+            cols = []
+            for c in columns:
+                col = batch.column(c)
+                if pa.types.is_timestamp(col.type):
+                    col = col.view(pa.int64())  # a view: no compute kernel, no copy
+                cols.append(col.to_pylist())
+            yield from zip(*cols, strict=True)
+
+    def open_values(self, arrays: Mapping[int, tuple[str, str]]) -> None:
+        self._arrays = arrays
+        self._check_group_order()
+
+    def _check_group_order(self) -> None:
+        """Refuse a values file whose row groups do not follow each other in ``array_id``
+        order, before any array is filed: each group's smallest id must not be below the
+        one before's largest (the statistics say so; a group without them is read)."""
+        pf = self._file("values")
+        if not self._has_aid:
+            return
+        at = pf.schema_arrow.get_field_index("array_id")
+        meta = pf.metadata
+        prev_hi: int | None = None
+        start = 0
+        for i in range(meta.num_row_groups):
+            rg = meta.row_group(i)
+            if rg.num_rows == 0:
+                continue
+            stats = rg.column(at).statistics if at >= 0 else None
+            lo = hi = None
+            if stats is not None and stats.has_min_max and isinstance(stats.min, int):
+                lo, hi = int(stats.min), int(stats.max)
+            else:
+                col = pf.read_row_group(i, columns=["array_id"]).column(0)
+                if col.null_count == 0 and self.pa.types.is_integer(col.type):
+                    ids = to_numpy(self.pa, col.combine_chunks())
+                    lo, hi = int(ids.min()), int(ids.max())
+            if lo is not None and hi is not None and prev_hi is not None and lo < prev_hi:
+                raise InvalidParameterError(
+                    f"{self.files['values']}: row group {i + 1} (from row {start + 1}) holds "
+                    f"array_id {lo} after array_id {prev_hi}, so an array reappears after "
+                    f"another array's rows or comes out of order (partition {self.part.stem}); "
+                    f"{_SORT}",
+                    table=self.files["values"],
+                )
+            if hi is not None:
+                prev_hi = hi
+            start += rg.num_rows
+
+    def groups(
+        self, wanted: Sequence[tuple[tuple[str, str], list[int], Spec | None]], dtype: str
+    ) -> Iterator[Group | None]:
+        runs = self._runs(dtype)
+        pending = next(runs, None)
+        for key, ids, spec in wanted:
+            self.place.label = spec.label if spec is not None else None
+            (aid,) = ids  # keys strictly ascend, so a key has one id
+            if pending is not None and pending.aid < aid:  # pragma: no cover - _runs refuses
+                raise self._stray(pending)
+            if pending is None or pending.aid > aid:
+                yield None
+                continue
+            yield self._group(key, pending, spec)
+            pending = next(runs, None)
+        if pending is not None:
+            raise self._stray(pending)
+
+    def check_unclaimed(self) -> None:  # pragma: no cover - the walk refuses these first
+        pass
+
+    def close_values(self) -> None:
+        self._pf.clear()
+
+    # -- the values walk -----------------------------------------------------------------
+    def _stray(self, run: _Run) -> InvalidParameterError:
+        return stray_values_row(self.place, run.aid, run.start + 1)
+
+    def _runs(self, dtype: str) -> Iterator[_Run]:
+        """The values file's arrays in file order, a batch of a row group at a time,
+        stitched across batches and groups; refuses an array that reappears and one the
+        arrays file does not hold."""
+        pf = self._file("values")
+        names = ["timestamp", *(c for c, _ in values_key_columns(self.type)), "value"]
+        if self._has_aid:
+            names.insert(0, "array_id")
+        seen_last = -(2**63)
+        carry: _Run | None = None
+        start = 0
+        for i in range(pf.num_row_groups):
+            rows = pf.metadata.row_group(i).num_rows
+            if rows == 0:
+                continue
+            if self._has_aid and rows > _BATCH_ROWS:
+                # The whole group's order is checked before any of its arrays is handed
+                # on, so a file out of order is refused as such, not as a short array
+                # (a group of one batch is checked as the batch is).
+                self._check_group_runs(pf, i, start, seen_last)
+            for batch in pf.iter_batches(batch_size=_BATCH_ROWS, row_groups=[i], columns=names):
+                n = batch.num_rows
+                if n == 0:
+                    continue
+                cols = self._numpy(batch, dtype, start)
+                aid = cols.pop("array_id") if self._has_aid else np.full(n, self._aid, np.int64)
+                cuts = np.flatnonzero(aid[1:] != aid[:-1]) + 1
+                bounds = [0, *cuts.tolist(), n]
+                self._check_runs(aid[bounds[:-1]], [start + b for b in bounds[:-1]], seen_last)
+                for lo, hi in itertools.pairwise(bounds):
+                    a = int(aid[lo])
+                    piece = {c: v[lo:hi] for c, v in cols.items()}
+                    if carry is not None and carry.aid == a:
+                        carry.pieces.append(piece)
+                        continue
+                    if carry is not None:
+                        yield carry
+                    if a not in self._arrays:
+                        raise stray_values_row(self.place, a, start + lo + 1)
+                    seen_last = a
+                    carry = _Run(a, start + lo, [piece])
+                start += n
+                del batch, cols
+        if carry is not None:
+            yield carry
+
+    def _check_group_runs(self, pf: Any, i: int, start: int, seen_last: int) -> None:
+        """:meth:`_check_runs` over row group ``i``'s ``array_id`` column alone, read a
+        batch at a time."""
+        heads: list[np.ndarray] = []
+        rows: list[np.ndarray] = []
+        last = None
+        offset = start
+        for batch in pf.iter_batches(batch_size=_BATCH_ROWS, row_groups=[i], columns=["array_id"]):
+            col = batch.column(0)
+            if col.null_count or not self.pa.types.is_integer(col.type):
+                return  # the batches refuse it, naming the row
+            aid = to_numpy(self.pa, col)
+            if aid.size == 0:
+                continue
+            new = np.concatenate([[last is None or aid[0] != last], aid[1:] != aid[:-1]])
+            at = np.flatnonzero(new)
+            heads.append(aid[at])
+            rows.append(offset + at)
+            last = aid[-1]
+            offset += aid.size
+        if heads:
+            self._check_runs(np.concatenate(heads), np.concatenate(rows).tolist(), seen_last)
+
+    def _check_runs(self, heads: np.ndarray, rows: list[int], seen_last: int) -> None:
+        """Refuse a row group whose runs of ``array_id`` (their ids ``heads``, starting at
+        file rows ``rows``) do not ascend from ``seen_last``."""
+        prev = seen_last
+        for k, a in enumerate(heads.tolist()):
+            if a < prev or (a == prev and k > 0):
+                again = a in set(heads[:k].tolist()) or a == seen_last
+                raise InvalidParameterError(
+                    f"{self.files['values']} row {rows[k] + 1}: array_id {a} "
+                    + ("reappears after another array's rows" if again else f"comes after {prev}")
+                    + f" (partition {self.part.stem}); {_SORT}",
+                    table=self.files["values"],
+                )
+            prev = a
+
+    def _numpy(self, table: Any, dtype: str, start: int) -> dict[str, np.ndarray]:
+        """One row group's columns as numpy: ids, instants in ms, lanes, values."""
+        pa = self.pa
+        file = self.files["values"]
+        out: dict[str, np.ndarray] = {}
+        for name in table.schema.names:
+            col = table.column(name)
+            if hasattr(col, "combine_chunks"):
+                col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+            if pa.types.is_dictionary(col.type):
+                col = col.dictionary_decode()
+            if name == "value":
+                out[name] = self._values(col, dtype, start)
+                continue
+            if col.null_count:
+                i = int(np.flatnonzero(null_mask(col))[0])
+                raise InvalidParameterError(
+                    f"{file} row {start + i + 1}: `{name}` is null (partition "
+                    f"{self.part.stem}); the layout holds no nulls",
+                    table=file,
+                )
+            if name in ("timestamp", "issue_time"):
+                out[name] = self._instants(col, name, start)
+            elif name == "percentile":
+                if not pa.types.is_floating(col.type):
+                    raise InvalidParameterError(
+                        f"{file}: `percentile` is {col.type}, not a float (partition "
+                        f"{self.part.stem})",
+                        table=file,
+                    )
+                out[name] = to_numpy(pa, col).astype(np.float64, copy=False)
+            else:  # array_id, scenario
+                if not pa.types.is_integer(col.type):
+                    raise InvalidParameterError(
+                        f"{file}: `{name}` is {col.type}, not an integer (partition "
+                        f"{self.part.stem}); write it as int64",
+                        table=file,
+                    )
+                raw = to_numpy(pa, col)
+                if raw.dtype == np.uint64 and raw.size and raw.max() > 2**63 - 1:
+                    i = int(np.argmax(raw > 2**63 - 1))
+                    raise InvalidParameterError(
+                        f"{file} row {start + i + 1}: `{name}` {int(raw[i])} does not fit int64",
+                        table=file,
+                    )
+                out[name] = raw.astype(np.int64, copy=False)
+        return out
+
+    def _instants(self, col: Any, name: str, start: int) -> np.ndarray:
+        pa = self.pa
+        file = self.files["values"]
+        t = col.type
+        self._check_instant(t, name, file)
+        zoneless = self._row_tr == "zoneless"
+        if t.tz is None and not zoneless:
+            raise InvalidParameterError(
+                f"{file}: `{name}` is naive (no zone), but the series rows' time_reference is "
+                f'"{self._row_tr}" (partition {self.part.stem}); a naive column is a zoneless '
+                "series' wall clock: write the column zoned (UTC) and import again",
+                table=file,
+            )
+        if t.tz is not None and zoneless:
+            raise InvalidParameterError(
+                f"{file}: `{name}` is zoned ({t.tz}), but the series rows say zoneless "
+                f"(partition {self.part.stem}); a zoneless series' wall clock is written "
+                "naive: drop the zone from the column and import again",
+                table=file,
+            )
+        raw = to_numpy(pa, col)
+        div = _UNIT_DIV[t.unit]
+        if div is None:
+            return raw * 1000
+        if div > 1:
+            off = raw % div
+            if off.any():
+                i = int(np.argmax(off != 0))
+                raise InvalidParameterError(
+                    f"{file} row {start + i + 1}: `{name}` is in {t.unit} and {int(raw[i])} is "
+                    f"not a whole millisecond (partition {self.part.stem}); the store records "
+                    "instants to the millisecond and does not round one",
+                    table=file,
+                )
+            return raw // div
+        return raw
+
+    def _values(self, col: Any, dtype: str, start: int) -> np.ndarray:
+        """The value column as ``[n, *cell shape]`` in the element dtype (never cast)."""
+        pa = self.pa
+        file = self.files["values"]
+        n = len(col)
+        arr = col
+        shape: list[int] = []
+        while is_list(pa.types, arr.type):
+            if arr.null_count:
+                i = int(np.flatnonzero(null_mask(arr))[0])
+                raise self._null_value(start, i, n, len(arr))
+            if pa.types.is_fixed_size_list(arr.type):
+                size = arr.type.list_size
+            else:
+                lengths = list_lengths(pa, arr)
+                size = int(lengths[0]) if lengths.size else 0
+                if lengths.size and (lengths != size).any():
+                    i = int(np.argmax(lengths != size))
+                    raise InvalidParameterError(
+                        f"{file}: the `value` lists have different lengths ({size} and "
+                        f"{int(lengths[i])}, at row {start + i // max(1, len(arr) // n) + 1}) "
+                        f"(partition {self.part.stem}); every value of one element type has "
+                        "the same shape",
+                        table=file,
+                    )
+            shape.append(size)
+            arr = arr.flatten()
+        self._check_nesting(shape)
+        want = pa.from_numpy_dtype(NUMPY_DTYPES[dtype])
+        if arr.type != want:
+            raise InvalidParameterError(
+                f"{file}: the `value` column's values are {arr.type}, but the series rows' "
+                f"element type holds {want} (partition {self.part.stem}); the import does not "
+                "cast: write the column in the element type's dtype",
+                table=file,
+            )
+        if arr.null_count:
+            i = int(np.flatnonzero(null_mask(arr))[0])
+            raise self._null_value(start, i, n, len(arr), floating=pa.types.is_floating(want))
+        flat = to_numpy(pa, arr)
+        return flat.reshape(n, *shape)
+
+    def _check_nesting(self, shape: list[int]) -> None:
+        if self._shape is None:
+            return
+        try:
+            declared = [int(d) for d in orjson.loads(self._shape)]
+        except (orjson.JSONDecodeError, TypeError, ValueError):
+            return  # the core refuses a malformed element_shape by its own rules
+        if declared != shape:
+            file = self.files["values"]
+            raise InvalidParameterError(
+                f"{file}: the `value` column is nested as {shape} per row, but partition "
+                f"{self.part.stem} declares element_shape {declared}; write each value as "
+                "nested lists of that shape (innermost = last axis)",
+                table=file,
+            )
+
+    def _null_value(
+        self, start: int, i: int, n: int, total: int, *, floating: bool = False
+    ) -> InvalidParameterError:
+        file = self.files["values"]
+        row = start + i // max(1, total // max(1, n)) + 1
+        hint = (
+            "; pandas with numpy dtypes writes NaN as null: read and write with "
+            'dtype_backend="pyarrow" to keep NaN a value'
+            if floating
+            else ""
+        )
+        return InvalidParameterError(
+            f"{file} row {row}: `value` is null (partition {self.part.stem}); a series holds "
+            f"no nulls (NaN is a value, not an absence){hint}",
+            table=file,
+        )
+
+    def _group(self, key: tuple[str, str], run: _Run, spec: Spec | None) -> Group:
+        n = run.n
+        lo = run.start
+        cols = run.cols
+        group = Group(
+            key, [run.aid], n, cols["value"], rowids=lambda: list(range(lo + 1, lo + n + 1))
+        )
+        group.timestamp = cols["timestamp"]
+        group.issue = cols.get("issue_time")
+        group.lane = cols.get("percentile", cols.get("scenario"))
+        if spec is not None:
+            group.affine = _affine(self.type, group, spec)
+        return group
+
+
+def _affine(tst: TimeSeriesType, group: Group, spec: Spec) -> tuple | None:
+    """The grid the rows walk in file order, when they are exactly the one ``spec``
+    declares (the core then does not place them again); None to let the core place them."""
+    ts = group.timestamp
+    n = group.n
+    if ts is None or n == 0 or spec.res is None or spec.res.calendar:
+        return None
+    r = np.arange(n, dtype=np.int64)
+    first = int(ts[0])
+    if tst is TimeSeriesType.SingleTimeSeries:
+        if np.array_equal(ts, first + r * spec.res.ms):
+            return ("sts", first, spec.res.ms)
+        return None
+    if tst is TimeSeriesType.Deterministic:
+        itv, steps = spec.itv, spec.steps
+        if itv is None or itv.calendar or not steps or n % steps:
+            return None
+        if not itv.is_positive and n != steps:
+            return None
+        it = group.issue
+        assert it is not None
+        issue = int(it[0])
+        want_it = issue + (r // steps) * itv.ms
+        if np.array_equal(it, want_it) and np.array_equal(ts - it, (r % steps) * spec.res.ms):
+            return ("det", issue, itv.ms, spec.res.ms, steps, n // steps)
+    return None
