@@ -260,10 +260,11 @@ def test_write_buffer_bytes_sets_gets_and_refuses_as_the_reference(tmp_path) -> 
         r.close()
         return out
 
-    default = {
-        lib.__name__: lib.Store.create(str(tmp_path / f"d_{lib.__name__}.h5")).write_buffer_bytes
-        for lib in LIBS
-    }
+    default = {}
+    for lib in LIBS:
+        fresh = lib.Store.create(str(tmp_path / f"d_{lib.__name__}.h5"))
+        default[lib.__name__] = fresh.write_buffer_bytes
+        fresh.close()
     ours, theirs = both(session)[::-1]
     assert ours == theirs
     assert ours[:4] == ["int", 1 << 30, 1, 1]
