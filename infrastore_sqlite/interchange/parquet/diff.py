@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..filing import diff_entries
+from ..filing import diff_by_import
 from .reader import import_parquet
 
 if TYPE_CHECKING:
@@ -52,15 +52,10 @@ def diff_parquet(
     InvalidParameterError
         What the import would refuse in the files (the checksum aside).
     """
-    report = import_parquet(
+    return diff_by_import(
+        import_parquet,
         store,
         path,
-        skip_checksum=True,
-        dry_run=True,
         overrides=overrides,
-        on_conflict="replace",
         progress=progress,
-        diff=True,
     )
-    assert not isinstance(report, list)
-    return diff_entries(report.partitions)

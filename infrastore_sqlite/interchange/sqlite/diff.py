@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..filing import DIFF_KEYS, diff_entries, has_changes
+from ..filing import DIFF_KEYS, diff_by_import, has_changes
 from .reader import import_sqlite
 
 if TYPE_CHECKING:
@@ -59,19 +59,14 @@ def diff_sqlite(
     InvalidParameterError
         What the import would refuse in the file (the checksum aside).
     """
-    report = import_sqlite(
+    return diff_by_import(
+        import_sqlite,
         store,
         path,
         table_prefix=table_prefix,
-        skip_checksum=True,
-        dry_run=True,
         overrides=overrides,
-        on_conflict="replace",
         progress=progress,
-        diff=True,
     )
-    assert not isinstance(report, list)
-    return diff_entries(report.partitions)
 
 
 __all__ = ["DIFF_KEYS", "diff_sqlite", "has_changes"]
