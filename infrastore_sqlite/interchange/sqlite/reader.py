@@ -217,6 +217,11 @@ def _column(conn: apsw.Connection, sql: str, params: Any = ()) -> list:
 
 
 # ------------------------------------------------------------------------------ reader
+# The most arrays one run statement reads: enough to spread the statement's cost, few
+# enough that the run's cells stay a small buffer.
+_RUN_ARRAYS = 256
+
+
 class _PartitionReader:
     """Reads one partition for the import core (a :class:`PartitionSource`): its arrays
     and series tables row by row, its values group by group, in key order."""
@@ -357,7 +362,18 @@ class _PartitionReader:
         limit = max_cell_bytes(shape) if shape is not None else None
         before = self.conn.limit(apsw.SQLITE_LIMIT_LENGTH, -1)
         try:
-            for key, ids, spec in wanted:
+            ahead: list[Group] = []
+            run_from = 0  # a run that failed is read one by one, not tried again per group
+            for at, (key, ids, spec) in enumerate(wanted):
+                if not ahead and at >= run_from:
+                    ahead, tried = self._fast_run(wanted, at, dtype, limit, before)
+                    if not ahead:
+                        run_from = at + tried
+                if ahead:
+                    # Read with the run that starts at or before this group.
+                    self.place.label = spec.label if spec is not None else None
+                    yield ahead.pop(0)
+                    continue
                 if limit is None:
                     yield self.read_group(key, ids, spec, dtype)
                     continue
@@ -372,6 +388,97 @@ class _PartitionReader:
                 yield group
         finally:
             self.conn.limit(apsw.SQLITE_LIMIT_LENGTH, before)
+
+    def _run_member(self, item: tuple[tuple[str, str], list[int], Spec | None]) -> Any:
+        """``(lo, hi, first, ms)`` of a group the run read can take (a lone SingleTimeSeries
+        array in a tiled rowid span, of a fixed resolution, an integer first timestamp),
+        else None."""
+        _key, ids, spec = item
+        if self.type is not TimeSeriesType.SingleTimeSeries or spec is None or len(ids) != 1:
+            return None
+        span = self._spans.get(ids[0])
+        if span is None or spec.res is None or spec.res.calendar:
+            return None
+        first = self._heads.get(ids[0], (None, None))[0]
+        if type(first) is not int:
+            return None
+        return span[0], span[1], first, spec.res.ms
+
+    def _fast_run(
+        self,
+        wanted: Sequence[tuple[tuple[str, str], list[int], Spec | None]],
+        at: int,
+        dtype: str,
+        limit: int | None,
+        before: int,
+    ) -> tuple[list[Group], int]:
+        """The groups of the run of consecutive arrays from ``wanted[at]`` read by one
+        statement, or ``[]`` to read them one by one; and how many groups the run spans.
+
+        A store of many short arrays pays more for one statement per array than for its
+        rows. The arrays of a run tile one rowid range, have one length and resolution;
+        the statement checks each row against its array's grid (anchored on the array's
+        first row, one seek per array) as :meth:`_fast` does, and any row off it, a gap or
+        a cell too long sends the run back to the one-by-one read, which names the row.
+        """
+        if self._mode != "range" or not self._tiled:
+            return [], 1
+        head = self._run_member(wanted[at])
+        if head is None:
+            return [], 1
+        lo, hi, _first, ms = head
+        n = hi - lo + 1
+        los = [lo]
+        end = hi
+        for item in wanted[at + 1 : at + _RUN_ARRAYS]:
+            member = self._run_member(item)
+            if member is None or member[0] != end + 1 or member[1] - member[0] + 1 != n:
+                break
+            if member[3] != ms:
+                break
+            los.append(member[0])
+            end = member[1]
+        if len(los) < 2:
+            return [], 1
+        starts = np.array(los, dtype=np.int64)
+        if limit is not None:
+            self.conn.limit(apsw.SQLITE_LIMIT_LENGTH, limit)
+        try:
+            cells = _column(
+                self.conn,
+                f"SELECT CASE WHEN v.timestamp IS (h.timestamp + (v.rowid - b.value) * ?2) "
+                f"THEN v.value ELSE x'00' END FROM carray(?1) AS b CROSS JOIN {self.V} AS h "
+                f"CROSS JOIN {self.V} AS v WHERE h.rowid = b.value "
+                "AND v.rowid BETWEEN b.value AND b.value + ?3",
+                (apsw.carray(starts), ms, n - 1),
+            )
+        except apsw.TooBigError:
+            return [], len(los)
+        finally:
+            self.conn.limit(apsw.SQLITE_LIMIT_LENGTH, before)
+        if len(cells) != n * len(los):
+            return [], len(los)
+        try:
+            values = _decode(cells, dtype, fused=True)
+        except InvalidParameterError:
+            return [], len(los)
+        if values is None:
+            return [], len(los)
+        out = []
+        for k, start in enumerate(los):
+            key, ids, _spec = wanted[at + k]
+            first = self._heads[ids[0]][0]
+            out.append(
+                Group(
+                    key,
+                    [ids[0]],
+                    n,
+                    values[k * n : (k + 1) * n],
+                    affine=("sts", first, ms),
+                    rowids=lambda s=start: list(range(s, s + n)),
+                )
+            )
+        return out, len(los)
 
     def _oversized(self, key: tuple[str, str], ids: list[int], limit: int) -> Exception:
         """The refusal of the first cell of the array ``key`` longer than ``limit``.
