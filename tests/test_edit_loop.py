@@ -93,6 +93,18 @@ def test_the_loop_changes_exactly_the_edited_series_and_keeps_every_id(demo) -> 
     assert [e for e in store.diff_sqlite(db) if e["change"] != "unchanged"] == []
 
 
+def test_diff_says_which_recorded_hashes_are_stale_until_rehash(demo) -> None:
+    store, db = demo
+    assert not any(e["hash_stale"] for e in store.diff_sqlite(db))  # unedited
+    edit_owner(db, 103)
+    stale = {e["owner_id"]: e["hash_stale"] for e in store.diff_sqlite(db)}
+    assert stale[103] is True and not any(v for k, v in stale.items() if k != 103)
+    assert rehash_sqlite(db) == 1
+    assert not any(e["hash_stale"] for e in store.diff_sqlite(db))
+    # The edit is still there to import; only the hash was stale.
+    assert [e["owner_id"] for e in store.diff_sqlite(db) if e["change"] == "replaced"] == [103]
+
+
 def test_unshare_then_edit_changes_only_the_chosen_owner(demo) -> None:
     store, db = demo
     before = snapshot(store)

@@ -101,6 +101,25 @@ def test_the_loop_on_the_command_line(demo: Path) -> None:
     run("--store", "demo.h5", "diff", "--sqlite", "demo.db", "--exit-code")
 
 
+def test_diff_names_the_rehash_a_stale_hash_needs(demo: Path) -> None:
+    unedited = run("--store", "demo.h5", "-f", "json", "diff", "--sqlite", "demo.db")
+    assert not any(e["hash_stale"] for e in json.loads(unedited.stdout)["items"])
+    assert "rehash" not in unedited.stderr
+    edit(demo / "demo.db", 103)
+    stale = run("--store", "demo.h5", "-f", "json", "diff", "--sqlite", "demo.db")
+    items = json.loads(stale.stdout)["items"]
+    assert [e["owner_id"] for e in items if e["hash_stale"]] == [103]
+    (line,) = [ln for ln in stale.stderr.splitlines() if "data_hash" in ln]
+    assert line.startswith("1 series'") and "`infrastore-sqlite rehash --db demo.db`" in line
+    assert "rehash_sqlite" not in stale.stderr
+    quiet = run("-q", "--store", "demo.h5", "diff", "--sqlite", "demo.db")
+    assert quiet.stderr == ""
+    run("rehash", "--db", "demo.db")
+    after = run("--store", "demo.h5", "-f", "json", "diff", "--sqlite", "demo.db")
+    assert not any(e["hash_stale"] for e in json.loads(after.stdout)["items"])
+    assert "rehash" not in after.stderr
+
+
 def test_the_default_refusal_names_the_flags(demo: Path) -> None:
     refused = run("--store", "demo.h5", "add", "--sqlite", "demo.db", code=1)
     assert "--replace" in refused.stderr and "--ignore" in refused.stderr

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from ..errors import rehash_term
 from ..interchange.filing import DIFF_KEYS, has_changes
 from .base import PROG, _example, _format, _global_options, _open_store
 from .options import _selector_options
@@ -17,7 +18,9 @@ from .render import _emit_doc, _emit_rows, _note, _Progress, command
 
 # The table leaves out what the JSON/CSV forms carry for scripts (where the file holds it).
 _DIFF_TABLE = tuple(
-    k for k in DIFF_KEYS if k not in ("owner_type", "owner_category", "values_table", "file_id")
+    k
+    for k in DIFF_KEYS
+    if k not in ("owner_type", "owner_category", "values_table", "file_id", "hash_stale")
 )
 
 
@@ -60,7 +63,9 @@ def diff(
     One row per series of the file: added (the store has none), replaced (how many value
     rows differ, the first and last changed instant, which descriptors or grid columns
     differ) or unchanged. Values are compared with the store's own, so the file's hashes
-    need not be recomputed first (rehash is for the import).
+    need not be recomputed first (rehash is for the import); hash_stale says which series'
+    recorded data_hash no longer matches their rows, and a line on stderr names the rehash
+    command the import needs first.
     """
     fmt = _format(ctx)
     if bool(sqlite_file) == bool(parquet_path):
@@ -77,8 +82,28 @@ def diff(
     _emit_rows(ctx, entries, columns=list(DIFF_KEYS), table_columns=_DIFF_TABLE, fmt=fmt)
     counts = {c: sum(e["change"] == c for e in entries) for c in ("added", "replaced", "unchanged")}
     _note(ctx, ", ".join(f"{n} {c}" for c, n in counts.items()))
+    stale = [e for e in entries if e["hash_stale"]]
+    if stale:
+        _note(ctx, _stale_line(stale, sqlite_file))
     if exit_code and has_changes(entries):
         ctx.exit(1)
+
+
+def _stale_line(stale: list[dict[str, Any]], sqlite_file: str | None) -> str:
+    """The one line that says an import would refuse ``stale`` until the hashes are redone."""
+    if sqlite_file:
+        add = "add --sqlite"
+        terms = [rehash_term(sqlite_file)]
+    else:
+        add = "add --parquet"
+        from ..interchange.parquet.partition import rehash_of
+
+        terms = list(dict.fromkeys(rehash_of(e["values_table"]) for e in stale))
+    run = " and ".join(t.spell("cli") for t in terms)
+    return (
+        f"{len(stale)} series' recorded data_hash no longer matches their rows (hash_stale), "
+        f"so {add} --replace would refuse them: run {run} first"
+    )
 
 
 @command(

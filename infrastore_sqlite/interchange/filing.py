@@ -292,6 +292,7 @@ DIFF_KEYS = (
     "grid",
     "values_table",
     "file_id",
+    "hash_stale",
 )
 
 
@@ -315,7 +316,9 @@ def diff_by_import(run: Callable[..., Any], *args: Any, **kwargs: Any) -> list[d
 
     A dry run that compares every series with the stored one of the same identity, as
     ``on_conflict="replace"`` would file it; the checksum is waived because the values
-    are compared with the store's own, so a diff works before ``rehash``.
+    are compared with the store's own, so a diff works before ``rehash``. Each entry's
+    ``hash_stale`` says whether the file's recorded ``data_hash`` no longer matches its
+    rows (the import's own checksum), which the import would refuse until ``rehash``.
     """
     report = run(
         *args, skip_checksum=True, dry_run=True, on_conflict="replace", diff=True, **kwargs

@@ -1532,10 +1532,15 @@ def _import_partition(
                     key=key,
                 )
             built = build_group(tables, group, group_specs, ctx.opts)
-            if not ctx.skip_checksum and source.checksum:
+            # One comparison serves the checksum refusal and a diff's ``hash_stale``.
+            stale = {
+                spec.grid_key: source.checksum and built[spec.grid_key].hash_hex != key[0]
+                for spec in group_specs
+            }
+            if not ctx.skip_checksum:
                 for spec in group_specs:
                     b = built[spec.grid_key]
-                    if b.hash_hex != key[0]:
+                    if stale[spec.grid_key]:
                         raise InvalidParameterError(
                             f"series {spec.label} does not match its recorded data_hash: the file "
                             f"says {key[0]} and its rows hash to {b.hash_hex} (array "
@@ -1576,6 +1581,7 @@ def _import_partition(
                             "name": spec.name,
                             "data_hash": b.hash_hex,
                             "time_axis": key[1],
+                            **({"hash_stale": stale[spec.grid_key]} if ctx.diff else {}),
                         }
                     )
                 filing.add(prepared, b.data.nbytes)

@@ -45,7 +45,8 @@ def diff_parquet(
     -------
     list of dict
         One per series row, in import order, as ``diff_sqlite`` gives them
-        (``values_table`` holds the values file).
+        (``values_table`` holds the values file; ``hash_stale`` means ``rehash_parquet``
+        of its directory is needed before the import).
 
     Raises
     ------

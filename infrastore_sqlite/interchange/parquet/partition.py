@@ -9,6 +9,7 @@ import contextlib
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -16,7 +17,7 @@ import numpy as np
 import orjson
 
 from ...core.elements import NUMPY_DTYPES
-from ...errors import InvalidParameterError, StorageError, rehash_dir_term
+from ...errors import InvalidParameterError, StorageError, Term, rehash_dir_term
 from ...model import TimeSeriesType
 from ..importing import (
     Group,
@@ -34,7 +35,13 @@ from .layout import (
 
 _SORT = "sort the file by array_id (then issue_time, timestamp) and import again"
 
-__all__ = ["PartitionReader"]
+__all__ = ["PartitionReader", "rehash_of"]
+
+
+def rehash_of(values_file: str | Path) -> Term:
+    """How to recompute the hashes of the partition whose values file is ``values_file``:
+    ``rehash`` of the directory that holds it (the arrays file sits beside it)."""
+    return rehash_dir_term(str(Path(values_file).parent))
 
 
 # ------------------------------------------------------------------------------ reader
@@ -89,7 +96,7 @@ class PartitionReader:
             row_word="row",
             word="file",
         )
-        self.rehash = rehash_dir_term(str(part.files["values"].parent))
+        self.rehash = rehash_of(part.files["values"])
         #: Whether the arrays' hashes can be checked (a foreign file without an arrays
         #: file has none to check against).
         self.checksum = True

@@ -4,7 +4,8 @@
 compares every series with the stored one of the same identity: ``added`` (the store has
 none), ``replaced`` (values, grid or descriptors differ; ``add --sqlite --replace`` would
 update it in place) or ``unchanged``. The values are compared with the store's own, so
-the file's recorded ``data_hash`` is not needed: a diff works before ``rehash``.
+the file's recorded ``data_hash`` is not needed: a diff works before ``rehash``, and says
+per series (``hash_stale``) whether the import would refuse the hash as it stands.
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ def diff_sqlite(
         matched by timestamp, issue time and lane; None when added), ``first_changed`` /
         ``last_changed`` (their earliest and latest timestamp), ``descriptors`` and
         ``grid`` (the names of the catalog columns that differ), ``values_table`` and
-        ``file_id`` (where the file holds it).
+        ``file_id`` (where the file holds it), and ``hash_stale`` (True when the rows no
+        longer hash to the recorded ``data_hash``: the import refuses them until
+        ``rehash_sqlite``).
 
     Raises
     ------

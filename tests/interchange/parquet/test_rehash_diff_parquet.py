@@ -98,6 +98,8 @@ def test_cli_rehash_dir_and_diff_parquet(tmp_path: Path) -> None:
     r = _run("--store", str(store), "-f", "json", "diff", "--parquet", str(out))
     assert r.exit_code == 0, r.stderr
     assert {e["change"] for e in json.loads(r.stdout)["items"]} == {"unchanged"}
+    assert not any(e["hash_stale"] for e in json.loads(r.stdout)["items"])
+    assert "data_hash" not in r.stderr
     _edit(out, lambda aid, val: val.__setitem__(aid == 2, val[aid == 2] * 10))
     # diff compares values with the store's own: no rehash needed first.
     r = _run("--store", str(store), "-f", "json", "diff", "--parquet", str(out), "--exit-code")
@@ -106,9 +108,15 @@ def test_cli_rehash_dir_and_diff_parquet(tmp_path: Path) -> None:
     changed = [e for e in entries if e["change"] == "replaced"]
     assert len(changed) == 1 and changed[0]["points"] >= 3
     assert changed[0]["values_table"] == str(out / f"{STEM}.values.parquet")
+    assert [e["hash_stale"] for e in entries] == [e["change"] == "replaced" for e in entries]
+    (line,) = [ln for ln in r.stderr.splitlines() if "data_hash" in ln]
+    assert f"`infrastore-sqlite rehash --dir {out}`" in line
     r = _run("-f", "json", "rehash", "--dir", str(out))
     assert r.exit_code == 0, r.stderr
     assert json.loads(r.stdout) == {"rehashed": 1, "dir": str(out)}
+    r = _run("--store", str(store), "-f", "json", "diff", "--parquet", str(out))
+    assert not any(e["hash_stale"] for e in json.loads(r.stdout)["items"])
+    assert "data_hash" not in r.stderr
     r = _run("--store", str(store), "-f", "json", "add", "--parquet", str(out), "--replace")
     assert r.exit_code == 0, r.stderr
     assert json.loads(r.stdout)["replaced"] == 1
