@@ -217,9 +217,11 @@ def _column(conn: apsw.Connection, sql: str, params: Any = ()) -> list:
 
 
 # ------------------------------------------------------------------------------ reader
-# The most arrays one run statement reads: enough to spread the statement's cost, few
-# enough that the run's cells stay a small buffer.
+# The most arrays, and rows, one run statement reads: enough to spread the statement's
+# cost over short arrays, few enough that the run's cells stay a small buffer (a long
+# array pays little for its own statement, and is read alone).
 _RUN_ARRAYS = 256
+_RUN_ROWS = 16_384
 
 
 class _PartitionReader:
@@ -416,7 +418,8 @@ class _PartitionReader:
         statement, or ``[]`` to read them one by one; and how many groups the run spans.
 
         A store of many short arrays pays more for one statement per array than for its
-        rows. The arrays of a run tile one rowid range, have one length and resolution;
+        rows. The arrays of a run tile one rowid range, have one length and resolution
+        (at most ``_RUN_ROWS`` rows in all);
         the statement checks each row against its array's grid (anchored on the array's
         first row, one seek per array) as :meth:`_fast` does, and any row off it, a gap or
         a cell too long sends the run back to the one-by-one read, which names the row.
@@ -430,7 +433,8 @@ class _PartitionReader:
         n = hi - lo + 1
         los = [lo]
         end = hi
-        for item in wanted[at + 1 : at + _RUN_ARRAYS]:
+        most = min(_RUN_ARRAYS, _RUN_ROWS // n)
+        for item in wanted[at + 1 : at + most]:
             member = self._run_member(item)
             if member is None or member[0] != end + 1 or member[1] - member[0] + 1 != n:
                 break
