@@ -46,7 +46,7 @@ def test_readme_starts_with_the_two_commands() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "pip install --quiet -e '.[test,interop]'" in ci
     assert "python -m pytest" in ci
-    # CI runs in a fresh clone with nothing beside it, so no test can read ../shared.
+    # CI runs in a fresh clone with nothing beside it, so no test can read the workplace's shared spec directory.
     assert 'git clone --quiet "$src" "$work/repo"' in ci
 
 
