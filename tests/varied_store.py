@@ -150,3 +150,29 @@ SERIES_TAIL = [
         "application_data",
     )
 ]
+
+
+def identity(meta: dict[str, Any]) -> tuple:
+    """A series' identity in the store (its key), from its metadata."""
+    return (
+        meta["owner_id"],
+        meta["owner_category"],
+        meta["time_series_type"],
+        meta["name"],
+        meta["resolution"],
+        meta["interval"],
+        tuple(sorted(meta["features"].items())),
+    )
+
+
+def snapshot(store: Store, *, derived: bool = True) -> dict[tuple, tuple[dict, Any]]:
+    """identity -> (metadata without id, the series read back); ``derived=False`` leaves
+    out the DeterministicSingleTimeSeries, which an export leaves out by default."""
+    out = {}
+    for meta in store.list_metadata():
+        if meta["time_series_type"] == "DeterministicSingleTimeSeries" and not derived:
+            continue
+        full = dict(store.get_metadata_by_id(meta["id"]))
+        sid = full.pop("id")
+        out[identity(full)] = (full, store.read_by_id(sid))
+    return out

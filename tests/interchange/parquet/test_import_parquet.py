@@ -17,36 +17,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from varied_store import add, build_varied, new_store, sts
+from varied_store import add, build_varied, new_store, snapshot, sts
 
 from infrastore_sqlite import Store
 from infrastore_sqlite.core.elements import parse_element_type, shrink
 from infrastore_sqlite.errors import DuplicateTimeSeriesError, InvalidParameterError
 from infrastore_sqlite.interchange.parquet import export as export_mod
-
-
-def identity(meta: dict[str, Any]) -> tuple:
-    return (
-        meta["owner_id"],
-        meta["owner_category"],
-        meta["time_series_type"],
-        meta["name"],
-        meta["resolution"],
-        meta["interval"],
-        tuple(sorted(meta["features"].items())),
-    )
-
-
-def snapshot(store: Store, *, derived: bool = False) -> dict[tuple, tuple[dict, Any]]:
-    """identity -> (metadata without id, the series read back)."""
-    out = {}
-    for meta in store.list_metadata():
-        if meta["time_series_type"] == "DeterministicSingleTimeSeries" and not derived:
-            continue
-        full = dict(store.get_metadata_by_id(meta["id"]))
-        sid = full.pop("id")
-        out[identity(full)] = (full, store.read_by_id(sid))
-    return out
 
 
 def raw_bits(a: Any) -> tuple[str, tuple, bytes]:
@@ -67,7 +43,7 @@ def minimal(meta: dict[str, Any], series: Any) -> dict[str, Any]:
 
 
 def assert_same_store(expected: Store, actual: Store) -> None:
-    want, got = snapshot(expected), snapshot(actual)
+    want, got = snapshot(expected, derived=False), snapshot(actual, derived=False)
     assert sorted(want) == sorted(got)
     for key, (meta, series) in want.items():
         meta2, series2 = got[key]
@@ -99,7 +75,7 @@ def test_varied_store_round_trips_bit_for_bit(varied, tmp_path: Path) -> None:
     ids = dst.import_parquet(d / "out")
     assert isinstance(ids, list)
     assert sorted(ids) == list(range(1, len(ids) + 1))
-    assert len(ids) == len(snapshot(src))
+    assert len(ids) == len(snapshot(src, derived=False))
     assert_same_store(src, dst)
     assert dst.num_distinct_arrays() == src.num_distinct_arrays()
     by_name = {m["name"]: m for m in dst.list_metadata()}

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from varied_store import snapshot
 
 import infrastore_sqlite as I
 
@@ -176,28 +177,6 @@ def build_varied(mod, store, *, unspecified: bool = True) -> None:
         store._catalog.execute(
             "UPDATE time_series_associations SET time_reference = NULL WHERE name = 'unspec'"
         )
-
-
-def identity(meta: dict) -> tuple:
-    return (
-        meta["owner_id"],
-        meta["owner_category"],
-        meta["time_series_type"],
-        meta["name"],
-        meta["resolution"],
-        meta["interval"],
-        tuple(sorted(meta["features"].items())),
-    )
-
-
-def snapshot(store) -> dict[tuple, tuple[dict, object]]:
-    """identity -> (metadata without id, with timestamps; the series read back)."""
-    out = {}
-    for meta in store.list_metadata():
-        full = dict(store.get_metadata_by_id(meta["id"]))
-        sid = full.pop("id")
-        out[identity(full)] = (full, store.read_by_id(sid))
-    return out
 
 
 def _canonical_nan(x: np.ndarray) -> np.ndarray:
