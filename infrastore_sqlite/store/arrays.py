@@ -237,14 +237,18 @@ class ArrayFile:
         if self._writer is None:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="infrastore-sqlite-h5")
         size = sum(int(a.nbytes) for a in arrays)
+        # Report a failed write early, and keep the queue (the arrays it holds) bounded.
+        # The bound is checked before this write is queued, not after: a write larger
+        # than the bound (one bulk add of many series) is queued alone and the caller
+        # goes on (the store's catalog inserts) while it is written, instead of waiting
+        # for all of it at once. Its arrays are the caller's and held by it anyway.
+        while self._pending and (
+            self._pending[0][0].done() or self._pending_bytes + size > self.max_pending_bytes
+        ):
+            self._settle_oldest()
         future = self._writer.submit(self._write_now, name, dtype, shape, first_slot, arrays)
         self._pending.append((future, size))
         self._pending_bytes += size
-        # Report a failed write early, and keep the queue (the arrays it holds) bounded.
-        while self._pending and (
-            self._pending[0][0].done() or self._pending_bytes > self.max_pending_bytes
-        ):
-            self._settle_oldest()
 
     def _write_now(self, *job: Any) -> None:
         """Do one write of :meth:`write` (its arguments, in order); the writer thread's side."""

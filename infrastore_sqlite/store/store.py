@@ -61,7 +61,6 @@ from ..errors import (
     TimeSeriesError,
 )
 from ..model import (
-    DESCRIPTORS,
     SERIES_CLASSES,
     Deterministic,
     OwnerCategory,
@@ -673,41 +672,49 @@ class Store(StoreApi):
     ) -> dict[str, Any]:
         arr = ts._data
         et = ts._et
+        code, gridded, forecast, irregular, probabilistic = _class_traits(type(ts))
         stored = shrink(et, arr) if et.is_ragged else arr
         shape = arr.shape
-        gridded = isinstance(ts, SingleTimeSeries | _Forecast)
-        forecast = gridded and isinstance(ts, _Forecast)
         name = ts.name
+        # One dict display in the catalog's column order (a bulk add builds one per
+        # series); the slots are read directly, the properties would only return them.
+        if gridded:
+            initial_ms = ts._initial_ms
+            instant = _catalog_instant(initial_ms)
+            resolution = _period_text(ts._resolution)
+        else:
+            initial_ms = instant = resolution = None
         row: dict[str, Any] = {
             "owner_id": owner_id,
             "owner_type": owner_type,
             "owner_category": int(category),
-            "time_series_type": ts.time_series_type.catalog_code,
+            "time_series_type": code,
             "name": name,
-            "initial_timestamp": _catalog_instant(ts.initial_ms) if gridded else None,
-            "initial_ms": ts.initial_ms if gridded else None,
-            "resolution": _period_text(ts.resolution_period) if gridded else None,
+            "initial_timestamp": instant,
+            "initial_ms": initial_ms,
+            "resolution": resolution,
             "length": int(shape[0]),
-            "horizon": _period_text(ts.horizon_period) if forecast else None,
-            "interval": _period_text(ts.interval_period) if forecast else None,
-            "count": ts.count if forecast else None,
+            "horizon": _period_text(ts._horizon) if forecast else None,
+            "interval": _period_text(ts._interval) if forecast else None,
+            "count": ts._count if forecast else None,
             "timestamps_hash": None,
+            "units": ts.units,
+            "quantity_kind": ts.quantity_kind,
+            "unit_system": ts.unit_system,
+            "component_field": ts.component_field,
+            "application_data": ts.application_data,
+            "time_reference": ts._tr,
+            "percentiles_json": (orjson.dumps(ts.percentiles).decode() if probabilistic else None),
+            "element_type": _element_text(et),
+            "element_shape": _shape_json(shape[1:]),
+            "array_shape": _shape_json(shape),
+            "data_hash": data_hash(stored) if known_hash is None else known_hash,
+            "features_hash": _features_hash_of(feats),
         }
-        for d in DESCRIPTORS:
-            row[d] = getattr(ts, d)
-        row["time_reference"] = ts.time_reference
-        row["percentiles_json"] = (
-            orjson.dumps(ts.percentiles).decode() if isinstance(ts, Probabilistic) else None
-        )
-        row["element_type"] = _element_text(et)
-        row["element_shape"] = _shape_json(shape[1:])
-        row["array_shape"] = _shape_json(shape)
-        row["data_hash"] = data_hash(stored) if known_hash is None else known_hash
-        row["features_hash"] = _features_hash_of(feats)
         out = {"row": row, "data": stored, "features": feats}
-        if not gridded and isinstance(ts, _Irregular):
-            row["timestamps_hash"] = timestamps_hash(ts.timestamps_ms)
-            out["timestamps"] = ts.timestamps_ms
+        if irregular:
+            row["timestamps_hash"] = timestamps_hash(ts._ts_ms)
+            out["timestamps"] = ts._ts_ms
         out["series"] = ts
         out["label"] = f"'{name}' (owner {owner_id})"
         return out
@@ -1050,7 +1057,8 @@ class Store(StoreApi):
             )
         # In key order: the table is clustered on (hash, kind), so sorted inserts fill
         # its pages one after another instead of splitting pages all over the tree.
-        rows.sort(key=lambda r: (r[0], r[1]))
+        # (hash, kind) is unique among them, so the plain tuple order is that order.
+        rows.sort()
         self._catalog.executemany(
             "INSERT INTO arrays (hash, kind, dtype, shape, pool, slot, segment) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -2048,6 +2056,20 @@ def _period(text: str, what: str):
     return as_period(text, what=what)
 
 
+@functools.lru_cache(maxsize=64)
+def _class_traits(cls: type) -> tuple[int, bool, bool, bool, bool]:
+    """``(catalog code, gridded, forecast, irregular, probabilistic)`` of a series class,
+    worked out once (a bulk add asks for every series)."""
+    gridded = issubclass(cls, SingleTimeSeries | _Forecast)
+    return (
+        cls.time_series_type.catalog_code,
+        gridded,
+        gridded and issubclass(cls, _Forecast),
+        not gridded and issubclass(cls, _Irregular),
+        issubclass(cls, Probabilistic),
+    )
+
+
 def _dtype_of(arr: np.ndarray) -> str:
     return _dtype_text(arr.dtype)
 
@@ -2062,8 +2084,8 @@ def _dtype_text(dtype: np.dtype) -> str:
     return dtype_name(dtype)
 
 
-@functools.lru_cache(maxsize=256)
 def _element_text(et: Any) -> str:
+    # Not cached: hashing the (frozen dataclass) element type costs more than str().
     return str(et)
 
 
@@ -2077,9 +2099,20 @@ def _catalog_instant(ms: int) -> str:
     return ms_to_rfc3339(ms)
 
 
-@functools.lru_cache(maxsize=1024)
+_PERIOD_TEXTS: dict[tuple[int, int, bool], str] = {}
+
+
 def _period_text(period: Period) -> str:
-    return str(period)
+    """``str(period)``, built once per distinct period. Keyed by its fields: every series
+    holds its own Period object, and a frozen dataclass's own hash costs several times
+    this key's."""
+    key = (period.months, period.ms, period.calendar)
+    text = _PERIOD_TEXTS.get(key)
+    if text is None:
+        if len(_PERIOD_TEXTS) >= 1024:  # many distinct periods: keep it bounded
+            _PERIOD_TEXTS.clear()
+        text = _PERIOD_TEXTS[key] = str(period)
+    return text
 
 
 _EMPTY_FEATURES_HASH = features_hash({})
