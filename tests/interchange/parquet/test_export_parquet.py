@@ -632,7 +632,7 @@ def build_runs(store: Store) -> None:
         add(store, NonSequentialTimeSeries(stamps, np.arange(4.0) * i, f"n{i}"))
     narrow = np.array([[1, 0, 1], [1, 2, 3]], dtype=np.float64)
     wide = np.array([[2, 0, 0, 1, 1.5], [1, 5, 5, 0, 0]])
-    other = narrow + [0, 0, 1]  # the same counts, other y values
+    other = narrow + np.array([0, 0, 1])  # the same counts, other y values
     for i, cells in enumerate([narrow, wide, other]):
         add(store, sts(f"pwl{i}", cells, element_type="piecewise_linear"), owner=i + 1)
 
