@@ -596,9 +596,16 @@ def _sts_grids(
     starts = np.asarray(bounds[:-1], dtype=np.int64)
     lens = np.diff(np.asarray(bounds, dtype=np.int64))
     first = ts[starts]
-    offset = np.arange(ts.size, dtype=np.int64) - np.repeat(starts, lens)
-    on_grid = ts == np.repeat(first, lens) + offset * np.repeat(res, lens)
-    ok = np.logical_and.reduceat(on_grid, starts) & known
+    n = int(lens[0])
+    if (lens == n).all() and (res == res[0]).all():
+        # Arrays of one length and resolution (the common batch): a [k, n] view.
+        block = ts.reshape(k, n)
+        steps = np.arange(n, dtype=np.int64) * res[0]
+        ok = (block == block[:, :1] + steps).all(axis=1) & known
+    else:
+        offset = np.arange(ts.size, dtype=np.int64) - np.repeat(starts, lens)
+        on_grid = ts == np.repeat(first, lens) + offset * np.repeat(res, lens)
+        ok = np.logical_and.reduceat(on_grid, starts) & known
     return [
         ("sts", f, r) if good else None
         for good, f, r in zip(ok.tolist(), first.tolist(), res.tolist(), strict=True)
