@@ -130,11 +130,7 @@ def export_parquet(
             temps[final] = target / f".{names[role]}.{token}.partial"
     renamed: list[Path] = []
     try:
-        _write_values(pa, pq, store, plan, temps, target, progress)
-        for pp in plan.partitions:
-            names = file_names(pp.partition)
-            _write_series(pa, pq, store, pp, temps[target / names["series"]])
-            _write_arrays(pa, pq, pp, temps[target / names["arrays"]])
+        _write_files(pa, pq, store, plan, temps, target, progress)
         # Someone may have created one of the names while we wrote: never replace it.
         _check_collisions(target, plan)
         for final, tmp in temps.items():
@@ -200,8 +196,8 @@ def _check_collisions(target: Path, plan: ExportPlan) -> None:
         )
 
 
-# ---------------------------------------------------------------------- values
-def _write_values(
+# ---------------------------------------------------------------------- the files
+def _write_files(
     pa: ModuleType,
     pq: ModuleType,
     store: Store,
@@ -210,13 +206,15 @@ def _write_values(
     target: Path,
     progress: Progress | None,
 ) -> None:
+    """Every partition's three files, under their temporary names."""
     total = plan.total_rows
     done = 0
     group: _Group | None = None
     try:
-        # The store is read and laid out in a worker thread while this one encodes and
-        # writes, which pyarrow does without the GIL: the two overlap.
-        with Prefetch(_prepared(store, plan)) as steps:
+        # The store is read and laid out, and the series and arrays tables built, in a
+        # worker thread while this one encodes and writes, which pyarrow does without the
+        # GIL: the two overlap (the last row group's encoding with the series table too).
+        with Prefetch(_prepared(pa, store, plan)) as steps:
             for kind, pp, payload in steps:
                 if kind == "begin":
                     path = temps[target / file_names(pp.partition)["values"]]
@@ -227,15 +225,21 @@ def _write_values(
                         done += group.add(seg)
                     if progress:
                         progress(done, total)
-                else:  # "end"
+                elif kind == "end":
                     assert group is not None
                     done += group.close()
                     group = None
                     if progress:
                         progress(done, total)
+                else:  # "series" or "arrays": the file's whole table
+                    path = temps[target / file_names(pp.partition)[kind]]
+                    _write_table(pa, pq, payload, path, kind)
     finally:
         if group is not None:
             group.abandon()
+
+
+# ---------------------------------------------------------------------- values
 
 
 # Rows the worker lays out before handing them over: one hand-over per short array would
@@ -249,9 +253,12 @@ _HANDOFF_ROWS = 1 << 16
 _CHUNK_ROWS = 4096
 
 
-def _prepared(store: Store, plan: ExportPlan) -> Iterator[tuple[str, PartitionPlan, Any]]:
-    """("begin", pp, None), ("segments", pp, [_Segment, ...]) in key order, up to about
-    ``_HANDOFF_ROWS`` rows at a time, then ("end", pp, None)."""
+def _prepared(
+    pa: ModuleType, store: Store, plan: ExportPlan
+) -> Iterator[tuple[str, PartitionPlan, Any]]:
+    """Per partition: ("begin", pp, None), ("segments", pp, [_Segment, ...]) in key
+    order, up to about ``_HANDOFF_ROWS`` rows at a time, ("end", pp, None), then
+    ("series", pp, table) and ("arrays", pp, table)."""
     for pp in plan.partitions:
         yield ("begin", pp, None)
         out: list[_Segment] = []
@@ -264,7 +271,10 @@ def _prepared(store: Store, plan: ExportPlan) -> Iterator[tuple[str, PartitionPl
                 out, rows = [], 0
         if out:
             yield ("segments", pp, out)
+        del out
         yield ("end", pp, None)
+        yield ("series", pp, _series_table(pa, store, pp))
+        yield ("arrays", pp, _arrays_table(pa, pp))
 
 
 class _Segment:
@@ -532,9 +542,8 @@ def _python_array(pa: ModuleType, values: list[Any], type_: Any) -> Any:
 
 
 # ---------------------------------------------------------------------- series, arrays
-def _write_series(
-    pa: ModuleType, pq: ModuleType, store: Store, pp: PartitionPlan, path: Path
-) -> None:
+def _series_table(pa: ModuleType, store: Store, pp: PartitionPlan) -> Any:
+    """The series file's table: one row per series, by array id, then id."""
     key = pp.partition.key
     schema = series_schema(pa, key, pp.width)
     # The cell shape of this file, as the footer spells it (the catalog's E elsewhere).
@@ -553,17 +562,18 @@ def _write_series(
             arrays = [_python_array(pa, columns[f.name], f.type) for f in schema]
             batches.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
             columns = {c: [] for c in names}
-    _write_table(pa, pq, pa.Table.from_batches(batches, schema=schema), path, "series")
+    return pa.Table.from_batches(batches, schema=schema)
 
 
 # Series rows turned into Arrow columns at a time.
 _SERIES_CHUNK = 4096
 
 
-def _write_arrays(pa: ModuleType, pq: ModuleType, pp: PartitionPlan, path: Path) -> None:
+def _arrays_table(pa: ModuleType, pp: PartitionPlan) -> Any:
+    """The arrays file's table: one row per distinct array, by id."""
     schema = arrays_schema(pa, pp.partition.key, pp.width)
     keyed = sorted(pp.array_ids.items(), key=lambda kv: kv[1])
-    table = pa.Table.from_arrays(
+    return pa.Table.from_arrays(
         [
             _python_array(pa, [i for _, i in keyed], pa.int64()),
             _python_array(pa, [h for (h, _), _ in keyed], pa.string()),
@@ -571,7 +581,6 @@ def _write_arrays(pa: ModuleType, pq: ModuleType, pp: PartitionPlan, path: Path)
         ],
         schema=schema,
     )
-    _write_table(pa, pq, table, path, "arrays")
 
 
 def _write_table(pa: ModuleType, pq: ModuleType, table: Any, path: Path, role: str) -> None:
