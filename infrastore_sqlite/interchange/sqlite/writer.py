@@ -45,13 +45,12 @@ from ..layout import (
 from ..pipeline import Prefetch
 from ..plan import (
     ExportPlan,
-    ExportSeries,
     ExportSummary,
     PartitionPlan,
     RowBlock,
     iter_partition_arrays,
     plan_export,
-    series_values,
+    series_records,
 )
 from .cells import encode_json_cells, encode_scalar_cells, has_negative_zero, sql_value_type
 from .database import open_database, write_transaction
@@ -385,7 +384,7 @@ def _create_tables(conn: apsw.Connection, p: Partition) -> None:
 def _insert_arrays(conn: apsw.Connection, pp: PartitionPlan) -> None:
     conn.executemany(
         f"INSERT INTO {q(pp.partition.arrays_table)} (id, data_hash, time_axis) VALUES (?, ?, ?)",
-        [(i, h, axis) for (h, axis), i in sorted(pp.array_ids.items(), key=lambda kv: kv[1])],
+        ((i, h.hex(), axis) for i, (h, axis) in enumerate(zip(pp.hashes, pp.axes, strict=True), 1)),
     )
 
 
@@ -404,15 +403,50 @@ def _prepared(store: Store, plan: ExportPlan) -> Iterator[_Step]:
     """Everything the writer needs from the store, partition by partition (worker side)."""
     for pp in plan.partitions:
         yield ("begin", pp, None)
-        for blocks, cells in _batches(_encoded(store, plan, pp)):
+        for blocks, cells in _runs(store, plan, pp):
             yield ("rows", pp, (blocks, cells))
         yield ("end", pp, None)
 
 
-def _encoded(store: Store, plan: ExportPlan, pp: PartitionPlan) -> Iterator[tuple[RowBlock, Any]]:
-    """Each distinct array's block with its value cells (None: it holds a scalar -0.0)."""
+def _runs(
+    store: Store, plan: ExportPlan, pp: PartitionPlan
+) -> Iterator[tuple[list[RowBlock], Any]]:
+    """A partition's arrays as runs that one statement writes each, with their cells.
+
+    A run of scalar arrays is encoded in one pass over its values joined end to end
+    (per-array numpy calls are what an export of many short arrays costs).
+    """
     vtype = _value_type(pp.partition)
+    run: list[RowBlock] = []
+    rows = 0
     for block in iter_partition_arrays(store, plan, pp):
+        if run and (not _joinable(run[-1], block) or rows + block.n > _BATCH_ROWS):
+            yield from _encoded_run(run, vtype)
+            run, rows = [], 0
+        run.append(block)
+        rows += block.n
+    if run:
+        yield from _encoded_run(run, vtype)
+
+
+def _encoded_run(run: list[RowBlock], vtype: str) -> Iterator[tuple[list[RowBlock], Any]]:
+    """One run's cells. A scalar run is checked and encoded whole; one the whole pass
+    refuses (a scalar -0.0, a u64 above i64 max), and any JSON run, goes array by
+    array, so each refusal names its own series and the other arrays still go in."""
+    if vtype != "TEXT":
+        values = run[0].values if len(run) == 1 else np.concatenate([b.values for b in run])
+        if not (vtype == "REAL" and has_negative_zero(values)):
+            try:
+                yield run, encode_scalar_cells(values)
+                return
+            except InvalidParameterError:
+                pass  # named below, by the array that holds it
+    yield from _batches(_encoded(run, vtype))
+
+
+def _encoded(blocks: list[RowBlock], vtype: str) -> Iterator[tuple[RowBlock, Any]]:
+    """Each block with its value cells (None: it holds a scalar -0.0)."""
+    for block in blocks:
         cells: Any
         try:
             if vtype == "TEXT":
@@ -427,7 +461,7 @@ def _encoded(store: Store, plan: ExportPlan, pp: PartitionPlan) -> Iterator[tupl
 
 
 def _batches(encoded: Iterator[tuple[RowBlock, Any]]) -> Iterator[tuple[list[RowBlock], Any]]:
-    """Runs of consecutive blocks that one statement can write.
+    """Runs of consecutive encoded blocks that one statement can write.
 
     A run shares everything the row-number arithmetic needs (affine grid with the same
     anchor, length and lanes; same percentiles), so a row's array id and coordinates
@@ -489,17 +523,9 @@ def _insert_series(conn: apsw.Connection, store: Store, pp: PartitionPlan) -> No
     sql = (
         f"INSERT INTO {q(p.series_table)} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
     )
-    ordered = sorted(pp.series, key=lambda s: s.row.id)
-    # The plan keeps only a reference per series: the full rows stream back from the
-    # catalog a chunk at a time, straight into executemany.
-    conn.executemany(sql, _series_values(store, p, pp, ordered, cols))
-
-
-def _series_values(
-    store: Store, p: Partition, pp: PartitionPlan, ordered: list[ExportSeries], cols: list[str]
-) -> Iterator[list[Any]]:
-    for values in series_values(store, pp, ordered):
-        yield [values[c] for c in cols]
+    # The plan keeps only columns of ids and keys: the full rows stream back from the
+    # catalog a chunk at a time, in catalog order, straight into executemany.
+    conn.executemany(sql, series_records(store, pp, order="id"))
 
 
 class _ValueWriter:
