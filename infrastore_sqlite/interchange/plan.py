@@ -406,19 +406,6 @@ class _Planned:
         self.rows: list[int] = []
         self.widths: list[int] = []
 
-    def append(self, sid: int, owner: int, code: int, pkey: PartitionKey, key: tuple) -> None:
-        h, axis, anchor, n, rows, width = key
-        self.ids.append(sid)
-        self.owners.append(owner)
-        self.name_codes.append(code)
-        self.pkeys.append(pkey)
-        self.hashes.append(h)
-        self.axes.append(axis)
-        self.anchors.append(0 if anchor is None else anchor)
-        self.counts.append(n)
-        self.rows.append(rows)
-        self.widths.append(width)
-
     def set_key(self, pos: int, key: tuple) -> None:
         h, axis, anchor, n, rows, width = key
         self.hashes[pos], self.axes[pos] = h, axis
@@ -426,28 +413,43 @@ class _Planned:
         self.counts[pos], self.rows[pos], self.widths[pos] = n, rows, width
 
 
-def _catalog_key(
-    tst: TimeSeriesType,
-    shape: tuple[int, ...],
-    h: bytes,
-    tsh: bytes | None,
-    initial_ms: int | None,
-    resolution: str | None,
-    interval: str | None,
-    horizon: str | None,
-    count: int | None,
-) -> tuple[bytes, str, int | None, int, int, int]:
-    """The export key straight from the catalog (whole series, stored form), with the
-    rows it writes and its value width (ragged composites are stored at minimal width)."""
+# What a plan takes from a catalog row beside its id, owner, name and hashes: the
+# fields its partition and its grid follow from (many rows share them).
+_CLASS_FIELDS = slice(3, 7), slice(9, 14)
+_LEFT_OUT = object()
+
+
+def _row_class(
+    fields: tuple, time_range: Any, include_derived: bool
+) -> tuple[PartitionKey, bool, str | None, int, int, int, int, bool] | object:
+    """What every catalog row with these ``_CLASS_FIELDS`` plans to.
+
+    ``(partition key, needs a read, axis (None: the irregular types', from the
+    timestamps hash), anchor, length|count, rows, width, ragged)``, or ``_LEFT_OUT`` for
+    a derived series the export leaves out. The key straight from the catalog is that
+    of the whole series in stored form; ragged composites are stored at minimal width,
+    looked up later.
+    """
+    code, element_type, shape_text, reference, initial_ms, resolution, interval, horizon, count = (
+        fields
+    )
+    kind = TimeSeriesType.from_catalog_code(code)
+    if kind is _DST and not include_derived:
+        return _LEFT_OUT
+    shape = decode_shape(shape_text)
+    pkey = _partition_key_of(kind, element_type, shape, reference)
+    ragged = _is_ragged(pkey)
+    if time_range is not None or kind is _DST:
+        return pkey, True, None, 0, 0, 0, 0, ragged
     width = int(shape[-1]) if shape else 1
-    if tst.is_irregular:
-        assert tsh is not None
-        return h, tsh.hex(), None, shape[0], shape[0], width
-    if tst.is_forecast:
+    if kind.is_irregular:
+        return pkey, False, None, 0, shape[0], shape[0], width, ragged
+    if kind.is_forecast:
         axis = _forecast_axis(count, initial_ms, interval, horizon, resolution)
-        rows = math.prod(shape[: tst.leading_dims])
-        return h, axis, initial_ms, count, rows, width  # type: ignore[return-value]
-    return h, _static_axis(shape[0], initial_ms, resolution), initial_ms, shape[0], shape[0], width
+        rows = math.prod(shape[: kind.leading_dims])
+        return pkey, False, axis, initial_ms, count, rows, width, ragged
+    axis = _static_axis(shape[0], initial_ms, resolution)
+    return pkey, False, axis, initial_ms, shape[0], shape[0], width, ragged
 
 
 def plan_export(
@@ -494,42 +496,56 @@ def plan_export(
     # Ragged composites are stored at their minimal width, which the catalog row (the
     # width the series was added with) does not record: looked up below, per array.
     ragged: dict[int, bytes] = {}
-    types: dict[int, TimeSeriesType] = {}
-    for (
-        sid,
-        owner,
-        name,
-        code,
-        element_type,
-        shape_text,
-        reference,
-        h,
-        tsh,
-        initial_ms,
-        resolution,
-        interval,
-        horizon,
-        count,
-    ) in store.iter_select_fields(_PLAN_FIELDS, **filters):
-        kind = types.get(code)
-        if kind is None:
-            kind = types[code] = TimeSeriesType.from_catalog_code(code)
-        if not include_derived and kind is _DST:
+    classes: dict[tuple, Any] = {}
+    head, tail = _CLASS_FIELDS
+    # One loop step per selected series: the appends are bound once.
+    add_id, add_owner, add_name = (
+        planned.ids.append,
+        planned.owners.append,
+        planned.name_codes.append,
+    )
+    add_pkey, add_hash, add_axis = (
+        planned.pkeys.append,
+        planned.hashes.append,
+        planned.axes.append,
+    )
+    add_anchor, add_count, add_rows, add_width = (
+        planned.anchors.append,
+        planned.counts.append,
+        planned.rows.append,
+        planned.widths.append,
+    )
+    for r in store.iter_select_fields(_PLAN_FIELDS, **filters):
+        fields = r[head] + r[tail]
+        c = classes.get(fields)
+        if c is None:
+            if len(classes) >= 65536:  # many distinct grids: keep the cache bounded
+                classes.clear()
+            c = classes[fields] = _row_class(fields, time_range, include_derived)
+        if c is _LEFT_OUT:
             derived_left_out += 1
             continue
-        if aware and reference == "zoneless":
+        pkey, read, axis, anchor, n, rows, width, is_ragged = c
+        sid, owner, name, h = r[0], r[1], r[2], r[7]
+        if aware and pkey.time_reference == "zoneless":
             zoneless.append(_label(name, owner))
-        shape = decode_shape(shape_text)
-        pkey = _partition_key_of(kind, element_type, shape, reference)
-        name_code = names.setdefault(name, len(names))
-        if time_range is not None or kind is _DST:
+        code = names.get(name)
+        if code is None:
+            code = names[name] = len(names)
+        if read:
             to_read.append(len(planned.ids))
-            planned.append(sid, owner, name_code, pkey, (None, None, None, 0, 0, 0))
-            continue
-        key = _catalog_key(kind, shape, h, tsh, initial_ms, resolution, interval, horizon, count)
-        if _is_ragged(pkey):
+        elif is_ragged:
             ragged[len(planned.ids)] = h
-        planned.append(sid, owner, name_code, pkey, key)
+        add_id(sid)
+        add_owner(owner)
+        add_name(code)
+        add_pkey(pkey)
+        add_hash(h)
+        add_axis(r[8].hex() if axis is None and not read else axis)
+        add_anchor(anchor)
+        add_count(n)
+        add_rows(rows)
+        add_width(width)
     if zoneless:
         raise InvalidParameterError(
             f"{len(zoneless)} of the selected series are zoneless (wall clock only) and cannot "
@@ -796,11 +812,15 @@ def _static_arrays(
     grids: dict[tuple[int, str, int], Affine | np.ndarray] = {}
     start = 0
     n_arrays = len(pp.hashes)
+    # The first batches are small and each is twice the last, up to ``batch_bytes``:
+    # the writer waits for the first one before its first statement.
+    limit = max(1, batch_bytes // 32)
     while start < n_arrays:
         stop, size = start, 0
-        while stop < n_arrays and (stop == start or size + rows[stop] * step_bytes <= batch_bytes):
+        while stop < n_arrays and (stop == start or size + rows[stop] * step_bytes <= limit):
             size += rows[stop] * step_bytes
             stop += 1
+        limit = min(2 * limit, batch_bytes)
         loaded = store._load({(h, "data") for h in pp.hashes[start:stop]})
         for k in range(start, stop):
             h, axis, n = pp.hashes[k], pp.axes[k], rows[k]
