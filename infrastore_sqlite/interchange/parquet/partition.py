@@ -27,7 +27,7 @@ from ..importing import (
     stray_values_row,
 )
 from ..layout import values_key_columns
-from .columns import is_list, list_lengths, null_mask, to_numpy
+from .columns import is_list, list_lengths, list_values, null_mask, to_numpy
 from .discovery import Partition, reading_errors
 from .layout import (
     ELEMENT_SHAPE_KEY,
@@ -498,7 +498,7 @@ class PartitionReader:
                         table=file,
                     )
             shape.append(size)
-            arr = arr.flatten()
+            arr = list_values(pa, arr)
         self._check_nesting(shape)
         want = pa.from_numpy_dtype(NUMPY_DTYPES[dtype])
         if arr.type != want:
