@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import ModuleType
@@ -34,8 +35,14 @@ from ...errors import IntegrityError, InvalidParameterError, StorageError
 from ...model import TimeSeriesType
 from ..pipeline import Prefetch
 from ..plan import SUMMARY_KEYS as SQLITE_SUMMARY_KEYS
-from ..plan import ExportPlan, PartitionPlan, RowBlock, iter_partition_arrays, plan_export
-from ..plan import series_values as plan_series_values
+from ..plan import (
+    ExportPlan,
+    PartitionPlan,
+    RowBlock,
+    iter_partition_arrays,
+    plan_export,
+    series_records,
+)
 from .layout import (
     ROLES,
     ROW_GROUP_ROWS,
@@ -299,30 +306,32 @@ class _Segment:
 def _segments(blocks: Iterator[RowBlock], pp: PartitionPlan) -> Iterator[_Segment]:
     """The blocks of one partition as segments: runs of short arrays up to
     ``_HANDOFF_ROWS`` rows, and each long array alone."""
+    cells = _cells_of(pp)
     run: list[RowBlock] = []
     rows = 0
     for block in blocks:
-        if block.n >= _CHUNK_ROWS:
+        n = block.n
+        if n >= _CHUNK_ROWS:
             if run:
-                yield _segment(run, pp)
+                yield _segment(run, cells)
                 run, rows = [], 0
-            yield _segment([block], pp)
+            yield _segment([block], cells)
             continue
         run.append(block)
-        rows += block.n
+        rows += n
         if rows >= _HANDOFF_ROWS:
-            yield _segment(run, pp)
+            yield _segment(run, cells)
             run, rows = [], 0
     if run:
-        yield _segment(run, pp)
+        yield _segment(run, cells)
 
 
-def _segment(run: list[RowBlock], pp: PartitionPlan) -> _Segment:
+def _segment(run: list[RowBlock], cells: Callable[[RowBlock], np.ndarray]) -> _Segment:
     """One segment of ``run``: the coordinates of each stretch of blocks on one fixed
     grid computed in bulk (anchors plus the grid's offsets), other blocks' one by one."""
     k = len(run)
     ids = np.fromiter((b.array_id for b in run), dtype=np.int64, count=k)
-    counts = np.fromiter((b.n for b in run), dtype=np.int64, count=k)
+    counts = np.fromiter((b.values.shape[0] for b in run), dtype=np.int64, count=k)
     pieces: list[dict[str, np.ndarray]] = []
     i = 0
     while i < k:
@@ -339,7 +348,7 @@ def _segment(run: list[RowBlock], pp: PartitionPlan) -> _Segment:
         columns = pieces[0]
     else:
         columns = {c: np.concatenate([p[c] for p in pieces]) for c in pieces[0]}
-    values = [_cells(b, pp) for b in run]
+    values = [cells(b) for b in run]
     columns["value"] = values[0] if k == 1 else np.concatenate(values)
     return _Segment(ids, counts, columns)
 
@@ -394,21 +403,29 @@ def _offsets(
     return issue, stamp, lane
 
 
-def _cells(block: RowBlock, pp: PartitionPlan) -> np.ndarray:
-    """One array's value cells, padded to the partition's width for composites."""
-    values = block.values
+def _cells_of(pp: PartitionPlan) -> Callable[[RowBlock], np.ndarray]:
+    """``cells(block)``: one array's value cells as the partition's file holds them,
+    padded to its width for composites."""
     et = pp.partition.key.et
-    if et.is_ragged and values.shape[-1] != pp.width:
-        if values.shape[-1] > pp.width:
-            raise IntegrityError(
-                f"series {', '.join(block.labels)}: its {et.kind} rows are "
-                f"{values.shape[-1]} wide, more than the {pp.width} its catalog row "
-                "records; run verify on the store.",
-                series=block.labels,
-                key=block.key,
-            )
-        values = pad(et, values, pp.width)
-    return np.ascontiguousarray(values)
+    width = pp.width
+    if not et.is_ragged:
+        return lambda block: np.ascontiguousarray(block.values)
+
+    def cells(block: RowBlock) -> np.ndarray:
+        values = block.values
+        if values.shape[-1] != width:
+            if values.shape[-1] > width:
+                raise IntegrityError(
+                    f"series {', '.join(block.labels)}: its {et.kind} rows are "
+                    f"{values.shape[-1]} wide, more than the {width} its catalog row "
+                    "records; run verify on the store.",
+                    series=block.labels,
+                    key=block.key,
+                )
+            values = pad(et, values, width)
+        return np.ascontiguousarray(values)
+
+    return cells
 
 
 class _Group:
@@ -524,20 +541,28 @@ def _arrow_array(pa: ModuleType, data: np.ndarray, type_: Any) -> Any:
     return arr
 
 
-def _python_array(pa: ModuleType, values: list[Any], type_: Any) -> Any:
+def _python_array(pa: ModuleType, values: Sequence[Any], type_: Any) -> Any:
     """A column of Python values (the series and arrays files) as an Arrow array."""
     if pa.types.is_string(type_):
-        encoded = [v.encode() for v in values]
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum([len(b) for b in encoded], out=offsets[1:])
+        n = len(values)
+        text = "".join(values)
+        if text.isascii():
+            # Every character one byte: the lengths are the strings' own, and the whole
+            # column encodes at once (no Python step per value).
+            data = text.encode("ascii")
+            lengths = np.fromiter(map(len, values), dtype=np.int64, count=n)
+        else:
+            encoded = [v.encode() for v in values]
+            data = b"".join(encoded)
+            lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=n)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
         if offsets[-1] < 2**31:
             offsets = offsets.astype(np.int32)
         else:
             type_ = pa.large_string()  # not reached by any real series file
-        data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
-        buffers = [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-        arr = pa.Array.from_buffers(type_, len(encoded), buffers)
-        return arr
+        buffers = [None, pa.py_buffer(offsets), pa.py_buffer(np.frombuffer(data, np.uint8))]
+        return pa.Array.from_buffers(type_, n, buffers)
     return _arrow_array(pa, np.asarray(values, dtype=np.int64), type_)
 
 
@@ -548,20 +573,16 @@ def _series_table(pa: ModuleType, store: Store, pp: PartitionPlan) -> Any:
     schema = series_schema(pa, key, pp.width)
     # The cell shape of this file, as the footer spells it (the catalog's E elsewhere).
     shape = schema.metadata[b"element_shape"].decode()
-    ordered = sorted(pp.series, key=lambda s: (pp.array_ids[s.key], s.row.id))
-    names = series_column_names(key.type)
-    # Python values a chunk of rows at a time, then Arrow's compact columns: a big
+    at_shape = series_column_names(key.type).index("element_shape")
+    # The rows as tuples, a chunk at a time, then Arrow's compact columns: a big
     # selection never holds its series rows as Python objects all at once.
+    records = series_records(store, pp, order="array")
     batches = []
-    columns: dict[str, list[Any]] = {c: [] for c in names}
-    for i, values in enumerate(plan_series_values(store, pp, ordered), 1):
-        values["element_shape"] = shape
-        for c in names:
-            columns[c].append(values[c])
-        if i % _SERIES_CHUNK == 0 or i == len(ordered):
-            arrays = [_python_array(pa, columns[f.name], f.type) for f in schema]
-            batches.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
-            columns = {c: [] for c in names}
+    while chunk := list(itertools.islice(records, _SERIES_CHUNK)):
+        columns = list(zip(*chunk, strict=True))
+        columns[at_shape] = (shape,) * len(chunk)
+        arrays = [_python_array(pa, c, f.type) for c, f in zip(columns, schema, strict=True)]
+        batches.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
     return pa.Table.from_batches(batches, schema=schema)
 
 
@@ -570,14 +591,14 @@ _SERIES_CHUNK = 4096
 
 
 def _arrays_table(pa: ModuleType, pp: PartitionPlan) -> Any:
-    """The arrays file's table: one row per distinct array, by id."""
+    """The arrays file's table: one row per distinct array, by id (the plan's order)."""
     schema = arrays_schema(pa, pp.partition.key, pp.width)
-    keyed = sorted(pp.array_ids.items(), key=lambda kv: kv[1])
+    n = len(pp.hashes)
     return pa.Table.from_arrays(
         [
-            _python_array(pa, [i for _, i in keyed], pa.int64()),
-            _python_array(pa, [h for (h, _), _ in keyed], pa.string()),
-            _python_array(pa, [axis for (_, axis), _ in keyed], pa.string()),
+            _arrow_array(pa, np.arange(1, n + 1, dtype=np.int64), pa.int64()),
+            _python_array(pa, [h.hex() for h in pp.hashes], pa.string()),
+            _python_array(pa, pp.axes, pa.string()),
         ],
         schema=schema,
     )

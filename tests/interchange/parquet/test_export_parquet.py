@@ -807,6 +807,33 @@ def test_a_failure_midway_leaves_nothing(varied, tmp_path: Path, monkeypatch, ro
     assert os.listdir(target) == ["keep.txt"]
 
 
+def test_a_composite_wider_than_its_plan_is_refused_and_leaves_nothing(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from infrastore_sqlite.errors import IntegrityError
+    from infrastore_sqlite.interchange.parquet import export as writer
+
+    store = new_store(tmp_path / "s.h5")
+    pwl = np.array([[2, 0, 0, 1, 1.5], [1, 5, 5, 0, 0]])
+    add(store, sts("pwl", pwl, element_type="piecewise_linear"))
+    add(store, sts("f", [1.0, 2.0]), owner=2)
+    real = writer.plan_export
+
+    def narrow(*args, **kwargs):
+        # A catalog that records a narrower width than the stored rows have.
+        plan = real(*args, **kwargs)
+        for pp in plan.partitions:
+            if pp.partition.key.et.is_ragged:
+                pp.width = 3
+        return plan
+
+    monkeypatch.setattr(writer, "plan_export", narrow)
+    with pytest.raises(IntegrityError, match=r"'pwl' \(owner 1\).* 5 wide, more than the 3"):
+        store.export_parquet(tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    store.close()
+
+
 def test_a_failure_while_renaming_removes_what_was_renamed(
     varied, tmp_path: Path, monkeypatch
 ) -> None:
