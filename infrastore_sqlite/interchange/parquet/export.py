@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import ModuleType
@@ -34,8 +35,14 @@ from ...errors import IntegrityError, InvalidParameterError, StorageError
 from ...model import TimeSeriesType
 from ..pipeline import Prefetch
 from ..plan import SUMMARY_KEYS as SQLITE_SUMMARY_KEYS
-from ..plan import ExportPlan, PartitionPlan, RowBlock, iter_partition_arrays, plan_export
-from ..plan import series_values as plan_series_values
+from ..plan import (
+    ExportPlan,
+    PartitionPlan,
+    RowBlock,
+    iter_partition_arrays,
+    plan_export,
+    series_records,
+)
 from .layout import (
     ROLES,
     ROW_GROUP_ROWS,
@@ -130,11 +137,7 @@ def export_parquet(
             temps[final] = target / f".{names[role]}.{token}.partial"
     renamed: list[Path] = []
     try:
-        _write_values(pa, pq, store, plan, temps, target, progress)
-        for pp in plan.partitions:
-            names = file_names(pp.partition)
-            _write_series(pa, pq, store, pp, temps[target / names["series"]])
-            _write_arrays(pa, pq, pp, temps[target / names["arrays"]])
+        _write_files(pa, pq, store, plan, temps, target, progress)
         # Someone may have created one of the names while we wrote: never replace it.
         _check_collisions(target, plan)
         for final, tmp in temps.items():
@@ -200,8 +203,8 @@ def _check_collisions(target: Path, plan: ExportPlan) -> None:
         )
 
 
-# ---------------------------------------------------------------------- values
-def _write_values(
+# ---------------------------------------------------------------------- the files
+def _write_files(
     pa: ModuleType,
     pq: ModuleType,
     store: Store,
@@ -210,13 +213,15 @@ def _write_values(
     target: Path,
     progress: Progress | None,
 ) -> None:
+    """Every partition's three files, under their temporary names."""
     total = plan.total_rows
     done = 0
     group: _Group | None = None
     try:
-        # The store is read and laid out in a worker thread while this one encodes and
-        # writes, which pyarrow does without the GIL: the two overlap.
-        with Prefetch(_prepared(store, plan)) as steps:
+        # The store is read and laid out, and the series and arrays tables built, in a
+        # worker thread while this one encodes and writes, which pyarrow does without the
+        # GIL: the two overlap (the last row group's encoding with the series table too).
+        with Prefetch(_prepared(pa, store, plan)) as steps:
             for kind, pp, payload in steps:
                 if kind == "begin":
                     path = temps[target / file_names(pp.partition)["values"]]
@@ -227,15 +232,21 @@ def _write_values(
                         done += group.add(seg)
                     if progress:
                         progress(done, total)
-                else:  # "end"
+                elif kind == "end":
                     assert group is not None
                     done += group.close()
                     group = None
                     if progress:
                         progress(done, total)
+                else:  # "series" or "arrays": the file's whole table
+                    path = temps[target / file_names(pp.partition)[kind]]
+                    _write_table(pa, pq, payload, path, kind)
     finally:
         if group is not None:
             group.abandon()
+
+
+# ---------------------------------------------------------------------- values
 
 
 # Rows the worker lays out before handing them over: one hand-over per short array would
@@ -249,9 +260,12 @@ _HANDOFF_ROWS = 1 << 16
 _CHUNK_ROWS = 4096
 
 
-def _prepared(store: Store, plan: ExportPlan) -> Iterator[tuple[str, PartitionPlan, Any]]:
-    """("begin", pp, None), ("segments", pp, [_Segment, ...]) in key order, up to about
-    ``_HANDOFF_ROWS`` rows at a time, then ("end", pp, None)."""
+def _prepared(
+    pa: ModuleType, store: Store, plan: ExportPlan
+) -> Iterator[tuple[str, PartitionPlan, Any]]:
+    """Per partition: ("begin", pp, None), ("segments", pp, [_Segment, ...]) in key
+    order, up to about ``_HANDOFF_ROWS`` rows at a time, ("end", pp, None), then
+    ("series", pp, table) and ("arrays", pp, table)."""
     for pp in plan.partitions:
         yield ("begin", pp, None)
         out: list[_Segment] = []
@@ -264,7 +278,10 @@ def _prepared(store: Store, plan: ExportPlan) -> Iterator[tuple[str, PartitionPl
                 out, rows = [], 0
         if out:
             yield ("segments", pp, out)
+        del out
         yield ("end", pp, None)
+        yield ("series", pp, _series_table(pa, store, pp))
+        yield ("arrays", pp, _arrays_table(pa, pp))
 
 
 class _Segment:
@@ -289,30 +306,32 @@ class _Segment:
 def _segments(blocks: Iterator[RowBlock], pp: PartitionPlan) -> Iterator[_Segment]:
     """The blocks of one partition as segments: runs of short arrays up to
     ``_HANDOFF_ROWS`` rows, and each long array alone."""
+    cells = _cells_of(pp)
     run: list[RowBlock] = []
     rows = 0
     for block in blocks:
-        if block.n >= _CHUNK_ROWS:
+        n = block.n
+        if n >= _CHUNK_ROWS:
             if run:
-                yield _segment(run, pp)
+                yield _segment(run, cells)
                 run, rows = [], 0
-            yield _segment([block], pp)
+            yield _segment([block], cells)
             continue
         run.append(block)
-        rows += block.n
+        rows += n
         if rows >= _HANDOFF_ROWS:
-            yield _segment(run, pp)
+            yield _segment(run, cells)
             run, rows = [], 0
     if run:
-        yield _segment(run, pp)
+        yield _segment(run, cells)
 
 
-def _segment(run: list[RowBlock], pp: PartitionPlan) -> _Segment:
+def _segment(run: list[RowBlock], cells: Callable[[RowBlock], np.ndarray]) -> _Segment:
     """One segment of ``run``: the coordinates of each stretch of blocks on one fixed
     grid computed in bulk (anchors plus the grid's offsets), other blocks' one by one."""
     k = len(run)
     ids = np.fromiter((b.array_id for b in run), dtype=np.int64, count=k)
-    counts = np.fromiter((b.n for b in run), dtype=np.int64, count=k)
+    counts = np.fromiter((b.values.shape[0] for b in run), dtype=np.int64, count=k)
     pieces: list[dict[str, np.ndarray]] = []
     i = 0
     while i < k:
@@ -329,7 +348,7 @@ def _segment(run: list[RowBlock], pp: PartitionPlan) -> _Segment:
         columns = pieces[0]
     else:
         columns = {c: np.concatenate([p[c] for p in pieces]) for c in pieces[0]}
-    values = [_cells(b, pp) for b in run]
+    values = [cells(b) for b in run]
     columns["value"] = values[0] if k == 1 else np.concatenate(values)
     return _Segment(ids, counts, columns)
 
@@ -384,21 +403,29 @@ def _offsets(
     return issue, stamp, lane
 
 
-def _cells(block: RowBlock, pp: PartitionPlan) -> np.ndarray:
-    """One array's value cells, padded to the partition's width for composites."""
-    values = block.values
+def _cells_of(pp: PartitionPlan) -> Callable[[RowBlock], np.ndarray]:
+    """``cells(block)``: one array's value cells as the partition's file holds them,
+    padded to its width for composites."""
     et = pp.partition.key.et
-    if et.is_ragged and values.shape[-1] != pp.width:
-        if values.shape[-1] > pp.width:
-            raise IntegrityError(
-                f"series {', '.join(block.labels)}: its {et.kind} rows are "
-                f"{values.shape[-1]} wide, more than the {pp.width} its catalog row "
-                "records; run verify on the store.",
-                series=block.labels,
-                key=block.key,
-            )
-        values = pad(et, values, pp.width)
-    return np.ascontiguousarray(values)
+    width = pp.width
+    if not et.is_ragged:
+        return lambda block: np.ascontiguousarray(block.values)
+
+    def cells(block: RowBlock) -> np.ndarray:
+        values = block.values
+        if values.shape[-1] != width:
+            if values.shape[-1] > width:
+                raise IntegrityError(
+                    f"series {', '.join(block.labels)}: its {et.kind} rows are "
+                    f"{values.shape[-1]} wide, more than the {width} its catalog row "
+                    "records; run verify on the store.",
+                    series=block.labels,
+                    key=block.key,
+                )
+            values = pad(et, values, width)
+        return np.ascontiguousarray(values)
+
+    return cells
 
 
 class _Group:
@@ -514,64 +541,67 @@ def _arrow_array(pa: ModuleType, data: np.ndarray, type_: Any) -> Any:
     return arr
 
 
-def _python_array(pa: ModuleType, values: list[Any], type_: Any) -> Any:
+def _python_array(pa: ModuleType, values: Sequence[Any], type_: Any) -> Any:
     """A column of Python values (the series and arrays files) as an Arrow array."""
     if pa.types.is_string(type_):
-        encoded = [v.encode() for v in values]
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum([len(b) for b in encoded], out=offsets[1:])
+        n = len(values)
+        text = "".join(values)
+        if text.isascii():
+            # Every character one byte: the lengths are the strings' own, and the whole
+            # column encodes at once (no Python step per value).
+            data = text.encode("ascii")
+            lengths = np.fromiter(map(len, values), dtype=np.int64, count=n)
+        else:
+            encoded = [v.encode() for v in values]
+            data = b"".join(encoded)
+            lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=n)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
         if offsets[-1] < 2**31:
             offsets = offsets.astype(np.int32)
         else:
             type_ = pa.large_string()  # not reached by any real series file
-        data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
-        buffers = [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-        arr = pa.Array.from_buffers(type_, len(encoded), buffers)
-        return arr
+        buffers = [None, pa.py_buffer(offsets), pa.py_buffer(np.frombuffer(data, np.uint8))]
+        return pa.Array.from_buffers(type_, n, buffers)
     return _arrow_array(pa, np.asarray(values, dtype=np.int64), type_)
 
 
 # ---------------------------------------------------------------------- series, arrays
-def _write_series(
-    pa: ModuleType, pq: ModuleType, store: Store, pp: PartitionPlan, path: Path
-) -> None:
+def _series_table(pa: ModuleType, store: Store, pp: PartitionPlan) -> Any:
+    """The series file's table: one row per series, by array id, then id."""
     key = pp.partition.key
     schema = series_schema(pa, key, pp.width)
     # The cell shape of this file, as the footer spells it (the catalog's E elsewhere).
     shape = schema.metadata[b"element_shape"].decode()
-    ordered = sorted(pp.series, key=lambda s: (pp.array_ids[s.key], s.row.id))
-    names = series_column_names(key.type)
-    # Python values a chunk of rows at a time, then Arrow's compact columns: a big
+    at_shape = series_column_names(key.type).index("element_shape")
+    # The rows as tuples, a chunk at a time, then Arrow's compact columns: a big
     # selection never holds its series rows as Python objects all at once.
+    records = series_records(store, pp, order="array")
     batches = []
-    columns: dict[str, list[Any]] = {c: [] for c in names}
-    for i, values in enumerate(plan_series_values(store, pp, ordered), 1):
-        values["element_shape"] = shape
-        for c in names:
-            columns[c].append(values[c])
-        if i % _SERIES_CHUNK == 0 or i == len(ordered):
-            arrays = [_python_array(pa, columns[f.name], f.type) for f in schema]
-            batches.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
-            columns = {c: [] for c in names}
-    _write_table(pa, pq, pa.Table.from_batches(batches, schema=schema), path, "series")
+    while chunk := list(itertools.islice(records, _SERIES_CHUNK)):
+        columns = list(zip(*chunk, strict=True))
+        columns[at_shape] = (shape,) * len(chunk)
+        arrays = [_python_array(pa, c, f.type) for c, f in zip(columns, schema, strict=True)]
+        batches.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
+    return pa.Table.from_batches(batches, schema=schema)
 
 
 # Series rows turned into Arrow columns at a time.
 _SERIES_CHUNK = 4096
 
 
-def _write_arrays(pa: ModuleType, pq: ModuleType, pp: PartitionPlan, path: Path) -> None:
+def _arrays_table(pa: ModuleType, pp: PartitionPlan) -> Any:
+    """The arrays file's table: one row per distinct array, by id (the plan's order)."""
     schema = arrays_schema(pa, pp.partition.key, pp.width)
-    keyed = sorted(pp.array_ids.items(), key=lambda kv: kv[1])
-    table = pa.Table.from_arrays(
+    n = len(pp.hashes)
+    return pa.Table.from_arrays(
         [
-            _python_array(pa, [i for _, i in keyed], pa.int64()),
-            _python_array(pa, [h for (h, _), _ in keyed], pa.string()),
-            _python_array(pa, [axis for (_, axis), _ in keyed], pa.string()),
+            _arrow_array(pa, np.arange(1, n + 1, dtype=np.int64), pa.int64()),
+            _python_array(pa, [h.hex() for h in pp.hashes], pa.string()),
+            _python_array(pa, pp.axes, pa.string()),
         ],
         schema=schema,
     )
-    _write_table(pa, pq, table, path, "arrays")
 
 
 def _write_table(pa: ModuleType, pq: ModuleType, table: Any, path: Path, role: str) -> None:

@@ -779,22 +779,25 @@ def test_progress_counts_rows_up_to_the_total(varied, tmp_path: Path) -> None:
 # ---------------------------------------------------------------------- atomicity
 
 
-def test_a_failure_midway_leaves_nothing(varied, tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("role", ["values", "series", "arrays"])
+def test_a_failure_midway_leaves_nothing(varied, tmp_path: Path, monkeypatch, role) -> None:
     store = varied[0]
     calls = {"n": 0}
     real = pq.ParquetWriter.write_table
 
     def failing(self, *args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 5:
-            raise OSError(28, "No space left on device")
+        # The third file of this role fails: some partitions are complete by then.
+        if f".{role}.parquet" in str(self.where):
+            calls["n"] += 1
+            if calls["n"] == 3:
+                raise OSError(28, "No space left on device")
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(pq.ParquetWriter, "write_table", failing)
     target = tmp_path / "out"
     with pytest.raises(StorageError, match="No space left on device") as info:
         store.export_parquet(target, include_derived=True)
-    assert ".values.parquet" in str(info.value) and ".partial" not in str(info.value)
+    assert f".{role}.parquet" in str(info.value) and ".partial" not in str(info.value)
     assert not target.exists()  # created by the export, so removed with it
     target.mkdir()
     (target / "keep.txt").write_text("x")
@@ -802,6 +805,33 @@ def test_a_failure_midway_leaves_nothing(varied, tmp_path: Path, monkeypatch) ->
     with pytest.raises(StorageError):
         store.export_parquet(target, include_derived=True)
     assert os.listdir(target) == ["keep.txt"]
+
+
+def test_a_composite_wider_than_its_plan_is_refused_and_leaves_nothing(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from infrastore_sqlite.errors import IntegrityError
+    from infrastore_sqlite.interchange.parquet import export as writer
+
+    store = new_store(tmp_path / "s.h5")
+    pwl = np.array([[2, 0, 0, 1, 1.5], [1, 5, 5, 0, 0]])
+    add(store, sts("pwl", pwl, element_type="piecewise_linear"))
+    add(store, sts("f", [1.0, 2.0]), owner=2)
+    real = writer.plan_export
+
+    def narrow(*args, **kwargs):
+        # A catalog that records a narrower width than the stored rows have.
+        plan = real(*args, **kwargs)
+        for pp in plan.partitions:
+            if pp.partition.key.et.is_ragged:
+                pp.width = 3
+        return plan
+
+    monkeypatch.setattr(writer, "plan_export", narrow)
+    with pytest.raises(IntegrityError, match=r"'pwl' \(owner 1\).* 5 wide, more than the 3"):
+        store.export_parquet(tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    store.close()
 
 
 def test_a_failure_while_renaming_removes_what_was_renamed(
