@@ -45,7 +45,8 @@ from ..core.elements import (
     parse_element_type,
     shrink,
 )
-from ..core.hashing import composite_data_hash, validate_features
+from ..core.gcpause import gc_paused
+from ..core.hashing import data_hashes, validate_features
 from ..core.periods import Period, as_period, divide, grid_index, step
 from ..core.timeref import check_period_for_reference, ms_to_axis_instant, normalize_time_reference
 from ..errors import (
@@ -88,11 +89,13 @@ __all__ = [
     "SeriesRows",
     "Spec",
     "bad_value",
+    "build_grids",
     "build_group",
     "check_columns_present",
     "derived_refused",
     "first_specs",
     "fmt_ms",
+    "hash_built",
     "import_partition",
     "key_text",
     "missing_sibling",
@@ -493,6 +496,8 @@ class Built:
     timestamps: np.ndarray | None = None
     count: int | None = None
     percentiles: list[float] | None = None
+    #: The content hash (``hash_hex`` as bytes), set with it by :func:`hash_built`.
+    digest: bytes = b""
 
 
 @dataclass(slots=True)
@@ -1132,8 +1137,18 @@ class Filing:
         if self.ctx.report and detail:
             self.result.series[-1].update(detail)
 
+    @property
+    def pending_bytes(self) -> int:
+        """The bytes of the arrays waiting to be handed to the store."""
+        return self._pending_bytes
+
+    @property
+    def pending_series(self) -> int:
+        """How many series wait to be handed to the store."""
+        return len(self._pending)
+
     def group_done(self) -> None:
-        """After each group: hand a full batch to the store."""
+        """After each group (or batch of groups): hand a full batch to the store."""
         if self.write and (
             self._pending_bytes >= _BATCH_BYTES or len(self._pending) >= _BATCH_SERIES
         ):
@@ -1423,24 +1438,45 @@ def _build_forecast(place: Place, group: Group, spec: Spec) -> Built:
     return Built(data, "", initial_ms=anchor, count=count, percentiles=percentiles)
 
 
-def _finish(built: Built, et: ElementType) -> Built:
-    """Canonical composite width and the content hash."""
+def _canonical(built: Built, et: ElementType) -> Built:
+    """The composite at its canonical (minimal) width, which is what the hash covers."""
     if et.is_ragged:
         built.data = np.ascontiguousarray(shrink(et, built.data))
-    built.hash_hex = composite_data_hash(et, built.data).hex()
     return built
+
+
+def hash_built(builts: Sequence[Built]) -> None:
+    """Set the content hash of every array in ``builts`` (already at canonical width).
+
+    One :func:`~infrastore_sqlite.core.hashing.data_hashes` call for the lot: a batch of
+    short arrays costs about one SHA-256 update each, rather than the several numpy
+    calls per array of hashing them one by one.
+    """
+    for b, digest in zip(builts, data_hashes([b.data for b in builts]), strict=True):
+        b.digest = digest
+        b.hash_hex = digest.hex()
+
+
+def build_grids(
+    place: Place, group: Group, specs: Sequence[Spec], opts: Options
+) -> dict[Any, Built]:
+    """Every distinct grid among ``specs`` turned into its store array, not yet hashed
+    (:func:`hash_built`)."""
+    et = specs[0].et
+    _check_elements(place, group, et, specs[0], opts)
+    out: dict[Any, Built] = {}
+    for spec in specs:
+        if spec.grid_key not in out:
+            out[spec.grid_key] = _canonical(_build(place, group, spec, et), et)
+    return out
 
 
 def build_group(
     place: Place, group: Group, specs: Sequence[Spec], opts: Options
-) -> dict[tuple, Built]:
+) -> dict[Any, Built]:
     """Every distinct grid among ``specs`` turned into its store array, hashed."""
-    et = specs[0].et
-    _check_elements(place, group, et, specs[0], opts)
-    out: dict[tuple, Built] = {}
-    for spec in specs:
-        if spec.grid_key not in out:
-            out[spec.grid_key] = _finish(_build(place, group, spec, et), et)
+    out = build_grids(place, group, specs, opts)
+    hash_built(list(out.values()))
     return out
 
 
@@ -1476,16 +1512,17 @@ def import_partition(
 
     Returns what the report says of the partition and the new ids (none for a dry run).
     """
-    with source.reading():
+    # Several objects per series (its Spec, series object, catalog row) and no cycles
+    # among them: the cyclic collector would only rescan them, ever more of them as the
+    # partition goes on (as for the store's bulk add).
+    with source.reading(), gc_paused():
         return _import_partition(ctx, source, write=write)
 
 
 def _import_partition(
     ctx: Context, source: PartitionSource, *, write: bool
 ) -> tuple[PartitionResult, list[int]]:
-    store = ctx.store
     tables = source.place
-    tst = tables.type
     arrays, specs = read_rows(source, ctx.opts)
     total_rows = source.values_count()
     result = PartitionResult()
@@ -1504,91 +1541,49 @@ def _import_partition(
         ids_by_key.setdefault(key, []).append(aid)
     dtype = specs[0].et.dtype
     filing = Filing(ctx, result, write=write)
-    advanced = 0
+    settle = _Settle(ctx, source, result, filing)
     try:
         source.open_values(arrays)
         wanted = [
             (key, sorted(ids_by_key[key]), by_key[key][0] if key in by_key else None)
             for key in sorted(ids_by_key)
         ]
-        for (key, _ids, _first), group in zip(wanted, source.groups(wanted, dtype), strict=True):
-            group_specs = by_key.get(key, [])
-            if group is None:
-                if group_specs:
+        try:
+            for (key, _ids, _first), group in zip(
+                wanted, source.groups(wanted, dtype), strict=True
+            ):
+                group_specs = by_key.get(key, [])
+                if group is None:
+                    if group_specs:
+                        raise InvalidParameterError(
+                            f"a series row names an array {key_text(key)} the values file does "
+                            "not hold; a partition's values and series come from one export and "
+                            f"must describe the same arrays ({tables.series} id "
+                            f"{group_specs[0].file_id})",
+                            table=tables.series,
+                            key=key,
+                        )
+                    continue
+                if not group_specs:
                     raise InvalidParameterError(
-                        f"a series row names an array {key_text(key)} the values file does not "
-                        "hold; a partition's values and series come from one export and must "
-                        f"describe the same arrays ({tables.series} id {group_specs[0].file_id})",
-                        table=tables.series,
+                        f"the values file holds an array {key_text(key)} that no series row "
+                        "names; a partition's values and series come from one export and must "
+                        f"describe the same arrays ({tables.values}, array_id "
+                        f"{', '.join(map(str, group.ids))})",
+                        table=tables.values,
                         key=key,
                     )
-                continue
-            if not group_specs:
-                raise InvalidParameterError(
-                    f"the values file holds an array {key_text(key)} that no series row names; "
-                    "a partition's values and series come from one export and must describe "
-                    f"the same arrays ({tables.values}, array_id {', '.join(map(str, group.ids))})",
-                    table=tables.values,
-                    key=key,
+                settle.add(
+                    key, group.n, group_specs, build_grids(tables, group, group_specs, ctx.opts)
                 )
-            built = build_group(tables, group, group_specs, ctx.opts)
-            # One comparison serves the checksum refusal and a diff's ``hash_stale``.
-            stale = {
-                spec.grid_key: source.checksum and built[spec.grid_key].hash_hex != key[0]
-                for spec in group_specs
-            }
-            if not ctx.skip_checksum:
-                for spec in group_specs:
-                    b = built[spec.grid_key]
-                    if stale[spec.grid_key]:
-                        raise InvalidParameterError(
-                            f"series {spec.label} does not match its recorded data_hash: the file "
-                            f"says {key[0]} and its rows hash to {b.hash_hex} (array "
-                            f"{key_text(key)} in {tables.arrays}). Values edited in a query "
-                            "engine need the hash recomputed: run {rehash} (or UPDATE the "
-                            "arrays table), or pass {no_checksum} to waive the comparison.",
-                            terms={"rehash": source.rehash, "no_checksum": NO_CHECKSUM},
-                            table=tables.arrays,
-                            key=key,
-                            series=spec.label,
-                        )
-            result.arrays += 1
-            result.rows += group.n
-            for spec in group_specs:
-                b = built[spec.grid_key]
-                obj = _series_object(tst, spec, b)
-                # What Store._prepare checks of a bulk item holds here by construction
-                # (the series row was validated, the object is built here), but the range.
-                if not _I64_MIN <= spec.owner_id <= _I64_MAX:
-                    raise InvalidParameterError(
-                        f"owner_id {spec.owner_id} does not fit a signed 64-bit integer"
-                    )
-                prepared = store._row_for(
-                    spec.owner_id,
-                    spec.owner_type,
-                    spec.category,
-                    obj,
-                    spec.features,
-                    bytes.fromhex(b.hash_hex),
-                )
-                if ctx.report:
-                    result.series.append(
-                        {
-                            "file_id": spec.file_id,
-                            "owner_id": spec.owner_id,
-                            "owner_type": spec.owner_type,
-                            "owner_category": spec.category.name,
-                            "name": spec.name,
-                            "data_hash": b.hash_hex,
-                            "time_axis": key[1],
-                            **({"hash_stale": stale[spec.grid_key]} if ctx.diff else {}),
-                        }
-                    )
-                filing.add(prepared, b.data.nbytes)
-            del group, built
-            filing.group_done()
-            ctx.advance(result.rows - advanced)
-            advanced = result.rows
+                del group
+        except Exception:
+            # The groups read before the failing one are settled first, so a refusal of
+            # theirs (a checksum, a series the file holds twice) is still the one raised,
+            # as when every group was settled as soon as it was read.
+            settle.pending_only()
+            raise
+        settle.run()
         if result.rows != total_rows:  # pragma: no cover - check_claimed refuses these first
             source.check_unclaimed()
             raise InvalidParameterError(
@@ -1600,6 +1595,116 @@ def _import_partition(
     finally:
         source.close_values()
     return result, filing.ids
+
+
+#: Groups built but not yet hashed and filed, at most: enough that hashing them in one
+#: call costs about one SHA-256 update per array, few enough to stay a small buffer.
+_SETTLE_GROUPS = 256
+
+
+class _Settle:
+    """A partition's built groups, hashed and filed in batches (:func:`hash_built`).
+
+    Each group is built as it is read (its refusals come in row order); what follows
+    (the hash, the checksum comparison, the catalog row of each series, the filing) runs
+    for a batch at a time, in read order. A batch ends where the filing would hand its
+    pending series to the store, so that happens after the same group as before.
+    """
+
+    def __init__(
+        self, ctx: Context, source: PartitionSource, result: PartitionResult, filing: Filing
+    ) -> None:
+        self.ctx = ctx
+        self.source = source
+        self.result = result
+        self.filing = filing
+        self.tst = source.place.type
+        self.pending: list[tuple[tuple[str, str], int, list[Spec], dict[Any, Built]]] = []
+        self.nbytes = 0  # of the pending arrays, as the filing counts them
+        self.series = 0
+        self.advanced = 0
+
+    def add(self, key: tuple[str, str], n: int, specs: list[Spec], built: dict[Any, Built]) -> None:
+        self.pending.append((key, n, specs, built))
+        self.series += len(specs)
+        for spec in specs:
+            self.nbytes += built[spec.grid_key].data.nbytes
+        filing = self.filing
+        if (
+            len(self.pending) >= _SETTLE_GROUPS
+            or filing.pending_bytes + self.nbytes >= _BATCH_BYTES
+            or filing.pending_series + self.series >= _BATCH_SERIES
+        ):
+            self.run()
+
+    def run(self) -> None:
+        """Settle the pending groups, then let the filing hand a full batch on."""
+        if self.pending:
+            self.pending_only()
+            self.filing.group_done()
+
+    def pending_only(self) -> None:
+        """Hash, check and prepare every pending group's series (in read order)."""
+        todo, self.pending = self.pending, []
+        self.nbytes = self.series = 0
+        if not todo:
+            return
+        hash_built([b for _key, _n, _specs, built in todo for b in built.values()])
+        ctx, result, tables = self.ctx, self.result, self.source.place
+        store, filing, tst = ctx.store, self.filing, self.tst
+        checksum, skip, report, diff = (
+            self.source.checksum,
+            ctx.skip_checksum,
+            ctx.report,
+            ctx.diff,
+        )
+        for key, n, specs, built in todo:
+            for spec in specs:
+                b = built[spec.grid_key]
+                # One comparison serves the checksum refusal and a diff's ``hash_stale``.
+                stale = checksum and b.hash_hex != key[0]
+                if stale and not skip:
+                    raise InvalidParameterError(
+                        f"series {spec.label} does not match its recorded data_hash: the file "
+                        f"says {key[0]} and its rows hash to {b.hash_hex} (array "
+                        f"{key_text(key)} in {tables.arrays}). Values edited in a query "
+                        "engine need the hash recomputed: run {rehash} (or UPDATE the "
+                        "arrays table), or pass {no_checksum} to waive the comparison.",
+                        terms={"rehash": self.source.rehash, "no_checksum": NO_CHECKSUM},
+                        table=tables.arrays,
+                        key=key,
+                        series=spec.label,
+                    )
+            result.arrays += 1
+            result.rows += n
+            for spec in specs:
+                b = built[spec.grid_key]
+                obj = _series_object(tst, spec, b)
+                # What Store._prepare checks of a bulk item holds here by construction
+                # (the series row was validated, the object is built here), but the range.
+                if not _I64_MIN <= spec.owner_id <= _I64_MAX:
+                    raise InvalidParameterError(
+                        f"owner_id {spec.owner_id} does not fit a signed 64-bit integer"
+                    )
+                prepared = store._row_for(
+                    spec.owner_id, spec.owner_type, spec.category, obj, spec.features, b.digest
+                )
+                if report:
+                    entry = {
+                        "file_id": spec.file_id,
+                        "owner_id": spec.owner_id,
+                        "owner_type": spec.owner_type,
+                        "owner_category": spec.category.name,
+                        "name": spec.name,
+                        "data_hash": b.hash_hex,
+                        "time_axis": key[1],
+                    }
+                    if diff:
+                        entry["hash_stale"] = checksum and b.hash_hex != key[0]
+                    result.series.append(entry)
+                filing.add(prepared, b.data.nbytes)
+        ctx.advance(result.rows - self.advanced)
+        self.advanced = result.rows
 
 
 def _check_new(ctx: Context, prepared: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:

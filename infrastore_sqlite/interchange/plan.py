@@ -14,6 +14,7 @@ SQLite writer and a Parquet writer consume the same blocks.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,11 +25,11 @@ import orjson
 
 from ..core.elements import minimal_width, shrink
 from ..core.hashing import data_hash
-from ..core.periods import Period, grid, step
+from ..core.periods import Period, as_period, grid, step
 from ..core.slicing import slice_range
 from ..errors import INCLUDE_DERIVED, TRANSFORM, ZONED_RETRY, InvalidParameterError, Notice
-from ..model import TimeSeriesType
-from ..store.rows import SeriesRow
+from ..model import OwnerCategory, TimeSeriesType
+from ..store.rows import SeriesRow, decode_shape
 from .layout import (
     Partition,
     PartitionKey,
@@ -85,17 +86,147 @@ SUMMARY_KEYS = (
 )
 
 
-@dataclass(slots=True)
 class PartitionPlan:
-    partition: Partition
-    series: list[ExportSeries] = field(default_factory=list)
-    array_ids: dict[tuple[str, str], int] = field(default_factory=dict)
-    rows: int = 0
-    # The widest value row (last axis) of any array, read from the catalog or the
-    # planned slice: a Parquet file fixes its composite column's width before any row.
-    width: int = 0
-    # The store planned from: the writer reads the full series rows back from it.
-    source: Store | None = field(default=None, repr=False, compare=False)
+    """One partition of a plan, held as compact columns rather than an object per series.
+
+    Series are in catalog (id) order, arrays in array-id order (position ``k`` is array
+    id ``k + 1``). A plan of 20,000 series holds a few numpy vectors and one hash and
+    one (shared) axis text per distinct array.
+
+    Attributes
+    ----------
+    ids, owners, aids, anchors, counts : numpy.ndarray
+        Per series (int64): catalog id, owner id, array id, the exported grid's first
+        instant (0 for the irregular types, which have none) and its ``length`` or, for
+        the forecast types, ``count``.
+    name_codes : numpy.ndarray
+        Per series: its name's index in ``names``.
+    hashes, axes : list
+        Per array: the ``data_hash`` (raw bytes) and the ``time_axis`` text of its key.
+    array_rows, firsts : numpy.ndarray
+        Per array: value rows, and the position (in the series vectors) of the first
+        series in catalog order that holds it (the one its values are read through).
+    rows
+        Value rows of the partition (each distinct array once).
+    width
+        The widest value row (last axis) of any array, read from the catalog or the
+        planned slice: a Parquet file fixes its composite column's width before any row.
+    source
+        The store planned from (the writers read the full series rows back from it).
+    """
+
+    __slots__ = (
+        "_array_ids",
+        "aids",
+        "anchors",
+        "array_rows",
+        "axes",
+        "counts",
+        "firsts",
+        "hashes",
+        "ids",
+        "name_codes",
+        "names",
+        "owners",
+        "partition",
+        "rows",
+        "source",
+        "width",
+    )
+
+    def __init__(
+        self,
+        partition: Partition,
+        *,
+        ids: np.ndarray,
+        owners: np.ndarray,
+        aids: np.ndarray,
+        anchors: np.ndarray,
+        counts: np.ndarray,
+        name_codes: np.ndarray,
+        names: list[str],
+        hashes: list[bytes],
+        axes: list[str],
+        array_rows: np.ndarray,
+        firsts: np.ndarray,
+        width: int,
+        source: Store | None = None,
+    ) -> None:
+        self.partition = partition
+        self.ids, self.owners, self.aids = ids, owners, aids
+        self.anchors, self.counts = anchors, counts
+        self.name_codes, self.names = name_codes, names
+        self.hashes, self.axes = hashes, axes
+        self.array_rows, self.firsts = array_rows, firsts
+        self.rows = int(array_rows.sum())
+        self.width = width
+        self.source = source
+        self._array_ids: dict[tuple[str, str], int] | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"PartitionPlan({self.partition.base!r}, series={len(self.ids)}, "
+            f"arrays={len(self.hashes)}, rows={self.rows})"
+        )
+
+    def key(self, array_id: int) -> tuple[str, str]:
+        """The ``(data_hash hex, time_axis)`` key of an array id."""
+        return self.hashes[array_id - 1].hex(), self.axes[array_id - 1]
+
+    def label(self, position: int) -> str:
+        """How errors name the series at ``position``: ``'load' (owner 1)``."""
+        return _label(self.names[self.name_codes[position]], int(self.owners[position]))
+
+    def labels_by_array(self) -> Callable[[int], list[str]]:
+        """``labels(array_id)``: the labels of every series holding it, catalog order."""
+        order = np.argsort(self.aids, kind="stable")  # catalog order within an array
+        bounds = np.searchsorted(self.aids[order], np.arange(1, len(self.hashes) + 2)).tolist()
+        positions = order.tolist()
+
+        def labels(array_id: int) -> list[str]:
+            return [self.label(p) for p in positions[bounds[array_id - 1] : bounds[array_id]]]
+
+        return labels
+
+    @property
+    def array_ids(self) -> dict[tuple[str, str], int]:
+        """``{key: array id}`` (built on first use and kept)."""
+        if self._array_ids is None:
+            self._array_ids = {
+                (h.hex(), axis): i
+                for i, (h, axis) in enumerate(zip(self.hashes, self.axes, strict=True), 1)
+            }
+        return self._array_ids
+
+    @property
+    def series(self) -> list[ExportSeries]:
+        """One ``ExportSeries`` per series, catalog order (built anew on every use:
+        streaming writers use the columns instead)."""
+        forecast = self.partition.key.type.is_forecast
+        irregular = self.partition.key.type.is_irregular
+        keys = [(h.hex(), axis) for h, axis in zip(self.hashes, self.axes, strict=True)]
+        rows = self.array_rows.tolist()
+        out = []
+        for sid, owner, code, aid, anchor, n in zip(
+            self.ids.tolist(),
+            self.owners.tolist(),
+            self.name_codes.tolist(),
+            self.aids.tolist(),
+            self.anchors.tolist(),
+            self.counts.tolist(),
+            strict=True,
+        ):
+            out.append(
+                ExportSeries(
+                    row=SeriesRef(sid, owner, self.names[code]),
+                    key=keys[aid - 1],
+                    initial_ms=None if irregular else anchor,
+                    length=None if forecast else n,
+                    count=n if forecast else None,
+                    rows=rows[aid - 1],
+                )
+            )
+        return out
 
     def summary(self) -> dict[str, Any]:
         """The per-partition result dict, keys in the reference's order (``SUMMARY_KEYS``)."""
@@ -107,11 +238,15 @@ class PartitionPlan:
             p.key.type.name,
             p.key.value_slug,
             p.key.reference_label,
-            len(self.array_ids),
-            len(self.series),
+            len(self.hashes),
+            len(self.ids),
             self.rows,
         )
         return dict(zip(SUMMARY_KEYS, values, strict=True))
+
+
+def _label(name: str, owner_id: int) -> str:
+    return f"'{name}' (owner {owner_id})"
 
 
 @dataclass(slots=True)
@@ -176,10 +311,6 @@ def _rows_of(series: Any) -> int:
     return int(np.prod(series._data.shape[:lead], dtype=np.int64))
 
 
-def _needs_read(row: SeriesRow, time_range: Any) -> bool:
-    return time_range is not None or row.type is TimeSeriesType.DeterministicSingleTimeSeries
-
-
 def export_object(
     store: Store, row: SeriesRow, stored: np.ndarray, ts: Any, time_range: Any
 ) -> Any:
@@ -210,38 +341,14 @@ def _key_of(obj: Any, hash_hex: str | None = None) -> tuple[str, str, int | None
     return h, static_axis(n, obj._initial_ms, obj.resolution), obj._initial_ms, n
 
 
-def _catalog_key(row: SeriesRow) -> tuple[str, str, int | None, int | None, int, int]:
-    """The export key straight from the catalog (whole series, stored form), with the
-    rows it writes and its value width (ragged composites are stored at minimal width)."""
-    h = row.data_hash.hex()
-    tst = row.type
-    shape = row.array_shape
-    width = _width(shape)
-    if tst.is_irregular:
-        return h, row.timestamps_hash.hex(), None, shape[0], shape[0], width
-    if tst.is_forecast:
-        axis = forecast_axis(row.count, row.initial_ms, row.interval, row.horizon, row.resolution)
-        lead = tst.leading_dims
-        rows = int(np.prod(shape[:lead], dtype=np.int64))
-        return h, axis, row.initial_ms, row.count, rows, width
-    return (
-        h,
-        static_axis(shape[0], row.initial_ms, row.resolution),
-        row.initial_ms,
-        shape[0],
-        shape[0],
-        width,
-    )
+# Axis texts: many series of a store share a grid, and formatting the anchor instant is
+# most of a key's cost, so each distinct grid's text is built once.
+_static_axis = functools.lru_cache(maxsize=4096)(static_axis)
+_forecast_axis = functools.lru_cache(maxsize=4096)(forecast_axis)
 
 
 def _width(shape: Sequence[int]) -> int:
     return int(shape[-1]) if shape else 1
-
-
-def _element_shape(row: SeriesRow) -> tuple[int, ...]:
-    """Per-step shape E of a row's values (a DST reads its source's)."""
-    lead = 1 if row.type is TimeSeriesType.DeterministicSingleTimeSeries else row.type.leading_dims
-    return tuple(row.array_shape[lead:])
 
 
 @functools.lru_cache(maxsize=256)
@@ -262,6 +369,87 @@ def _partition_key_of(
     return PartitionKey(
         tst, element_type, value_shape_for(element_type, tuple(array_shape[lead:])), reference
     )
+
+
+#: The catalog fields a plan is made from (``Store.iter_select_fields``), in this order.
+_PLAN_FIELDS = (
+    "id",
+    "owner_id",
+    "name",
+    "time_series_type",
+    "element_type",
+    "array_shape",
+    "time_reference",
+    "data_hash",
+    "timestamps_hash",
+    "initial_ms",
+    "resolution",
+    "interval",
+    "horizon",
+    "count",
+)
+_DST = TimeSeriesType.DeterministicSingleTimeSeries
+
+
+class _Planned:
+    """The planned series as columns (lists while the catalog streams by)."""
+
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+        self.owners: list[int] = []
+        self.name_codes: list[int] = []
+        self.pkeys: list[PartitionKey] = []
+        self.hashes: list[bytes | None] = []
+        self.axes: list[str | None] = []
+        self.anchors: list[int] = []
+        self.counts: list[int] = []
+        self.rows: list[int] = []
+        self.widths: list[int] = []
+
+    def set_key(self, pos: int, key: tuple) -> None:
+        h, axis, anchor, n, rows, width = key
+        self.hashes[pos], self.axes[pos] = h, axis
+        self.anchors[pos] = 0 if anchor is None else anchor
+        self.counts[pos], self.rows[pos], self.widths[pos] = n, rows, width
+
+
+# What a plan takes from a catalog row beside its id, owner, name and hashes: the
+# fields its partition and its grid follow from (many rows share them).
+_CLASS_FIELDS = slice(3, 7), slice(9, 14)
+_LEFT_OUT = object()
+
+
+def _row_class(
+    fields: tuple, time_range: Any, include_derived: bool
+) -> tuple[PartitionKey, bool, str | None, int, int, int, int, bool] | object:
+    """What every catalog row with these ``_CLASS_FIELDS`` plans to.
+
+    ``(partition key, needs a read, axis (None: the irregular types', from the
+    timestamps hash), anchor, length|count, rows, width, ragged)``, or ``_LEFT_OUT`` for
+    a derived series the export leaves out. The key straight from the catalog is that
+    of the whole series in stored form; ragged composites are stored at minimal width,
+    looked up later.
+    """
+    code, element_type, shape_text, reference, initial_ms, resolution, interval, horizon, count = (
+        fields
+    )
+    kind = TimeSeriesType.from_catalog_code(code)
+    if kind is _DST and not include_derived:
+        return _LEFT_OUT
+    shape = decode_shape(shape_text)
+    pkey = _partition_key_of(kind, element_type, shape, reference)
+    ragged = _is_ragged(pkey)
+    if time_range is not None or kind is _DST:
+        return pkey, True, None, 0, 0, 0, 0, ragged
+    width = int(shape[-1]) if shape else 1
+    if kind.is_irregular:
+        return pkey, False, None, 0, shape[0], shape[0], width, ragged
+    if kind.is_forecast:
+        axis = _forecast_axis(count, initial_ms, interval, horizon, resolution)
+        rows = math.prod(shape[: kind.leading_dims])
+        return pkey, False, axis, initial_ms, count, rows, width, ragged
+    axis = _static_axis(shape[0], initial_ms, resolution)
+    return pkey, False, axis, initial_ms, shape[0], shape[0], width, ragged
 
 
 def plan_export(
@@ -296,31 +484,68 @@ def plan_export(
         )
     if time_range is not None:
         _check_range(time_range)
-    # The catalog rows stream by: a plan keeps a SeriesRef and its key, and a full row
-    # only while its arrays must be read (a time_range slice, a materialized DST).
-    planned: list[tuple[SeriesRef, PartitionKey, tuple | None]] = []
-    to_read: list[SeriesRow] = []
+    # The catalog streams by as plain tuples of the few fields a plan needs; the plan
+    # keeps columns (ids, keys, grids), and a series' arrays are read only when its key
+    # depends on them (a time_range slice, a materialized DST).
+    planned = _Planned()
+    names: dict[str, int] = {}
+    to_read: list[int] = []  # positions in ``planned``
     derived_left_out = 0
     aware = time_range is not None and time_range[0].tzinfo is not None
     zoneless: list[str] = []
     # Ragged composites are stored at their minimal width, which the catalog row (the
     # width the series was added with) does not record: looked up below, per array.
     ragged: dict[int, bytes] = {}
-    for row in store.iter_select_rows(**filters):
-        if not include_derived and row.type is TimeSeriesType.DeterministicSingleTimeSeries:
+    classes: dict[tuple, Any] = {}
+    head, tail = _CLASS_FIELDS
+    # One loop step per selected series: the appends are bound once.
+    add_id, add_owner, add_name = (
+        planned.ids.append,
+        planned.owners.append,
+        planned.name_codes.append,
+    )
+    add_pkey, add_hash, add_axis = (
+        planned.pkeys.append,
+        planned.hashes.append,
+        planned.axes.append,
+    )
+    add_anchor, add_count, add_rows, add_width = (
+        planned.anchors.append,
+        planned.counts.append,
+        planned.rows.append,
+        planned.widths.append,
+    )
+    for r in store.iter_select_fields(_PLAN_FIELDS, **filters):
+        fields = r[head] + r[tail]
+        c = classes.get(fields)
+        if c is None:
+            if len(classes) >= 65536:  # many distinct grids: keep the cache bounded
+                classes.clear()
+            c = classes[fields] = _row_class(fields, time_range, include_derived)
+        if c is _LEFT_OUT:
             derived_left_out += 1
             continue
-        if aware and row.time_reference == "zoneless":
-            zoneless.append(row.label)
-        pkey = _partition_key(row)
-        ref = SeriesRef(row.id, row.owner_id, row.name)
-        if _needs_read(row, time_range):
-            to_read.append(row)
-            planned.append((ref, pkey, None))
-        else:
-            planned.append((ref, pkey, _catalog_key(row)))
-            if _is_ragged(pkey):
-                ragged[ref.id] = row.data_hash
+        pkey, read, axis, anchor, n, rows, width, is_ragged = c
+        sid, owner, name, h = r[0], r[1], r[2], r[7]
+        if aware and pkey.time_reference == "zoneless":
+            zoneless.append(_label(name, owner))
+        code = names.get(name)
+        if code is None:
+            code = names[name] = len(names)
+        if read:
+            to_read.append(len(planned.ids))
+        elif is_ragged:
+            ragged[len(planned.ids)] = h
+        add_id(sid)
+        add_owner(owner)
+        add_name(code)
+        add_pkey(pkey)
+        add_hash(h)
+        add_axis(r[8].hex() if axis is None and not read else axis)
+        add_anchor(anchor)
+        add_count(n)
+        add_rows(rows)
+        add_width(width)
     if zoneless:
         raise InvalidParameterError(
             f"{len(zoneless)} of the selected series are zoneless (wall clock only) and cannot "
@@ -331,29 +556,33 @@ def plan_export(
             series=zoneless,
             terms={"zoned": ZONED_RETRY},
         )
-    read_keys: dict[int, tuple] = {}
-    done = 0
-    for batch in store.iter_arrays(to_read):
-        for row, stored, ts in batch:
-            obj = export_object(store, row, stored, ts, time_range)
-            h, axis, anchor, n = _key_of(obj)
-            read_keys[row.id] = (h, axis, anchor, n, _rows_of(obj), _width(obj._data.shape))
-            done += 1
-        if progress:
-            progress(done, len(to_read))
+    name_list = list(names)
+    if to_read:
+        done = 0
+        rows = iter_rows(store, [planned.ids[p] for p in to_read])
+        positions = iter(to_read)
+        for batch in store.iter_arrays(rows):  # type: ignore[arg-type]
+            for row, stored, ts in batch:
+                obj = export_object(store, row, stored, ts, time_range)
+                hx, axis, anchor, n = _key_of(obj)
+                key = (bytes.fromhex(hx), axis, anchor, n, _rows_of(obj), _width(obj._data.shape))
+                planned.set_key(next(positions), key)
+                done += 1
+            if progress:
+                progress(done, len(to_read))
     del to_read
-    if read_keys:
-        planned = [(ref, pk, k if k is not None else read_keys[ref.id]) for ref, pk, k in planned]
     if ragged:
         locations = store._locations({(h, "data") for h in ragged.values()})
         widths = {h: _width(orjson.loads(loc[1])) for (h, _), loc in locations.items()}
-        planned = [
-            (ref, pk, (*k[:5], widths[ragged[ref.id]]) if ref.id in ragged else k)
-            for ref, pk, k in planned
-        ]
+        for pos, h in ragged.items():
+            planned.widths[pos] = widths[h]
     del ragged
 
-    empty = [ref.label for ref, _, k in planned if k[4] == 0]
+    empty = [
+        _label(name_list[planned.name_codes[p]], planned.owners[p])
+        for p, n in enumerate(planned.rows)
+        if n == 0
+    ]
     if empty:
         raise InvalidParameterError(
             f"{len(empty)} of the selected series hold no values and cannot be exported: "
@@ -361,36 +590,60 @@ def plan_export(
             series=empty,
         )
 
-    by_key: dict[PartitionKey, list[tuple[SeriesRef, tuple]]] = {}
-    for ref, pkey, k in planned:
-        by_key.setdefault(pkey, []).append((ref, k))
-    del planned
-    partitions = []
-    for part in assign_names(by_key, table_prefix):
-        pp = PartitionPlan(part, source=store)
-        rows_by_array: dict[tuple[str, str], int] = {}
-        is_forecast = part.key.type.is_forecast
-        for ref, (h, axis, anchor, n, nrows, width) in by_key[part.key]:
-            pp.width = max(pp.width, width)
-            pp.series.append(
-                ExportSeries(
-                    row=ref,
-                    key=(h, axis),
-                    initial_ms=anchor,
-                    length=None if is_forecast else n,
-                    count=n if is_forecast else None,
-                    rows=nrows,
-                )
-            )
-            rows_by_array[(h, axis)] = nrows
-        # Ids are the 1-based rank of the key, compared as byte strings.
-        for i, key in enumerate(
-            sorted(rows_by_array, key=lambda k: (k[0].encode(), k[1].encode()))
-        ):
-            pp.array_ids[key] = i + 1
-        pp.rows = sum(rows_by_array.values())
-        partitions.append(pp)
+    by_key: dict[PartitionKey, list[int]] = {}
+    for pos, pkey in enumerate(planned.pkeys):
+        by_key.setdefault(pkey, []).append(pos)
+    columns = {
+        c: np.array(getattr(planned, c), dtype=np.int64)
+        for c in ("ids", "owners", "anchors", "counts", "name_codes", "rows")
+    }
+    partitions = [
+        _partition_plan(part, by_key.pop(part.key), planned, columns, name_list, store)
+        for part in assign_names(by_key, table_prefix)
+    ]
     return ExportPlan(partitions, time_range, include_derived, derived_left_out)
+
+
+def _partition_plan(
+    part: Partition,
+    positions: list[int],
+    planned: _Planned,
+    columns: dict[str, np.ndarray],
+    names: list[str],
+    store: Store,
+) -> PartitionPlan:
+    """One partition's columns from its series' positions (catalog order) in ``planned``."""
+    first: dict[tuple[bytes, str], int] = {}
+    hashes, axes = planned.hashes, planned.axes
+    keys = []
+    for pos in positions:
+        k = (hashes[pos], axes[pos])
+        keys.append(k)
+        first.setdefault(k, pos)  # type: ignore[arg-type]
+    # Ids are the 1-based rank of the key, compared as byte strings (a hash's hex text
+    # sorts as its bytes; the axis texts are ASCII).
+    ordered = sorted(first)
+    ids = {k: i for i, k in enumerate(ordered, 1)}
+    take = np.array(positions, dtype=np.int64)
+    firsts = np.array([first[k] for k in ordered], dtype=np.int64)
+    # Each array's first series, as a position among this partition's series.
+    local = np.searchsorted(take, firsts)  # positions are ascending (catalog order)
+    return PartitionPlan(
+        part,
+        ids=columns["ids"][take],
+        owners=columns["owners"][take],
+        aids=np.array([ids[k] for k in keys], dtype=np.int64),
+        anchors=columns["anchors"][take],
+        counts=columns["counts"][take],
+        name_codes=columns["name_codes"][take],
+        names=names,
+        hashes=[k[0] for k in ordered],
+        axes=[k[1] for k in ordered],
+        array_rows=columns["rows"][firsts],
+        firsts=local,
+        width=max(planned.widths[p] for p in positions),
+        source=store,
+    )
 
 
 def _check_range(time_range: Any) -> None:
@@ -523,22 +776,81 @@ def iter_partition_arrays(
 ) -> Iterator[RowBlock]:
     """Each distinct array of a partition once, in array_id (key) order, read in bounded
     batches; the labels of every series sharing it ride along (catalog order)."""
-    first: dict[tuple[str, str], ExportSeries] = {}
-    labels: dict[tuple[str, str], list[str]] = {}
-    for s in sorted(pp.series, key=lambda s: s.row.id):
-        first.setdefault(s.key, s)
-        labels.setdefault(s.key, []).append(s.row.label)
-    ordered = sorted(first.values(), key=lambda s: pp.array_ids[s.key])
-    del first
-    by_id = {s.row.id: s for s in ordered}
-    rows = iter_rows(store, [s.row.id for s in ordered])
+    labels = pp.labels_by_array()
+    key = pp.partition.key
+    if (
+        plan.time_range is None
+        and key.type is TimeSeriesType.SingleTimeSeries
+        and not key.et.is_ragged
+    ):
+        yield from _static_arrays(store, pp, labels, batch_bytes)
+        return
+    rows = iter_rows(store, pp.ids[pp.firsts].tolist())
+    aid = 0
     for batch in store.iter_arrays(rows, batch_bytes=batch_bytes):  # type: ignore[arg-type]
         for row, stored, ts in batch:
-            s = by_id.pop(row.id)
+            aid += 1
             obj = export_object(store, row, stored, ts, plan.time_range)
-            block = row_block(obj, s.key, pp.array_ids[s.key])
-            block.labels = labels.pop(s.key)
+            block = row_block(obj, pp.key(aid), aid)
+            block.labels = labels(aid)
             yield block
+
+
+def _static_arrays(
+    store: Store, pp: PartitionPlan, labels: Callable[[int], list[str]], batch_bytes: int
+) -> Iterator[RowBlock]:
+    """``iter_partition_arrays`` of whole stored SingleTimeSeries (no range, not ragged).
+
+    Such a series writes its stored array as it is, on the grid its key names, so the
+    block is made from the plan's columns and the stored array, with no catalog row and
+    no series object per array (what ``export_object`` and ``row_block`` would build).
+    """
+    tst = TimeSeriesType.SingleTimeSeries
+    step_bytes = 8 * max(1, math.prod(pp.partition.key.element_shape) or pp.width)
+    anchors = pp.anchors[pp.firsts].tolist()
+    rows = pp.array_rows.tolist()
+    grids: dict[tuple[int, str, int], Affine | np.ndarray] = {}
+    start = 0
+    n_arrays = len(pp.hashes)
+    # The first batches are small and each is twice the last, up to ``batch_bytes``:
+    # the writer waits for the first one before its first statement.
+    limit = max(1, batch_bytes // 32)
+    while start < n_arrays:
+        stop, size = start, 0
+        while stop < n_arrays and (stop == start or size + rows[stop] * step_bytes <= limit):
+            size += rows[stop] * step_bytes
+            stop += 1
+        limit = min(2 * limit, batch_bytes)
+        loaded = store._load({(h, "data") for h in pp.hashes[start:stop]})
+        for k in range(start, stop):
+            h, axis, n = pp.hashes[k], pp.axes[k], rows[k]
+            g = (anchors[k], axis, n)
+            coords = grids.get(g)
+            if coords is None:
+                if len(grids) >= 4096:
+                    grids.clear()
+                res = _axis_resolution(axis)
+                res_ms = _fixed_ms(res)
+                coords = grids[g] = (
+                    Affine(anchors[k], 0, res_ms, n, 1)
+                    if res_ms is not None
+                    else grid(anchors[k], res, n)
+                )
+            values = loaded[(h, "data")]
+            if isinstance(coords, Affine):
+                block = RowBlock((h.hex(), axis), k + 1, values, None, None, None, coords, tst)
+            else:
+                block = RowBlock((h.hex(), axis), k + 1, values, coords, None, None, None, tst)
+            block.labels = labels(k + 1)
+            yield block
+        del loaded
+        start = stop
+
+
+@functools.lru_cache(maxsize=256)
+def _axis_resolution(axis: str) -> Period:
+    """The resolution a SingleTimeSeries axis (``R<n>/<anchor>/<resolution>``) names."""
+    return as_period(axis.rsplit("/", 1)[1])
 
 
 def iter_rows(store: Store, ids: Sequence[int], chunk: int = 500) -> Iterator[SeriesRow]:
@@ -547,35 +859,156 @@ def iter_rows(store: Store, ids: Sequence[int], chunk: int = 500) -> Iterator[Se
         yield from store.rows_by_ids(ids[start : start + chunk])
 
 
+#: The catalog fields of a series-table row (``Store.iter_select_fields``), in this order.
+_SERIES_FIELDS = (
+    "id",
+    "owner_type",
+    "owner_category",
+    "name",
+    "resolution",
+    "interval",
+    "horizon",
+    "features_hash",
+    "features_json",
+    "element_type",
+    "element_shape",
+    "units",
+    "quantity_kind",
+    "unit_system",
+    "component_field",
+    "application_data",
+)
+_OWNER_CATEGORY_NAMES = {c.value: c.name for c in OwnerCategory}
+
+
+def _series_fields(store: Store, ids: Sequence[int], chunk: int = 4096) -> Iterator[tuple]:
+    """``_SERIES_FIELDS`` of each of ``ids``, in the order given, ``chunk`` at a time."""
+    for start in range(0, len(ids), chunk):
+        part = ids[start : start + chunk]
+        found = {r[0]: r for r in store.iter_select_fields(_SERIES_FIELDS, ids=part)}
+        if len(found) < len(set(part)):
+            store.rows_by_ids([i for i in part if i not in found])  # raises NotFoundError
+        for i in part:
+            yield found[i]
+
+
+class _SeriesText:
+    """The series table's texts that many rows share, made once per distinct input."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.features: dict[bytes, str] = {}
+        self.shapes: dict[str, str] = {}
+
+    def feature_text(self, features_hash: bytes, features_json: str | None) -> str:
+        text = self.features.get(features_hash)
+        if text is None:
+            features = orjson.loads(features_json) if features_json else {}
+            # JSON has no ±inf (the feature JSON holds null there); the typed rows do.
+            if features and None in features.values():
+                features = self.store.typed_features(features_hash)
+            text = orjson.dumps(features, option=orjson.OPT_SORT_KEYS).decode()
+            if len(self.features) >= 4096:
+                self.features.clear()
+            self.features[features_hash] = text
+        return text
+
+    def shape_text(self, element_shape: str) -> str:
+        text = self.shapes.get(element_shape)
+        if text is None:
+            text = self.shapes[element_shape] = orjson.dumps(
+                list(decode_shape(element_shape))
+            ).decode()
+        return text
+
+
+def series_records(
+    store: Store, pp: PartitionPlan, *, order: str = "id"
+) -> Iterator[tuple[Any, ...]]:
+    """Every series-table column of each series, as one tuple per series in the
+    layout's column order (``array_id``, ``id``, then ``layout.series_columns``).
+
+    ``order`` is ``"id"`` (catalog order, the SQLite table's) or ``"array"`` (by array id,
+    then id: the Parquet file's). The catalog fields stream back a chunk at a time; a
+    container may retype a column (Parquet's ``initial_timestamp`` is a timestamp).
+    """
+    tst = pp.partition.key.type
+    if order == "id":
+        positions = np.arange(len(pp.ids))
+    elif order == "array":
+        positions = np.lexsort((pp.ids, pp.aids))
+    else:
+        raise ValueError(f"order must be 'id' or 'array', not {order!r}")
+    reference = pp.partition.key.reference_label
+    texts = _SeriesText(store)
+    type_name = tst.name
+    columns = zip(
+        pp.aids[positions].tolist(),
+        pp.owners[positions].tolist(),
+        pp.anchors[positions].tolist(),
+        pp.counts[positions].tolist(),
+        _series_fields(store, pp.ids[positions].tolist()),
+        strict=True,
+    )
+    forecast, static = tst.is_forecast, tst is TimeSeriesType.SingleTimeSeries
+    for aid, owner, anchor, n, f in columns:
+        (sid, otype, ocat, name, res, itv, hor, fh, fjson, et, eshape, *descriptors) = f
+        head = (aid, sid, owner, otype, _OWNER_CATEGORY_NAMES[ocat], type_name, name)
+        if forecast:
+            grid_cols: tuple[Any, ...] = (anchor, res, itv, hor, n)
+        elif static:
+            grid_cols = (anchor, res, n)
+        else:
+            grid_cols = ()
+        yield (
+            *head,
+            *grid_cols,
+            texts.feature_text(fh, fjson),
+            et,
+            texts.shape_text(eshape),
+            reference,
+            *(v if v is not None else "" for v in descriptors),
+        )
+
+
 def series_values(
     store: Store, pp: PartitionPlan, ordered: Sequence[ExportSeries]
 ) -> Iterator[dict[str, Any]]:
     """Every series-table column of each series in ``ordered``, as the layout spells it
     (a container may retype a column: Parquet's ``initial_timestamp`` is a timestamp).
-    The full catalog rows stream back a chunk at a time."""
+    The catalog fields stream back a chunk at a time. (``series_records`` gives the
+    same as tuples without the ``ExportSeries`` list.)"""
     tst = pp.partition.key.type
     reference = pp.partition.key.reference_label
-    for s, r in zip(ordered, iter_rows(store, [s.row.id for s in ordered]), strict=True):
+    texts = _SeriesText(store)
+    for s, f in zip(ordered, _series_fields(store, [s.row.id for s in ordered]), strict=True):
+        (sid, otype, ocat, name, res, itv, hor, fh, fjson, et, eshape, *descriptors) = f
         yield {
             "array_id": pp.array_ids[s.key],
-            "id": r.id,
-            "owner_id": r.owner_id,
-            "owner_type": r.owner_type,
-            "owner_category": r.owner_category.name,
+            "id": sid,
+            "owner_id": s.row.owner_id,
+            "owner_type": otype,
+            "owner_category": _OWNER_CATEGORY_NAMES[ocat],
             "time_series_type": tst.name,
-            "name": r.name,
+            "name": name,
             "initial_timestamp": s.initial_ms,
-            "resolution": r.resolution,
+            "resolution": res,
             "length": s.length,
-            "interval": r.interval,
-            "horizon": r.horizon,
+            "interval": itv,
+            "horizon": hor,
             "count": s.count,
-            "features": orjson.dumps(r.features, option=orjson.OPT_SORT_KEYS).decode(),
-            "element_type": r.element_type,
-            "element_shape": orjson.dumps(r.element_shape).decode(),
+            "features": texts.feature_text(fh, fjson),
+            "element_type": et,
+            "element_shape": texts.shape_text(eshape),
             "time_reference": reference,
-            **{k: (v if v is not None else "") for k, v in r.descriptors().items()},
+            **{
+                k: (v if v is not None else "")
+                for k, v in zip(_DESCRIPTORS, descriptors, strict=True)
+            },
         }
+
+
+_DESCRIPTORS = ("units", "quantity_kind", "unit_system", "component_field", "application_data")
 
 
 def series_labels(series: Sequence[ExportSeries]) -> list[str]:

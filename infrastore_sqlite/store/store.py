@@ -1115,6 +1115,52 @@ class Store(StoreApi):
         return self._iter_select(where, params)
 
     @filter_keywords
+    def iter_select_fields(
+        self, fields: Sequence[str], ids: Sequence[int] | None = None, **filters: Any
+    ) -> Iterator[tuple]:
+        """Chosen catalog columns of the matching rows, in id order, as plain tuples.
+
+        For callers that stream many rows and need a few fields of each (the export's
+        plan and series tables): no ``SeriesRow`` is built, nothing is decoded.
+
+        Parameters
+        ----------
+        fields
+            Column names of ``time_series_associations`` (``"id"``, ``"data_hash"`` …),
+            or ``"features_json"`` (the feature map's JSON text; ±inf are ``null``
+            there, :meth:`typed_features` has them).
+        ids
+            Only these series ids (any order; missing ones are left out), else the
+            rows ``filters`` select.
+        **filters
+            ``list_metadata``'s keywords (not with ``ids``).
+        """
+        bad = [f for f in fields if f not in _FIELD_COLUMNS]
+        if bad:
+            raise InvalidParameterError(f"not a catalog field: {', '.join(bad)}")
+        self._open()
+        if ids is not None:
+            wanted = [i for i in ids if _INT64_MIN <= i <= _INT64_MAX]
+            if not wanted:
+                return iter(())
+            where, params = "t.id IN carray(?)", [apsw.carray(np.array(wanted, dtype=np.int64))]
+        else:
+            where, params = build_filter(filters)
+        cols = ", ".join(_FIELD_COLUMNS[f] for f in fields)
+        return iter(
+            self._catalog.execute(
+                f"SELECT {cols} FROM time_series_associations t LEFT JOIN feature_maps f "
+                f"ON f.features_hash = t.features_hash WHERE {where} ORDER BY t.id",
+                params,
+            )
+        )
+
+    def typed_features(self, features_hash: bytes) -> dict[str, Any]:
+        """The feature map of ``features_hash`` with its ±inf values (the JSON has null)."""
+        self._open()
+        return self._typed_features(features_hash)
+
+    @filter_keywords
     def list_metadata(self, **filters: Any) -> list[dict[str, Any]]:
         """Metadata dicts of the series matching the filters (the reference's keywords)."""
         return [r.metadata() for r in self.select_rows(**filters)]
@@ -1992,6 +2038,38 @@ _READ_FIELDS = (
     "t.data_hash, t.timestamps_hash"
 )
 _AT_DATA_HASH, _AT_TS_HASH, _AT_PLACE = 17, 18, 19
+
+# What ``iter_select_fields`` may name: every catalog column, and the feature map's text.
+_FIELD_COLUMNS = {
+    name: f"t.{name}"
+    for name in [
+        "id",
+        "owner_id",
+        "owner_type",
+        "owner_category",
+        "time_series_type",
+        "name",
+        "initial_ms",
+        "resolution",
+        "length",
+        "horizon",
+        "interval",
+        "count",
+        "timestamps_hash",
+        "units",
+        "quantity_kind",
+        "unit_system",
+        "time_reference",
+        "component_field",
+        "percentiles_json",
+        "element_type",
+        "element_shape",
+        "array_shape",
+        "application_data",
+        "data_hash",
+        "features_hash",
+    ]
+} | {"features_json": "f.features_json"}
 
 
 def _series_of(f: tuple, stored: np.ndarray, ts_ms: np.ndarray | None, pad: bool) -> _Series:

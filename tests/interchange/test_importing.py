@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from bitpatterns import grid_data
 
 from infrastore_sqlite import (
     Deterministic,
@@ -26,10 +27,12 @@ from infrastore_sqlite import (
     Store,
     TimeSeriesType,
 )
-from infrastore_sqlite.core.elements import parse_element_type
+from infrastore_sqlite.core.elements import parse_element_type, shrink
 from infrastore_sqlite.core.hashing import composite_data_hash
 from infrastore_sqlite.errors import rehash_term
+from infrastore_sqlite.interchange import importing
 from infrastore_sqlite.interchange.importing import (
+    Built,
     Context,
     Group,
     ImportReport,
@@ -37,6 +40,7 @@ from infrastore_sqlite.interchange.importing import (
     Place,
     SeriesRows,
     build_group,
+    hash_built,
     import_partition,
     run_import,
 )
@@ -394,3 +398,107 @@ def test_forecast_and_irregular_series_are_built_as_the_store_holds_them(tmp_pat
         got = store.read_by_id(new)
         assert isinstance(got, Deterministic) and got.count == 2
         np.testing.assert_array_equal(got.data, det.data)
+
+
+# ---------------------------------------------------------------------- batched settling
+# The core builds each group as it is read and hashes and files them a batch at a time
+# (``_Settle``): the hashes must be each array's own, whatever the batch, and a refusal of
+# an earlier group must still win over a later group's fault.
+
+
+@pytest.mark.parametrize(
+    ("element_type", "e"),
+    [
+        *[(d, ()) for d in ("f64", "f32", "i64", "u64", "i8", "bool")],
+        ("f64", (2, 3)),
+        ("tuple(3,u64)", (3,)),
+        ("quadratic_function", (3,)),
+        ("piecewise_linear", (5,)),
+        ("piecewise_step", (4,)),
+    ],
+)
+def test_hash_built_is_each_arrays_composite_hash(element_type: str, e: tuple[int, ...]) -> None:
+    et = parse_element_type(element_type)
+    arrays = [grid_data(element_type, e, (n,), seed) for seed, n in enumerate([4, 4, 1, 7, 4])]
+    arrays.append(np.empty((0, *e), dtype=arrays[0].dtype))  # an empty one
+    arrays.append(arrays[0].astype(arrays[0].dtype.newbyteorder(">")))  # big-endian
+    arrays.append(np.asfortranarray(np.stack([arrays[0], arrays[0]]))[0])  # strided
+    if et.is_ragged:  # hash_built takes composites at their canonical width, as built
+        arrays = [shrink(et, a) for a in arrays]
+    builts = [Built(a, "") for a in arrays]
+    hash_built(builts)
+    for a, b in zip(arrays, builts, strict=True):
+        want = composite_data_hash(et, a)
+        assert b.digest == want and b.hash_hex == want.hex()
+
+
+def _many(n: int) -> tuple[Columns, list[np.ndarray]]:
+    """``n`` arrays of 3 special-valued f64 rows each, one series per array."""
+    where = place()
+    arrays, series, groups = [], [], {}
+    for k in range(n):
+        values = grid_data("f64", (), (3,), k)
+        key = (_hash(values.tolist()), static_axis(3, T0_MS + k * H_MS, "PT1H"))
+        arrays.append((k + 1, *key))
+        series.append(
+            {
+                "array_id": k + 1,
+                "id": k + 1,
+                "name": f"s{k}",
+                "length": 3,
+                "initial_timestamp": T0_MS + k * H_MS,
+            }
+        )
+        ts = [T0_MS + (k + j) * H_MS for j in range(3)]
+        groups[key] = sts_group(ts, values.tolist())
+        groups[key].values = values  # the bits, NaN payloads included
+    return Columns(where, arrays, series, groups), [groups[a[1:]].values for a in arrays]
+
+
+@pytest.mark.parametrize("batch", [1, 3, 256])
+def test_series_settled_in_batches_are_filed_with_their_own_arrays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
+) -> None:
+    monkeypatch.setattr(importing, "_SETTLE_GROUPS", batch)
+    source, arrays = _many(10)
+    seen: list[tuple[int, int]] = []
+    with Store.create(tmp_path / "s.h5") as store:
+        ctx = Context(store, Options(), False, lambda d, t: seen.append((d, t)), 30)
+        with store.transaction():
+            result, ids = import_partition(ctx, source, write=True)
+        assert result.arrays == 10 and result.rows == 30 and len(ids) == 10
+        by_name = {s.name: s for s in store.read_by_ids(ids)}
+        for k, values in enumerate(arrays):
+            got = np.asarray(by_name[f"s{k}"].data)
+            assert got.tobytes() == values.tobytes()
+        assert [d for d, _ in seen] == sorted(d for d, _ in seen) and seen[-1][0] == 30
+
+
+@pytest.mark.parametrize("batch", [1, 256])
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_an_earlier_groups_checksum_refusal_wins_over_a_later_groups_fault(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int, dry_run: bool
+) -> None:
+    monkeypatch.setattr(importing, "_SETTLE_GROUPS", batch)
+    source, _ = _many(4)
+    keys = [a[1:] for a in source._arrays]
+    # The second array (in key order) records a stale hash; the third sits off its grid.
+    order = sorted(keys)
+    stale, off = order[1], order[2]
+    wrong = ("0" + stale[0][1:], stale[1]) if stale[0][0] != "0" else ("f" + stale[0][1:], stale[1])
+    source._arrays = [(a[0], *(wrong if a[1:] == stale else a[1:])) for a in source._arrays]
+    source._groups[wrong] = source._groups.pop(stale)
+    source._groups[off].timestamp = source._groups[off].timestamp + np.array([0, 1, 0])
+    with Store.create(tmp_path / "s.h5") as store:
+        ctx = Context(store, Options(), False, None, 12)
+        with pytest.raises(InvalidParameterError, match="does not match its recorded data_hash"):
+            if dry_run:
+                import_partition(ctx, source, write=False)
+            else:
+                with store.transaction():
+                    import_partition(ctx, source, write=True)
+        assert store.list_metadata() == []
+        # Waived, the off-grid array is what is refused.
+        ctx = Context(store, Options(), True, None, 12)
+        with pytest.raises(InvalidParameterError, match="does not sit on a PT1H grid"):
+            import_partition(ctx, source, write=False)

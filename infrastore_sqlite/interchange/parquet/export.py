@@ -2,11 +2,13 @@
 
 The plan (``plan.py``) decides partitions, names, keys and ids, exactly as for the
 SQLite container; this module only writes them. A worker thread reads the store a
-bounded batch at a time and lays each distinct array out as column vectors
-(``pipeline.Prefetch``); this thread gathers whole arrays into one row group of at most
-``ROW_GROUP_ROWS`` rows and hands it to pyarrow, whose encoding and compression run
-without the GIL, so the two overlap. At most one row group is held (or one array, when
-a single array is longer than a group).
+bounded batch at a time (``pipeline.Prefetch``) and lays consecutive distinct arrays out
+as column segments: a run of short arrays on one fixed grid gets its coordinates in bulk
+(each array's anchor plus the grid's offsets, computed once), its values copied end to
+end; a long array is a segment of its own. This thread cuts the segments at array
+boundaries into row groups of at most ``ROW_GROUP_ROWS`` rows and hands each to pyarrow,
+whose encoding and compression run without the GIL, so the two overlap. At most one row
+group is held (or one array, when a single array is longer than a group).
 
 Atomicity: every file is written under a temporary name in the target directory and
 renamed into place only after every partition succeeded, each partition's values file
@@ -16,9 +18,11 @@ last; on any failure every file of the export is removed.
 from __future__ import annotations
 
 import contextlib
+import functools
+import itertools
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import ModuleType
@@ -28,10 +32,17 @@ import numpy as np
 
 from ...core.elements import pad
 from ...errors import IntegrityError, InvalidParameterError, StorageError
+from ...model import TimeSeriesType
 from ..pipeline import Prefetch
 from ..plan import SUMMARY_KEYS as SQLITE_SUMMARY_KEYS
-from ..plan import ExportPlan, PartitionPlan, RowBlock, iter_partition_arrays, plan_export
-from ..plan import series_values as plan_series_values
+from ..plan import (
+    ExportPlan,
+    PartitionPlan,
+    RowBlock,
+    iter_partition_arrays,
+    plan_export,
+    series_records,
+)
 from .layout import (
     ROLES,
     ROW_GROUP_ROWS,
@@ -126,11 +137,7 @@ def export_parquet(
             temps[final] = target / f".{names[role]}.{token}.partial"
     renamed: list[Path] = []
     try:
-        _write_values(pa, pq, store, plan, temps, target, progress)
-        for pp in plan.partitions:
-            names = file_names(pp.partition)
-            _write_series(pa, pq, store, pp, temps[target / names["series"]])
-            _write_arrays(pa, pq, pp, temps[target / names["arrays"]])
+        _write_files(pa, pq, store, plan, temps, target, progress)
         # Someone may have created one of the names while we wrote: never replace it.
         _check_collisions(target, plan)
         for final, tmp in temps.items():
@@ -196,8 +203,8 @@ def _check_collisions(target: Path, plan: ExportPlan) -> None:
         )
 
 
-# ---------------------------------------------------------------------- values
-def _write_values(
+# ---------------------------------------------------------------------- the files
+def _write_files(
     pa: ModuleType,
     pq: ModuleType,
     store: Store,
@@ -206,93 +213,227 @@ def _write_values(
     target: Path,
     progress: Progress | None,
 ) -> None:
+    """Every partition's three files, under their temporary names."""
     total = plan.total_rows
     done = 0
     group: _Group | None = None
     try:
-        # The store is read and laid out in a worker thread while this one encodes and
-        # writes, which pyarrow does without the GIL: the two overlap.
-        with Prefetch(_prepared(store, plan)) as steps:
+        # The store is read and laid out, and the series and arrays tables built, in a
+        # worker thread while this one encodes and writes, which pyarrow does without the
+        # GIL: the two overlap (the last row group's encoding with the series table too).
+        with Prefetch(_prepared(pa, store, plan)) as steps:
             for kind, pp, payload in steps:
                 if kind == "begin":
                     path = temps[target / file_names(pp.partition)["values"]]
                     group = _Group(pa, pq, pp, path)
-                elif kind == "blocks":
+                elif kind == "segments":
                     assert group is not None
-                    for cols in payload:
-                        done += group.add(cols)
+                    for seg in payload:
+                        done += group.add(seg)
                     if progress:
                         progress(done, total)
-                else:  # "end"
+                elif kind == "end":
                     assert group is not None
                     done += group.close()
                     group = None
                     if progress:
                         progress(done, total)
+                else:  # "series" or "arrays": the file's whole table
+                    path = temps[target / file_names(pp.partition)[kind]]
+                    _write_table(pa, pq, payload, path, kind)
     finally:
         if group is not None:
             group.abandon()
+
+
+# ---------------------------------------------------------------------- values
 
 
 # Rows the worker lays out before handing them over: one hand-over per short array would
 # cost more in thread switches than the array itself (both sides run Python).
 _HANDOFF_ROWS = 1 << 16
 
+# Arrays of at least this many rows become segments of their own (their values reach
+# pyarrow uncopied, as one chunk); shorter ones are joined into runs, their values copied
+# end to end into one buffer, since every chunk costs the writer more than copying a
+# short array does.
+_CHUNK_ROWS = 4096
 
-def _prepared(store: Store, plan: ExportPlan) -> Iterator[tuple[str, PartitionPlan, Any]]:
-    """("begin", pp, None), ("blocks", pp, [columns of each array]) in key order, a run
-    of up to ``_HANDOFF_ROWS`` rows at a time, then ("end", pp, None)."""
+
+def _prepared(
+    pa: ModuleType, store: Store, plan: ExportPlan
+) -> Iterator[tuple[str, PartitionPlan, Any]]:
+    """Per partition: ("begin", pp, None), ("segments", pp, [_Segment, ...]) in key
+    order, up to about ``_HANDOFF_ROWS`` rows at a time, ("end", pp, None), then
+    ("series", pp, table) and ("arrays", pp, table)."""
     for pp in plan.partitions:
         yield ("begin", pp, None)
-        run: list[dict[str, np.ndarray]] = []
+        out: list[_Segment] = []
         rows = 0
-        for block in iter_partition_arrays(store, plan, pp):
-            run.append(_columns(block, pp))
-            rows += block.n
+        for seg in _segments(iter_partition_arrays(store, plan, pp), pp):
+            out.append(seg)
+            rows += seg.rows
             if rows >= _HANDOFF_ROWS:
-                yield ("blocks", pp, run)
-                run, rows = [], 0
-        if run:
-            yield ("blocks", pp, run)
+                yield ("segments", pp, out)
+                out, rows = [], 0
+        if out:
+            yield ("segments", pp, out)
+        del out
         yield ("end", pp, None)
+        yield ("series", pp, _series_table(pa, store, pp))
+        yield ("arrays", pp, _arrays_table(pa, pp))
 
 
-def _columns(block: RowBlock, pp: PartitionPlan) -> dict[str, Any]:
-    """One array's rows as the values file's column vectors (the cells padded to the
-    partition's width for composites)."""
-    # array_id is one number per array here; the writer repeats it per row.
-    cols: dict[str, Any] = {"array_id": (block.array_id, block.n)}
-    cols.update(block.coordinates())
-    values = block.values
+class _Segment:
+    """Consecutive arrays of one partition as the values file's column vectors.
+
+    ``ids`` and ``counts`` give each array's id and rows, in order; ``bounds`` their
+    first rows (``counts``' running sum from 0, so ``bounds[-1]`` is every row);
+    ``columns`` every column but ``array_id``, which the writer repeats from ``ids``.
+    """
+
+    __slots__ = ("bounds", "columns", "counts", "ids", "rows")
+
+    def __init__(self, ids: np.ndarray, counts: np.ndarray, columns: dict[str, np.ndarray]):
+        self.ids = ids
+        self.counts = counts
+        self.bounds = np.zeros(counts.size + 1, dtype=np.int64)
+        np.cumsum(counts, out=self.bounds[1:])
+        self.rows = int(self.bounds[-1])
+        self.columns = columns
+
+
+def _segments(blocks: Iterator[RowBlock], pp: PartitionPlan) -> Iterator[_Segment]:
+    """The blocks of one partition as segments: runs of short arrays up to
+    ``_HANDOFF_ROWS`` rows, and each long array alone."""
+    cells = _cells_of(pp)
+    run: list[RowBlock] = []
+    rows = 0
+    for block in blocks:
+        n = block.n
+        if n >= _CHUNK_ROWS:
+            if run:
+                yield _segment(run, cells)
+                run, rows = [], 0
+            yield _segment([block], cells)
+            continue
+        run.append(block)
+        rows += n
+        if rows >= _HANDOFF_ROWS:
+            yield _segment(run, cells)
+            run, rows = [], 0
+    if run:
+        yield _segment(run, cells)
+
+
+def _segment(run: list[RowBlock], cells: Callable[[RowBlock], np.ndarray]) -> _Segment:
+    """One segment of ``run``: the coordinates of each stretch of blocks on one fixed
+    grid computed in bulk (anchors plus the grid's offsets), other blocks' one by one."""
+    k = len(run)
+    ids = np.fromiter((b.array_id for b in run), dtype=np.int64, count=k)
+    counts = np.fromiter((b.values.shape[0] for b in run), dtype=np.int64, count=k)
+    pieces: list[dict[str, np.ndarray]] = []
+    i = 0
+    while i < k:
+        grid_of = _grid_of(run[i])
+        j = i + 1
+        if grid_of is None:
+            pieces.append(run[i].coordinates())
+        else:
+            while j < k and _grid_of(run[j]) == grid_of:
+                j += 1
+            pieces.append(_bulk_coordinates(run[i:j], grid_of))
+        i = j
+    if len(pieces) == 1:
+        columns = pieces[0]
+    else:
+        columns = {c: np.concatenate([p[c] for p in pieces]) for c in pieces[0]}
+    values = [cells(b) for b in run]
+    columns["value"] = values[0] if k == 1 else np.concatenate(values)
+    return _Segment(ids, counts, columns)
+
+
+#: What fixes a block's coordinates up to its anchor: its affine grid without the
+#: anchor, its rows, and its lanes' percentiles (the bytes of their float64 vector).
+_GridOf = tuple[int, int, int, int, int, bytes | None]
+
+
+def _grid_of(block: RowBlock) -> _GridOf | None:
+    a = block.affine
+    if a is None:
+        return None
+    lanes = None if block.lane_values is None else block.lane_values.tobytes()
+    return (a.interval_ms, a.resolution_ms, a.steps, a.lanes, block.n, lanes)
+
+
+def _bulk_coordinates(blocks: list[RowBlock], grid_of: _GridOf) -> dict[str, np.ndarray]:
+    """The key columns of blocks sharing one grid but their anchors, as
+    ``RowBlock.coordinates`` computes them for each (the same integer arithmetic)."""
+    first = blocks[0]
+    issue_off, stamp_off, lane = _offsets(*grid_of[:5])
+    anchors = np.fromiter((b.affine.anchor for b in blocks), dtype=np.int64, count=len(blocks))  # type: ignore[union-attr]
+    anchors = anchors[:, None]
+    # timestamp = (anchor + j * interval) + h * resolution: int64 addition wraps the same
+    # way in any order, so adding the precomputed offset gives the same bits.
+    out = {"timestamp": (anchors + stamp_off).reshape(-1)}
+    if first.tst.is_forecast:
+        out["issue_time"] = (anchors + issue_off).reshape(-1)
+    if first.tst is TimeSeriesType.Probabilistic:
+        assert first.lane_values is not None
+        out["percentile"] = np.tile(first.lane_values[lane], len(blocks))
+    elif first.tst is TimeSeriesType.Scenarios:
+        out["scenario"] = np.tile(lane, len(blocks))
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _offsets(
+    interval_ms: int, resolution_ms: int, steps: int, lanes: int, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(issue offset, timestamp offset, lane) of each of ``n`` rows on an affine grid,
+    relative to its anchor (read-only: shared by every block on that grid)."""
+    r = np.arange(n, dtype=np.int64)
+    j = r // (steps * lanes)
+    h = (r // lanes) % steps
+    issue = j * interval_ms
+    stamp = issue + h * resolution_ms
+    lane = r % lanes
+    for a in (issue, stamp, lane):
+        a.flags.writeable = False
+    return issue, stamp, lane
+
+
+def _cells_of(pp: PartitionPlan) -> Callable[[RowBlock], np.ndarray]:
+    """``cells(block)``: one array's value cells as the partition's file holds them,
+    padded to its width for composites."""
     et = pp.partition.key.et
-    if et.is_ragged and values.shape[-1] != pp.width:
-        if values.shape[-1] > pp.width:
-            raise IntegrityError(
-                f"series {', '.join(block.labels)}: its {et.kind} rows are "
-                f"{values.shape[-1]} wide, more than the {pp.width} its catalog row "
-                "records; run verify on the store.",
-                series=block.labels,
-                key=block.key,
-            )
-        values = pad(et, values, pp.width)
-    cols["value"] = np.ascontiguousarray(values)
-    return cols
+    width = pp.width
+    if not et.is_ragged:
+        return lambda block: np.ascontiguousarray(block.values)
 
+    def cells(block: RowBlock) -> np.ndarray:
+        values = block.values
+        if values.shape[-1] != width:
+            if values.shape[-1] > width:
+                raise IntegrityError(
+                    f"series {', '.join(block.labels)}: its {et.kind} rows are "
+                    f"{values.shape[-1]} wide, more than the {width} its catalog row "
+                    "records; run verify on the store.",
+                    series=block.labels,
+                    key=block.key,
+                )
+            values = pad(et, values, width)
+        return np.ascontiguousarray(values)
 
-# Arrays of at least this many rows reach pyarrow as chunks of their own (no copy: the
-# writer encodes a row group's chunks as one column chunk); shorter ones are copied end
-# to end into one buffer, since every chunk costs the writer more than copying a short
-# array does.
-_CHUNK_ROWS = 4096
+    return cells
 
 
 class _Group:
     """One values file: whole arrays gathered into row groups of up to ROW_GROUP_ROWS.
 
-    A group is a list of segments, each a set of column vectors: a long array's own, or
-    a buffer the short arrays are copied into as they arrive (so their per-array
-    vectors are dropped at once and the group is held once, not twice). ``array_id``
-    is kept as (id, rows) pairs and repeated when the group is written.
+    A group is a list of pieces of segments (views: a segment's arrays are copied only
+    once, when the worker joins them), cut at array boundaries. ``array_id`` is kept as
+    per-array ids and counts and repeated when the group is written.
     """
 
     def __init__(self, pa: ModuleType, pq: ModuleType, pp: PartitionPlan, path: Path) -> None:
@@ -308,47 +449,43 @@ class _Group:
             )
 
     def _reset(self) -> None:
-        self.ids: list[tuple[int, int]] = []
-        self.segments: list[dict[str, np.ndarray]] = []
-        self.buffer: dict[str, np.ndarray] | None = None
-        self.used = 0
+        self.ids: list[np.ndarray] = []
+        self.counts: list[np.ndarray] = []
+        self.pieces: list[dict[str, np.ndarray]] = []
         self.rows = 0
 
-    def add(self, cols: dict[str, Any]) -> int:
-        """Take one array; returns the rows written to the file by doing so."""
-        array_id, n = cols["array_id"]
+    def add(self, seg: _Segment) -> int:
+        """Take one segment; returns the rows written to the file by doing so."""
         written = 0
-        if self.rows and self.rows + n > ROW_GROUP_ROWS:
-            written += self._flush()
-        if n > ROW_GROUP_ROWS:
-            # Longer than a group: its own groups, and the next array starts a new one.
-            self.ids.append((array_id, n))
-            self.segments.append({c: cols[c] for c in self.columns})
-            self._write(ROW_GROUP_ROWS)
-            self._reset()
-            return written + n
-        self.ids.append((array_id, n))
-        if n >= _CHUNK_ROWS:
-            self._seal()
-            self.segments.append({c: cols[c] for c in self.columns})
-        else:
-            if self.buffer is None:
-                # Room for the rest of the group; untouched pages cost no memory.
-                room = ROW_GROUP_ROWS - self.rows
-                self.buffer = {
-                    c: np.empty((room, *cols[c].shape[1:]), dtype=cols[c].dtype)
-                    for c in self.columns
-                }
-            for c in self.columns:
-                self.buffer[c][self.used : self.used + n] = cols[c]
-            self.used += n
-        self.rows += n
+        bounds = seg.bounds
+        start, k = 0, seg.ids.size
+        while start < k:
+            room = ROW_GROUP_ROWS - self.rows
+            # The most arrays from ``start`` on whose rows fit in the group.
+            end = int(np.searchsorted(bounds, bounds[start] + room, side="right")) - 1
+            if end > start:
+                self._take(seg, start, end)
+                start = end
+            elif self.rows:
+                written += self._flush()  # the next array would carry the group past
+            else:
+                # One array longer than a group: its own groups, and the next array
+                # starts a new one.
+                self._take(seg, start, start + 1)
+                n = self.rows
+                self._write(ROW_GROUP_ROWS)
+                self._reset()
+                written += n
+                start += 1
         return written
 
-    def _seal(self) -> None:
-        if self.buffer is not None and self.used:
-            self.segments.append({c: v[: self.used] for c, v in self.buffer.items()})
-        self.buffer, self.used = None, 0
+    def _take(self, seg: _Segment, start: int, end: int) -> None:
+        lo, hi = int(seg.bounds[start]), int(seg.bounds[end])
+        self.ids.append(seg.ids[start:end])
+        self.counts.append(seg.counts[start:end])
+        whole = lo == 0 and hi == seg.rows
+        self.pieces.append({c: v if whole else v[lo:hi] for c, v in seg.columns.items()})
+        self.rows += hi - lo
 
     def close(self) -> int:
         written = self._flush()
@@ -363,17 +500,16 @@ class _Group:
     def _flush(self) -> int:
         rows = self.rows
         if rows:
-            self._seal()
             self._write(rows)
         self._reset()
         return rows
 
     def _write(self, group_rows: int) -> None:
         pa = self.pa
-        ids = np.array(self.ids, dtype=np.int64)
-        arrays = [_arrow_array(pa, np.repeat(ids[:, 0], ids[:, 1]), self.schema[0].type)]
+        ids = np.repeat(np.concatenate(self.ids), np.concatenate(self.counts))
+        arrays = [_arrow_array(pa, ids, self.schema[0].type)]
         for f in list(self.schema)[1:]:
-            chunks = [_arrow_array(pa, seg[f.name], f.type) for seg in self.segments]
+            chunks = [_arrow_array(pa, piece[f.name], f.type) for piece in self.pieces]
             arrays.append(pa.chunked_array(chunks, type=f.type))
         table = pa.Table.from_arrays(arrays, schema=self.schema)
         with _storage_errors(self.path):
@@ -405,64 +541,67 @@ def _arrow_array(pa: ModuleType, data: np.ndarray, type_: Any) -> Any:
     return arr
 
 
-def _python_array(pa: ModuleType, values: list[Any], type_: Any) -> Any:
+def _python_array(pa: ModuleType, values: Sequence[Any], type_: Any) -> Any:
     """A column of Python values (the series and arrays files) as an Arrow array."""
     if pa.types.is_string(type_):
-        encoded = [v.encode() for v in values]
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum([len(b) for b in encoded], out=offsets[1:])
+        n = len(values)
+        text = "".join(values)
+        if text.isascii():
+            # Every character one byte: the lengths are the strings' own, and the whole
+            # column encodes at once (no Python step per value).
+            data = text.encode("ascii")
+            lengths = np.fromiter(map(len, values), dtype=np.int64, count=n)
+        else:
+            encoded = [v.encode() for v in values]
+            data = b"".join(encoded)
+            lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=n)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
         if offsets[-1] < 2**31:
             offsets = offsets.astype(np.int32)
         else:
             type_ = pa.large_string()  # not reached by any real series file
-        data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
-        buffers = [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-        arr = pa.Array.from_buffers(type_, len(encoded), buffers)
-        return arr
+        buffers = [None, pa.py_buffer(offsets), pa.py_buffer(np.frombuffer(data, np.uint8))]
+        return pa.Array.from_buffers(type_, n, buffers)
     return _arrow_array(pa, np.asarray(values, dtype=np.int64), type_)
 
 
 # ---------------------------------------------------------------------- series, arrays
-def _write_series(
-    pa: ModuleType, pq: ModuleType, store: Store, pp: PartitionPlan, path: Path
-) -> None:
+def _series_table(pa: ModuleType, store: Store, pp: PartitionPlan) -> Any:
+    """The series file's table: one row per series, by array id, then id."""
     key = pp.partition.key
     schema = series_schema(pa, key, pp.width)
     # The cell shape of this file, as the footer spells it (the catalog's E elsewhere).
     shape = schema.metadata[b"element_shape"].decode()
-    ordered = sorted(pp.series, key=lambda s: (pp.array_ids[s.key], s.row.id))
-    names = series_column_names(key.type)
-    # Python values a chunk of rows at a time, then Arrow's compact columns: a big
+    at_shape = series_column_names(key.type).index("element_shape")
+    # The rows as tuples, a chunk at a time, then Arrow's compact columns: a big
     # selection never holds its series rows as Python objects all at once.
+    records = series_records(store, pp, order="array")
     batches = []
-    columns: dict[str, list[Any]] = {c: [] for c in names}
-    for i, values in enumerate(plan_series_values(store, pp, ordered), 1):
-        values["element_shape"] = shape
-        for c in names:
-            columns[c].append(values[c])
-        if i % _SERIES_CHUNK == 0 or i == len(ordered):
-            arrays = [_python_array(pa, columns[f.name], f.type) for f in schema]
-            batches.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
-            columns = {c: [] for c in names}
-    _write_table(pa, pq, pa.Table.from_batches(batches, schema=schema), path, "series")
+    while chunk := list(itertools.islice(records, _SERIES_CHUNK)):
+        columns = list(zip(*chunk, strict=True))
+        columns[at_shape] = (shape,) * len(chunk)
+        arrays = [_python_array(pa, c, f.type) for c, f in zip(columns, schema, strict=True)]
+        batches.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
+    return pa.Table.from_batches(batches, schema=schema)
 
 
 # Series rows turned into Arrow columns at a time.
 _SERIES_CHUNK = 4096
 
 
-def _write_arrays(pa: ModuleType, pq: ModuleType, pp: PartitionPlan, path: Path) -> None:
+def _arrays_table(pa: ModuleType, pp: PartitionPlan) -> Any:
+    """The arrays file's table: one row per distinct array, by id (the plan's order)."""
     schema = arrays_schema(pa, pp.partition.key, pp.width)
-    keyed = sorted(pp.array_ids.items(), key=lambda kv: kv[1])
-    table = pa.Table.from_arrays(
+    n = len(pp.hashes)
+    return pa.Table.from_arrays(
         [
-            _python_array(pa, [i for _, i in keyed], pa.int64()),
-            _python_array(pa, [h for (h, _), _ in keyed], pa.string()),
-            _python_array(pa, [axis for (_, axis), _ in keyed], pa.string()),
+            _arrow_array(pa, np.arange(1, n + 1, dtype=np.int64), pa.int64()),
+            _python_array(pa, [h.hex() for h in pp.hashes], pa.string()),
+            _python_array(pa, pp.axes, pa.string()),
         ],
         schema=schema,
     )
-    _write_table(pa, pq, table, path, "arrays")
 
 
 def _write_table(pa: ModuleType, pq: ModuleType, table: Any, path: Path, role: str) -> None:

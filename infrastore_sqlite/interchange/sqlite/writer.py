@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,13 +45,12 @@ from ..layout import (
 from ..pipeline import Prefetch
 from ..plan import (
     ExportPlan,
-    ExportSeries,
     ExportSummary,
     PartitionPlan,
     RowBlock,
     iter_partition_arrays,
     plan_export,
-    series_values,
+    series_records,
 )
 from .cells import encode_json_cells, encode_scalar_cells, has_negative_zero, sql_value_type
 from .database import open_database, write_transaction
@@ -319,12 +318,15 @@ def _write(
         total = plan.total_rows
         negative_zero: list[tuple[str, tuple[str, str]]] = []
         insert: Callable[[list[RowBlock], Any], None] | None = None
+        tails: dict[int, tuple[list[tuple], list[tuple]]] = {}
         # The store is read (and values encoded) in a worker thread while this one runs
         # the inserts, which release the GIL: the two overlap instead of taking turns.
         with Prefetch(_prepared(store, plan)) as steps:
             for kind, pp, payload in steps:
                 p = pp.partition
-                if kind == "begin":
+                if kind == "tail":
+                    tails[id(pp)] = payload
+                elif kind == "begin":
                     # Tables per partition, as they come (sqlite_master keeps the
                     # reference's order: each partition's tables, then its index).
                     _create_tables(conn, p)
@@ -344,10 +346,12 @@ def _write(
                     conn.execute(index_ddl(p))
         # The arrays and series rows go in once the worker is done: executemany steps
         # SQLite once per row, and each step would wait for the GIL while the worker
-        # holds it.
+        # holds it. (The worker made the rows of the smaller partitions while the last
+        # statements ran; the others stream from the catalog here.)
         for pp in plan.partitions:
-            _insert_arrays(conn, pp)
-            _insert_series(conn, store, pp)
+            arrays, series = tails.pop(id(pp), (None, None))
+            _insert_arrays(conn, pp, arrays)
+            _insert_series(conn, store, pp, series)
         if negative_zero:
             # Named in catalog order, whatever order the partitions and arrays came in.
             flagged = set(negative_zero)
@@ -382,11 +386,18 @@ def _create_tables(conn: apsw.Connection, p: Partition) -> None:
     conn.execute(series_ddl(p))
 
 
-def _insert_arrays(conn: apsw.Connection, pp: PartitionPlan) -> None:
+def _insert_arrays(
+    conn: apsw.Connection, pp: PartitionPlan, rows: Iterable[tuple] | None = None
+) -> None:
     conn.executemany(
         f"INSERT INTO {q(pp.partition.arrays_table)} (id, data_hash, time_axis) VALUES (?, ?, ?)",
-        [(i, h, axis) for (h, axis), i in sorted(pp.array_ids.items(), key=lambda kv: kv[1])],
+        _array_rows(pp) if rows is None else rows,
     )
+
+
+def _array_rows(pp: PartitionPlan) -> Iterator[tuple[int, str, str]]:
+    for i, (h, axis) in enumerate(zip(pp.hashes, pp.axes, strict=True), 1):
+        yield i, h.hex(), axis
 
 
 # One step of the export, as the worker hands it over: the partition it belongs to and
@@ -400,19 +411,70 @@ _Step = tuple[str, PartitionPlan, Any]
 _BATCH_ROWS = 1 << 16
 
 
+# Series rows the worker makes ahead, in all (the rows of a partition are held until
+# the values are in, so this bounds what they cost in memory).
+_TAIL_SERIES = 8192
+
+
 def _prepared(store: Store, plan: ExportPlan) -> Iterator[_Step]:
-    """Everything the writer needs from the store, partition by partition (worker side)."""
+    """Everything the writer needs from the store, partition by partition (worker side),
+    then the arrays and series rows of the smaller partitions as ``("tail", pp, (arrays,
+    series))``: made while the writer runs the last statements instead of after them."""
     for pp in plan.partitions:
         yield ("begin", pp, None)
-        for blocks, cells in _batches(_encoded(store, plan, pp)):
+        for blocks, cells in _runs(store, plan, pp):
             yield ("rows", pp, (blocks, cells))
         yield ("end", pp, None)
+    budget = _TAIL_SERIES
+    for pp in plan.partitions:
+        if len(pp.ids) <= budget:
+            budget -= len(pp.ids)
+            yield ("tail", pp, (list(_array_rows(pp)), list(series_records(store, pp))))
 
 
-def _encoded(store: Store, plan: ExportPlan, pp: PartitionPlan) -> Iterator[tuple[RowBlock, Any]]:
-    """Each distinct array's block with its value cells (None: it holds a scalar -0.0)."""
+def _runs(
+    store: Store, plan: ExportPlan, pp: PartitionPlan
+) -> Iterator[tuple[list[RowBlock], Any]]:
+    """A partition's arrays as runs that one statement writes each, with their cells.
+
+    A run of scalar arrays is encoded in one pass over its values joined end to end
+    (per-array numpy calls are what an export of many short arrays costs).
+    """
     vtype = _value_type(pp.partition)
+    run: list[RowBlock] = []
+    rows = 0
+    # The first runs are shorter (each twice the last, up to _BATCH_ROWS): the writer
+    # waits for the first one before its first statement.
+    limit = _BATCH_ROWS // 8
     for block in iter_partition_arrays(store, plan, pp):
+        if run and (not _joinable(run[-1], block) or rows + block.n > limit):
+            yield from _encoded_run(run, vtype)
+            run, rows = [], 0
+            limit = min(2 * limit, _BATCH_ROWS)
+        run.append(block)
+        rows += block.n
+    if run:
+        yield from _encoded_run(run, vtype)
+
+
+def _encoded_run(run: list[RowBlock], vtype: str) -> Iterator[tuple[list[RowBlock], Any]]:
+    """One run's cells. A scalar run is checked and encoded whole; one the whole pass
+    refuses (a scalar -0.0, a u64 above i64 max), and any JSON run, goes array by
+    array, so each refusal names its own series and the other arrays still go in."""
+    if vtype != "TEXT":
+        values = run[0].values if len(run) == 1 else np.concatenate([b.values for b in run])
+        if not (vtype == "REAL" and has_negative_zero(values)):
+            try:
+                yield run, encode_scalar_cells(values)
+                return
+            except InvalidParameterError:
+                pass  # named below, by the array that holds it
+    yield from _batches(_encoded(run, vtype))
+
+
+def _encoded(blocks: list[RowBlock], vtype: str) -> Iterator[tuple[RowBlock, Any]]:
+    """Each block with its value cells (None: it holds a scalar -0.0)."""
+    for block in blocks:
         cells: Any
         try:
             if vtype == "TEXT":
@@ -427,7 +489,7 @@ def _encoded(store: Store, plan: ExportPlan, pp: PartitionPlan) -> Iterator[tupl
 
 
 def _batches(encoded: Iterator[tuple[RowBlock, Any]]) -> Iterator[tuple[list[RowBlock], Any]]:
-    """Runs of consecutive blocks that one statement can write.
+    """Runs of consecutive encoded blocks that one statement can write.
 
     A run shares everything the row-number arithmetic needs (affine grid with the same
     anchor, length and lanes; same percentiles), so a row's array id and coordinates
@@ -483,23 +545,17 @@ def _name_series(exc: InvalidParameterError, block: RowBlock) -> InvalidParamete
     )
 
 
-def _insert_series(conn: apsw.Connection, store: Store, pp: PartitionPlan) -> None:
+def _insert_series(
+    conn: apsw.Connection, store: Store, pp: PartitionPlan, rows: Iterable[tuple] | None = None
+) -> None:
     p = pp.partition
     cols = ["array_id", "id", *series_columns(p.key.type)]
     sql = (
         f"INSERT INTO {q(p.series_table)} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
     )
-    ordered = sorted(pp.series, key=lambda s: s.row.id)
-    # The plan keeps only a reference per series: the full rows stream back from the
-    # catalog a chunk at a time, straight into executemany.
-    conn.executemany(sql, _series_values(store, p, pp, ordered, cols))
-
-
-def _series_values(
-    store: Store, p: Partition, pp: PartitionPlan, ordered: list[ExportSeries], cols: list[str]
-) -> Iterator[list[Any]]:
-    for values in series_values(store, pp, ordered):
-        yield [values[c] for c in cols]
+    # The plan keeps only columns of ids and keys: the full rows stream back from the
+    # catalog a chunk at a time, in catalog order, straight into executemany.
+    conn.executemany(sql, series_records(store, pp, order="id") if rows is None else rows)
 
 
 class _ValueWriter:

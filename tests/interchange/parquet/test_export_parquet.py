@@ -34,7 +34,13 @@ from varied_store import (
     sts,
 )
 
-from infrastore_sqlite import Deterministic, NonSequentialTimeSeries, Store
+from infrastore_sqlite import (
+    Deterministic,
+    NonSequentialTimeSeries,
+    Probabilistic,
+    Scenarios,
+    Store,
+)
 from infrastore_sqlite.errors import (
     InvalidParameterError,
     MissingDependencyError,
@@ -391,9 +397,9 @@ def test_rows_are_in_the_declared_order(varied) -> None:
 # ---------------------------------------------------------------------- against -f sqlite and the store
 
 
-def test_ids_hashes_and_coordinates_equal_the_sqlite_export(varied) -> None:
-    _, d, result, sqlite_result = varied
-    con = sqlite3.connect(d / "e.sqlite")
+def assert_like_sqlite(result: list[dict], db: Path, sqlite_result: list[dict]) -> None:
+    """Ids, hashes, series rows and every coordinate equal the SQLite export's."""
+    con = sqlite3.connect(db)
     try:
         for e, s in zip(result, sqlite_result, strict=True):
             arrays = pq.read_table(e["arrays_file"])
@@ -457,8 +463,13 @@ def test_ids_hashes_and_coordinates_equal_the_sqlite_export(varied) -> None:
         con.close()
 
 
-def test_every_value_bit_for_bit_against_the_store(varied) -> None:
-    store, _, result, _ = varied
+def test_ids_hashes_and_coordinates_equal_the_sqlite_export(varied) -> None:
+    _, d, result, sqlite_result = varied
+    assert_like_sqlite(result, d / "e.sqlite", sqlite_result)
+
+
+def assert_values_match_store(store: Store, result: list[dict]) -> None:
+    """Every array's rows, bit for bit, against its series read back from the store."""
     for e in result:
         tst = e["time_series_type"]
         values = pq.read_table(e["values_file"])
@@ -481,6 +492,11 @@ def test_every_value_bit_for_bit_against_the_store(varied) -> None:
             assert got.dtype == want.dtype
             assert got.shape == want.shape, e["values_file"]
             assert np.array_equal(bits(got), bits(want)), (e["values_file"], sid)
+
+
+def test_every_value_bit_for_bit_against_the_store(varied) -> None:
+    store, _, result, _ = varied
+    assert_values_match_store(store, result)
 
 
 def test_values_sqlite_cannot_hold_are_written_exactly(tmp_path: Path) -> None:
@@ -587,6 +603,85 @@ def test_row_groups_are_cut_at_array_boundaries(tmp_path: Path, monkeypatch, chu
     store.close()
 
 
+def build_runs(store: Store) -> None:
+    """Many arrays per partition: stretches on one fixed grid (joined in bulk), calendar
+    and irregular grids between them, percentile sets that differ, ragged widths."""
+    for i in range(6):
+        add(store, sts(f"a{i}", np.arange(5.0) + 10 * i, start=T0 + i * H), owner=i + 1)
+    for i in range(2):
+        add(store, sts(f"b{i}", -np.arange(7.0) - i - 1, start=T0 - i * H), owner=i + 1)
+    add(store, sts("month", np.arange(5.0) * 0.5, start=datetime(2024, 1, 31), res="P1M"))
+    add(store, sts("long", np.arange(30.0) / 7))
+    for i in range(3):
+        vals = np.arange(12.0).reshape(3, 2, 2) + i
+        pct = [0.1, 0.5, 0.9]
+        add(store, Probabilistic(T0 + i * H, "PT1H", "PT2H", "PT1H", 2, pct, vals, f"p{i}"))
+    add(
+        store,
+        Probabilistic(T0, "PT1H", "PT2H", "PT1H", 2, [0.2, 0.5, 0.8], np.ones((3, 2, 2)), "q"),
+    )
+    for i in range(3):
+        vals = np.arange(12.0).reshape(2, 2, 3) * (i + 1)
+        add(store, Scenarios(T0 + i * H, "PT1H", "PT2H", "PT1H", 3, vals, f"s{i}"))
+    for i in range(3):
+        vals = np.arange(6.0).reshape(3, 2) - i
+        add(store, Deterministic(T0 + i * H, "PT1H", "PT3H", "PT2H", 2, vals, f"d{i}"))
+    add(store, Deterministic(T0, "PT1H", "PT3H", "PT1H", 2, np.zeros((3, 2)), "d_other"))
+    for i in range(3):
+        stamps = [T0 + k * (i + 1) * H for k in range(4)]
+        add(store, NonSequentialTimeSeries(stamps, np.arange(4.0) * i, f"n{i}"))
+    narrow = np.array([[1, 0, 1], [1, 2, 3]], dtype=np.float64)
+    wide = np.array([[2, 0, 0, 1, 1.5], [1, 5, 5, 0, 0]])
+    other = narrow + np.array([0, 0, 1])  # the same counts, other y values
+    for i, cells in enumerate([narrow, wide, other]):
+        add(store, sts(f"pwl{i}", cells, element_type="piecewise_linear"), owner=i + 1)
+
+
+def expected_groups(sizes: list[int], target: int) -> list[list[int]]:
+    """Row-group lengths the layout prescribes for arrays of ``sizes`` rows, in order."""
+    groups: list[list[int]] = []
+    current: list[int] = []
+    for n in sizes:
+        if current and sum(current) + n > target:
+            groups.append(current)
+            current = []
+        if n > target:
+            groups.extend([[target]] * (n // target) + ([[n % target]] if n % target else []))
+            continue
+        current.append(n)
+    if current:
+        groups.append(current)
+    return [[sum(g)] if len(g) > 1 else g for g in groups]
+
+
+@pytest.mark.parametrize(
+    "group_rows, handoff_rows, chunk_rows",
+    [(1_048_576, 1 << 16, 4096), (7, 9, 16), (4, 1, 2), (12, 5, 4096)],
+    ids=["defaults", "small", "tiny", "split-runs"],
+)
+def test_runs_of_arrays_on_mixed_grids(
+    tmp_path: Path, monkeypatch, group_rows, handoff_rows, chunk_rows
+) -> None:
+    from infrastore_sqlite.interchange.parquet import export as writer
+
+    monkeypatch.setattr(writer, "ROW_GROUP_ROWS", group_rows)
+    monkeypatch.setattr(writer, "_HANDOFF_ROWS", handoff_rows)
+    monkeypatch.setattr(writer, "_CHUNK_ROWS", chunk_rows)
+    store = new_store(tmp_path / "s.h5")
+    build_runs(store)
+    sqlite_result = store.export_sqlite(tmp_path / "e.sqlite")
+    result = store.export_parquet(tmp_path / "out")
+    assert_like_sqlite(result, tmp_path / "e.sqlite", sqlite_result)
+    assert_values_match_store(store, result)
+    for e in result:
+        f = pq.ParquetFile(e["values_file"])
+        ids = pq.read_table(e["values_file"])["array_id"].to_numpy()
+        sizes = np.unique(ids, return_counts=True)[1].tolist()
+        got = [f.metadata.row_group(g).num_rows for g in range(f.metadata.num_row_groups)]
+        assert got == [sum(g) for g in expected_groups(sizes, group_rows)], e["values_file"]
+    store.close()
+
+
 def test_default_row_group_target(tmp_path: Path) -> None:
     from infrastore_sqlite.interchange.parquet.layout import ROW_GROUP_ROWS
 
@@ -684,22 +779,25 @@ def test_progress_counts_rows_up_to_the_total(varied, tmp_path: Path) -> None:
 # ---------------------------------------------------------------------- atomicity
 
 
-def test_a_failure_midway_leaves_nothing(varied, tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("role", ["values", "series", "arrays"])
+def test_a_failure_midway_leaves_nothing(varied, tmp_path: Path, monkeypatch, role) -> None:
     store = varied[0]
     calls = {"n": 0}
     real = pq.ParquetWriter.write_table
 
     def failing(self, *args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 5:
-            raise OSError(28, "No space left on device")
+        # The third file of this role fails: some partitions are complete by then.
+        if f".{role}.parquet" in str(self.where):
+            calls["n"] += 1
+            if calls["n"] == 3:
+                raise OSError(28, "No space left on device")
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(pq.ParquetWriter, "write_table", failing)
     target = tmp_path / "out"
     with pytest.raises(StorageError, match="No space left on device") as info:
         store.export_parquet(target, include_derived=True)
-    assert ".values.parquet" in str(info.value) and ".partial" not in str(info.value)
+    assert f".{role}.parquet" in str(info.value) and ".partial" not in str(info.value)
     assert not target.exists()  # created by the export, so removed with it
     target.mkdir()
     (target / "keep.txt").write_text("x")
@@ -707,6 +805,33 @@ def test_a_failure_midway_leaves_nothing(varied, tmp_path: Path, monkeypatch) ->
     with pytest.raises(StorageError):
         store.export_parquet(target, include_derived=True)
     assert os.listdir(target) == ["keep.txt"]
+
+
+def test_a_composite_wider_than_its_plan_is_refused_and_leaves_nothing(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from infrastore_sqlite.errors import IntegrityError
+    from infrastore_sqlite.interchange.parquet import export as writer
+
+    store = new_store(tmp_path / "s.h5")
+    pwl = np.array([[2, 0, 0, 1, 1.5], [1, 5, 5, 0, 0]])
+    add(store, sts("pwl", pwl, element_type="piecewise_linear"))
+    add(store, sts("f", [1.0, 2.0]), owner=2)
+    real = writer.plan_export
+
+    def narrow(*args, **kwargs):
+        # A catalog that records a narrower width than the stored rows have.
+        plan = real(*args, **kwargs)
+        for pp in plan.partitions:
+            if pp.partition.key.et.is_ragged:
+                pp.width = 3
+        return plan
+
+    monkeypatch.setattr(writer, "plan_export", narrow)
+    with pytest.raises(IntegrityError, match=r"'pwl' \(owner 1\).* 5 wide, more than the 3"):
+        store.export_parquet(tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    store.close()
 
 
 def test_a_failure_while_renaming_removes_what_was_renamed(

@@ -89,7 +89,11 @@ FAULTS = {
     "scalar cell encoder, second array": (export_module, "encode_scalar_cells", 2, Boom("x")),
     "index after the first partition": (export_module, "index_ddl", 2, Boom("x")),
     "view rebuild": (export_module, "view_sql", 3, Boom("x")),
-    "reading the store": (plan_module, "export_object", 3, Boom("x")),
+    # The series objects of the types and slices that need one (here the forecast).
+    "reading the store": (plan_module, "export_object", 1, Boom("x")),
+    # Whole SingleTimeSeries go as they are stored, straight into a block (the third
+    # partition's).
+    "reading the store, stored arrays": (plan_module, "RowBlock", 3, Boom("x")),
     "keyboard interrupt": (export_module, "_insert_series", 2, KeyboardInterrupt()),
     "sqlite error": (
         export_module,
