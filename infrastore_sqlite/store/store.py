@@ -1382,16 +1382,16 @@ class Store(StoreApi):
         return _series_of(fields, stored, ts_ms, pad)
 
     def _read_fields(self, ids: Sequence[int]) -> list[tuple]:
-        """``_READ_FIELDS`` (and the data array's place) of each of ``ids``, in the order
-        given: one query, no catalog row objects; NotFoundError names a missing id."""
-        wanted = [series_id(i) for i in ids]
-        lookup = np.array([i for i in wanted if _INT64_MIN <= i <= _INT64_MAX], dtype=np.int64)
+        """``_READ_FIELDS`` (and the data array's pool, slot and segment) of each of
+        ``ids``, in the order given: one query, no catalog row objects; NotFoundError
+        names a missing id."""
+        wanted, lookup = _id_lookup(ids)
         self._open()
         found = (
             {
                 r[0]: r
                 for r in self._catalog.execute(
-                    f"SELECT {_READ_FIELDS}, a.dtype, a.shape, a.pool, a.slot, a.segment "
+                    f"SELECT {_READ_FIELDS}, a.pool, a.slot, a.segment "
                     "FROM time_series_associations t LEFT JOIN arrays a "
                     "ON a.hash = t.data_hash AND a.kind = 'data' WHERE t.id IN carray(?)",
                     (apsw.carray(lookup),),
@@ -1403,6 +1403,38 @@ class Store(StoreApi):
         if len(found) < len(set(wanted)):
             raise _missing_ids([i for i in wanted if i not in found])
         return [found[i] for i in wanted]
+
+    def _data_arrays(self, fields: list[tuple]) -> dict[bytes, np.ndarray]:
+        """The stored data array of each of ``_read_fields``' rows, by data hash: each
+        distinct array read once, the slots of one segment's pool in one call.
+
+        Raises SegmentGone when a segment was merged away since the rows were read.
+        """
+        out: dict[bytes, np.ndarray] = {}
+        groups: dict[tuple[str, str], tuple[list[int], list[bytes]]] = {}
+        empty: list[bytes] = []
+        for f in fields:
+            h = f[_AT_DATA_HASH]
+            if h in out:
+                continue
+            pool = f[_AT_POOL]
+            out[h] = None  # type: ignore[assignment]  # claimed; filled in below
+            if not pool:
+                if pool is None:  # no arrays row: the catalog is damaged
+                    raise _missing_array(h, "data")
+                empty.append(h)  # a zero-size array has no slot
+                continue
+            key = (f[_AT_POOL + 2], pool)
+            group = groups.get(key)
+            if group is None:
+                group = groups[key] = ([], [])
+            group[0].append(f[_AT_POOL + 1])
+            group[1].append(h)
+        if empty:
+            out.update((k[0], a) for k, a in self._load_once({(h, "data") for h in empty}).items())
+        for (segment, pool), (slots, hashes) in groups.items():
+            out.update(zip(hashes, self._segments.read(segment, pool, slots), strict=True))
+        return out
 
     def read_by_ids(
         self,
@@ -1428,25 +1460,19 @@ class Store(StoreApi):
             fields = self._read_fields(ids)
             # The places came with the rows; a segment merged away meanwhile sends the
             # read back for the new ones, as _load does.
-            places: dict[tuple[bytes, str], tuple] = {}
-            for f in fields:
-                if f[_AT_PLACE] is None:
-                    raise _missing_array(f[_AT_DATA_HASH], "data")
-                places[(f[_AT_DATA_HASH], "data")] = f[_AT_PLACE:]
             try:
-                loaded = self._load_once(set(places), (), places)
+                arrays = self._data_arrays(fields)
                 break
             except SegmentGone:
                 if attempt == 2 or self._catalog.in_transaction:
                     raise
         stamps = {(f[_AT_TS_HASH], "timestamps") for f in fields if f[_AT_TS_HASH]}
-        if stamps:
-            loaded.update(self._load(stamps))
+        times = {k[0]: a for k, a in self._load(stamps).items()} if stamps else {}
         out: list[_Series] = [
             _series_of(
                 f,
-                loaded[(f[_AT_DATA_HASH], "data")],
-                loaded[(f[_AT_TS_HASH], "timestamps")] if f[_AT_TS_HASH] else None,
+                arrays[f[_AT_DATA_HASH]],
+                times[f[_AT_TS_HASH]] if f[_AT_TS_HASH] else None,
                 True,
             )
             for f in fields
@@ -2013,6 +2039,19 @@ class _Rollback(Exception):
     """Raised into a transaction context to roll it back on request."""
 
 
+def _id_lookup(ids: Sequence[int]) -> tuple[list[int], np.ndarray]:
+    """``ids`` checked as series ids (``series_id``), and those an int64 can hold as one
+    int64 array (an id no int64 holds is no rowid: simply missing)."""
+    wanted = ids if type(ids) is list else list(ids)
+    if set(map(type, wanted)) <= {int}:
+        # Plain ints (what a caller holds, what list_metadata gives): one conversion in
+        # C instead of a check per id; one outside int64 sends them the long way.
+        with contextlib.suppress(OverflowError):
+            return wanted, np.array(wanted, dtype=np.int64)
+    wanted = [series_id(i) for i in wanted]
+    return wanted, np.array([i for i in wanted if _INT64_MIN <= i <= _INT64_MAX], dtype=np.int64)
+
+
 def _missing_ids(missing: list[int]) -> NotFoundError:
     return NotFoundError(
         f"no series with id {', '.join(map(str, missing[:10]))}"
@@ -2037,7 +2076,7 @@ _READ_FIELDS = (
     "t.resolution, t.horizon, t.interval, t.count, t.percentiles_json, t.array_shape, "
     "t.data_hash, t.timestamps_hash"
 )
-_AT_DATA_HASH, _AT_TS_HASH, _AT_PLACE = 17, 18, 19
+_AT_DATA_HASH, _AT_TS_HASH, _AT_POOL = 17, 18, 19  # then the slot and the segment
 
 # What ``iter_select_fields`` may name: every catalog column, and the feature map's text.
 _FIELD_COLUMNS = {
