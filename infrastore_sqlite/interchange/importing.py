@@ -45,6 +45,7 @@ from ..core.elements import (
     parse_element_type,
     shrink,
 )
+from ..core.gcpause import gc_paused
 from ..core.hashing import data_hashes, validate_features
 from ..core.periods import Period, as_period, divide, grid_index, step
 from ..core.timeref import check_period_for_reference, ms_to_axis_instant, normalize_time_reference
@@ -1511,7 +1512,10 @@ def import_partition(
 
     Returns what the report says of the partition and the new ids (none for a dry run).
     """
-    with source.reading():
+    # Several objects per series (its Spec, series object, catalog row) and no cycles
+    # among them: the cyclic collector would only rescan them, ever more of them as the
+    # partition goes on (as for the store's bulk add).
+    with source.reading(), gc_paused():
         return _import_partition(ctx, source, write=write)
 
 

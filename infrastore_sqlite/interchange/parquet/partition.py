@@ -53,6 +53,9 @@ class _Run:
     aid: int
     start: int
     pieces: list[dict[str, np.ndarray]]
+    #: The grid its rows walk, when found for the whole batch at once (:func:`_sts_grids`);
+    #: None to look at the run alone.
+    affine: tuple | None = None
 
     @property
     def cols(self) -> dict[str, np.ndarray]:
@@ -278,7 +281,8 @@ class PartitionReader:
     def groups(
         self, wanted: Sequence[tuple[tuple[str, str], list[int], Spec | None]], dtype: str
     ) -> Iterator[Group | None]:
-        runs = self._runs(dtype)
+        specs = {ids[0]: spec for _key, ids, spec in wanted if spec is not None}
+        runs = self._runs(dtype, specs)
         pending = next(runs, None)
         for key, ids, spec in wanted:
             self.place.label = spec.label if spec is not None else None
@@ -303,10 +307,11 @@ class PartitionReader:
     def _stray(self, run: _Run) -> InvalidParameterError:
         return stray_values_row(self.place, run.aid, run.start + 1)
 
-    def _runs(self, dtype: str) -> Iterator[_Run]:
+    def _runs(self, dtype: str, specs: Mapping[int, Spec] | None = None) -> Iterator[_Run]:
         """The values file's arrays in file order, a batch of a row group at a time,
         stitched across batches and groups; refuses an array that reappears and one the
-        arrays file does not hold."""
+        arrays file does not hold. With ``specs`` (array id -> its first series row), the
+        grids of a SingleTimeSeries batch's arrays are found in one pass over the batch."""
         pf = self._file("values")
         names = ["timestamp", *(c for c, _ in values_key_columns(self.type)), "value"]
         if self._has_aid:
@@ -331,19 +336,27 @@ class PartitionReader:
                 aid = cols.pop("array_id") if self._has_aid else np.full(n, self._aid, np.int64)
                 cuts = np.flatnonzero(aid[1:] != aid[:-1]) + 1
                 bounds = [0, *cuts.tolist(), n]
-                self._check_runs(aid[bounds[:-1]], [start + b for b in bounds[:-1]], seen_last)
-                for lo, hi in itertools.pairwise(bounds):
-                    a = int(aid[lo])
+                heads = aid[bounds[:-1]]
+                self._check_runs(heads, [start + b for b in bounds[:-1]], seen_last)
+                grids = (
+                    _sts_grids(cols["timestamp"], heads, bounds, specs)
+                    if specs and self.type is TimeSeriesType.SingleTimeSeries
+                    else None
+                )
+                for k, (lo, hi) in enumerate(itertools.pairwise(bounds)):
+                    a = int(heads[k])
                     piece = {c: v[lo:hi] for c, v in cols.items()}
                     if carry is not None and carry.aid == a:
                         carry.pieces.append(piece)
+                        carry.affine = None  # stitched: its grid is looked at whole
                         continue
                     if carry is not None:
                         yield carry
                     if a not in self._arrays:
                         raise stray_values_row(self.place, a, start + lo + 1)
                     seen_last = a
-                    carry = _Run(a, start + lo, [piece])
+                    # The batch's last array may go on in the next batch (then reset above).
+                    carry = _Run(a, start + lo, [piece], grids[k] if grids else None)
                 start += n
                 del batch, cols
         if carry is not None:
@@ -558,8 +571,45 @@ class PartitionReader:
         group.issue = cols.get("issue_time")
         group.lane = cols.get("percentile", cols.get("scenario"))
         if spec is not None:
-            group.affine = _affine(self.type, group, spec)
+            group.affine = run.affine if run.affine is not None else _affine(self.type, group, spec)
         return group
+
+
+def _sts_grids(
+    ts: np.ndarray, heads: np.ndarray, bounds: list[int], specs: Mapping[int, Spec]
+) -> list[tuple | None]:
+    """For each array of a batch (``heads[k]`` on rows ``bounds[k]:bounds[k + 1]``), its
+    SingleTimeSeries grid ``("sts", first, ms)`` when its rows are exactly the fixed grid
+    its series row declares, in row order, else None: what :func:`_affine` finds one array
+    at a time, in one pass over the batch (short arrays cost a few numpy calls each).
+    """
+    k = len(heads)
+    res = np.zeros(k, dtype=np.int64)
+    known = np.zeros(k, dtype=bool)
+    for i, a in enumerate(heads.tolist()):
+        spec = specs.get(a)
+        if spec is not None and spec.res is not None and not spec.res.calendar:
+            res[i] = spec.res.ms
+            known[i] = True
+    if not known.any():
+        return [None] * k
+    starts = np.asarray(bounds[:-1], dtype=np.int64)
+    lens = np.diff(np.asarray(bounds, dtype=np.int64))
+    first = ts[starts]
+    n = int(lens[0])
+    if (lens == n).all() and (res == res[0]).all():
+        # Arrays of one length and resolution (the common batch): a [k, n] view.
+        block = ts.reshape(k, n)
+        steps = np.arange(n, dtype=np.int64) * res[0]
+        ok = (block == block[:, :1] + steps).all(axis=1) & known
+    else:
+        offset = np.arange(ts.size, dtype=np.int64) - np.repeat(starts, lens)
+        on_grid = ts == np.repeat(first, lens) + offset * np.repeat(res, lens)
+        ok = np.logical_and.reduceat(on_grid, starts) & known
+    return [
+        ("sts", f, r) if good else None
+        for good, f, r in zip(ok.tolist(), first.tolist(), res.tolist(), strict=True)
+    ]
 
 
 def _affine(tst: TimeSeriesType, group: Group, spec: Spec) -> tuple | None:
