@@ -2235,9 +2235,33 @@ def _period_text(period: Period) -> str:
 _EMPTY_FEATURES_HASH = features_hash({})
 
 
+_FEATURE_HASHES: dict[tuple, bytes] = {}
+
+
 def _features_hash_of(feats: Mapping[str, Any]) -> bytes:
-    """``features_hash``, without hashing the (most common) empty map again."""
-    return _EMPTY_FEATURES_HASH if not feats else features_hash(feats)
+    """``features_hash``, computed once per distinct feature map (a bulk add's series
+    share a few: one SHA-256 and a sort each cost more than the key below)."""
+    if not feats:
+        return _EMPTY_FEATURES_HASH
+    # Keyed by each value's type and exact value: 1, 1.0 and True differ, and a float by
+    # its bits (0.0 and -0.0 compare equal; NaNs all hash alike, as features_hash has it).
+    # Only plain values are keyed (what validate_features gives); anything else is hashed.
+    key = []
+    for k, v in feats.items():
+        t = type(v)
+        if t is float:
+            key.append((k, t, v.hex()))
+        elif t is int or t is str or t is bool:
+            key.append((k, t, v))
+        else:
+            return features_hash(feats)
+    found = _FEATURE_HASHES.get(tuple(key))
+    if found is None:
+        found = features_hash(feats)
+        if len(_FEATURE_HASHES) >= 4096:
+            _FEATURE_HASHES.clear()
+        _FEATURE_HASHES[tuple(key)] = found
+    return found
 
 
 def _check_calendar_windows(row: SeriesRow, res, itv, h: int, steps: int, count: int) -> None:

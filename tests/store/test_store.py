@@ -1265,3 +1265,27 @@ def test_a_failed_background_array_write_rolls_the_catalog_back(
     again = add(store, sts("lost", np.arange(3.0) + 1), owner_id=2)
     assert store.read_by_id(again).data.tolist() == [1.0, 2.0, 3.0]
     assert store.read_by_id(kept).data.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_features_hash_of_caches_by_exact_type_and_bits() -> None:
+    """The bulk add's feature-hash cache gives features_hash's answer for every map,
+    however many share a key by ==: 1, 1.0 and True, 0.0 and -0.0 stay apart."""
+    from infrastore_sqlite.core.hashing import features_hash
+    from infrastore_sqlite.store.store import _features_hash_of
+
+    maps = [
+        {"a": 1},
+        {"a": 1.0},
+        {"a": True},
+        {"a": 0.0},
+        {"a": -0.0},
+        {"a": "1"},
+        {"a": 1, "b": "x"},
+        {"b": "x", "a": 1},
+        {"a": np.int64(1)},
+        {"a": float("inf")},
+        {},
+    ]
+    for _ in range(2):  # the second pass is answered from the cache
+        assert [_features_hash_of(m) for m in maps] == [features_hash(m) for m in maps]
+    assert _features_hash_of({"a": 0.0}) != _features_hash_of({"a": -0.0})
