@@ -75,6 +75,9 @@ class _Run:
 _BATCH_ROWS = 1 << 18
 #: Series and arrays rows turned into Python values at a time.
 _ROW_BATCH = 4096
+#: Columns whose texts the import keeps for every array or series (an array's key, a
+#: series' owner type) and which repeat from row to row: held once per distinct text.
+_SHARED_TEXT = frozenset({"time_axis", "owner_type"})
 
 
 _UNIT_DIV = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}
@@ -226,16 +229,25 @@ class PartitionReader:
 
     def _rows(self, role: str, columns: list[str]) -> Iterator[tuple]:
         """A file's rows as tuples of Python values, a batch at a time (a file of many
-        series is never held as Python objects whole); instants as epoch integers."""
+        series is never held as Python objects whole); instants as epoch integers.
+
+        The texts of :data:`_SHARED_TEXT` columns, which the import keeps per array or
+        series and which repeat from row to row, are one object per distinct text."""
         pf = self._file(role)
         pa = self.pa
+        shared: dict[Any, Any] = {}
         for batch in pf.iter_batches(batch_size=_ROW_BATCH, columns=columns):
             cols = []
             for c in columns:
                 col = batch.column(c)
                 if pa.types.is_timestamp(col.type):
                     col = col.view(pa.int64())  # a view: no compute kernel, no copy
-                cols.append(col.to_pylist())
+                cells = col.to_pylist()
+                if c in _SHARED_TEXT and (
+                    pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+                ):  # (cells of any other type are refused by the core as they are)
+                    cells = list(map(shared.setdefault, cells, cells))
+                cols.append(cells)
             yield from zip(*cols, strict=True)
 
     def open_values(self, arrays: Mapping[int, tuple[str, str]]) -> None:
@@ -281,8 +293,14 @@ class PartitionReader:
     def groups(
         self, wanted: Sequence[tuple[tuple[str, str], list[int], Spec | None]], dtype: str
     ) -> Iterator[Group | None]:
-        specs = {ids[0]: spec for _key, ids, spec in wanted if spec is not None}
-        runs = self._runs(dtype, specs)
+        # Each array's fixed resolution (its first series row's), for the batch grid
+        # check; not the Specs themselves, which the core lets go as it files them.
+        res_ms = {
+            ids[0]: spec.res.ms
+            for _key, ids, spec in wanted
+            if spec is not None and spec.res is not None and not spec.res.calendar
+        }
+        runs = self._runs(dtype, res_ms)
         pending = next(runs, None)
         for key, ids, spec in wanted:
             self.place.label = spec.label if spec is not None else None
@@ -307,11 +325,12 @@ class PartitionReader:
     def _stray(self, run: _Run) -> InvalidParameterError:
         return stray_values_row(self.place, run.aid, run.start + 1)
 
-    def _runs(self, dtype: str, specs: Mapping[int, Spec] | None = None) -> Iterator[_Run]:
+    def _runs(self, dtype: str, res_ms: Mapping[int, int] | None = None) -> Iterator[_Run]:
         """The values file's arrays in file order, a batch of a row group at a time,
         stitched across batches and groups; refuses an array that reappears and one the
-        arrays file does not hold. With ``specs`` (array id -> its first series row), the
-        grids of a SingleTimeSeries batch's arrays are found in one pass over the batch."""
+        arrays file does not hold. With ``res_ms`` (array id -> the fixed resolution of its
+        first series row), the grids of a SingleTimeSeries batch's arrays are found in one
+        pass over the batch."""
         pf = self._file("values")
         names = ["timestamp", *(c for c, _ in values_key_columns(self.type)), "value"]
         if self._has_aid:
@@ -339,8 +358,8 @@ class PartitionReader:
                 heads = aid[bounds[:-1]]
                 self._check_runs(heads, [start + b for b in bounds[:-1]], seen_last)
                 grids = (
-                    _sts_grids(cols["timestamp"], heads, bounds, specs)
-                    if specs and self.type is TimeSeriesType.SingleTimeSeries
+                    _sts_grids(cols["timestamp"], heads, bounds, res_ms)
+                    if res_ms and self.type is TimeSeriesType.SingleTimeSeries
                     else None
                 )
                 for k, (lo, hi) in enumerate(itertools.pairwise(bounds)):
@@ -576,20 +595,21 @@ class PartitionReader:
 
 
 def _sts_grids(
-    ts: np.ndarray, heads: np.ndarray, bounds: list[int], specs: Mapping[int, Spec]
+    ts: np.ndarray, heads: np.ndarray, bounds: list[int], res_ms: Mapping[int, int]
 ) -> list[tuple | None]:
     """For each array of a batch (``heads[k]`` on rows ``bounds[k]:bounds[k + 1]``), its
     SingleTimeSeries grid ``("sts", first, ms)`` when its rows are exactly the fixed grid
-    its series row declares, in row order, else None: what :func:`_affine` finds one array
-    at a time, in one pass over the batch (short arrays cost a few numpy calls each).
+    of resolution ``res_ms[heads[k]]`` (its series row's), in row order, else None: what
+    :func:`_affine` finds one array at a time, in one pass over the batch (short arrays
+    cost a few numpy calls each).
     """
     k = len(heads)
     res = np.zeros(k, dtype=np.int64)
     known = np.zeros(k, dtype=bool)
     for i, a in enumerate(heads.tolist()):
-        spec = specs.get(a)
-        if spec is not None and spec.res is not None and not spec.res.calendar:
-            res[i] = spec.res.ms
+        ms = res_ms.get(a)
+        if ms is not None:
+            res[i] = ms
             known[i] = True
     if not known.any():
         return [None] * k

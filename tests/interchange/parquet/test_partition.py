@@ -46,9 +46,14 @@ def _batch() -> tuple[np.ndarray, np.ndarray, list[int], dict]:
     return ts, heads, bounds, specs
 
 
+def _res_ms(specs: dict) -> dict[int, int]:
+    """What the reader hands ``_sts_grids``: each array's fixed resolution."""
+    return {a: s.res.ms for a, s in specs.items() if not s.res.calendar}
+
+
 def test_sts_grids_vouch_as_affine_does_one_array_at_a_time() -> None:
     ts, heads, bounds, specs = _batch()
-    got = partition._sts_grids(ts, heads, bounds, specs)
+    got = partition._sts_grids(ts, heads, bounds, _res_ms(specs))
     want = []
     for k, a in enumerate(heads.tolist()):
         part = ts[bounds[k] : bounds[k + 1]]
@@ -66,7 +71,7 @@ def test_sts_grids_vouch_as_affine_does_one_array_at_a_time() -> None:
 def test_sts_grids_without_any_fixed_resolution() -> None:
     ts, heads, bounds, specs = _batch()
     calendar = {a: SimpleNamespace(res=as_period("P1M")) for a in specs}
-    assert partition._sts_grids(ts, heads, bounds, calendar) == [None] * len(heads)
+    assert partition._sts_grids(ts, heads, bounds, _res_ms(calendar)) == [None] * len(heads)
 
 
 @pytest.mark.parametrize("batch_rows", [4, 5, 1 << 18])
@@ -103,3 +108,23 @@ def test_batches_that_cut_arrays_anywhere_import_the_same_store(
             dst.close()
     finally:
         src.close()
+
+
+def test_an_arrays_file_whose_time_axis_is_not_text_is_refused(tmp_path: Path) -> None:
+    src = new_store(tmp_path / "src.h5")
+    try:
+        add(src, sts("s", np.arange(3.0)))
+        src.export_parquet(tmp_path / "out")
+    finally:
+        src.close()
+    arrays = tmp_path / "out" / "SingleTimeSeries.f64.utc.arrays.parquet"
+    table = pq.read_table(arrays)
+    at = table.schema.get_field_index("time_axis")
+    table = table.set_column(at, "time_axis", pa.array([7] * len(table), type=pa.int64()))
+    pq.write_table(table, arrays)
+    dst = new_store(tmp_path / "dst.h5")
+    try:
+        with pytest.raises(Exception, match=r"holds a int in `time_axis`, which is text"):
+            dst.import_parquet(tmp_path / "out")
+    finally:
+        dst.close()
