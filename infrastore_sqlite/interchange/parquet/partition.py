@@ -70,8 +70,12 @@ class _Run:
 
 
 #: Values rows converted to numpy at a time: a row group is read in batches of this many,
-#: so memory holds one batch (and the array being stitched), not a whole row group.
-_BATCH_ROWS = 1 << 18
+#: so memory holds one batch (and the array being stitched), not a whole row group. 64K
+#: rows (1.5 MB of values and instants) costs no more per row than larger batches.
+_BATCH_ROWS = 1 << 16
+#: Files are read through a buffered stream of this many bytes, so a row group's column
+#: chunks are not all held compressed at once (they can be tens of MB).
+_READ_BUFFER = 1 << 20
 #: Series and arrays rows turned into Python values at a time.
 _ROW_BATCH = 4096
 #: Columns whose texts the import keeps for every array or series (an array's key, a
@@ -121,7 +125,9 @@ class PartitionReader:
         pf = self._pf.get(role)
         if pf is None:
             with reading_errors(self.files[role]):
-                pf = self._pf[role] = self.pq.ParquetFile(self.files[role])
+                pf = self._pf[role] = self.pq.ParquetFile(
+                    self.files[role], buffer_size=_READ_BUFFER
+                )
         return pf
 
     @contextlib.contextmanager
