@@ -195,7 +195,13 @@ def data_hashes(arrays: Sequence[numpy.ndarray]) -> list[bytes]:
             block_ids = members[start : start + step]
             # The stacked copy is in the canonical dtype (little-endian, C order) whatever
             # the inputs were, so each row is the bytes data_hash would feed.
-            block = numpy.stack([arrays[i] for i in block_ids]).astype(target, copy=False)
+            members_of = [arrays[i] for i in block_ids]
+            if shape:
+                # Joined along the first axis (C order: row r is array r's bytes), a
+                # fifth of what stacking costs per array, cast in the same pass.
+                block = numpy.concatenate(members_of, dtype=target)
+            else:
+                block = numpy.stack(members_of).astype(target, copy=False)
             rows = block.reshape(len(block_ids), row_items)
             if canonical is not None and row_items:
                 with numpy.errstate(invalid="ignore"):

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -45,6 +46,7 @@ from ..core.elements import (
     parse_element_type,
     shrink,
 )
+from ..core.gcpause import gc_paused
 from ..core.hashing import data_hashes, validate_features
 from ..core.periods import Period, as_period, divide, grid_index, step
 from ..core.timeref import check_period_for_reference, ms_to_axis_instant, normalize_time_reference
@@ -463,11 +465,18 @@ def _parse_features(text: str, what: str) -> dict[str, Any]:
 # ------------------------------------------------------------------------------ values
 @dataclass(slots=True)
 class Spec:
-    """One validated series row (overrides applied)."""
+    """One validated series row (overrides applied).
+
+    :attr:`label`, how messages name the series, is spelled out only when asked for: a
+    partition holds a Spec per series for the whole import, and most are never named.
+    """
 
     file_id: int
     key: tuple[str, str]
-    label: str
+    #: The row's own name and owner id (before any override) and its table, for the label.
+    row_name: str
+    row_owner_id: int
+    table: str
     owner_id: int
     owner_type: str
     category: OwnerCategory
@@ -483,6 +492,11 @@ class Spec:
     # Equal for equal ``(res, itv, hor)`` among the rows of one partition (a small int,
     # cheaper to hash than the periods); only compared within one partition.
     grid_key: Any = None
+
+    @property
+    def label(self) -> str:
+        """``'name' (owner 7, id 3 in <series table>)``: the row as the file holds it."""
+        return f"'{self.row_name}' (owner {self.row_owner_id}, id {self.file_id} in {self.table})"
 
 
 @dataclass(slots=True)
@@ -774,7 +788,10 @@ class PartitionSource(Protocol):
         self, wanted: Sequence[tuple[tuple[str, str], list[int], Spec | None]], dtype: str
     ) -> Iterator[Group | None]:
         """One group (or None: the array has no values rows) per entry of ``wanted``
-        ``(key, array ids, the first series row naming it)``, in that order (key order)."""
+        ``(key, array ids, the first series row naming it)``, in that order (key order).
+
+        The core clears each entry of ``wanted`` once its group is handed back: a reader
+        may look ahead of the entry it is at, never back."""
         ...
 
     def check_unclaimed(self) -> None: ...
@@ -819,7 +836,7 @@ class SeriesRows:
         self._features: dict[str, dict[str, Any]] = {}
         self._periods: dict[tuple[str, str], Period] = {}
         self._shared: dict[tuple, tuple] = {}  # the shared part of series rows, by its cells
-        self._shared_cols: tuple[int, ...] | None = None
+        self._shared_cols: Callable[[tuple], tuple] | None = None
         self._grids: dict[tuple, int] = {}  # (res, itv, hor) -> grid_key
         self._col_index: tuple[list[str], dict[str, int]] | None = None
 
@@ -951,7 +968,6 @@ class SeriesRows:
                 f"does not hold; {TEXT_HINT} ({table} id {fid})",
                 table=table,
             )
-        label = f"'{row_name}' (owner {owner_id}, id {fid} in {table})"
         name = ov.get("name", row_name)
         if not name:
             raise InvalidParameterError(
@@ -961,21 +977,25 @@ class SeriesRows:
         owner_type = ov.get("owner_type", row_owner_type)
         if not owner_type:
             raise InvalidParameterError(
-                f"series {label} has no owner_type: an export carries one, a foreign file does "
-                "not, so pass --owner-type"
+                f"series '{row_name}' (owner {owner_id}, id {fid} in {table}) has no "
+                "owner_type: an export carries one, a foreign file does not, so pass "
+                "--owner-type"
             )
         # Everything else a row says is shared by many rows: worked out (and checked) once
         # per distinct combination, the first row that has it naming it in any message.
-        shared_key = tuple(raw[i] for i in self._shared_at(at))
+        shared_key = self._shared_at(at)(raw)
         shared = self._shared.get(shared_key)
         if shared is None:
+            label = f"'{row_name}' (owner {owner_id}, id {fid} in {table})"
             shared = self._shared_part(dict(zip(cols, raw, strict=True)), f"series {label}", opts)
             self._shared[shared_key] = shared
         category, et, tr, descriptors, features, res, itv, hor, steps, grid = shared
         return Spec(
             file_id=fid,
             key=key,
-            label=label,
+            row_name=row_name,
+            row_owner_id=owner_id,
+            table=table,
             owner_id=ov.get("owner_id", owner_id),
             owner_type=owner_type,
             category=category,
@@ -991,11 +1011,12 @@ class SeriesRows:
             grid_key=grid,
         )
 
-    def _shared_at(self, at: dict[str, int]) -> tuple[int, ...]:
+    def _shared_at(self, at: dict[str, int]) -> Callable[[tuple], tuple]:
+        """The cells of a row its shared part is worked out from, as one tuple (in C)."""
         if self._shared_cols is None:
             names = ["owner_category", "element_type", "time_reference", *DESCRIPTORS, "features"]
             names += [c for c in ("resolution", "interval", "horizon") if c in at]
-            self._shared_cols = tuple(at[c] for c in names)
+            self._shared_cols = operator.itemgetter(*(at[c] for c in names))
         return self._shared_cols
 
     def _shared_part(self, r: dict[str, Any], what: str, opts: Options) -> tuple:
@@ -1511,7 +1532,10 @@ def import_partition(
 
     Returns what the report says of the partition and the new ids (none for a dry run).
     """
-    with source.reading():
+    # Several objects per series (its Spec, series object, catalog row) and no cycles
+    # among them: the cyclic collector would only rescan them, ever more of them as the
+    # partition goes on (as for the store's bulk add).
+    with source.reading(), gc_paused():
         return _import_partition(ctx, source, write=write)
 
 
@@ -1532,23 +1556,30 @@ def _import_partition(
     by_key: dict[tuple[str, str], list[Spec]] = {}
     for s in specs:
         by_key.setdefault(s.key, []).append(s)
+    dtype = specs[0].et.dtype
+    del specs  # by_key holds them; each key's are let go once its group is filed
     ids_by_key: dict[tuple[str, str], list[int]] = {}
     for aid, key in arrays.items():
         ids_by_key.setdefault(key, []).append(aid)
-    dtype = specs[0].et.dtype
+    wanted: list[Any] = []
+    for key in sorted(ids_by_key):
+        ids = ids_by_key[key]
+        ids.sort()
+        wanted.append((key, ids, by_key[key][0] if key in by_key else None))
+    del ids_by_key
     filing = Filing(ctx, result, write=write)
     settle = _Settle(ctx, source, result, filing)
     try:
         source.open_values(arrays)
-        wanted = [
-            (key, sorted(ids_by_key[key]), by_key[key][0] if key in by_key else None)
-            for key in sorted(ids_by_key)
-        ]
         try:
-            for (key, _ids, _first), group in zip(
-                wanted, source.groups(wanted, dtype), strict=True
+            for at, ((key, _ids, _first), group) in enumerate(
+                zip(wanted, source.groups(wanted, dtype), strict=True)
             ):
-                group_specs = by_key.get(key, [])
+                # The entry is let go as soon as it is read, so that the Specs of the
+                # series already filed do not live to the end of the partition (a
+                # reader only looks ahead of it).
+                wanted[at] = None
+                group_specs = by_key.pop(key, [])
                 if group is None:
                     if group_specs:
                         raise InvalidParameterError(

@@ -892,6 +892,22 @@ def _series_fields(store: Store, ids: Sequence[int], chunk: int = 4096) -> Itera
             yield found[i]
 
 
+def _series_fields_ascending(store: Store, ids: list[int]) -> Iterator[tuple]:
+    """``_series_fields`` of ascending ``ids``: one query, its rows in id order, each
+    checked against the id it stands for (no map of rows by id)."""
+    expected = iter(ids)
+    for r in store.iter_select_fields(_SERIES_FIELDS, ids=ids):
+        if r[0] != next(expected, None):
+            break
+        yield r
+    else:
+        if next(expected, None) is None:
+            return
+    found = {r[0] for r in store.iter_select_fields(("id",), ids=ids)}
+    store.rows_by_ids([i for i in ids if i not in found])  # raises NotFoundError
+    raise AssertionError("unreachable: a series row went missing")
+
+
 class _SeriesText:
     """The series table's texts that many rows share, made once per distinct input."""
 
@@ -942,33 +958,42 @@ def series_records(
     reference = pp.partition.key.reference_label
     texts = _SeriesText(store)
     type_name = tst.name
+    ids = pp.ids[positions].tolist()
     columns = zip(
         pp.aids[positions].tolist(),
         pp.owners[positions].tolist(),
         pp.anchors[positions].tolist(),
         pp.counts[positions].tolist(),
-        _series_fields(store, pp.ids[positions].tolist()),
+        _series_fields_ascending(store, ids) if order == "id" else _series_fields(store, ids),
         strict=True,
     )
     forecast, static = tst.is_forecast, tst is TimeSeriesType.SingleTimeSeries
+    categories = _OWNER_CATEGORY_NAMES
+    feature_text, shape_text = texts.feature_text, texts.shape_text
+    # One tuple per series, spelled out per kind of grid (this runs once per series).
     for aid, owner, anchor, n, f in columns:
-        (sid, otype, ocat, name, res, itv, hor, fh, fjson, et, eshape, *descriptors) = f
-        head = (aid, sid, owner, otype, _OWNER_CATEGORY_NAMES[ocat], type_name, name)
-        if forecast:
-            grid_cols: tuple[Any, ...] = (anchor, res, itv, hor, n)
-        elif static:
-            grid_cols = (anchor, res, n)
-        else:
-            grid_cols = ()
-        yield (
-            *head,
-            *grid_cols,
-            texts.feature_text(fh, fjson),
+        sid, otype, ocat, name, res, itv, hor, fh, fjson, et, eshape, u, qk, us, cf, ad = f
+        tail = (
+            feature_text(fh, fjson),
             et,
-            texts.shape_text(eshape),
+            shape_text(eshape),
             reference,
-            *(v if v is not None else "" for v in descriptors),
+            "" if u is None else u,
+            "" if qk is None else qk,
+            "" if us is None else us,
+            "" if cf is None else cf,
+            "" if ad is None else ad,
         )
+        if static:
+            yield (aid, sid, owner, otype, categories[ocat], type_name, name, anchor, res, n, *tail)
+        elif forecast:
+            yield (
+                *(aid, sid, owner, otype, categories[ocat], type_name, name),
+                *(anchor, res, itv, hor, n),
+                *tail,
+            )
+        else:
+            yield (aid, sid, owner, otype, categories[ocat], type_name, name, *tail)
 
 
 def series_values(

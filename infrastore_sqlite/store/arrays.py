@@ -237,14 +237,18 @@ class ArrayFile:
         if self._writer is None:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="infrastore-sqlite-h5")
         size = sum(int(a.nbytes) for a in arrays)
+        # Report a failed write early, and keep the queue (the arrays it holds) bounded.
+        # The bound is checked before this write is queued, not after: a write larger
+        # than the bound (one bulk add of many series) is queued alone and the caller
+        # goes on (the store's catalog inserts) while it is written, instead of waiting
+        # for all of it at once. Its arrays are the caller's and held by it anyway.
+        while self._pending and (
+            self._pending[0][0].done() or self._pending_bytes + size > self.max_pending_bytes
+        ):
+            self._settle_oldest()
         future = self._writer.submit(self._write_now, name, dtype, shape, first_slot, arrays)
         self._pending.append((future, size))
         self._pending_bytes += size
-        # Report a failed write early, and keep the queue (the arrays it holds) bounded.
-        while self._pending and (
-            self._pending[0][0].done() or self._pending_bytes > self.max_pending_bytes
-        ):
-            self._settle_oldest()
 
     def _write_now(self, *job: Any) -> None:
         """Do one write of :meth:`write` (its arguments, in order); the writer thread's side."""
@@ -297,10 +301,18 @@ class ArrayFile:
         self.sync()
         ds = self._pool(name)
         n = len(slots)
-        order = sorted(range(n), key=slots.__getitem__)
-        at = [int(slots[k]) for k in order]  # the slots in ascending order
-        out: list[np.ndarray | None] = [None] * n
-        i = 0
+        if n == 0:
+            return []
+        given = np.asarray(slots, dtype=np.int64)
+        gaps = np.diff(given)
+        if (gaps > 0).all():  # ascending and distinct, as a batch of one add reads back
+            order = None
+            at = given
+        else:
+            order = np.argsort(given, kind="stable")
+            at = given[order]
+            gaps = np.diff(at)
+        distinct = bool((gaps > 0).all())
         # Slots sharing a chunk come in one read: a chunk is then decompressed once per
         # call, not once per array (a batch in hash order scatters over every chunk).
         crow = ds.chunks[0] if ds.chunks else 1
@@ -308,35 +320,40 @@ class ArrayFile:
         # of the selected part (one call per slab is what a read of many arrays costs).
         row_bytes = max(1, ds.dtype.itemsize * math.prod(np.empty(ds.shape[1:])[part].shape))
         span = max(2 * crow, _SLAB_BYTES // row_bytes)
+        # A run ends where the next slot is more than _SLAB_GAP away and in another chunk
+        # (found for all slots at once); a run spanning more than `span` slots is cut.
+        ends = np.flatnonzero((gaps > _SLAB_GAP) & (at[1:] // crow != at[:-1] // crow)) + 1
+        got: list[np.ndarray] = []
         try:
-            while i < n:
-                # Grow a run of nearby slots (or of one chunk) and fetch it as one slab.
-                j = i
-                first = at[i]
-                while j + 1 < n:
-                    nxt = at[j + 1]
-                    if nxt // crow == first // crow or (
-                        nxt - at[j] <= _SLAB_GAP and nxt - first < span
-                    ):
-                        j += 1
+            start = 0
+            for stop in [*ends.tolist(), n]:
+                while start < stop:
+                    lo = int(at[start])
+                    cut = stop
+                    if int(at[stop - 1]) - lo >= span:
+                        cut = start + max(1, int(np.searchsorted(at[start:stop], lo + span)))
+                    hi = int(at[cut - 1]) + 1
+                    slab = ds[(slice(lo, hi), *part)]
+                    if len(slab) != hi - lo:  # h5py clips a slice past the end
+                        raise IndexError(f"slots {lo}..{hi - 1} are past the end of the pool")
+                    if distinct and hi - lo == cut - start:
+                        got.extend(slab)  # every slot of the slab wanted: its rows, as views
                     else:
-                        break
-                lo, hi = first, at[j] + 1
-                slab = ds[(slice(lo, hi), *part)]
-                if hi - lo == j - i + 1:  # every slot of the slab wanted: its rows, as views
-                    got = list(slab)
-                else:
-                    # Views would keep the whole slab alive as long as the batch holding
-                    # them: when it spans unwanted slots, copy the wanted ones out instead.
-                    got = [slab[s - lo].copy() for s in at[i : j + 1]]
-                for k, arr in zip(order[i : j + 1], got, strict=True):
-                    out[k] = arr
-                i = j + 1
+                        # Views would keep the whole slab alive as long as the batch
+                        # holding them: when it spans unwanted slots, copy the wanted
+                        # ones out instead.
+                        got.extend(slab[k - lo].copy() for k in at[start:cut].tolist())
+                    start = cut
         except (OSError, ValueError, IndexError, KeyError) as exc:
             raise StorageError(
                 f"reading pool {name} in {self.path} failed: {describe_os_error(exc)}; "
                 "the file is damaged (run verify to list the series it holds)"
             ) from exc
+        if order is None:
+            return got
+        out: list[np.ndarray | None] = [None] * n
+        for k, arr in zip(order.tolist(), got, strict=True):
+            out[k] = arr
         return out  # type: ignore[return-value]
 
     def pools(self) -> Iterable[str]:

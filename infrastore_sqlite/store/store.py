@@ -61,7 +61,6 @@ from ..errors import (
     TimeSeriesError,
 )
 from ..model import (
-    DESCRIPTORS,
     SERIES_CLASSES,
     Deterministic,
     OwnerCategory,
@@ -673,41 +672,49 @@ class Store(StoreApi):
     ) -> dict[str, Any]:
         arr = ts._data
         et = ts._et
+        code, gridded, forecast, irregular, probabilistic = _class_traits(type(ts))
         stored = shrink(et, arr) if et.is_ragged else arr
         shape = arr.shape
-        gridded = isinstance(ts, SingleTimeSeries | _Forecast)
-        forecast = gridded and isinstance(ts, _Forecast)
         name = ts.name
+        # One dict display in the catalog's column order (a bulk add builds one per
+        # series); the slots are read directly, the properties would only return them.
+        if gridded:
+            initial_ms = ts._initial_ms
+            instant = _catalog_instant(initial_ms)
+            resolution = _period_text(ts._resolution)
+        else:
+            initial_ms = instant = resolution = None
         row: dict[str, Any] = {
             "owner_id": owner_id,
             "owner_type": owner_type,
             "owner_category": int(category),
-            "time_series_type": ts.time_series_type.catalog_code,
+            "time_series_type": code,
             "name": name,
-            "initial_timestamp": _catalog_instant(ts.initial_ms) if gridded else None,
-            "initial_ms": ts.initial_ms if gridded else None,
-            "resolution": _period_text(ts.resolution_period) if gridded else None,
+            "initial_timestamp": instant,
+            "initial_ms": initial_ms,
+            "resolution": resolution,
             "length": int(shape[0]),
-            "horizon": _period_text(ts.horizon_period) if forecast else None,
-            "interval": _period_text(ts.interval_period) if forecast else None,
-            "count": ts.count if forecast else None,
+            "horizon": _period_text(ts._horizon) if forecast else None,
+            "interval": _period_text(ts._interval) if forecast else None,
+            "count": ts._count if forecast else None,
             "timestamps_hash": None,
+            "units": ts.units,
+            "quantity_kind": ts.quantity_kind,
+            "unit_system": ts.unit_system,
+            "component_field": ts.component_field,
+            "application_data": ts.application_data,
+            "time_reference": ts._tr,
+            "percentiles_json": (orjson.dumps(ts.percentiles).decode() if probabilistic else None),
+            "element_type": _element_text(et),
+            "element_shape": _shape_json(shape[1:]),
+            "array_shape": _shape_json(shape),
+            "data_hash": data_hash(stored) if known_hash is None else known_hash,
+            "features_hash": _features_hash_of(feats),
         }
-        for d in DESCRIPTORS:
-            row[d] = getattr(ts, d)
-        row["time_reference"] = ts.time_reference
-        row["percentiles_json"] = (
-            orjson.dumps(ts.percentiles).decode() if isinstance(ts, Probabilistic) else None
-        )
-        row["element_type"] = _element_text(et)
-        row["element_shape"] = _shape_json(shape[1:])
-        row["array_shape"] = _shape_json(shape)
-        row["data_hash"] = data_hash(stored) if known_hash is None else known_hash
-        row["features_hash"] = _features_hash_of(feats)
         out = {"row": row, "data": stored, "features": feats}
-        if not gridded and isinstance(ts, _Irregular):
-            row["timestamps_hash"] = timestamps_hash(ts.timestamps_ms)
-            out["timestamps"] = ts.timestamps_ms
+        if irregular:
+            row["timestamps_hash"] = timestamps_hash(ts._ts_ms)
+            out["timestamps"] = ts._ts_ms
         out["series"] = ts
         out["label"] = f"'{name}' (owner {owner_id})"
         return out
@@ -1050,7 +1057,8 @@ class Store(StoreApi):
             )
         # In key order: the table is clustered on (hash, kind), so sorted inserts fill
         # its pages one after another instead of splitting pages all over the tree.
-        rows.sort(key=lambda r: (r[0], r[1]))
+        # (hash, kind) is unique among them, so the plain tuple order is that order.
+        rows.sort()
         self._catalog.executemany(
             "INSERT INTO arrays (hash, kind, dtype, shape, pool, slot, segment) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -1374,16 +1382,16 @@ class Store(StoreApi):
         return _series_of(fields, stored, ts_ms, pad)
 
     def _read_fields(self, ids: Sequence[int]) -> list[tuple]:
-        """``_READ_FIELDS`` (and the data array's place) of each of ``ids``, in the order
-        given: one query, no catalog row objects; NotFoundError names a missing id."""
-        wanted = [series_id(i) for i in ids]
-        lookup = np.array([i for i in wanted if _INT64_MIN <= i <= _INT64_MAX], dtype=np.int64)
+        """``_READ_FIELDS`` (and the data array's pool, slot and segment) of each of
+        ``ids``, in the order given: one query, no catalog row objects; NotFoundError
+        names a missing id."""
+        wanted, lookup = _id_lookup(ids)
         self._open()
         found = (
             {
                 r[0]: r
                 for r in self._catalog.execute(
-                    f"SELECT {_READ_FIELDS}, a.dtype, a.shape, a.pool, a.slot, a.segment "
+                    f"SELECT {_READ_FIELDS}, a.pool, a.slot, a.segment "
                     "FROM time_series_associations t LEFT JOIN arrays a "
                     "ON a.hash = t.data_hash AND a.kind = 'data' WHERE t.id IN carray(?)",
                     (apsw.carray(lookup),),
@@ -1395,6 +1403,38 @@ class Store(StoreApi):
         if len(found) < len(set(wanted)):
             raise _missing_ids([i for i in wanted if i not in found])
         return [found[i] for i in wanted]
+
+    def _data_arrays(self, fields: list[tuple]) -> dict[bytes, np.ndarray]:
+        """The stored data array of each of ``_read_fields``' rows, by data hash: each
+        distinct array read once, the slots of one segment's pool in one call.
+
+        Raises SegmentGone when a segment was merged away since the rows were read.
+        """
+        out: dict[bytes, np.ndarray] = {}
+        groups: dict[tuple[str, str], tuple[list[int], list[bytes]]] = {}
+        empty: list[bytes] = []
+        for f in fields:
+            h = f[_AT_DATA_HASH]
+            if h in out:
+                continue
+            pool = f[_AT_POOL]
+            out[h] = None  # type: ignore[assignment]  # claimed; filled in below
+            if not pool:
+                if pool is None:  # no arrays row: the catalog is damaged
+                    raise _missing_array(h, "data")
+                empty.append(h)  # a zero-size array has no slot
+                continue
+            key = (f[_AT_POOL + 2], pool)
+            group = groups.get(key)
+            if group is None:
+                group = groups[key] = ([], [])
+            group[0].append(f[_AT_POOL + 1])
+            group[1].append(h)
+        if empty:
+            out.update((k[0], a) for k, a in self._load_once({(h, "data") for h in empty}).items())
+        for (segment, pool), (slots, hashes) in groups.items():
+            out.update(zip(hashes, self._segments.read(segment, pool, slots), strict=True))
+        return out
 
     def read_by_ids(
         self,
@@ -1420,25 +1460,19 @@ class Store(StoreApi):
             fields = self._read_fields(ids)
             # The places came with the rows; a segment merged away meanwhile sends the
             # read back for the new ones, as _load does.
-            places: dict[tuple[bytes, str], tuple] = {}
-            for f in fields:
-                if f[_AT_PLACE] is None:
-                    raise _missing_array(f[_AT_DATA_HASH], "data")
-                places[(f[_AT_DATA_HASH], "data")] = f[_AT_PLACE:]
             try:
-                loaded = self._load_once(set(places), (), places)
+                arrays = self._data_arrays(fields)
                 break
             except SegmentGone:
                 if attempt == 2 or self._catalog.in_transaction:
                     raise
         stamps = {(f[_AT_TS_HASH], "timestamps") for f in fields if f[_AT_TS_HASH]}
-        if stamps:
-            loaded.update(self._load(stamps))
+        times = {k[0]: a for k, a in self._load(stamps).items()} if stamps else {}
         out: list[_Series] = [
             _series_of(
                 f,
-                loaded[(f[_AT_DATA_HASH], "data")],
-                loaded[(f[_AT_TS_HASH], "timestamps")] if f[_AT_TS_HASH] else None,
+                arrays[f[_AT_DATA_HASH]],
+                times[f[_AT_TS_HASH]] if f[_AT_TS_HASH] else None,
                 True,
             )
             for f in fields
@@ -2005,6 +2039,19 @@ class _Rollback(Exception):
     """Raised into a transaction context to roll it back on request."""
 
 
+def _id_lookup(ids: Sequence[int]) -> tuple[list[int], np.ndarray]:
+    """``ids`` checked as series ids (``series_id``), and those an int64 can hold as one
+    int64 array (an id no int64 holds is no rowid: simply missing)."""
+    wanted = ids if type(ids) is list else list(ids)
+    if set(map(type, wanted)) <= {int}:
+        # Plain ints (what a caller holds, what list_metadata gives): one conversion in
+        # C instead of a check per id; one outside int64 sends them the long way.
+        with contextlib.suppress(OverflowError):
+            return wanted, np.array(wanted, dtype=np.int64)
+    wanted = [series_id(i) for i in wanted]
+    return wanted, np.array([i for i in wanted if _INT64_MIN <= i <= _INT64_MAX], dtype=np.int64)
+
+
 def _missing_ids(missing: list[int]) -> NotFoundError:
     return NotFoundError(
         f"no series with id {', '.join(map(str, missing[:10]))}"
@@ -2029,7 +2076,7 @@ _READ_FIELDS = (
     "t.resolution, t.horizon, t.interval, t.count, t.percentiles_json, t.array_shape, "
     "t.data_hash, t.timestamps_hash"
 )
-_AT_DATA_HASH, _AT_TS_HASH, _AT_PLACE = 17, 18, 19
+_AT_DATA_HASH, _AT_TS_HASH, _AT_POOL = 17, 18, 19  # then the slot and the segment
 
 # What ``iter_select_fields`` may name: every catalog column, and the feature map's text.
 _FIELD_COLUMNS = {
@@ -2126,6 +2173,20 @@ def _period(text: str, what: str):
     return as_period(text, what=what)
 
 
+@functools.lru_cache(maxsize=64)
+def _class_traits(cls: type) -> tuple[int, bool, bool, bool, bool]:
+    """``(catalog code, gridded, forecast, irregular, probabilistic)`` of a series class,
+    worked out once (a bulk add asks for every series)."""
+    gridded = issubclass(cls, SingleTimeSeries | _Forecast)
+    return (
+        cls.time_series_type.catalog_code,
+        gridded,
+        gridded and issubclass(cls, _Forecast),
+        not gridded and issubclass(cls, _Irregular),
+        issubclass(cls, Probabilistic),
+    )
+
+
 def _dtype_of(arr: np.ndarray) -> str:
     return _dtype_text(arr.dtype)
 
@@ -2140,8 +2201,8 @@ def _dtype_text(dtype: np.dtype) -> str:
     return dtype_name(dtype)
 
 
-@functools.lru_cache(maxsize=256)
 def _element_text(et: Any) -> str:
+    # Not cached: hashing the (frozen dataclass) element type costs more than str().
     return str(et)
 
 
@@ -2155,9 +2216,20 @@ def _catalog_instant(ms: int) -> str:
     return ms_to_rfc3339(ms)
 
 
-@functools.lru_cache(maxsize=1024)
+_PERIOD_TEXTS: dict[tuple[int, int, bool], str] = {}
+
+
 def _period_text(period: Period) -> str:
-    return str(period)
+    """``str(period)``, built once per distinct period. Keyed by its fields: every series
+    holds its own Period object, and a frozen dataclass's own hash costs several times
+    this key's."""
+    key = (period.months, period.ms, period.calendar)
+    text = _PERIOD_TEXTS.get(key)
+    if text is None:
+        if len(_PERIOD_TEXTS) >= 1024:  # many distinct periods: keep it bounded
+            _PERIOD_TEXTS.clear()
+        text = _PERIOD_TEXTS[key] = str(period)
+    return text
 
 
 _EMPTY_FEATURES_HASH = features_hash({})

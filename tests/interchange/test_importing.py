@@ -502,3 +502,31 @@ def test_an_earlier_groups_checksum_refusal_wins_over_a_later_groups_fault(
         ctx = Context(store, Options(), True, None, 12)
         with pytest.raises(InvalidParameterError, match="does not sit on a PT1H grid"):
             import_partition(ctx, source, write=False)
+
+
+def test_a_spec_label_names_the_row_as_the_file_holds_it() -> None:
+    rows = SeriesRows(place())
+    key = ("ab" * 32, "axis")
+    opts = Options.parse({"owner_id": 99, "name": "renamed"})
+    (spec,) = rows.specs([series_row(rows, array_id=1, id=7, owner_id=5)], {1: key}, opts)
+    assert (spec.owner_id, spec.name) == (99, "renamed")
+    assert spec.label == "'s' (owner 5, id 7 in SingleTimeSeries_f64_utc_series)"
+
+
+def test_the_core_lets_go_of_each_wanted_entry_once_its_group_is_read(tmp_path: Path) -> None:
+    source, _ = _many(5)
+    seen: list[list] = []
+    real = source.groups
+
+    def groups(wanted: list, dtype: str) -> Iterator[Group | None]:
+        seen.append(wanted)
+        for k, group in enumerate(real(wanted, dtype)):
+            assert all(w is None for w in wanted[:k]) and wanted[k] is not None
+            yield group
+
+    source.groups = groups  # type: ignore[method-assign]
+    with Store.create(tmp_path / "s.h5") as store:
+        ctx = Context(store, Options(), False, None, 15)
+        with store.transaction():
+            _, ids = import_partition(ctx, source, write=True)
+        assert len(ids) == 5 and seen and all(w is None for w in seen[0])

@@ -415,3 +415,109 @@ def test_period_helper_used_for_affine_grids() -> None:
     assert period_ms("P1M") is None
     assert period_ms("P1Y") is None
     assert Period.parse("PT0.5S").ms == 500
+
+
+# ---------------------------------------------------------------------- whole stored series
+def _bits(a: np.ndarray) -> tuple:
+    return a.dtype.str, a.shape, np.ascontiguousarray(a).tobytes()
+
+
+def _nan(payload: int) -> float:
+    return float(np.frombuffer(np.uint64(0x7FF0000000000000 | payload).tobytes(), np.float64)[0])
+
+
+def _every_kind_of_static(store: Store) -> None:
+    specials = [_nan(0x123), _nan(0x8_0000_0000_0001), -0.0, np.inf, -np.inf, 0.0, 1.5]
+    add(store, sts("f64", np.array(specials)), owner=1)
+    f32 = np.array([-0.0, np.inf, -np.inf, 0.1], dtype=np.float32)
+    f32_nan = np.frombuffer(np.uint32(0x7FC00042).tobytes(), np.float32)
+    add(store, sts("f32", np.concatenate([f32, f32_nan])), owner=2)
+    for i, dt in enumerate(
+        [np.int64, np.int32, np.int16, np.int8, np.uint32, np.uint16, np.uint8, np.bool_]
+    ):
+        info = np.iinfo(dt) if dt is not np.bool_ else None
+        data = np.array([0, 1] if info is None else [info.min, info.max, 0], dtype=dt)
+        add(store, sts(f"int{i}", data), owner=10 + i)
+    add(store, sts("u64", np.array([0, 2**63 - 1], dtype=np.uint64)), owner=20)
+    add(store, sts("shaped", np.arange(6.0).reshape(3, 2)), owner=21)
+    add(store, sts("tuple", [[1.0, 2.0, 3.0]], element_type="tuple(3,f64)"), owner=22)
+    add(store, sts("quad", [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], element_type="quadratic_function"))
+    month = datetime(2024, 1, 31, tzinfo=UTC)
+    add(store, sts("calendar", [1.0, 2.0, 3.0], start=month, res="P1M"), owner=23)
+    add(store, sts("pre1970", [1.0, 2.0], start=datetime(1969, 12, 31, 23, tzinfo=UTC)), owner=24)
+    # One array, three series (two on another grid): labels of all of them ride along.
+    for owner in (30, 31):
+        add(store, sts("shared", [7.0, 8.0]), owner=owner)
+    add(store, sts("shared", [7.0, 8.0], start=T0 + H), owner=32)
+
+
+def test_whole_stored_series_blocks_match_the_series_object_route(store: Store) -> None:
+    """SingleTimeSeries without a range go straight from the stored array into a block;
+    every block must equal the one the series object would have made, bit for bit."""
+    _every_kind_of_static(store)
+    plan = plan_export(store)
+    seen = 0
+    for pp in plan.partitions:
+        labels = pp.labels_by_array()
+        for block in iter_partition_arrays(store, plan, pp, batch_bytes=64):
+            sid = int(pp.ids[pp.firsts[block.array_id - 1]])
+            (row,) = store.rows_by_ids([sid])
+            ((_, stored, ts),) = next(store.iter_arrays([row]))
+            ref = row_block(export_object(store, row, stored, ts, None), block.key, block.array_id)
+            assert _bits(block.values) == _bits(ref.values), row.name
+            assert block.affine == ref.affine
+            if ref.timestamps is None:
+                assert block.timestamps is None
+            else:
+                assert block.timestamps.tolist() == ref.timestamps.tolist()
+            assert block.labels == labels(block.array_id)
+            assert block.key == pp.key(block.array_id)
+            seen += 1
+    assert seen == sum(len(pp.hashes) for pp in plan.partitions)
+
+
+def test_shared_arrays_name_every_series_that_holds_them(store: Store) -> None:
+    _every_kind_of_static(store)
+    plan = plan_export(store)
+    labels = {}
+    for pp in plan.partitions:
+        for block in iter_partition_arrays(store, plan, pp):
+            labels[(pp.partition.base, block.key)] = block.labels
+    shared = [v for v in labels.values() if any("'shared'" in x for x in v)]
+    assert sorted(shared) == [
+        ["'shared' (owner 30)", "'shared' (owner 31)"],
+        ["'shared' (owner 32)"],
+    ]
+
+
+# ---------------------------------------------------------------------- series rows
+def test_series_records_are_series_values_as_tuples(store: Store) -> None:
+    from infrastore_sqlite.interchange.layout import series_columns
+    from infrastore_sqlite.interchange.plan import series_records, series_values
+
+    varied(store)
+    _every_kind_of_static(store)
+    add(store, sts("feat", [1.0]), owner=40, features={"b": 2, "a": float("inf"), "c": "x"})
+    plan = plan_export(store)
+    for pp in plan.partitions:
+        cols = ["array_id", "id", *series_columns(pp.partition.key.type)]
+        by_id = sorted(pp.series, key=lambda s: s.row.id)
+        expected = [tuple(d[c] for c in cols) for d in series_values(store, pp, by_id)]
+        assert list(series_records(store, pp)) == expected
+        by_array = sorted(pp.series, key=lambda s: (pp.array_ids[s.key], s.row.id))
+        expected = [tuple(d[c] for c in cols) for d in series_values(store, pp, by_array)]
+        assert list(series_records(store, pp, order="array")) == expected
+    (feat,) = [r for pp in plan.partitions for r in series_records(store, pp) if r[6] == "feat"]
+    assert '{"a":null,"b":2,"c":"x"}' in feat
+
+
+@pytest.mark.parametrize("order", ["id", "array"])
+def test_series_removed_after_planning_is_named(store: Store, order: str) -> None:
+    from infrastore_sqlite.errors import NotFoundError
+    from infrastore_sqlite.interchange.plan import series_records
+
+    ids = [add(store, sts(f"s{i}", [float(i)]), owner=i + 1) for i in range(5)]
+    plan = plan_export(store)
+    store.remove_by_ids([ids[2]])
+    with pytest.raises(NotFoundError, match=str(ids[2])):
+        list(series_records(store, plan.partitions[0], order=order))

@@ -206,3 +206,34 @@ def test_a_failed_write_is_reported_once_and_the_file_goes_on(tmp_path: Path) ->
     f.write("f64__2", "f64", [2], 3, [np.full(2, 7.0)])
     assert [a.tolist() for a in f.read("f64__2", [0, 3])] == [[1.0, 1.0], [7.0, 7.0]]
     f.close()
+
+
+@pytest.mark.parametrize("slab_bytes", [64, 8 * 1024 * 1024])
+def test_slab_reads_of_any_slot_list_match_the_pool_row_by_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slab_bytes: int
+) -> None:
+    # slab_bytes 64: every run is cut by the span, so the cuts fall everywhere.
+    monkeypatch.setattr("infrastore_sqlite.store.arrays._SLAB_BYTES", slab_bytes)
+    f = ArrayFile(tmp_path / "a.h5", "x", compression="none")
+    rows = [np.array([k, -k, k * 0.5]) for k in range(300)]
+    f.write("f64__3", "f64", [3], 0, rows)
+    rng = np.random.default_rng(7)
+    cases = [
+        list(range(300)),  # ascending, dense: row views
+        list(range(299, -1, -1)),  # descending
+        [5, 5, 6, 5, 200, 7],  # repeats (each a copy of its own)
+        [0, 2, 4, 9, 60, 61, 62, 299],  # gaps, within and past _SLAB_GAP
+        rng.permutation(300)[:120].tolist(),
+        [0, 0, 2],  # a repeat that spans as many slots as it names
+        [np.int64(3), 1],
+    ]
+    for slots in cases:
+        got = f.read("f64__3", slots)
+        assert [g.tolist() for g in got] == [rows[int(s)].tolist() for s in slots]
+        got[0][0] = 1e9  # fresh arrays or views of a fresh slab: the next read is unchanged
+        assert f.read("f64__3", [int(slots[0])])[0].tolist() == rows[int(slots[0])].tolist()
+    assert [g.tolist() for g in f.read("f64__3", [4, 1, 250], (1,))] == [-4.0, -1.0, -250.0]
+    assert f.read("f64__3", []) == []
+    with pytest.raises(StorageError, match="reading pool f64__3"):
+        f.read("f64__3", [1, 2, 10_000])
+    f.close()

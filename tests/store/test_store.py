@@ -889,6 +889,28 @@ def test_read_by_ids_many_every_dtype_bit_exact(
     assert gc.isenabled()  # the read pauses the collector, and gives it back on a refusal
 
 
+def test_read_by_ids_takes_ids_in_any_integer_form_and_refuses_the_rest(store: Store) -> None:
+    """Plain ints go to the catalog in one conversion; numpy integers, tuples and arrays
+    give the same series; a bool, a float or a string is refused as a single read refuses
+    it; an id no int64 holds is missing; an empty array reads back with no slot."""
+    from infrastore_sqlite.errors import ParameterTypeError
+
+    a = add(store, sts("a", np.arange(3.0)))
+    b = add(store, sts("b", np.arange(3.0) + 1))
+    e = add(store, sts("e", np.zeros(0)))
+    want = [x.data.tolist() for x in store.read_by_ids([b, a, e])]
+    assert want == [[1.0, 2.0, 3.0], [0.0, 1.0, 2.0], []]
+    for ids in ((b, a, e), np.array([b, a, e]), [np.int64(b), a, np.int32(e)]):
+        assert [x.data.tolist() for x in store.read_by_ids(ids)] == want
+    for bad in (True, 1.0, "1"):
+        with pytest.raises(ParameterTypeError, match="a series id is an int"):
+            store.read_by_ids([a, bad])
+    for missing in (2**63, -(2**63) - 1, 10**6):
+        with pytest.raises(NotFoundError, match=str(missing)):
+            store.read_by_ids([a, missing])
+    assert store.read_by_ids([]) == []
+
+
 def test_windows_and_ranges_through_the_store(store: Store) -> None:
     s = add(store, sts())
     d = add(store, Deterministic(T0, "PT1H", "PT2H", "PT3H", 4, np.arange(8.0).reshape(2, 4), "d"))

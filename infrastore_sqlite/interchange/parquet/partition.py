@@ -6,7 +6,6 @@ walked together by ``array_id``.
 from __future__ import annotations
 
 import contextlib
-import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +52,9 @@ class _Run:
     aid: int
     start: int
     pieces: list[dict[str, np.ndarray]]
+    #: The grid its rows walk, when found for the whole batch at once (:func:`_sts_grids`);
+    #: None to look at the run alone.
+    affine: tuple | None = None
 
     @property
     def cols(self) -> dict[str, np.ndarray]:
@@ -68,10 +70,17 @@ class _Run:
 
 
 #: Values rows converted to numpy at a time: a row group is read in batches of this many,
-#: so memory holds one batch (and the array being stitched), not a whole row group.
-_BATCH_ROWS = 1 << 18
+#: so memory holds one batch (and the array being stitched), not a whole row group. 64K
+#: rows (1.5 MB of values and instants) costs no more per row than larger batches.
+_BATCH_ROWS = 1 << 16
+#: Files are read through a buffered stream of this many bytes, so a row group's column
+#: chunks are not all held compressed at once (they can be tens of MB).
+_READ_BUFFER = 1 << 20
 #: Series and arrays rows turned into Python values at a time.
 _ROW_BATCH = 4096
+#: Columns whose texts the import keeps for every array or series (an array's key, a
+#: series' owner type) and which repeat from row to row: held once per distinct text.
+_SHARED_TEXT = frozenset({"time_axis", "owner_type"})
 
 
 _UNIT_DIV = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}
@@ -116,7 +125,9 @@ class PartitionReader:
         pf = self._pf.get(role)
         if pf is None:
             with reading_errors(self.files[role]):
-                pf = self._pf[role] = self.pq.ParquetFile(self.files[role])
+                pf = self._pf[role] = self.pq.ParquetFile(
+                    self.files[role], buffer_size=_READ_BUFFER
+                )
         return pf
 
     @contextlib.contextmanager
@@ -223,16 +234,25 @@ class PartitionReader:
 
     def _rows(self, role: str, columns: list[str]) -> Iterator[tuple]:
         """A file's rows as tuples of Python values, a batch at a time (a file of many
-        series is never held as Python objects whole); instants as epoch integers."""
+        series is never held as Python objects whole); instants as epoch integers.
+
+        The texts of :data:`_SHARED_TEXT` columns, which the import keeps per array or
+        series and which repeat from row to row, are one object per distinct text."""
         pf = self._file(role)
         pa = self.pa
+        shared: dict[Any, Any] = {}
         for batch in pf.iter_batches(batch_size=_ROW_BATCH, columns=columns):
             cols = []
             for c in columns:
                 col = batch.column(c)
                 if pa.types.is_timestamp(col.type):
                     col = col.view(pa.int64())  # a view: no compute kernel, no copy
-                cols.append(col.to_pylist())
+                cells = col.to_pylist()
+                if c in _SHARED_TEXT and (
+                    pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+                ):  # (cells of any other type are refused by the core as they are)
+                    cells = list(map(shared.setdefault, cells, cells))
+                cols.append(cells)
             yield from zip(*cols, strict=True)
 
     def open_values(self, arrays: Mapping[int, tuple[str, str]]) -> None:
@@ -278,7 +298,14 @@ class PartitionReader:
     def groups(
         self, wanted: Sequence[tuple[tuple[str, str], list[int], Spec | None]], dtype: str
     ) -> Iterator[Group | None]:
-        runs = self._runs(dtype)
+        # Each array's fixed resolution (its first series row's), for the batch grid
+        # check; not the Specs themselves, which the core lets go as it files them.
+        res_ms = {
+            ids[0]: spec.res.ms
+            for _key, ids, spec in wanted
+            if spec is not None and spec.res is not None and not spec.res.calendar
+        }
+        runs = self._runs(dtype, res_ms)
         pending = next(runs, None)
         for key, ids, spec in wanted:
             self.place.label = spec.label if spec is not None else None
@@ -303,10 +330,12 @@ class PartitionReader:
     def _stray(self, run: _Run) -> InvalidParameterError:
         return stray_values_row(self.place, run.aid, run.start + 1)
 
-    def _runs(self, dtype: str) -> Iterator[_Run]:
+    def _runs(self, dtype: str, res_ms: Mapping[int, int] | None = None) -> Iterator[_Run]:
         """The values file's arrays in file order, a batch of a row group at a time,
         stitched across batches and groups; refuses an array that reappears and one the
-        arrays file does not hold."""
+        arrays file does not hold. With ``res_ms`` (array id -> the fixed resolution of its
+        first series row), the grids of a SingleTimeSeries batch's arrays are found in one
+        pass over the batch."""
         pf = self._file("values")
         names = ["timestamp", *(c for c, _ in values_key_columns(self.type)), "value"]
         if self._has_aid:
@@ -331,19 +360,34 @@ class PartitionReader:
                 aid = cols.pop("array_id") if self._has_aid else np.full(n, self._aid, np.int64)
                 cuts = np.flatnonzero(aid[1:] != aid[:-1]) + 1
                 bounds = [0, *cuts.tolist(), n]
-                self._check_runs(aid[bounds[:-1]], [start + b for b in bounds[:-1]], seen_last)
-                for lo, hi in itertools.pairwise(bounds):
-                    a = int(aid[lo])
-                    piece = {c: v[lo:hi] for c, v in cols.items()}
+                heads = aid[bounds[:-1]]
+                self._check_runs(heads, [start + b for b in bounds[:-1]], seen_last)
+                grids = (
+                    _sts_grids(cols["timestamp"], heads, bounds, res_ms)
+                    if res_ms and self.type is TimeSeriesType.SingleTimeSeries
+                    else None
+                )
+                known = self._arrays
+                items = list(cols.items())
+                for a, lo, hi, grid in zip(
+                    heads.tolist(),
+                    bounds[:-1],
+                    bounds[1:],
+                    grids or [None] * len(heads),
+                    strict=True,
+                ):
+                    piece = {c: v[lo:hi] for c, v in items}
                     if carry is not None and carry.aid == a:
                         carry.pieces.append(piece)
+                        carry.affine = None  # stitched: its grid is looked at whole
                         continue
                     if carry is not None:
                         yield carry
-                    if a not in self._arrays:
+                    if a not in known:
                         raise stray_values_row(self.place, a, start + lo + 1)
                     seen_last = a
-                    carry = _Run(a, start + lo, [piece])
+                    # The batch's last array may go on in the next batch (then reset above).
+                    carry = _Run(a, start + lo, [piece], grid)
                 start += n
                 del batch, cols
         if carry is not None:
@@ -548,18 +592,61 @@ class PartitionReader:
         )
 
     def _group(self, key: tuple[str, str], run: _Run, spec: Spec | None) -> Group:
-        n = run.n
         lo = run.start
         cols = run.cols
+        values = cols["value"]
+        n = len(values)
         group = Group(
-            key, [run.aid], n, cols["value"], rowids=lambda: list(range(lo + 1, lo + n + 1))
+            key,
+            [run.aid],
+            n,
+            values,
+            cols["timestamp"],
+            cols.get("issue_time"),
+            cols.get("percentile", cols.get("scenario")),
+            rowids=lambda: list(range(lo + 1, lo + n + 1)),
         )
-        group.timestamp = cols["timestamp"]
-        group.issue = cols.get("issue_time")
-        group.lane = cols.get("percentile", cols.get("scenario"))
         if spec is not None:
-            group.affine = _affine(self.type, group, spec)
+            group.affine = run.affine if run.affine is not None else _affine(self.type, group, spec)
         return group
+
+
+def _sts_grids(
+    ts: np.ndarray, heads: np.ndarray, bounds: list[int], res_ms: Mapping[int, int]
+) -> list[tuple | None]:
+    """For each array of a batch (``heads[k]`` on rows ``bounds[k]:bounds[k + 1]``), its
+    SingleTimeSeries grid ``("sts", first, ms)`` when its rows are exactly the fixed grid
+    of resolution ``res_ms[heads[k]]`` (its series row's), in row order, else None: what
+    :func:`_affine` finds one array at a time, in one pass over the batch (short arrays
+    cost a few numpy calls each).
+    """
+    k = len(heads)
+    res = np.zeros(k, dtype=np.int64)
+    known = np.zeros(k, dtype=bool)
+    for i, a in enumerate(heads.tolist()):
+        ms = res_ms.get(a)
+        if ms is not None:
+            res[i] = ms
+            known[i] = True
+    if not known.any():
+        return [None] * k
+    starts = np.asarray(bounds[:-1], dtype=np.int64)
+    lens = np.diff(np.asarray(bounds, dtype=np.int64))
+    first = ts[starts]
+    n = int(lens[0])
+    if (lens == n).all() and (res == res[0]).all():
+        # Arrays of one length and resolution (the common batch): a [k, n] view.
+        block = ts.reshape(k, n)
+        steps = np.arange(n, dtype=np.int64) * res[0]
+        ok = (block == block[:, :1] + steps).all(axis=1) & known
+    else:
+        offset = np.arange(ts.size, dtype=np.int64) - np.repeat(starts, lens)
+        on_grid = ts == np.repeat(first, lens) + offset * np.repeat(res, lens)
+        ok = np.logical_and.reduceat(on_grid, starts) & known
+    return [
+        ("sts", f, r) if good else None
+        for good, f, r in zip(ok.tolist(), first.tolist(), res.tolist(), strict=True)
+    ]
 
 
 def _affine(tst: TimeSeriesType, group: Group, spec: Spec) -> tuple | None:

@@ -429,9 +429,10 @@ class _PartitionReader:
         head = self._run_member(wanted[at])
         if head is None:
             return [], 1
-        lo, hi, _first, ms = head
+        lo, hi, first, ms = head
         n = hi - lo + 1
         los = [lo]
+        firsts = {first}
         end = hi
         most = min(_RUN_ARRAYS, _RUN_ROWS // n)
         for item in wanted[at + 1 : at + most]:
@@ -441,21 +442,32 @@ class _PartitionReader:
             if member[3] != ms:
                 break
             los.append(member[0])
+            firsts.add(member[2])
             end = member[1]
         if len(los) < 2:
             return [], 1
-        starts = np.array(los, dtype=np.int64)
         if limit is not None:
             self.conn.limit(apsw.SQLITE_LIMIT_LENGTH, limit)
         try:
-            cells = _column(
-                self.conn,
-                f"SELECT CASE WHEN v.timestamp IS (h.timestamp + (v.rowid - b.value) * ?2) "
-                f"THEN v.value ELSE x'00' END FROM carray(?1) AS b CROSS JOIN {self.V} AS h "
-                f"CROSS JOIN {self.V} AS v WHERE h.rowid = b.value "
-                "AND v.rowid BETWEEN b.value AND b.value + ?3",
-                (apsw.carray(starts), ms, n - 1),
-            )
+            if len(firsts) == 1:
+                # Every array of the run starts at one instant (series of one model
+                # horizon, the common case): one range scan, each row checked against
+                # the grid by its offset within its array, no join.
+                cells = _column(
+                    self.conn,
+                    "SELECT CASE WHEN timestamp IS (?1 + ((rowid - ?2) % ?3) * ?4) "
+                    f"THEN value ELSE x'00' END FROM {self.V} WHERE rowid BETWEEN ?2 AND ?5",
+                    (firsts.pop(), lo, n, ms, end),
+                )
+            else:
+                cells = _column(
+                    self.conn,
+                    "SELECT CASE WHEN v.timestamp IS (h.timestamp + (v.rowid - b.value) * ?2) "
+                    f"THEN v.value ELSE x'00' END FROM carray(?1) AS b CROSS JOIN {self.V} AS h "
+                    f"CROSS JOIN {self.V} AS v WHERE h.rowid = b.value "
+                    "AND v.rowid BETWEEN b.value AND b.value + ?3",
+                    (apsw.carray(np.array(los, dtype=np.int64)), ms, n - 1),
+                )
         except apsw.TooBigError:
             return [], len(los)
         finally:

@@ -489,3 +489,30 @@ def test_a_missing_directory(store: Store, out_dir: Path) -> None:
     with pytest.raises(TimeSeriesError, match="does not exist"):
         store.export_sqlite(out_dir / "nope" / "e.sqlite")
     assert os.listdir(out_dir) == []
+
+
+# ---------------------------------------------------------------------- refusals inside a run
+# Short arrays on one grid are checked and encoded as one run; a refusal found there is
+# named by the arrays that hold it, never by the whole run.
+
+
+def test_negative_zero_in_the_middle_of_a_run_names_that_series(
+    store: Store, out_dir: Path
+) -> None:
+    for i in range(12):
+        data = [float(i), 1.0, 2.0]
+        if i in (4, 9):
+            data[1] = -0.0
+        add(store, sts(f"s{i}", data), owner=i + 1)
+    err = refused_new(store, out_dir, "^2 of the selected series hold a scalar -0.0")
+    assert err.series == ["'s4' (owner 5)", "'s9' (owner 10)"]
+
+
+def test_u64_in_the_middle_of_a_run_names_that_series(store: Store, out_dir: Path) -> None:
+    for i in range(10):
+        data = np.array([i, 1, 2], dtype=np.uint64)
+        if i == 6:
+            data[2] = np.uint64(2**64 - 1)
+        add(store, sts(f"u{i}", data), owner=i + 1)
+    err = refused_new(store, out_dir, f"u64 value {2**64 - 1} does not fit a SQLite INTEGER")
+    assert err.series == ["'u6' (owner 7)"]

@@ -25,16 +25,23 @@ V = '"SingleTimeSeries_f64_utc_values"'
 A = '"SingleTimeSeries_f64_utc_arrays"'
 
 
-def _build(store) -> None:
+def _build(store, starts: str) -> None:
     rng = np.random.default_rng(16)
     for k in range(N):
-        ts = I.SingleTimeSeries(T0 + timedelta(hours=k), "PT1H", rng.random(LEN), f"s{k}")
+        # Staggered starts take the run read's join; one common start its range scan.
+        start = T0 + timedelta(hours=k) if starts == "staggered" else T0
+        ts = I.SingleTimeSeries(start, "PT1H", rng.random(LEN), f"s{k}")
         store.add_time_series(k + 1, "Gen", "Component", ts)
 
 
+@pytest.fixture(scope="module", params=["staggered", "aligned"])
+def starts(request) -> str:
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def base_db(tmp_path_factory):
-    return exported_db(tmp_path_factory, "runs", _build)
+def base_db(tmp_path_factory, starts):
+    return exported_db(tmp_path_factory, f"runs-{starts}", lambda s: _build(s, starts))
 
 
 @pytest.fixture
@@ -52,11 +59,11 @@ def runs(monkeypatch):
     return taken
 
 
-def test_runs_read_every_array_as_written(base_db, tmp_path, runs):
+def test_runs_read_every_array_as_written(base_db, starts, tmp_path, runs):
     src = I.Store.create(tmp_path / "src.h5")
     dst = I.Store.create(tmp_path / "dst.h5")
     try:
-        _build(src)
+        _build(src, starts)
         dst.import_sqlite(base_db)
         assert len(runs) == N  # every array came through the run read
         want, got = _by_name(src), _by_name(dst)
@@ -125,3 +132,22 @@ def test_fault_in_a_run_is_refused_as_one_by_one(base_db, tmp_path, monkeypatch,
         f"(SELECT id FROM {A} ORDER BY id LIMIT 1 OFFSET {k})",
     )[0]
     assert f"series '{name}'" in by_runs  # the faulty array's series, wherever in the run
+
+
+def test_runs_of_one_start_are_one_range_scan(base_db, starts, tmp_path, monkeypatch):
+    statements: list[str] = []
+    real = reader._column
+
+    def spy(conn, sql, params=()):
+        statements.append(sql)
+        return real(conn, sql, params)
+
+    monkeypatch.setattr(reader, "_column", spy)
+    dst = I.Store.create(tmp_path / "dst.h5")
+    try:
+        assert len(dst.import_sqlite(base_db)) == N
+    finally:
+        dst.close()
+    run_reads = [s for s in statements if "x'00'" in s]
+    assert len(run_reads) == 1  # all N arrays in one statement
+    assert ("carray" in run_reads[0]) == (starts == "staggered")

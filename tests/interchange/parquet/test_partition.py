@@ -1,0 +1,130 @@
+"""``interchange/parquet/partition.py``: the grids of a batch's arrays found at once.
+
+``_sts_grids`` must vouch for exactly the arrays ``_affine`` vouches for one at a time (an
+array it wrongly vouched for would be filed unplaced), and an import whose batches cut
+arrays anywhere must give back the store it came from.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from varied_store import add, new_store, snapshot, sts
+
+from infrastore_sqlite.core.periods import as_period
+from infrastore_sqlite.interchange.importing import Group
+from infrastore_sqlite.interchange.parquet import partition
+from infrastore_sqlite.model import TimeSeriesType
+
+H = 3_600_000
+T0 = 1_704_067_200_000
+
+
+def _batch() -> tuple[np.ndarray, np.ndarray, list[int], dict]:
+    """Eight arrays in one batch, each a different case."""
+    arrays: list[tuple[int, np.ndarray, str | None]] = []
+    grid = T0 + H * np.arange(5)
+    arrays.append((1, grid, "PT1H"))  # on its grid
+    shifted = grid.copy()
+    shifted[2] += 1
+    arrays.append((2, shifted, "PT1H"))  # one row off
+    arrays.append((3, grid[::-1].copy(), "PT1H"))  # every row there, out of order
+    arrays.append((4, np.array([T0 + 7]), "PT1H"))  # a single row
+    arrays.append((5, grid, "P1M"))  # a calendar resolution: never vouched for here
+    arrays.append((6, grid, None))  # no series row names it
+    arrays.append((7, T0 + 2 * H * np.arange(4), "PT2H"))  # another resolution
+    arrays.append((8, T0 + 2 * H * np.arange(4), "PT1H"))  # steps of two hours, not one
+    ts = np.concatenate([a[1] for a in arrays]).astype(np.int64)
+    heads = np.array([a[0] for a in arrays], dtype=np.int64)
+    bounds = [0, *np.cumsum([a[1].size for a in arrays]).tolist()]
+    specs = {a: SimpleNamespace(res=as_period(r)) for a, _, r in arrays if r is not None}
+    return ts, heads, bounds, specs
+
+
+def _res_ms(specs: dict) -> dict[int, int]:
+    """What the reader hands ``_sts_grids``: each array's fixed resolution."""
+    return {a: s.res.ms for a, s in specs.items() if not s.res.calendar}
+
+
+def test_sts_grids_vouch_as_affine_does_one_array_at_a_time() -> None:
+    ts, heads, bounds, specs = _batch()
+    got = partition._sts_grids(ts, heads, bounds, _res_ms(specs))
+    want = []
+    for k, a in enumerate(heads.tolist()):
+        part = ts[bounds[k] : bounds[k + 1]]
+        group = Group(("k", "a"), [a], part.size, np.zeros(part.size), timestamp=part)
+        spec = specs.get(a)
+        want.append(
+            None
+            if spec is None
+            else partition._affine(TimeSeriesType.SingleTimeSeries, group, spec)
+        )
+    assert got == want
+    assert [g is not None for g in got] == [True, False, False, True, False, False, True, False]
+
+
+def test_sts_grids_without_any_fixed_resolution() -> None:
+    ts, heads, bounds, specs = _batch()
+    calendar = {a: SimpleNamespace(res=as_period("P1M")) for a in specs}
+    assert partition._sts_grids(ts, heads, bounds, _res_ms(calendar)) == [None] * len(heads)
+
+
+@pytest.mark.parametrize("batch_rows", [4, 5, 1 << 18])
+def test_batches_that_cut_arrays_anywhere_import_the_same_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch_rows: int
+) -> None:
+    src = new_store(tmp_path / "src.h5")
+    try:
+        for owner, n in enumerate((3, 12, 3, 7, 1, 5), start=1):
+            data = np.arange(float(n)) + owner
+            data[0] = -0.0 if owner % 2 else np.nan
+            add(src, sts("s", data), owner=owner)
+        src.export_parquet(tmp_path / "out")
+        values = tmp_path / "out" / "SingleTimeSeries.f64.utc.values.parquet"
+        # Rewrite the file with the rows of its fourth array reversed: still importable,
+        # placed by its coordinates, never vouched for as a grid.
+        table = pq.read_table(values)
+        aid = table.column("array_id").to_numpy()
+        fourth = np.unique(aid)[3]
+        rows = np.flatnonzero(aid == fourth)
+        order = np.arange(len(aid))
+        order[rows] = rows[::-1]
+        pq.write_table(table.take(pa.array(order)), values, row_group_size=5)
+        monkeypatch.setattr(partition, "_BATCH_ROWS", batch_rows)
+        dst = new_store(tmp_path / "dst.h5")
+        try:
+            dst.import_parquet(tmp_path / "out")
+            want, got = snapshot(src, derived=False), snapshot(dst, derived=False)
+            assert sorted(want) == sorted(got)
+            for key, (_meta, series) in want.items():
+                a, b = np.asarray(series.data), np.asarray(got[key][1].data)
+                assert a.tobytes() == b.tobytes(), key
+        finally:
+            dst.close()
+    finally:
+        src.close()
+
+
+def test_an_arrays_file_whose_time_axis_is_not_text_is_refused(tmp_path: Path) -> None:
+    src = new_store(tmp_path / "src.h5")
+    try:
+        add(src, sts("s", np.arange(3.0)))
+        src.export_parquet(tmp_path / "out")
+    finally:
+        src.close()
+    arrays = tmp_path / "out" / "SingleTimeSeries.f64.utc.arrays.parquet"
+    table = pq.read_table(arrays)
+    at = table.schema.get_field_index("time_axis")
+    table = table.set_column(at, "time_axis", pa.array([7] * len(table), type=pa.int64()))
+    pq.write_table(table, arrays)
+    dst = new_store(tmp_path / "dst.h5")
+    try:
+        with pytest.raises(Exception, match=r"holds a int in `time_axis`, which is text"):
+            dst.import_parquet(tmp_path / "out")
+    finally:
+        dst.close()
