@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -835,7 +836,7 @@ class SeriesRows:
         self._features: dict[str, dict[str, Any]] = {}
         self._periods: dict[tuple[str, str], Period] = {}
         self._shared: dict[tuple, tuple] = {}  # the shared part of series rows, by its cells
-        self._shared_cols: tuple[int, ...] | None = None
+        self._shared_cols: Callable[[tuple], tuple] | None = None
         self._grids: dict[tuple, int] = {}  # (res, itv, hor) -> grid_key
         self._col_index: tuple[list[str], dict[str, int]] | None = None
 
@@ -982,7 +983,7 @@ class SeriesRows:
             )
         # Everything else a row says is shared by many rows: worked out (and checked) once
         # per distinct combination, the first row that has it naming it in any message.
-        shared_key = tuple(raw[i] for i in self._shared_at(at))
+        shared_key = self._shared_at(at)(raw)
         shared = self._shared.get(shared_key)
         if shared is None:
             label = f"'{row_name}' (owner {owner_id}, id {fid} in {table})"
@@ -1010,11 +1011,12 @@ class SeriesRows:
             grid_key=grid,
         )
 
-    def _shared_at(self, at: dict[str, int]) -> tuple[int, ...]:
+    def _shared_at(self, at: dict[str, int]) -> Callable[[tuple], tuple]:
+        """The cells of a row its shared part is worked out from, as one tuple (in C)."""
         if self._shared_cols is None:
             names = ["owner_category", "element_type", "time_reference", *DESCRIPTORS, "features"]
             names += [c for c in ("resolution", "interval", "horizon") if c in at]
-            self._shared_cols = tuple(at[c] for c in names)
+            self._shared_cols = operator.itemgetter(*(at[c] for c in names))
         return self._shared_cols
 
     def _shared_part(self, r: dict[str, Any], what: str, opts: Options) -> tuple:

@@ -6,7 +6,6 @@ walked together by ``array_id``.
 from __future__ import annotations
 
 import contextlib
-import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,8 +70,12 @@ class _Run:
 
 
 #: Values rows converted to numpy at a time: a row group is read in batches of this many,
-#: so memory holds one batch (and the array being stitched), not a whole row group.
-_BATCH_ROWS = 1 << 18
+#: so memory holds one batch (and the array being stitched), not a whole row group. 64K
+#: rows (1.5 MB of values and instants) costs no more per row than larger batches.
+_BATCH_ROWS = 1 << 16
+#: Files are read through a buffered stream of this many bytes, so a row group's column
+#: chunks are not all held compressed at once (they can be tens of MB).
+_READ_BUFFER = 1 << 20
 #: Series and arrays rows turned into Python values at a time.
 _ROW_BATCH = 4096
 #: Columns whose texts the import keeps for every array or series (an array's key, a
@@ -122,7 +125,9 @@ class PartitionReader:
         pf = self._pf.get(role)
         if pf is None:
             with reading_errors(self.files[role]):
-                pf = self._pf[role] = self.pq.ParquetFile(self.files[role])
+                pf = self._pf[role] = self.pq.ParquetFile(
+                    self.files[role], buffer_size=_READ_BUFFER
+                )
         return pf
 
     @contextlib.contextmanager
@@ -362,20 +367,27 @@ class PartitionReader:
                     if res_ms and self.type is TimeSeriesType.SingleTimeSeries
                     else None
                 )
-                for k, (lo, hi) in enumerate(itertools.pairwise(bounds)):
-                    a = int(heads[k])
-                    piece = {c: v[lo:hi] for c, v in cols.items()}
+                known = self._arrays
+                items = list(cols.items())
+                for a, lo, hi, grid in zip(
+                    heads.tolist(),
+                    bounds[:-1],
+                    bounds[1:],
+                    grids or [None] * len(heads),
+                    strict=True,
+                ):
+                    piece = {c: v[lo:hi] for c, v in items}
                     if carry is not None and carry.aid == a:
                         carry.pieces.append(piece)
                         carry.affine = None  # stitched: its grid is looked at whole
                         continue
                     if carry is not None:
                         yield carry
-                    if a not in self._arrays:
+                    if a not in known:
                         raise stray_values_row(self.place, a, start + lo + 1)
                     seen_last = a
                     # The batch's last array may go on in the next batch (then reset above).
-                    carry = _Run(a, start + lo, [piece], grids[k] if grids else None)
+                    carry = _Run(a, start + lo, [piece], grid)
                 start += n
                 del batch, cols
         if carry is not None:
@@ -580,15 +592,20 @@ class PartitionReader:
         )
 
     def _group(self, key: tuple[str, str], run: _Run, spec: Spec | None) -> Group:
-        n = run.n
         lo = run.start
         cols = run.cols
+        values = cols["value"]
+        n = len(values)
         group = Group(
-            key, [run.aid], n, cols["value"], rowids=lambda: list(range(lo + 1, lo + n + 1))
+            key,
+            [run.aid],
+            n,
+            values,
+            cols["timestamp"],
+            cols.get("issue_time"),
+            cols.get("percentile", cols.get("scenario")),
+            rowids=lambda: list(range(lo + 1, lo + n + 1)),
         )
-        group.timestamp = cols["timestamp"]
-        group.issue = cols.get("issue_time")
-        group.lane = cols.get("percentile", cols.get("scenario"))
         if spec is not None:
             group.affine = run.affine if run.affine is not None else _affine(self.type, group, spec)
         return group
