@@ -16,6 +16,7 @@ the producer makes per item; nothing else is shared.
 from __future__ import annotations
 
 import contextlib
+import gc
 import queue
 import sys
 import threading
@@ -32,17 +33,24 @@ _ITEM, _END, _ERROR = 0, 1, 2
 # hand-over prompt (it only costs when the other thread asks for the GIL).
 _SWITCH_INTERVAL = 0.0001
 # The interval is process-wide: shortened while any Prefetch runs, restored after the last.
+# The cyclic collector is paused for as long (also process-wide): a collection the worker
+# happened to start would free the caller's garbage in the worker thread, which an
+# extension object bound to the thread that made it refuses (an "unsendable ... dropped
+# on another thread" warning); what a worker makes holds no cycles, so nothing waits.
 _switch_lock = threading.Lock()
 _switch_users = 0
 _switch_saved = 0.0
+_gc_was_enabled = False
 
 
 def _shorten_switch_interval() -> None:
-    global _switch_users, _switch_saved
+    global _switch_users, _switch_saved, _gc_was_enabled
     with _switch_lock:
         if _switch_users == 0:
             _switch_saved = sys.getswitchinterval()
             sys.setswitchinterval(min(_switch_saved, _SWITCH_INTERVAL))
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
         _switch_users += 1
 
 
@@ -52,6 +60,8 @@ def _restore_switch_interval() -> None:
         _switch_users -= 1
         if _switch_users == 0:
             sys.setswitchinterval(_switch_saved)
+            if _gc_was_enabled:
+                gc.enable()
 
 
 class Prefetch(Generic[T]):

@@ -13,9 +13,10 @@ SQLite writer and a Parquet writer consume the same blocks.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -161,7 +162,7 @@ class PartitionPlan:
         self.rows = int(array_rows.sum())
         self.width = width
         self.source = source
-        self._array_ids: dict[tuple[str, str], int] | None = None
+        self._array_ids: _ArrayIds | None = None
 
     def __repr__(self) -> str:
         return (
@@ -189,13 +190,11 @@ class PartitionPlan:
         return labels
 
     @property
-    def array_ids(self) -> dict[tuple[str, str], int]:
-        """``{key: array id}`` (built on first use and kept)."""
+    def array_ids(self) -> Mapping[tuple[str, str], int]:
+        """``{key: array id}``, read-only, in id order; it holds nothing of its own (a
+        key is found by bisecting the plan's sorted hashes)."""
         if self._array_ids is None:
-            self._array_ids = {
-                (h.hex(), axis): i
-                for i, (h, axis) in enumerate(zip(self.hashes, self.axes, strict=True), 1)
-            }
+            self._array_ids = _ArrayIds(self)
         return self._array_ids
 
     @property
@@ -243,6 +242,39 @@ class PartitionPlan:
             self.rows,
         )
         return dict(zip(SUMMARY_KEYS, values, strict=True))
+
+
+class _ArrayIds(Mapping[tuple[str, str], int]):
+    """A partition plan's ``{(data_hash hex, time_axis): array id}`` over its columns.
+
+    The keys are held sorted (ids are their rank), so a lookup bisects the hashes and
+    steps over the few axes one hash may have.
+    """
+
+    __slots__ = ("_pp",)
+
+    def __init__(self, pp: PartitionPlan) -> None:
+        self._pp = pp
+
+    def __getitem__(self, key: tuple[str, str]) -> int:
+        try:
+            hx, axis = key
+            h = bytes.fromhex(hx)
+        except (TypeError, ValueError):
+            raise KeyError(key) from None
+        hashes, axes = self._pp.hashes, self._pp.axes
+        i = bisect.bisect_left(hashes, h)
+        while i < len(hashes) and hashes[i] == h:
+            if axes[i] == axis:
+                return i + 1
+            i += 1
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return ((h.hex(), axis) for h, axis in zip(self._pp.hashes, self._pp.axes, strict=True))
+
+    def __len__(self) -> int:
+        return len(self._pp.hashes)
 
 
 def _label(name: str, owner_id: int) -> str:

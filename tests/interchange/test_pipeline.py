@@ -96,3 +96,30 @@ def test_overlapping_prefetches_restore_the_interval_after_the_last() -> None:
     assert sys.getswitchinterval() < before
     b.close()
     assert sys.getswitchinterval() == before
+
+
+def test_the_collector_is_paused_while_a_worker_runs() -> None:
+    import gc
+
+    assert gc.isenabled()
+    a = Prefetch(iter(range(3)))
+    b = Prefetch(iter(range(3)))
+    with a as items:
+        assert not gc.isenabled()
+        b.__enter__()
+        assert list(items) == [0, 1, 2]
+    assert not gc.isenabled()  # b still runs
+    b.close()
+    assert gc.isenabled()
+
+
+def test_a_collector_disabled_before_stays_disabled() -> None:
+    import gc
+
+    gc.disable()
+    try:
+        with Prefetch(iter(range(3))) as items:
+            assert list(items) == [0, 1, 2]
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

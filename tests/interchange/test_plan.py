@@ -521,3 +521,22 @@ def test_series_removed_after_planning_is_named(store: Store, order: str) -> Non
     store.remove_by_ids([ids[2]])
     with pytest.raises(NotFoundError, match=str(ids[2])):
         list(series_records(store, plan.partitions[0], order=order))
+
+
+def test_array_ids_is_a_mapping_over_the_columns(store: Store) -> None:
+    data = [10.0, 20.0]
+    for owner in (1, 2):
+        add(store, sts("shared", data), owner=owner)
+    add(store, sts("later", data, start=T0 + 5 * H), owner=3)  # one hash, two axes
+    add(store, sts("other", [1.0]), owner=4)
+    (pp,) = plan_export(store).partitions
+    ids = pp.array_ids
+    assert len(ids) == 3
+    assert list(ids.values()) == [1, 2, 3]
+    for key, i in ids.items():
+        assert ids[key] == i == list(ids).index(key) + 1
+        assert pp.key(i) == key
+    assert ("00" * 32, "R2/2024-01-01T00:00:00Z/PT1H") not in ids
+    assert ids.get(("not hex", "x")) is None
+    h = next(iter(ids))[0]
+    assert ids.get((h, "R9/2024-01-01T00:00:00Z/PT1H")) is None

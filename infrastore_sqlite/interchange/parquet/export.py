@@ -23,6 +23,7 @@ import itertools
 import os
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from types import ModuleType
@@ -217,6 +218,7 @@ def _write_files(
     total = plan.total_rows
     done = 0
     group: _Group | None = None
+    encoder = ThreadPoolExecutor(1, thread_name_prefix="infrastore-sqlite-parquet")
     try:
         # The store is read and laid out, and the series and arrays tables built, in a
         # worker thread while this one encodes and writes, which pyarrow does without the
@@ -225,7 +227,7 @@ def _write_files(
             for kind, pp, payload in steps:
                 if kind == "begin":
                     path = temps[target / file_names(pp.partition)["values"]]
-                    group = _Group(pa, pq, pp, path)
+                    group = _Group(pa, pq, pp, path, encoder)
                 elif kind == "segments":
                     assert group is not None
                     for seg in payload:
@@ -244,6 +246,7 @@ def _write_files(
     finally:
         if group is not None:
             group.abandon()
+        encoder.shutdown()
 
 
 # ---------------------------------------------------------------------- values
@@ -294,7 +297,7 @@ class _Segment:
 
     __slots__ = ("bounds", "columns", "counts", "ids", "rows")
 
-    def __init__(self, ids: np.ndarray, counts: np.ndarray, columns: dict[str, np.ndarray]):
+    def __init__(self, ids: np.ndarray, counts: np.ndarray, columns: dict[str, Column]):
         self.ids = ids
         self.counts = counts
         self.bounds = np.zeros(counts.size + 1, dtype=np.int64)
@@ -332,7 +335,7 @@ def _segment(run: list[RowBlock], cells: Callable[[RowBlock], np.ndarray]) -> _S
     k = len(run)
     ids = np.fromiter((b.array_id for b in run), dtype=np.int64, count=k)
     counts = np.fromiter((b.values.shape[0] for b in run), dtype=np.int64, count=k)
-    pieces: list[dict[str, np.ndarray]] = []
+    pieces: list[dict[str, Column]] = []
     i = 0
     while i < k:
         grid_of = _grid_of(run[i])
@@ -346,8 +349,8 @@ def _segment(run: list[RowBlock], cells: Callable[[RowBlock], np.ndarray]) -> _S
         i = j
     if len(pieces) == 1:
         columns = pieces[0]
-    else:
-        columns = {c: np.concatenate([p[c] for p in pieces]) for c in pieces[0]}
+    else:  # grids change within the run (rare): its key columns expanded and joined
+        columns = {c: np.concatenate([_expanded(p[c]) for p in pieces]) for c in pieces[0]}
     values = [cells(b) for b in run]
     columns["value"] = values[0] if k == 1 else np.concatenate(values)
     return _Segment(ids, counts, columns)
@@ -366,24 +369,56 @@ def _grid_of(block: RowBlock) -> _GridOf | None:
     return (a.interval_ms, a.resolution_ms, a.steps, a.lanes, block.n, lanes)
 
 
-def _bulk_coordinates(blocks: list[RowBlock], grid_of: _GridOf) -> dict[str, np.ndarray]:
+def _bulk_coordinates(blocks: list[RowBlock], grid_of: _GridOf) -> dict[str, Column]:
     """The key columns of blocks sharing one grid but their anchors, as
     ``RowBlock.coordinates`` computes them for each (the same integer arithmetic)."""
     first = blocks[0]
     issue_off, stamp_off, lane = _offsets(*grid_of[:5])
     anchors = np.fromiter((b.affine.anchor for b in blocks), dtype=np.int64, count=len(blocks))  # type: ignore[union-attr]
-    anchors = anchors[:, None]
     # timestamp = (anchor + j * interval) + h * resolution: int64 addition wraps the same
     # way in any order, so adding the precomputed offset gives the same bits.
-    out = {"timestamp": (anchors + stamp_off).reshape(-1)}
+    out: dict[str, Column] = {"timestamp": _Repeated(stamp_off, anchors)}
     if first.tst.is_forecast:
-        out["issue_time"] = (anchors + issue_off).reshape(-1)
+        out["issue_time"] = _Repeated(issue_off, anchors)
     if first.tst is TimeSeriesType.Probabilistic:
         assert first.lane_values is not None
-        out["percentile"] = np.tile(first.lane_values[lane], len(blocks))
+        out["percentile"] = _Repeated(first.lane_values[lane], count=len(blocks))
     elif first.tst is TimeSeriesType.Scenarios:
-        out["scenario"] = np.tile(lane, len(blocks))
+        out["scenario"] = _Repeated(lane, count=len(blocks))
     return out
+
+
+class _Repeated:
+    """A key column of arrays on one grid, kept unexpanded until its row group is
+    written: each array's rows are ``base`` (one number per array, or none) plus the
+    grid's ``pattern``. A queued or gathering group so holds its values and little else.
+    """
+
+    __slots__ = ("base", "count", "pattern")
+
+    def __init__(self, pattern: np.ndarray, base: np.ndarray | None = None, count: int = 0) -> None:
+        self.pattern = pattern
+        self.base = base
+        self.count = count if base is None else int(base.size)
+
+    def arrays(self, start: int, end: int) -> _Repeated:
+        """The rows of arrays ``start`` to ``end`` (positions in this column)."""
+        if self.base is None:
+            return _Repeated(self.pattern, count=end - start)
+        return _Repeated(self.pattern, self.base[start:end])
+
+    def expand(self) -> np.ndarray:
+        if self.base is None:
+            return np.tile(self.pattern, self.count)
+        return (self.base[:, None] + self.pattern).reshape(-1)
+
+
+#: A segment's column: its rows, or a key column kept unexpanded.
+Column = np.ndarray | _Repeated
+
+
+def _expanded(column: Column) -> np.ndarray:
+    return column.expand() if isinstance(column, _Repeated) else column
 
 
 @functools.lru_cache(maxsize=64)
@@ -433,15 +468,29 @@ class _Group:
 
     A group is a list of pieces of segments (views: a segment's arrays are copied only
     once, when the worker joins them), cut at array boundaries. ``array_id`` is kept as
-    per-array ids and counts and repeated when the group is written.
+    per-array ids and counts, the key columns of a grid unexpanded; both are expanded
+    when the group is written.
+
+    A complete group is written by the ``encoder`` thread (pyarrow encodes and
+    compresses without the GIL) while this thread gathers the next one from the
+    worker: so the worker is never kept waiting for a group's encoding. At most two
+    groups are held, one encoding and one gathering.
     """
 
-    def __init__(self, pa: ModuleType, pq: ModuleType, pp: PartitionPlan, path: Path) -> None:
+    def __init__(
+        self,
+        pa: ModuleType,
+        pq: ModuleType,
+        pp: PartitionPlan,
+        path: Path,
+        encoder: ThreadPoolExecutor,
+    ) -> None:
         key = pp.partition.key
         self.pa = pa
         self.path = path
+        self.encoder = encoder
         self.schema = values_schema(pa, key, pp.width)
-        self.columns = [f.name for f in self.schema][1:]
+        self.pending: Future[int] | None = None
         self._reset()
         with _storage_errors(path):
             self.writer = pq.ParquetWriter(
@@ -451,11 +500,12 @@ class _Group:
     def _reset(self) -> None:
         self.ids: list[np.ndarray] = []
         self.counts: list[np.ndarray] = []
-        self.pieces: list[dict[str, np.ndarray]] = []
+        self.pieces: list[dict[str, Column]] = []
         self.rows = 0
 
     def add(self, seg: _Segment) -> int:
-        """Take one segment; returns the rows written to the file by doing so."""
+        """Take one segment; returns the rows the file has received meanwhile (those of
+        the group encoded before, when this one completes the next)."""
         written = 0
         bounds = seg.bounds
         start, k = 0, seg.ids.size
@@ -467,15 +517,12 @@ class _Group:
                 self._take(seg, start, end)
                 start = end
             elif self.rows:
-                written += self._flush()  # the next array would carry the group past
+                written += self._flush(self.rows)  # the next array would carry it past
             else:
                 # One array longer than a group: its own groups, and the next array
                 # starts a new one.
                 self._take(seg, start, start + 1)
-                n = self.rows
-                self._write(ROW_GROUP_ROWS)
-                self._reset()
-                written += n
+                written += self._flush(ROW_GROUP_ROWS)
                 start += 1
         return written
 
@@ -483,37 +530,70 @@ class _Group:
         lo, hi = int(seg.bounds[start]), int(seg.bounds[end])
         self.ids.append(seg.ids[start:end])
         self.counts.append(seg.counts[start:end])
-        whole = lo == 0 and hi == seg.rows
-        self.pieces.append({c: v if whole else v[lo:hi] for c, v in seg.columns.items()})
+        if lo == 0 and hi == seg.rows:
+            self.pieces.append(seg.columns)
+        else:
+            self.pieces.append(
+                {
+                    c: v.arrays(start, end) if isinstance(v, _Repeated) else v[lo:hi]
+                    for c, v in seg.columns.items()
+                }
+            )
         self.rows += hi - lo
 
+    def _flush(self, group_rows: int) -> int:
+        """Hand the gathered rows to the encoder (as groups of up to ``group_rows``) once
+        it is done with the last ones; returns the rows that finished."""
+        written = self._settle()
+        if self.rows:
+            job = (self.ids, self.counts, self.pieces, self.rows, group_rows)
+            self.pending = self.encoder.submit(self._write, *job)
+        self._reset()
+        return written
+
+    def _settle(self) -> int:
+        """Wait for the group being encoded; its rows (raises what its write raised)."""
+        pending, self.pending = self.pending, None
+        return pending.result() if pending is not None else 0
+
     def close(self) -> int:
-        written = self._flush()
+        # The last group is written here: nothing is left to gather meanwhile (the
+        # worker goes on to the series table either way), and a partition of one group,
+        # the common case, costs no hand-over to the encoder.
+        written = self._settle()
+        if self.rows:
+            written += self._write(self.ids, self.counts, self.pieces, self.rows, self.rows)
+            self._reset()
         with _storage_errors(self.path):
             self.writer.close()
         return written
 
     def abandon(self) -> None:
         with contextlib.suppress(Exception):
+            self._settle()
+        with contextlib.suppress(Exception):
             self.writer.close()
 
-    def _flush(self) -> int:
-        rows = self.rows
-        if rows:
-            self._write(rows)
-        self._reset()
-        return rows
-
-    def _write(self, group_rows: int) -> None:
+    def _write(
+        self,
+        ids: list[np.ndarray],
+        counts: list[np.ndarray],
+        pieces: list[dict[str, Column]],
+        rows: int,
+        group_rows: int,
+    ) -> int:
+        """One group's columns expanded and written (in the encoder thread, but for a
+        partition's last group)."""
         pa = self.pa
-        ids = np.repeat(np.concatenate(self.ids), np.concatenate(self.counts))
-        arrays = [_arrow_array(pa, ids, self.schema[0].type)]
+        repeated = np.repeat(np.concatenate(ids), np.concatenate(counts))
+        arrays = [_arrow_array(pa, repeated, self.schema[0].type)]
         for f in list(self.schema)[1:]:
-            chunks = [_arrow_array(pa, piece[f.name], f.type) for piece in self.pieces]
+            chunks = [_arrow_array(pa, _expanded(piece[f.name]), f.type) for piece in pieces]
             arrays.append(pa.chunked_array(chunks, type=f.type))
         table = pa.Table.from_arrays(arrays, schema=self.schema)
         with _storage_errors(self.path):
             self.writer.write_table(table, row_group_size=group_rows)
+        return rows
 
 
 def _arrow_array(pa: ModuleType, data: np.ndarray, type_: Any) -> Any:
