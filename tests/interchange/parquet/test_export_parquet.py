@@ -14,6 +14,7 @@ import json
 import os
 import sqlite3
 import sys
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -805,6 +806,35 @@ def test_a_failure_midway_leaves_nothing(varied, tmp_path: Path, monkeypatch, ro
     with pytest.raises(StorageError):
         store.export_parquet(target, include_derived=True)
     assert os.listdir(target) == ["keep.txt"]
+
+
+def test_a_failure_in_the_encoder_thread_leaves_nothing(tmp_path: Path, monkeypatch) -> None:
+    from infrastore_sqlite.interchange.parquet import export as writer
+
+    # Groups of 4 rows: the first groups of the partition are encoded in the writer
+    # thread while the next are gathered; the second one fails there.
+    monkeypatch.setattr(writer, "ROW_GROUP_ROWS", 4)
+    store = new_store(tmp_path / "s.h5")
+    for i in range(6):
+        add(store, sts(f"s{i}", np.arange(3.0) + 10 * i), owner=i + 1)
+    calls = {"n": 0}
+    real = pq.ParquetWriter.write_table
+    threads = []
+
+    def failing(self, *args, **kwargs):
+        calls["n"] += 1
+        threads.append(threading.current_thread().name)
+        if calls["n"] == 2:
+            raise OSError(28, "No space left on device")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", failing)
+    with pytest.raises(StorageError, match="No space left on device") as info:
+        store.export_parquet(tmp_path / "out")
+    assert ".values.parquet" in str(info.value)
+    assert threads[1].startswith("infrastore-sqlite-parquet")
+    assert not (tmp_path / "out").exists()
+    store.close()
 
 
 def test_a_composite_wider_than_its_plan_is_refused_and_leaves_nothing(
