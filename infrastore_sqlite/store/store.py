@@ -2084,37 +2084,11 @@ _READ_FIELDS = (
 )
 _AT_DATA_HASH, _AT_TS_HASH, _AT_POOL = 17, 18, 19  # then the slot and the segment
 
-# What ``iter_select_fields`` may name: every catalog column, and the feature map's text.
-_FIELD_COLUMNS = {
-    name: f"t.{name}"
-    for name in [
-        "id",
-        "owner_id",
-        "owner_type",
-        "owner_category",
-        "time_series_type",
-        "name",
-        "initial_ms",
-        "resolution",
-        "length",
-        "horizon",
-        "interval",
-        "count",
-        "timestamps_hash",
-        "units",
-        "quantity_kind",
-        "unit_system",
-        "time_reference",
-        "component_field",
-        "percentiles_json",
-        "element_type",
-        "element_shape",
-        "array_shape",
-        "application_data",
-        "data_hash",
-        "features_hash",
-    ]
-} | {"features_json": "f.features_json"}
+# What ``iter_select_fields`` may name: every catalog column (the id and the columns a
+# series row is written with), and the feature map's text.
+_FIELD_COLUMNS = {name: f"t.{name}" for name in ("id", *Store._INSERT_COLUMNS)} | {
+    "features_json": "f.features_json"
+}
 
 
 def _series_of(f: tuple, stored: np.ndarray, ts_ms: np.ndarray | None, pad: bool) -> _Series:
