@@ -22,6 +22,7 @@ import functools
 import itertools
 import os
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
@@ -509,7 +510,7 @@ class _Group:
         self.encoder = encoder
         self.buffers: dict[str, np.ndarray] = {}  # the key columns' (see _buffer)
         self.schema = values_schema(pa, key, pp.width)
-        self.pending: Future[int] | None = None
+        self.pending: deque[Future[int]] = deque()  # queued groups, oldest first
         self._reset()
         with _storage_errors(path):
             self.writer = pq.ParquetWriter(
@@ -561,28 +562,35 @@ class _Group:
         self.rows += hi - lo
 
     def _flush(self, group_rows: int) -> int:
-        """Hand the gathered rows to the encoder (as groups of up to ``group_rows``) once
-        it is done with the last ones; returns the rows that finished."""
-        written = self._settle()
+        """Queue the gathered rows for the encoder (as groups of up to ``group_rows``),
+        then wait for the group before them; returns the rows that finished.
+
+        Queued before the wait, the group starts the moment the encoder is done with the
+        last one, not once this thread has woken up to hand it over (a gap of several
+        milliseconds per group, the GIL being busy with the worker's reads).
+        """
         if self.rows:
             job = (self.ids, self.counts, self.pieces, self.rows, group_rows)
-            self.pending = self.encoder.submit(self._write, *job)
-        self._reset()
+            self.pending.append(self.encoder.submit(self._write, *job))
+            self._reset()
+        return self._settle(keep=1)
+
+    def _settle(self, keep: int = 0) -> int:
+        """Wait for all but the ``keep`` newest queued groups; their rows (raises what a
+        write raised)."""
+        written = 0
+        while len(self.pending) > keep:
+            written += self.pending.popleft().result()
         return written
 
-    def _settle(self) -> int:
-        """Wait for the group being encoded; its rows (raises what its write raised)."""
-        pending, self.pending = self.pending, None
-        return pending.result() if pending is not None else 0
-
     def close(self) -> int:
-        # The last group is written here: nothing is left to gather meanwhile (the
-        # worker goes on to the series table either way), and a partition of one group,
-        # the common case, costs no hand-over to the encoder.
-        written = self._settle()
-        if self.rows:
-            written += self._write(self.ids, self.counts, self.pieces, self.rows, self.rows)
+        if not self.pending and self.rows:
+            # A partition of one group, the common case, is written here: nothing is
+            # left to gather meanwhile, and it costs no hand-over to the encoder.
+            written = self._write(self.ids, self.counts, self.pieces, self.rows, self.rows)
             self._reset()
+        else:
+            written = self._flush(self.rows) + self._settle()
         self.buffers.clear()  # before the series and arrays files are built
         with _storage_errors(self.path):
             self.writer.close()
@@ -608,14 +616,24 @@ class _Group:
         aid = self._buffer("array_id", rows, np.dtype(np.int64))
         _repeat_into(aid, np.concatenate(ids), np.concatenate(counts))
         arrays = [_arrow_array(pa, aid, self.schema[0].type)]
+        # A long array's key column on a grid shared by others (one year, hourly, from
+        # one start) is one vector: its chunk is shared by all of them.
+        shared: dict[tuple[int, int], np.ndarray] = {}
         for f in list(self.schema)[1:]:
             chunks, at = [], 0
             for piece in pieces:
                 column = piece[f.name]
                 if isinstance(column, _Repeated):
-                    buffer = self._buffer(f.name, rows, column.pattern.dtype)
-                    column = column.expand(buffer[at : at + column.rows])
-                    at += column.size
+                    if column.count == 1 and column.pattern.size >= _CHUNK_ROWS:
+                        anchor = 0 if column.base is None else int(column.base[0])
+                        key = (id(column.pattern), anchor)
+                        column = shared.get(key)
+                        if column is None:
+                            column = shared[key] = piece[f.name].expand()
+                    else:
+                        buffer = self._buffer(f.name, rows, column.pattern.dtype)
+                        column = column.expand(buffer[at : at + column.rows])
+                        at += column.size
                 chunks.append(_arrow_array(pa, column, f.type))
             arrays.append(pa.chunked_array(chunks, type=f.type))
         table = pa.Table.from_arrays(arrays, schema=self.schema)
