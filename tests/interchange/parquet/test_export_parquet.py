@@ -37,6 +37,7 @@ from varied_store import (
     sts,
 )
 
+import infrastore_sqlite
 from infrastore_sqlite import (
     Deterministic,
     NonSequentialTimeSeries,
@@ -315,7 +316,7 @@ def test_footer_keys_agree_across_the_three_files(varied) -> None:
             ]
             assert meta["infrastore:role"] == role
             assert meta["infrastore:format"] == "normalized_v2"
-            assert meta["infrastore:writer"].startswith("infrastore-sqlite ")
+            assert meta["infrastore:writer"] == f"infrastore-sqlite {infrastore_sqlite.__version__}"
             assert meta["time_series_type"] == e["time_series_type"]
             assert meta["time_reference"] == e["time_reference"]
             del meta["infrastore:role"]
