@@ -928,6 +928,10 @@ def _series_fields(
             yield found[i]
 
 
+# Series whose catalog fields, or plan columns, are turned into Python values at a time.
+_ROWS_CHUNK = 4096
+
+
 def _chunked_rows(
     positions: np.ndarray, *columns: np.ndarray, chunk: int = 4096
 ) -> Iterator[tuple[int, ...]]:
@@ -1008,12 +1012,12 @@ def series_records(
     fields = (
         _series_fields_ascending(store, ids.tolist())
         if order == "id"
-        else _series_fields(store, ids)
+        else _series_fields(store, ids, _ROWS_CHUNK)
     )
     # The plan's columns as Python values a chunk at a time (a list of each whole would
     # hold 36 bytes a series per column).
     columns = zip(
-        _chunked_rows(positions, pp.aids, pp.owners, pp.anchors, pp.counts),
+        _chunked_rows(positions, pp.aids, pp.owners, pp.anchors, pp.counts, chunk=_ROWS_CHUNK),
         fields,
         strict=True,
     )
