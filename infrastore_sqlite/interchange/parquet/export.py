@@ -597,8 +597,11 @@ class _Group:
         return written
 
     def abandon(self) -> None:
-        with contextlib.suppress(Exception):
-            self._settle()
+        """After a failure: wait for every queued group (their errors are the first
+        one's consequences), then close the file, which is removed."""
+        while self.pending:
+            with contextlib.suppress(Exception):
+                self.pending.popleft().result()
         with contextlib.suppress(Exception):
             self.writer.close()
 

@@ -907,6 +907,46 @@ def test_a_failure_in_the_encoder_thread_leaves_nothing(tmp_path: Path, monkeypa
     store.close()
 
 
+def test_a_failed_group_waits_for_the_group_queued_behind_it(tmp_path: Path, monkeypatch) -> None:
+    """A group is queued before the one before it is done: when that one fails, the
+    file is closed only once the queued group's write has finished (never under it)."""
+    import time
+
+    from infrastore_sqlite.interchange.parquet import export as writer
+
+    monkeypatch.setattr(writer, "ROW_GROUP_ROWS", 4)  # one 3-row array per group
+    store = new_store(tmp_path / "s.h5")
+    for i in range(6):
+        add(store, sts(f"s{i}", np.arange(3.0) + 10 * i), owner=i + 1)
+    events: list[str] = []
+    real_write, real_close = pq.ParquetWriter.write_table, pq.ParquetWriter.close
+
+    def write(self, *args, **kwargs):
+        first = "start" not in events
+        events.append("start")
+        time.sleep(0.05)  # the next group is queued meanwhile
+        try:
+            if first:
+                raise OSError(28, "No space left on device")
+            return real_write(self, *args, **kwargs)
+        finally:
+            events.append("end")
+
+    def close(self):
+        events.append("close")
+        return real_close(self)
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", write)
+    monkeypatch.setattr(pq.ParquetWriter, "close", close)
+    with pytest.raises(StorageError, match="No space left on device"):
+        store.export_parquet(tmp_path / "out")
+    assert events.count("start") >= 2, events  # a second group was queued
+    assert events.index("close") > max(i for i, e in enumerate(events) if e == "end"), events
+    assert events.count("start") == events.count("end")
+    assert not (tmp_path / "out").exists()
+    store.close()
+
+
 def test_a_composite_wider_than_its_plan_is_refused_and_leaves_nothing(
     tmp_path: Path, monkeypatch
 ) -> None:
