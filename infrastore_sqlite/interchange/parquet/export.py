@@ -6,9 +6,10 @@ bounded batch at a time (``pipeline.Prefetch``) and lays consecutive distinct ar
 as column segments: a run of short arrays on one fixed grid gets its coordinates in bulk
 (each array's anchor plus the grid's offsets, computed once), its values copied end to
 end; a long array is a segment of its own. This thread cuts the segments at array
-boundaries into row groups of at most ``ROW_GROUP_ROWS`` rows and hands each to pyarrow,
-whose encoding and compression run without the GIL, so the two overlap. At most one row
-group is held (or one array, when a single array is longer than a group).
+boundaries into row groups of at most ``ROW_GROUP_ROWS`` rows and hands each to an
+encoder thread, where pyarrow encodes and compresses without the GIL, so the three
+overlap. At most two row groups are held, one being encoded and the next (or one array,
+when a single array is longer than a group).
 
 Atomicity: every file is written under a temporary name in the target directory and
 renamed into place only after every partition succeeded, each partition's values file
@@ -492,8 +493,11 @@ class _Group:
 
     A complete group is written by the ``encoder`` thread (pyarrow encodes and
     compresses without the GIL) while this thread gathers the next one from the
-    worker: so the worker is never kept waiting for a group's encoding. At most two
-    groups are held, one encoding and one gathering.
+    worker: so the worker is never kept waiting for a group's encoding. A complete group
+    is queued before this thread waits for the one before it, so the encoder goes from
+    one to the next without waiting for this thread. At most two groups are held: one
+    encoding and one queued or gathering. Their key columns are expanded only when
+    written, into buffers the file's groups share (``_buffer``).
     """
 
     def __init__(
