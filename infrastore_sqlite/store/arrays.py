@@ -208,14 +208,15 @@ class ArrayFile:
             return ds
         group = self._h5["pools"]
         if name in group:
-            ds = group[name]
-            if self._h5.mode == "r" and not ds.id.get_create_plist().get_nfilters():
+            if self._h5.mode == "r" and not group[name].id.get_create_plist().get_nfilters():
                 # An unfiltered chunk is read straight from the file: a cache would only
                 # hold a copy of what the OS caches anyway (the export's scattered reads
                 # would fill it, a few MB per segment file, for nothing). Open handles of
-                # one dataset share its cache, so this one is closed before the reopen.
-                ds.id._close()
+                # one dataset share one cache, so the handle that asked is gone (freed
+                # with the expression) before this one opens.
                 ds = h5py.Dataset(h5py.h5d.open(group.id, name.encode(), dapl=_NO_CACHE))
+            else:
+                ds = group[name]
         elif dtype is None or shape is None:
             raise StorageError(f"the array file {self.path} has no pool {name}; run verify")
         else:
