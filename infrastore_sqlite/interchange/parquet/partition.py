@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -241,7 +242,9 @@ class PartitionReader:
         pf = self._file(role)
         pa = self.pa
         shared: dict[Any, Any] = {}
-        for batch in pf.iter_batches(batch_size=_ROW_BATCH, columns=columns):
+        # Decoded in line: a series or arrays file is small, and handing its columns to
+        # pyarrow's thread pool costs more waiting than decoding them here.
+        for batch in pf.iter_batches(batch_size=_ROW_BATCH, columns=columns, use_threads=False):
             cols = []
             for c in columns:
                 col = batch.column(c)
@@ -343,67 +346,87 @@ class PartitionReader:
         seen_last = -(2**63)
         carry: _Run | None = None
         start = 0
+        for found, batch in _read_ahead(self._batches(pf, names)):
+            if batch is None:
+                # The whole group's order is checked before any of its arrays is handed
+                # on, so a file out of order is refused as such, not as a short array
+                # (a group of one batch is checked as the batch is).
+                if found is not None:
+                    heads, at = found
+                    self._check_runs(heads, (start + at).tolist(), seen_last)
+                continue
+            n = batch.num_rows
+            cols = self._numpy(batch, dtype, start)
+            aid = cols.pop("array_id") if self._has_aid else np.full(n, self._aid, np.int64)
+            cuts = np.flatnonzero(aid[1:] != aid[:-1]) + 1
+            bounds = [0, *cuts.tolist(), n]
+            heads = aid[bounds[:-1]]
+            self._check_runs(heads, [start + b for b in bounds[:-1]], seen_last)
+            grids = (
+                _sts_grids(cols["timestamp"], heads, bounds, res_ms)
+                if res_ms and self.type is TimeSeriesType.SingleTimeSeries
+                else None
+            )
+            known = self._arrays
+            items = list(cols.items())
+            for a, lo, hi, grid in zip(
+                heads.tolist(),
+                bounds[:-1],
+                bounds[1:],
+                grids or [None] * len(heads),
+                strict=True,
+            ):
+                piece = {c: v[lo:hi] for c, v in items}
+                if carry is not None and carry.aid == a:
+                    carry.pieces.append(piece)
+                    carry.affine = None  # stitched: its grid is looked at whole
+                    continue
+                if carry is not None:
+                    yield carry
+                if a not in known:
+                    raise stray_values_row(self.place, a, start + lo + 1)
+                seen_last = a
+                # The batch's last array may go on in the next batch (then reset above).
+                carry = _Run(a, start + lo, [piece], grid)
+            start += n
+            del batch, cols
+        if carry is not None:
+            yield carry
+
+    def _batches(
+        self, pf: Any, names: list[str]
+    ) -> Iterator[tuple[tuple[np.ndarray, np.ndarray] | None, Any]]:
+        """The values file's row groups in order, as ``(None, batch)`` for each non-empty
+        batch of ``names``; a group of more than one batch is announced first by ``(its
+        array_id runs or None, None)`` (:meth:`_group_runs`). Only pyarrow work (and the
+        numpy of the runs): :func:`_read_ahead` runs it in its thread, which decodes a
+        batch alone (no pyarrow thread pool: the caller keeps the other core busy)."""
         for i in range(pf.num_row_groups):
             rows = pf.metadata.row_group(i).num_rows
             if rows == 0:
                 continue
             if self._has_aid and rows > _BATCH_ROWS:
-                # The whole group's order is checked before any of its arrays is handed
-                # on, so a file out of order is refused as such, not as a short array
-                # (a group of one batch is checked as the batch is).
-                self._check_group_runs(pf, i, start, seen_last)
-            for batch in pf.iter_batches(batch_size=_BATCH_ROWS, row_groups=[i], columns=names):
-                n = batch.num_rows
-                if n == 0:
-                    continue
-                cols = self._numpy(batch, dtype, start)
-                aid = cols.pop("array_id") if self._has_aid else np.full(n, self._aid, np.int64)
-                cuts = np.flatnonzero(aid[1:] != aid[:-1]) + 1
-                bounds = [0, *cuts.tolist(), n]
-                heads = aid[bounds[:-1]]
-                self._check_runs(heads, [start + b for b in bounds[:-1]], seen_last)
-                grids = (
-                    _sts_grids(cols["timestamp"], heads, bounds, res_ms)
-                    if res_ms and self.type is TimeSeriesType.SingleTimeSeries
-                    else None
-                )
-                known = self._arrays
-                items = list(cols.items())
-                for a, lo, hi, grid in zip(
-                    heads.tolist(),
-                    bounds[:-1],
-                    bounds[1:],
-                    grids or [None] * len(heads),
-                    strict=True,
-                ):
-                    piece = {c: v[lo:hi] for c, v in items}
-                    if carry is not None and carry.aid == a:
-                        carry.pieces.append(piece)
-                        carry.affine = None  # stitched: its grid is looked at whole
-                        continue
-                    if carry is not None:
-                        yield carry
-                    if a not in known:
-                        raise stray_values_row(self.place, a, start + lo + 1)
-                    seen_last = a
-                    # The batch's last array may go on in the next batch (then reset above).
-                    carry = _Run(a, start + lo, [piece], grid)
-                start += n
-                del batch, cols
-        if carry is not None:
-            yield carry
+                yield self._group_runs(pf, i), None
+            for batch in pf.iter_batches(
+                batch_size=_BATCH_ROWS, row_groups=[i], columns=names, use_threads=False
+            ):
+                if batch.num_rows:
+                    yield None, batch
 
-    def _check_group_runs(self, pf: Any, i: int, start: int, seen_last: int) -> None:
-        """:meth:`_check_runs` over row group ``i``'s ``array_id`` column alone, read a
-        batch at a time."""
+    def _group_runs(self, pf: Any, i: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Row group ``i``'s runs of ``array_id`` (their ids, and the rows they start at,
+        from the group's first), read a batch at a time; None when the column is not a
+        plain integer one (the batches refuse it, naming the row)."""
         heads: list[np.ndarray] = []
         rows: list[np.ndarray] = []
         last = None
-        offset = start
-        for batch in pf.iter_batches(batch_size=_BATCH_ROWS, row_groups=[i], columns=["array_id"]):
+        offset = 0
+        for batch in pf.iter_batches(
+            batch_size=_BATCH_ROWS, row_groups=[i], columns=["array_id"], use_threads=False
+        ):
             col = batch.column(0)
             if col.null_count or not self.pa.types.is_integer(col.type):
-                return  # the batches refuse it, naming the row
+                return None
             aid = to_numpy(self.pa, col)
             if aid.size == 0:
                 continue
@@ -413,8 +436,9 @@ class PartitionReader:
             rows.append(offset + at)
             last = aid[-1]
             offset += aid.size
-        if heads:
-            self._check_runs(np.concatenate(heads), np.concatenate(rows).tolist(), seen_last)
+        if not heads:
+            return None
+        return np.concatenate(heads), np.concatenate(rows)
 
     def _check_runs(self, heads: np.ndarray, rows: list[int], seen_last: int) -> None:
         """Refuse a row group whose runs of ``array_id`` (their ids ``heads``, starting at
@@ -609,6 +633,27 @@ class PartitionReader:
         if spec is not None:
             group.affine = run.affine if run.affine is not None else _affine(self.type, group, spec)
         return group
+
+
+_END = object()
+
+
+def _read_ahead(items: Iterator[Any]) -> Iterator[Any]:
+    """``items`` produced one ahead in a worker thread: pyarrow reads and decodes the
+    next batch (without the GIL) while the caller cuts and builds this one's arrays, on
+    the other core. Holds one batch more than reading in line; an error reading one is
+    raised when the caller reaches it, as reading in line would."""
+    with ThreadPoolExecutor(1, thread_name_prefix="infrastore-sqlite-parquet") as pool:
+        ahead = pool.submit(next, items, _END)
+        try:
+            while True:
+                item = ahead.result()
+                if item is _END:
+                    return
+                ahead = pool.submit(next, items, _END)
+                yield item
+        finally:
+            ahead.cancel()
 
 
 def _sts_grids(
