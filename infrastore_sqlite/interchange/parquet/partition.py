@@ -74,6 +74,9 @@ class _Run:
 #: so memory holds one batch (and the array being stitched), not a whole row group. 64K
 #: rows (1.5 MB of values and instants) costs no more per row than larger batches.
 _BATCH_ROWS = 1 << 16
+#: Values files of more rows than this are read a batch ahead (:func:`_read_ahead`): with
+#: a few batches there is little of the caller's work to overlap the decoding with.
+_READ_AHEAD_ROWS = 4 * _BATCH_ROWS
 #: Files are read through a buffered stream of this many bytes, so a row group's column
 #: chunks are not all held compressed at once (they can be tens of MB).
 _READ_BUFFER = 1 << 20
@@ -346,7 +349,12 @@ class PartitionReader:
         seen_last = -(2**63)
         carry: _Run | None = None
         start = 0
-        for found, batch in _read_ahead(self._batches(pf, names)):
+        # A file of a few batches is read in line, each batch decoded by pyarrow's pool
+        # (the caller would only wait for it); a longer one a batch ahead, decoded in the
+        # read-ahead thread while the caller cuts and builds the batch before.
+        ahead = pf.metadata.num_rows > _READ_AHEAD_ROWS
+        batches = self._batches(pf, names, threads=not ahead)
+        for found, batch in _read_ahead(batches) if ahead else batches:
             if batch is None:
                 # The whole group's order is checked before any of its arrays is handed
                 # on, so a file out of order is refused as such, not as a short array
@@ -394,26 +402,26 @@ class PartitionReader:
             yield carry
 
     def _batches(
-        self, pf: Any, names: list[str]
+        self, pf: Any, names: list[str], *, threads: bool
     ) -> Iterator[tuple[tuple[np.ndarray, np.ndarray] | None, Any]]:
         """The values file's row groups in order, as ``(None, batch)`` for each non-empty
         batch of ``names``; a group of more than one batch is announced first by ``(its
         array_id runs or None, None)`` (:meth:`_group_runs`). Only pyarrow work (and the
-        numpy of the runs): :func:`_read_ahead` runs it in its thread, which decodes a
-        batch alone (no pyarrow thread pool: the caller keeps the other core busy)."""
+        numpy of the runs), so that :func:`_read_ahead` may run it in its thread; with
+        ``threads``, pyarrow decodes a batch's columns in its thread pool."""
         for i in range(pf.num_row_groups):
             rows = pf.metadata.row_group(i).num_rows
             if rows == 0:
                 continue
             if self._has_aid and rows > _BATCH_ROWS:
-                yield self._group_runs(pf, i), None
+                yield self._group_runs(pf, i, threads), None
             for batch in pf.iter_batches(
-                batch_size=_BATCH_ROWS, row_groups=[i], columns=names, use_threads=False
+                batch_size=_BATCH_ROWS, row_groups=[i], columns=names, use_threads=threads
             ):
                 if batch.num_rows:
                     yield None, batch
 
-    def _group_runs(self, pf: Any, i: int) -> tuple[np.ndarray, np.ndarray] | None:
+    def _group_runs(self, pf: Any, i: int, threads: bool) -> tuple[np.ndarray, np.ndarray] | None:
         """Row group ``i``'s runs of ``array_id`` (their ids, and the rows they start at,
         from the group's first), read a batch at a time; None when the column is not a
         plain integer one (the batches refuse it, naming the row)."""
@@ -422,7 +430,7 @@ class PartitionReader:
         last = None
         offset = 0
         for batch in pf.iter_batches(
-            batch_size=_BATCH_ROWS, row_groups=[i], columns=["array_id"], use_threads=False
+            batch_size=_BATCH_ROWS, row_groups=[i], columns=["array_id"], use_threads=threads
         ):
             col = batch.column(0)
             if col.null_count or not self.pa.types.is_integer(col.type):

@@ -24,6 +24,9 @@ from infrastore_sqlite.core.elements import parse_element_type, shrink
 from infrastore_sqlite.errors import DuplicateTimeSeriesError, InvalidParameterError
 from infrastore_sqlite.interchange.parquet import export as export_mod
 
+# Every test runs with the values file read in line and read ahead (conftest.py).
+pytestmark = pytest.mark.usefixtures("read_mode")
+
 
 def raw_bits(a: Any) -> tuple[str, tuple, bytes]:
     x = np.asarray(a.data)

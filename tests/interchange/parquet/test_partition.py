@@ -24,6 +24,9 @@ from infrastore_sqlite.model import TimeSeriesType
 H = 3_600_000
 T0 = 1_704_067_200_000
 
+# Every test runs with the values file read in line and read ahead (conftest.py).
+pytestmark = pytest.mark.usefixtures("read_mode")
+
 
 def _batch() -> tuple[np.ndarray, np.ndarray, list[int], dict]:
     """Eight arrays in one batch, each a different case."""
