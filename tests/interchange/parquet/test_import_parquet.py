@@ -24,7 +24,7 @@ from infrastore_sqlite.core.elements import parse_element_type, shrink
 from infrastore_sqlite.errors import DuplicateTimeSeriesError, InvalidParameterError
 from infrastore_sqlite.interchange.parquet import export as export_mod
 
-# Every test runs with the values file read in line and read ahead (conftest.py).
+# Every test runs with the values file read in line and read ahead (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("read_mode")
 
 

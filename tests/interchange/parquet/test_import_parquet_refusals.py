@@ -28,7 +28,7 @@ DET = "Deterministic.f64.utc"
 NONSEQ = "NonSequentialTimeSeries.f64.utc"
 SHAPED = "SingleTimeSeries.f64_2x3.utc"
 
-# Every test runs with the values file read in line and read ahead (conftest.py).
+# Every test runs with the values file read in line and read ahead (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("read_mode")
 
 
