@@ -594,12 +594,18 @@ class Place:
     row_word: str = "rowid"
     #: What the container calls one of the three places ("table"; a file container "file").
     word: str = "table"
-    #: The series whose group is being read, for messages (set by the reader).
-    label: str | None = None
+    #: The series row whose group is being read, for messages (set by the reader; its
+    #: :attr:`label` is spelled out only when a message names it).
+    naming: Spec | None = None
     #: The widest per-step shape the series rows declare (``element_shape``), set by the
     #: core before the values are read, so a reader can refuse a value cell bigger than
     #: any element could need without fetching it; None when no row declares one.
     cell_shape: tuple[int, ...] | None = None
+
+    @property
+    def label(self) -> str | None:
+        """The series whose group is being read, as messages name it (None: none)."""
+        return self.naming.label if self.naming is not None else None
 
     def row_text(
         self, key: tuple[str, str], rowids: list[int], i: int | None, *, series: bool = False

@@ -314,7 +314,7 @@ class PartitionReader:
         runs = self._runs(dtype, res_ms)
         pending = next(runs, None)
         for key, ids, spec in wanted:
-            self.place.label = spec.label if spec is not None else None
+            self.place.naming = spec
             (aid,) = ids  # keys strictly ascend, so a key has one id
             if pending is not None and pending.aid < aid:  # pragma: no cover - _runs refuses
                 raise self._stray(pending)
@@ -674,31 +674,29 @@ def _sts_grids(
     cost a few numpy calls each).
     """
     k = len(heads)
-    res = np.zeros(k, dtype=np.int64)
-    known = np.zeros(k, dtype=bool)
-    for i, a in enumerate(heads.tolist()):
-        ms = res_ms.get(a)
-        if ms is not None:
-            res[i] = ms
-            known[i] = True
+    # 0 for an array without a fixed resolution (a fixed one is positive).
+    res_list = [res_ms.get(a, 0) for a in heads.tolist()]
+    res = np.asarray(res_list, dtype=np.int64)
+    known = res != 0
     if not known.any():
         return [None] * k
     starts = np.asarray(bounds[:-1], dtype=np.int64)
-    lens = np.diff(np.asarray(bounds, dtype=np.int64))
     first = ts[starts]
-    n = int(lens[0])
-    if (lens == n).all() and (res == res[0]).all():
-        # Arrays of one length and resolution (the common batch): a [k, n] view.
-        block = ts.reshape(k, n)
-        steps = np.arange(n, dtype=np.int64) * res[0]
-        ok = (block == block[:, :1] + steps).all(axis=1) & known
+    # A run walks its grid when each row is one step after the row before (int64 steps
+    # wrap as the grid's own arithmetic does). The rows that are not, other than a run's
+    # first, put their run off the grid: one pass over the batch, whatever the lengths.
+    steps = {r for r in res_list if r}
+    if len(steps) == 1:
+        step: Any = steps.pop()
     else:
-        offset = np.arange(ts.size, dtype=np.int64) - np.repeat(starts, lens)
-        on_grid = ts == np.repeat(first, lens) + offset * np.repeat(res, lens)
-        ok = np.logical_and.reduceat(on_grid, starts) & known
+        step = np.repeat(res, np.diff(np.asarray(bounds, dtype=np.int64)))[1:]
+    off = np.flatnonzero(np.diff(ts) != step) + 1
+    run = np.searchsorted(starts, off, side="right") - 1
+    ok = known.copy()
+    ok[run[off != starts[run]]] = False
     return [
         ("sts", f, r) if good else None
-        for good, f, r in zip(ok.tolist(), first.tolist(), res.tolist(), strict=True)
+        for good, f, r in zip(ok.tolist(), first.tolist(), res_list, strict=True)
     ]
 
 
