@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -26,7 +26,7 @@ from ..importing import (
     check_columns_present,
     stray_values_row,
 )
-from ..layout import values_key_columns
+from ..layout import series_columns, values_key_columns
 from .columns import is_list, list_lengths, list_values, null_mask, to_numpy
 from .discovery import Partition, reading_errors
 from .layout import (
@@ -118,6 +118,10 @@ class PartitionReader:
         assert part.type is not None
         self.type: TimeSeriesType = part.type
         self._pf: dict[str, Any] = {}
+        #: The arrays and series files opened and read in a worker (:meth:`read_rows_ahead`).
+        self._rows_ahead: dict[str, Future[tuple[Any, tuple, list | None]]] = {}
+        #: The partition the import reads next (set by it).
+        self.successor: PartitionReader | None = None
         self._arrays: Mapping[int, tuple[str, str]] = {}
         self._row_tr: str | None = None  # the first series row's time_reference text
         # The cell shape the value column must be nested as: the footer's, else the
@@ -128,11 +132,52 @@ class PartitionReader:
         """The role's file opened (once; the core closes them after the partition)."""
         pf = self._pf.get(role)
         if pf is None:
-            with reading_errors(self.files[role]):
-                pf = self._pf[role] = self.pq.ParquetFile(
-                    self.files[role], buffer_size=_READ_BUFFER
-                )
+            ahead = self._rows_ahead.get(role)
+            if ahead is not None:
+                # Opened by read_rows_ahead; its failure to open is raised here, as here.
+                pf = self._pf[role] = ahead.result()[0]
+            else:
+                pf = self._pf[role] = self._open(role)
         return pf
+
+    def _open(self, role: str) -> Any:
+        with reading_errors(self.files[role]):
+            return self.pq.ParquetFile(self.files[role], buffer_size=_READ_BUFFER)
+
+    def read_rows_ahead(self) -> None:
+        """Start opening the arrays and series files, and reading the rows of each that
+        is one batch, in a worker thread (once): :meth:`_file` and :meth:`_rows` take
+        them from there. The import starts the next partition's while this one's values
+        are walked, so a directory of many small partitions does not wait for each of
+        its files in turn."""
+        if self._rows_ahead:
+            return
+        wanted = {
+            "arrays": ("id", "data_hash", "time_axis"),
+            "series": ("array_id", "id", *series_columns(self.type)),
+        }
+        pool = ThreadPoolExecutor(1, thread_name_prefix="infrastore-sqlite-parquet")
+        self._rows_ahead = {
+            role: pool.submit(self._read_small, role, columns)
+            for role, columns in wanted.items()
+            if role in self.files and role not in self._pf
+        }
+        pool.shutdown(wait=False)
+
+    def _read_small(self, role: str, columns: tuple[str, ...]) -> tuple[Any, tuple, list | None]:
+        """``(the file opened, columns, its batches of them)``; no batches for a file of
+        more than one batch, or one that does not read (read again in line, where its
+        refusal is raised as always)."""
+        pf = self._open(role)
+        if pf.metadata.num_rows > _ROW_BATCH:
+            return pf, columns, None
+        try:
+            batches = pf.iter_batches(
+                batch_size=_ROW_BATCH, columns=list(columns), use_threads=False
+            )
+            return pf, columns, list(batches)
+        except Exception:  # the same read in line raises it, in its place
+            return pf, columns, None
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[None]:
@@ -245,9 +290,16 @@ class PartitionReader:
         pf = self._file(role)
         pa = self.pa
         shared: dict[Any, Any] = {}
-        # Decoded in line: a series or arrays file is small, and handing its columns to
-        # pyarrow's thread pool costs more waiting than decoding them here.
-        for batch in pf.iter_batches(batch_size=_ROW_BATCH, columns=columns, use_threads=False):
+        ahead = self._rows_ahead.pop(role, None)
+        read = ahead.result() if ahead is not None else None
+        if read is not None and read[2] is not None and read[1] == tuple(columns):
+            batches: Iterable[Any] = read[2]
+        else:
+            # Decoded in line: a series or arrays file is small, and handing its columns
+            # to pyarrow's thread pool costs more waiting than decoding them here.
+            batches = pf.iter_batches(batch_size=_ROW_BATCH, columns=columns, use_threads=False)
+        del ahead, read
+        for batch in batches:
             cols = []
             for c in columns:
                 col = batch.column(c)
@@ -346,6 +398,10 @@ class PartitionReader:
         names = ["timestamp", *(c for c, _ in values_key_columns(self.type)), "value"]
         if self._has_aid:
             names.insert(0, "array_id")
+        if self.successor is not None:
+            # The next partition's arrays and series files are read while this one's
+            # values are.
+            self.successor.read_rows_ahead()
         seen_last = -(2**63)
         carry: _Run | None = None
         start = 0
