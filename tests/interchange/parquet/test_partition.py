@@ -54,24 +54,8 @@ def _res_ms(specs: dict) -> dict[int, int]:
     return {a: s.res.ms for a, s in specs.items() if not s.res.calendar}
 
 
-def test_sts_grids_vouch_as_affine_does_one_array_at_a_time() -> None:
-    ts, heads, bounds, specs = _batch()
-    got = partition._sts_grids(ts, heads, bounds, _res_ms(specs))
-    want = []
-    for k, a in enumerate(heads.tolist()):
-        part = ts[bounds[k] : bounds[k + 1]]
-        group = Group(("k", "a"), [a], part.size, np.zeros(part.size), timestamp=part)
-        spec = specs.get(a)
-        want.append(
-            None
-            if spec is None
-            else partition._affine(TimeSeriesType.SingleTimeSeries, group, spec)
-        )
-    assert got == want
-    assert [g is not None for g in got] == [True, False, False, True, False, False, True, False]
-
-
 def _affine_one_by_one(ts: np.ndarray, heads: np.ndarray, bounds: list[int], specs: dict) -> list:
+    """What ``_affine`` vouches for, each array of the batch on its own."""
     out = []
     for k, a in enumerate(heads.tolist()):
         part = ts[bounds[k] : bounds[k + 1]]
@@ -83,6 +67,13 @@ def _affine_one_by_one(ts: np.ndarray, heads: np.ndarray, bounds: list[int], spe
             else partition._affine(TimeSeriesType.SingleTimeSeries, group, spec)
         )
     return out
+
+
+def test_sts_grids_vouch_as_affine_does_one_array_at_a_time() -> None:
+    ts, heads, bounds, specs = _batch()
+    got = partition._sts_grids(ts, heads, bounds, _res_ms(specs))
+    assert got == _affine_one_by_one(ts, heads, bounds, specs)
+    assert [g is not None for g in got] == [True, False, False, True, False, False, True, False]
 
 
 @pytest.mark.parametrize("seed", range(40))
