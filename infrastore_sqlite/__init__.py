@@ -24,6 +24,7 @@ The package is layered; each layer imports only those below it (docs/architectur
 
 from __future__ import annotations
 
+from ._version import __version__ as __version__
 from .core.elements import decode_element_values, encode_element_values
 from .errors import (
     CatalogMigrationRequiredError,
@@ -69,8 +70,6 @@ from .store.api import Transaction
 from .store.readers import ForecastReader, StaticReader
 from .store.store import _delegate_signatures
 from .store.tracing import init_tracing
-
-__version__ = "0.1.0"
 
 # help(Store.export_sqlite) shows the keywords of the function it calls; the store cannot
 # look them up itself without importing the layer above it.

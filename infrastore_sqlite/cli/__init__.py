@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import click
 
-from .. import __version__
+from .._version import __version__
 from . import add, edit, export, store_commands
 from .base import _CONTEXT, PROG, Globals, _example, _global_options
 from .render import _Group

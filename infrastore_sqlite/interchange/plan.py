@@ -913,15 +913,33 @@ _SERIES_FIELDS = (
 _OWNER_CATEGORY_NAMES = {c.value: c.name for c in OwnerCategory}
 
 
-def _series_fields(store: Store, ids: Sequence[int], chunk: int = 4096) -> Iterator[tuple]:
+def _series_fields(
+    store: Store, ids: Sequence[int] | np.ndarray, chunk: int = 4096
+) -> Iterator[tuple]:
     """``_SERIES_FIELDS`` of each of ``ids``, in the order given, ``chunk`` at a time."""
     for start in range(0, len(ids), chunk):
         part = ids[start : start + chunk]
+        if isinstance(part, np.ndarray):
+            part = part.tolist()
         found = {r[0]: r for r in store.iter_select_fields(_SERIES_FIELDS, ids=part)}
         if len(found) < len(set(part)):
             store.rows_by_ids([i for i in part if i not in found])  # raises NotFoundError
         for i in part:
             yield found[i]
+
+
+# Series whose catalog fields, or plan columns, are turned into Python values at a time.
+_ROWS_CHUNK = 4096
+
+
+def _chunked_rows(
+    positions: np.ndarray, *columns: np.ndarray, chunk: int = 4096
+) -> Iterator[tuple[int, ...]]:
+    """``(columns[0][p], columns[1][p], …)`` as Python ints for each of ``positions``,
+    converted ``chunk`` positions at a time."""
+    for start in range(0, len(positions), chunk):
+        take = positions[start : start + chunk]
+        yield from zip(*(c[take].tolist() for c in columns), strict=True)
 
 
 def _series_fields_ascending(store: Store, ids: list[int]) -> Iterator[tuple]:
@@ -990,20 +1008,24 @@ def series_records(
     reference = pp.partition.key.reference_label
     texts = _SeriesText(store)
     type_name = tst.name
-    ids = pp.ids[positions].tolist()
+    ids = pp.ids[positions]
+    fields = (
+        _series_fields_ascending(store, ids.tolist())
+        if order == "id"
+        else _series_fields(store, ids, _ROWS_CHUNK)
+    )
+    # The plan's columns as Python values a chunk at a time (a list of each whole would
+    # hold 36 bytes a series per column).
     columns = zip(
-        pp.aids[positions].tolist(),
-        pp.owners[positions].tolist(),
-        pp.anchors[positions].tolist(),
-        pp.counts[positions].tolist(),
-        _series_fields_ascending(store, ids) if order == "id" else _series_fields(store, ids),
+        _chunked_rows(positions, pp.aids, pp.owners, pp.anchors, pp.counts, chunk=_ROWS_CHUNK),
+        fields,
         strict=True,
     )
     forecast, static = tst.is_forecast, tst is TimeSeriesType.SingleTimeSeries
     categories = _OWNER_CATEGORY_NAMES
     feature_text, shape_text = texts.feature_text, texts.shape_text
     # One tuple per series, spelled out per kind of grid (this runs once per series).
-    for aid, owner, anchor, n, f in columns:
+    for (aid, owner, anchor, n), f in columns:
         sid, otype, ocat, name, res, itv, hor, fh, fjson, et, eshape, u, qk, us, cf, ad = f
         tail = (
             feature_text(fh, fjson),

@@ -48,6 +48,9 @@ MAX_PENDING_BYTES = 16 * 1024 * 1024
 # decompresses a chunk once either way.
 _WRITE_CACHE_BYTES = 0
 _READ_CACHE_BYTES = 4 * 1024 * 1024
+# The access list of an unfiltered pool opened for reading: no chunk cache (see _pool).
+_NO_CACHE = h5py.h5p.create(h5py.h5p.DATASET_ACCESS)
+_NO_CACHE.set_chunk_cache(0, 0, 1.0)
 
 
 _ERRNO = re.compile(r"errno = (\d+)")
@@ -206,6 +209,13 @@ class ArrayFile:
         group = self._h5["pools"]
         if name in group:
             ds = group[name]
+            if self._h5.mode == "r" and not ds.id.get_create_plist().get_nfilters():
+                # An unfiltered chunk is read straight from the file: a cache would only
+                # hold a copy of what the OS caches anyway (the export's scattered reads
+                # would fill it, a few MB per segment file, for nothing). Open handles of
+                # one dataset share its cache, so this one is closed before the reopen.
+                ds.id._close()
+                ds = h5py.Dataset(h5py.h5d.open(group.id, name.encode(), dapl=_NO_CACHE))
         elif dtype is None or shape is None:
             raise StorageError(f"the array file {self.path} has no pool {name}; run verify")
         else:

@@ -237,3 +237,24 @@ def test_slab_reads_of_any_slot_list_match_the_pool_row_by_row(
     with pytest.raises(StorageError, match="reading pool f64__3"):
         f.read("f64__3", [1, 2, 10_000])
     f.close()
+
+
+def test_a_read_only_file_caches_chunks_of_filtered_pools_only(tmp_path: Path) -> None:
+    # An unfiltered chunk is read straight from the file (a cache would copy what the OS
+    # caches anyway, a few MB per segment file); a compressed one is kept once inflated.
+    f = ArrayFile(tmp_path / "a.h5", "x")  # auto: floats plain, integers deflated
+    f.write("f64__4", "f64", [4], 0, [np.arange(4.0) + k for k in range(300)])
+    f.write("i64__4", "i64", [4], 0, [np.arange(4) + k for k in range(300)])
+    f.close()
+    g = ArrayFile(tmp_path / "a.h5", "r")
+    plain, packed = g._pool("f64__4"), g._pool("i64__4")
+    assert plain.id.get_access_plist().get_chunk_cache()[1] == 0
+    assert packed.id.get_access_plist().get_chunk_cache()[1] > 0
+    slots = [299, 0, 150, 151, 7]
+    assert [float(a[0]) for a in g.read("f64__4", slots)] == [float(s) for s in slots]
+    assert [int(a[0]) for a in g.read("i64__4", slots)] == slots
+    g.close()
+    h = ArrayFile(tmp_path / "a.h5", "r+")  # writable: the file's own (no) cache, as before
+    assert h._pool("f64__4").id.get_access_plist().get_chunk_cache()[1] == 0
+    assert h._pool("i64__4").id.get_access_plist().get_chunk_cache()[1] == 0
+    h.close()

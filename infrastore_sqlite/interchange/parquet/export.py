@@ -6,9 +6,10 @@ bounded batch at a time (``pipeline.Prefetch``) and lays consecutive distinct ar
 as column segments: a run of short arrays on one fixed grid gets its coordinates in bulk
 (each array's anchor plus the grid's offsets, computed once), its values copied end to
 end; a long array is a segment of its own. This thread cuts the segments at array
-boundaries into row groups of at most ``ROW_GROUP_ROWS`` rows and hands each to pyarrow,
-whose encoding and compression run without the GIL, so the two overlap. At most one row
-group is held (or one array, when a single array is longer than a group).
+boundaries into row groups of at most ``ROW_GROUP_ROWS`` rows and hands each to an
+encoder thread, where pyarrow encodes and compresses without the GIL, so the three
+overlap. At most two row groups are held, one being encoded and the next (or one array,
+when a single array is longer than a group).
 
 Atomicity: every file is written under a temporary name in the target directory and
 renamed into place only after every partition succeeded, each partition's values file
@@ -22,6 +23,7 @@ import functools
 import itertools
 import os
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
@@ -256,6 +258,11 @@ def _write_files(
 # cost more in thread switches than the array itself (both sides run Python).
 _HANDOFF_ROWS = 1 << 16
 
+# Bytes of stored arrays read at a time. Smaller than the SQLite export's batches: the
+# rows read ahead here wait for a whole row group (the SQLite writer takes them as they
+# come), so a larger batch only adds to what is held beside the group being encoded.
+_READ_BATCH_BYTES = 1 << 20
+
 # Arrays of at least this many rows become segments of their own (their values reach
 # pyarrow uncopied, as one chunk); shorter ones are joined into runs, their values copied
 # end to end into one buffer, since every chunk costs the writer more than copying a
@@ -273,7 +280,8 @@ def _prepared(
         yield ("begin", pp, None)
         out: list[_Segment] = []
         rows = 0
-        for seg in _segments(iter_partition_arrays(store, plan, pp), pp):
+        blocks = iter_partition_arrays(store, plan, pp, batch_bytes=_READ_BATCH_BYTES)
+        for seg in _segments(blocks, pp):
             out.append(seg)
             rows += seg.rows
             if rows >= _HANDOFF_ROWS:
@@ -407,10 +415,22 @@ class _Repeated:
             return _Repeated(self.pattern, count=end - start)
         return _Repeated(self.pattern, self.base[start:end])
 
-    def expand(self) -> np.ndarray:
+    @property
+    def rows(self) -> int:
+        return self.count * self.pattern.size
+
+    def expand(self, out: np.ndarray | None = None) -> np.ndarray:
+        """The column's rows: in ``out`` (``rows`` long) when given, else a new array."""
+        if out is None:
+            if self.base is None:
+                return np.tile(self.pattern, self.count)
+            return (self.base[:, None] + self.pattern).reshape(-1)
+        grid = out.reshape(self.count, self.pattern.size)
         if self.base is None:
-            return np.tile(self.pattern, self.count)
-        return (self.base[:, None] + self.pattern).reshape(-1)
+            grid[:] = self.pattern
+        else:
+            np.add(self.base[:, None], self.pattern, out=grid)
+        return out
 
 
 #: A segment's column: its rows, or a key column kept unexpanded.
@@ -473,8 +493,11 @@ class _Group:
 
     A complete group is written by the ``encoder`` thread (pyarrow encodes and
     compresses without the GIL) while this thread gathers the next one from the
-    worker: so the worker is never kept waiting for a group's encoding. At most two
-    groups are held, one encoding and one gathering.
+    worker: so the worker is never kept waiting for a group's encoding. A complete group
+    is queued before this thread waits for the one before it, so the encoder goes from
+    one to the next without waiting for this thread. At most two groups are held: one
+    encoding and one queued or gathering. Their key columns are expanded only when
+    written, into buffers the file's groups share (``_buffer``).
     """
 
     def __init__(
@@ -489,8 +512,9 @@ class _Group:
         self.pa = pa
         self.path = path
         self.encoder = encoder
+        self.buffers: dict[str, np.ndarray] = {}  # the key columns' (see _buffer)
         self.schema = values_schema(pa, key, pp.width)
-        self.pending: Future[int] | None = None
+        self.pending: deque[Future[int]] = deque()  # queued groups, oldest first
         self._reset()
         with _storage_errors(path):
             self.writer = pq.ParquetWriter(
@@ -542,35 +566,46 @@ class _Group:
         self.rows += hi - lo
 
     def _flush(self, group_rows: int) -> int:
-        """Hand the gathered rows to the encoder (as groups of up to ``group_rows``) once
-        it is done with the last ones; returns the rows that finished."""
-        written = self._settle()
+        """Queue the gathered rows for the encoder (as groups of up to ``group_rows``),
+        then wait for the group before them; returns the rows that finished.
+
+        Queued before the wait, the group starts the moment the encoder is done with the
+        last one, not once this thread has woken up to hand it over (a gap of several
+        milliseconds per group, the GIL being busy with the worker's reads).
+        """
         if self.rows:
             job = (self.ids, self.counts, self.pieces, self.rows, group_rows)
-            self.pending = self.encoder.submit(self._write, *job)
-        self._reset()
+            self.pending.append(self.encoder.submit(self._write, *job))
+            self._reset()
+        return self._settle(keep=1)
+
+    def _settle(self, keep: int = 0) -> int:
+        """Wait for all but the ``keep`` newest queued groups; their rows (raises what a
+        write raised)."""
+        written = 0
+        while len(self.pending) > keep:
+            written += self.pending.popleft().result()
         return written
 
-    def _settle(self) -> int:
-        """Wait for the group being encoded; its rows (raises what its write raised)."""
-        pending, self.pending = self.pending, None
-        return pending.result() if pending is not None else 0
-
     def close(self) -> int:
-        # The last group is written here: nothing is left to gather meanwhile (the
-        # worker goes on to the series table either way), and a partition of one group,
-        # the common case, costs no hand-over to the encoder.
-        written = self._settle()
-        if self.rows:
-            written += self._write(self.ids, self.counts, self.pieces, self.rows, self.rows)
+        if not self.pending and self.rows:
+            # A partition of one group, the common case, is written here: nothing is
+            # left to gather meanwhile, and it costs no hand-over to the encoder.
+            written = self._write(self.ids, self.counts, self.pieces, self.rows, self.rows)
             self._reset()
+        else:
+            written = self._flush(self.rows) + self._settle()
+        self.buffers.clear()  # before the series and arrays files are built
         with _storage_errors(self.path):
             self.writer.close()
         return written
 
     def abandon(self) -> None:
-        with contextlib.suppress(Exception):
-            self._settle()
+        """After a failure: wait for every queued group (their errors are the first
+        one's consequences), then close the file, which is removed."""
+        while self.pending:
+            with contextlib.suppress(Exception):
+                self.pending.popleft().result()
         with contextlib.suppress(Exception):
             self.writer.close()
 
@@ -585,15 +620,62 @@ class _Group:
         """One group's columns expanded and written (in the encoder thread, but for a
         partition's last group)."""
         pa = self.pa
-        repeated = np.repeat(np.concatenate(ids), np.concatenate(counts))
-        arrays = [_arrow_array(pa, repeated, self.schema[0].type)]
+        aid = self._buffer("array_id", rows, np.dtype(np.int64))
+        _repeat_into(aid, np.concatenate(ids), np.concatenate(counts))
+        arrays = [_arrow_array(pa, aid, self.schema[0].type)]
+        # A long array's key column on a grid shared by others (one year, hourly, from
+        # one start) is one vector: its chunk is shared by all of them.
+        shared: dict[tuple[int, int], np.ndarray] = {}
         for f in list(self.schema)[1:]:
-            chunks = [_arrow_array(pa, _expanded(piece[f.name]), f.type) for piece in pieces]
+            chunks, at = [], 0
+            for piece in pieces:
+                column = piece[f.name]
+                if isinstance(column, _Repeated):
+                    if column.count == 1 and column.pattern.size >= _CHUNK_ROWS:
+                        anchor = 0 if column.base is None else int(column.base[0])
+                        key = (id(column.pattern), anchor)
+                        column = shared.get(key)
+                        if column is None:
+                            column = shared[key] = piece[f.name].expand()
+                    else:
+                        buffer = self._buffer(f.name, rows, column.pattern.dtype)
+                        column = column.expand(buffer[at : at + column.rows])
+                        at += column.size
+                chunks.append(_arrow_array(pa, column, f.type))
             arrays.append(pa.chunked_array(chunks, type=f.type))
         table = pa.Table.from_arrays(arrays, schema=self.schema)
         with _storage_errors(self.path):
             self.writer.write_table(table, row_group_size=group_rows)
         return rows
+
+    def _buffer(self, column: str, rows: int, dtype: np.dtype) -> np.ndarray:
+        """``rows`` of the export's buffer for ``column``, or a new array for an array
+        longer than a group (not kept).
+
+        Groups are written one at a time, so one buffer a key column serves every group
+        of the file: a new one per group would be faulted in page by page each time (on
+        some machines as costly as the encoding), and freed buffers of that size stay in
+        the C heap, growing the export's resident memory.
+        """
+        if rows > ROW_GROUP_ROWS:
+            return np.empty(rows, dtype=dtype)
+        buffer = self.buffers.get(column)
+        if buffer is None or buffer.dtype != dtype:
+            buffer = self.buffers[column] = np.empty(ROW_GROUP_ROWS, dtype=dtype)
+        return buffer[:rows]
+
+
+def _repeat_into(out: np.ndarray, ids: np.ndarray, counts: np.ndarray) -> None:
+    """``np.repeat(ids, counts)`` written into ``out`` (ascending ids, positive counts)."""
+    if counts.size and (counts == counts[0]).all():  # one length: a 2-D broadcast
+        out.reshape(ids.size, int(counts[0]))[:] = ids[:, None]
+        return
+    # Each array's first row carries the step from the previous id; a running sum then
+    # spreads every id over its rows.
+    out[:] = 0
+    out[0] = ids[0]
+    out[np.cumsum(counts[:-1])] = np.diff(ids)
+    np.cumsum(out, out=out)
 
 
 def _arrow_array(pa: ModuleType, data: np.ndarray, type_: Any) -> Any:
@@ -677,11 +759,30 @@ def _arrays_table(pa: ModuleType, pp: PartitionPlan) -> Any:
     return pa.Table.from_arrays(
         [
             _arrow_array(pa, np.arange(1, n + 1, dtype=np.int64), pa.int64()),
-            _python_array(pa, [h.hex() for h in pp.hashes], pa.string()),
+            _hex_array(pa, pp.hashes),
             _python_array(pa, pp.axes, pa.string()),
         ],
         schema=schema,
     )
+
+
+_HEX_DIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+
+
+def _hex_array(pa: ModuleType, hashes: Sequence[bytes]) -> Any:
+    """The lowercase hex texts of equally long ``hashes`` as one Arrow string array,
+    spelled out in numpy (no Python string per hash)."""
+    n = len(hashes)
+    raw = np.frombuffer(b"".join(hashes), dtype=np.uint8)
+    width = raw.size // n if n else 0
+    if not width or width * n != raw.size:  # none, or not all one length
+        return _python_array(pa, [h.hex() for h in hashes], pa.string())
+    digits = np.empty((raw.size, 2), dtype=np.uint8)
+    digits[:, 0] = _HEX_DIGITS[raw >> 4]
+    digits[:, 1] = _HEX_DIGITS[raw & 15]
+    offsets = np.arange(0, 2 * width * n + 1, 2 * width, dtype=np.int32)
+    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(digits)]
+    return pa.Array.from_buffers(pa.string(), n, buffers)
 
 
 def _write_table(pa: ModuleType, pq: ModuleType, table: Any, path: Path, role: str) -> None:

@@ -8,13 +8,12 @@ optional dependency, so it is imported only through :func:`require_pyarrow`.
 
 from __future__ import annotations
 
-import functools
-from importlib import metadata as _metadata
 from types import ModuleType
 from typing import Any
 
 import orjson
 
+from ..._version import __version__
 from ...core.elements import NUMPY_DTYPES
 from ...core.timeref import reference_kind
 from ...errors import MissingDependencyError
@@ -101,19 +100,11 @@ def footer(key: PartitionKey, width: int, role: str) -> dict[str, str]:
         ELEMENT_TYPE_KEY: key.element_type,
         ELEMENT_SHAPE_KEY: orjson.dumps(list(cell_shape(key, width))).decode(),
         REFERENCE_KEY: key.reference_label,
-        WRITER_KEY: f"{_DISTRIBUTION} {_version()}",
+        WRITER_KEY: f"{_DISTRIBUTION} {__version__}",
     }
 
 
 _DISTRIBUTION = "infrastore-sqlite"
-
-
-@functools.cache
-def _version() -> str:
-    try:
-        return _metadata.version(_DISTRIBUTION)
-    except _metadata.PackageNotFoundError:  # running from a checkout that is not installed
-        return "unknown"
 
 
 def _field(pa: ModuleType, name: str, type_: Any) -> Any:

@@ -24,6 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from varied_store import (
     FORECASTS,
     LANES,
@@ -35,6 +37,7 @@ from varied_store import (
     sts,
 )
 
+import infrastore_sqlite
 from infrastore_sqlite import (
     Deterministic,
     NonSequentialTimeSeries,
@@ -313,7 +316,7 @@ def test_footer_keys_agree_across_the_three_files(varied) -> None:
             ]
             assert meta["infrastore:role"] == role
             assert meta["infrastore:format"] == "normalized_v2"
-            assert meta["infrastore:writer"].startswith("infrastore-sqlite ")
+            assert meta["infrastore:writer"] == f"infrastore-sqlite {infrastore_sqlite.__version__}"
             assert meta["time_series_type"] == e["time_series_type"]
             assert meta["time_reference"] == e["time_reference"]
             del meta["infrastore:role"]
@@ -604,6 +607,73 @@ def test_row_groups_are_cut_at_array_boundaries(tmp_path: Path, monkeypatch, chu
     store.close()
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(1, 9), min_size=1, max_size=30),
+    st.integers(0, 2**40),
+    st.data(),
+)
+def test_repeat_into_is_np_repeat(counts, first, data) -> None:
+    from infrastore_sqlite.interchange.parquet.export import _repeat_into
+
+    steps = data.draw(st.lists(st.integers(1, 2**20), min_size=len(counts), max_size=len(counts)))
+    ids = first + np.cumsum(np.array(steps, dtype=np.int64))
+    counts_arr = np.array(counts, dtype=np.int64)
+    out = np.full(int(counts_arr.sum()) + 3, -7, dtype=np.int64)  # a reused buffer's tail
+    _repeat_into(out[: counts_arr.sum()], ids, counts_arr)
+    np.testing.assert_array_equal(out[: counts_arr.sum()], np.repeat(ids, counts_arr))
+    assert (out[counts_arr.sum() :] == -7).all()  # nothing written past the rows
+
+
+@pytest.mark.parametrize("base", [None, np.array([0, 10**12, -5], dtype=np.int64)])
+def test_repeated_expands_into_a_buffer_as_into_a_new_array(base) -> None:
+    from infrastore_sqlite.interchange.parquet.export import _Repeated
+
+    pattern = np.array([0, 3_600_000, 7_200_000], dtype=np.int64)
+    column = _Repeated(pattern, base, count=3) if base is None else _Repeated(pattern, base)
+    buffer = np.full(column.rows + 2, -1, dtype=np.int64)
+    got = column.expand(buffer[: column.rows])
+    np.testing.assert_array_equal(got, column.expand())
+    assert column.rows == 9 and (buffer[9:] == -1).all()
+
+
+def test_hex_array_spells_each_hash_as_hex() -> None:
+    from infrastore_sqlite.interchange.parquet.export import _hex_array
+
+    hashes = [os.urandom(32) for _ in range(50)] + [bytes(32), b"\xff" * 32, b"\x0f\xf0" * 16]
+    got = _hex_array(pa, hashes)
+    got.validate(full=True)
+    assert got.type == pa.string()
+    assert got.to_pylist() == [h.hex() for h in hashes]
+    assert _hex_array(pa, []).to_pylist() == []
+    assert _hex_array(pa, [b"\x01", b"\x02\x03"]).to_pylist() == ["01", "0203"]
+
+
+def test_key_buffers_serve_groups_of_any_size_and_partitions_one_after_another(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Groups written from reused key-column buffers: a long group, then shorter ones,
+    in two partitions, every coordinate as the SQLite export has it."""
+    from infrastore_sqlite.interchange.parquet import export as writer
+
+    monkeypatch.setattr(writer, "ROW_GROUP_ROWS", 12)
+    store = new_store(tmp_path / "s.h5")
+    for i, n in enumerate([5, 7, 3, 2, 11, 1, 30]):
+        add(store, sts(f"u{i}", np.arange(n, dtype=np.float64) - i, start=T0 + i * H), owner=i + 1)
+        add(
+            store,
+            Scenarios(
+                T0 + i * H, "PT1H", "PT2H", "PT1H", 2, np.arange(8.0).reshape(2, 2, 2) + i, f"c{i}"
+            ),
+            owner=i + 1,
+        )
+    sqlite_result = store.export_sqlite(tmp_path / "e.sqlite")
+    result = store.export_parquet(tmp_path / "out")
+    assert_like_sqlite(result, tmp_path / "e.sqlite", sqlite_result)
+    assert_values_match_store(store, result)
+    store.close()
+
+
 def build_runs(store: Store) -> None:
     """Many arrays per partition: stretches on one fixed grid (joined in bulk), calendar
     and irregular grids between them, percentile sets that differ, ragged widths."""
@@ -833,6 +903,46 @@ def test_a_failure_in_the_encoder_thread_leaves_nothing(tmp_path: Path, monkeypa
         store.export_parquet(tmp_path / "out")
     assert ".values.parquet" in str(info.value)
     assert threads[1].startswith("infrastore-sqlite-parquet")
+    assert not (tmp_path / "out").exists()
+    store.close()
+
+
+def test_a_failed_group_waits_for_the_group_queued_behind_it(tmp_path: Path, monkeypatch) -> None:
+    """A group is queued before the one before it is done: when that one fails, the
+    file is closed only once the queued group's write has finished (never under it)."""
+    import time
+
+    from infrastore_sqlite.interchange.parquet import export as writer
+
+    monkeypatch.setattr(writer, "ROW_GROUP_ROWS", 4)  # one 3-row array per group
+    store = new_store(tmp_path / "s.h5")
+    for i in range(6):
+        add(store, sts(f"s{i}", np.arange(3.0) + 10 * i), owner=i + 1)
+    events: list[str] = []
+    real_write, real_close = pq.ParquetWriter.write_table, pq.ParquetWriter.close
+
+    def write(self, *args, **kwargs):
+        first = "start" not in events
+        events.append("start")
+        time.sleep(0.05)  # the next group is queued meanwhile
+        try:
+            if first:
+                raise OSError(28, "No space left on device")
+            return real_write(self, *args, **kwargs)
+        finally:
+            events.append("end")
+
+    def close(self):
+        events.append("close")
+        return real_close(self)
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", write)
+    monkeypatch.setattr(pq.ParquetWriter, "close", close)
+    with pytest.raises(StorageError, match="No space left on device"):
+        store.export_parquet(tmp_path / "out")
+    assert events.count("start") >= 2, events  # a second group was queued
+    assert events.index("close") > max(i for i, e in enumerate(events) if e == "end"), events
+    assert events.count("start") == events.count("end")
     assert not (tmp_path / "out").exists()
     store.close()
 
