@@ -147,7 +147,11 @@ REFUSED_KEYS: dict[str, str] = {
 # overlaps the reading of the next groups.
 _BATCH_BYTES = 4 * 1024 * 1024
 
-_BATCH_SERIES = 4096
+# ... and of at most this many series: each pending one holds its catalog row and series
+# object (a few KB), so this bounds what a partition of many short arrays holds at once
+# (2,048 rather than 4,096: ~5 MB less peak RSS importing 20,000 small series; the
+# speed difference was within the noise of fresh-process runs).
+_BATCH_SERIES = 2048
 
 TEXT_HINT = "a partition's tables come from one export"
 
