@@ -61,3 +61,15 @@ def query(db: Path, sql: str, params: tuple = ()) -> list[tuple]:
         return conn.execute(sql, params).fetchall()
     finally:
         conn.close()
+
+
+@pytest.fixture(params=["in line", "read ahead"])
+def read_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways the Parquet reader walks a values file: in line (a file of a few
+    batches) and a batch ahead in a worker thread (a longer file). Both must import, and
+    refuse, alike; the tests' files are small, so the read-ahead is forced here."""
+    if request.param == "read ahead":
+        from infrastore_sqlite.interchange.parquet import partition
+
+        monkeypatch.setattr(partition, "_READ_AHEAD_ROWS", 0)
+    return str(request.param)

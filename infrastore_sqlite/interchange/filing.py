@@ -77,6 +77,8 @@ def identity(row: dict[str, Any]) -> tuple:
 
 def stored_rows(store: Store, items: Sequence[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
     """The stored catalog row (``id`` and the compared columns) of every item already held."""
+    if not store._holds_series():
+        return {}  # an empty store (the usual first import) holds none: nothing to look up
     keys = list(dict.fromkeys(identity(p["row"]) for p in items))
     return store._rows_by_identity(keys, _COMPARED)
 
@@ -147,6 +149,12 @@ def file_items(
     """
     filed = set() if filed is None else filed
     stored = stored_rows(store, items)
+    if not stored:
+        # The store holds none of them: each is added (two of one identity among them
+        # are refused by the catalog's unique index, as one by one).
+        out = Filed(["added"] * len(items), store._insert_prepared(list(items)))
+        filed.update(out.ids)
+        return out
     outcomes: list[str] = []
     ids: list[int | None] = []
     new: list[dict[str, Any]] = []

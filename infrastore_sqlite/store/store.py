@@ -1207,12 +1207,16 @@ class Store(StoreApi):
     def is_empty(self) -> bool:
         self._open()
         return (
-            self._catalog.scalar("SELECT 1 FROM time_series_associations LIMIT 1") is None
+            not self._holds_series()
             and self._catalog.scalar(
                 "SELECT 1 FROM store_attributes WHERE key NOT LIKE 'infrastore_sqlite.%' LIMIT 1"
             )
             is None
         )
+
+    def _holds_series(self) -> bool:
+        """Whether the catalog holds any series row (one index probe)."""
+        return self._catalog.scalar("SELECT 1 FROM time_series_associations LIMIT 1") is not None
 
     def num_distinct_arrays(self) -> int:
         self._open()

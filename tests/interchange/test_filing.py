@@ -101,6 +101,36 @@ def test_a_series_twice_in_one_import_is_refused_whatever_the_rule(filled: Store
         file(filled, [item([1, 2, 31])], "replace", filed=seen)
 
 
+@pytest.mark.parametrize("rule", ["error", "replace", "ignore"])
+def test_an_empty_store_adds_every_item(store: Store, rule: str) -> None:
+    # An empty store holds none of them: no look-up, each item added, in order.
+    seen: set[int] = set()
+    filed = file(
+        store, [item([1.0]), item([2.0], owner=2), item([3.0], name="x")], rule, filed=seen
+    )
+    assert filed.outcomes == ["added"] * 3
+    assert filed.ids == [1, 2, 3] and seen == {1, 2, 3}
+    assert [m["owner_id"] for m in store.list_metadata()] == [1, 2, 1]
+    again = file(store, [item([1.0])], "ignore", filed=set())  # now held: looked up
+    assert again.outcomes == ["skipped"] and again.ids == [1]
+
+
+@pytest.mark.parametrize("holding", [False, True])
+def test_a_series_twice_in_one_batch_is_refused_alike_in_an_empty_store(
+    store: Store, holding: bool
+) -> None:
+    if holding:  # a store holding another series goes through the look-up
+        store.add_time_series_bulk([item([7.0], owner=9)])
+    before = store.list_metadata()
+    with pytest.raises(DuplicateTimeSeriesError) as e:
+        file(store, [item([1.0]), item([2.0], owner=2), item([3.0])], "replace")
+    assert str(e.value) == (
+        "a time series with that key already exists: 'load' (owner 1), SingleTimeSeries at "
+        "PT1H; remove it first, or give the new one another name or features"
+    )
+    assert store.list_metadata() == before
+
+
 def test_a_derived_forecast_follows_its_replaced_source(store: Store) -> None:
     store.add_time_series_bulk([item(np.arange(24.0))])
     assert store.transform_single_time_series("PT6H", "PT6H") == 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -25,7 +26,7 @@ from ..importing import (
     check_columns_present,
     stray_values_row,
 )
-from ..layout import values_key_columns
+from ..layout import series_columns, values_key_columns
 from .columns import is_list, list_lengths, list_values, null_mask, to_numpy
 from .discovery import Partition, reading_errors
 from .layout import (
@@ -73,6 +74,9 @@ class _Run:
 #: so memory holds one batch (and the array being stitched), not a whole row group. 64K
 #: rows (1.5 MB of values and instants) costs no more per row than larger batches.
 _BATCH_ROWS = 1 << 16
+#: Values files of more rows than this are read a batch ahead (:func:`_read_ahead`): with
+#: a few batches there is little of the caller's work to overlap the decoding with.
+_READ_AHEAD_ROWS = 4 * _BATCH_ROWS
 #: Files are read through a buffered stream of this many bytes, so a row group's column
 #: chunks are not all held compressed at once (they can be tens of MB).
 _READ_BUFFER = 1 << 20
@@ -114,6 +118,10 @@ class PartitionReader:
         assert part.type is not None
         self.type: TimeSeriesType = part.type
         self._pf: dict[str, Any] = {}
+        #: The arrays and series files opened and read in a worker (:meth:`read_rows_ahead`).
+        self._rows_ahead: dict[str, Future[tuple[Any, tuple, list | None]]] = {}
+        #: The partition the import reads next (set by it).
+        self.successor: PartitionReader | None = None
         self._arrays: Mapping[int, tuple[str, str]] = {}
         self._row_tr: str | None = None  # the first series row's time_reference text
         # The cell shape the value column must be nested as: the footer's, else the
@@ -124,11 +132,52 @@ class PartitionReader:
         """The role's file opened (once; the core closes them after the partition)."""
         pf = self._pf.get(role)
         if pf is None:
-            with reading_errors(self.files[role]):
-                pf = self._pf[role] = self.pq.ParquetFile(
-                    self.files[role], buffer_size=_READ_BUFFER
-                )
+            ahead = self._rows_ahead.get(role)
+            if ahead is not None:
+                # Opened by read_rows_ahead; its failure to open is raised here, as here.
+                pf = self._pf[role] = ahead.result()[0]
+            else:
+                pf = self._pf[role] = self._open(role)
         return pf
+
+    def _open(self, role: str) -> Any:
+        with reading_errors(self.files[role]):
+            return self.pq.ParquetFile(self.files[role], buffer_size=_READ_BUFFER)
+
+    def read_rows_ahead(self) -> None:
+        """Start opening the arrays and series files, and reading the rows of each that
+        is one batch, in a worker thread (once): :meth:`_file` and :meth:`_rows` take
+        them from there. The import starts the next partition's while this one's values
+        are walked, so a directory of many small partitions does not wait for each of
+        its files in turn."""
+        if self._rows_ahead:
+            return
+        wanted = {
+            "arrays": ("id", "data_hash", "time_axis"),
+            "series": ("array_id", "id", *series_columns(self.type)),
+        }
+        pool = ThreadPoolExecutor(1, thread_name_prefix="infrastore-sqlite-parquet")
+        self._rows_ahead = {
+            role: pool.submit(self._read_small, role, columns)
+            for role, columns in wanted.items()
+            if role in self.files and role not in self._pf
+        }
+        pool.shutdown(wait=False)
+
+    def _read_small(self, role: str, columns: tuple[str, ...]) -> tuple[Any, tuple, list | None]:
+        """``(the file opened, columns, its batches of them)``; no batches for a file of
+        more than one batch, or one that does not read (read again in line, where its
+        refusal is raised as always)."""
+        pf = self._open(role)
+        if pf.metadata.num_rows > _ROW_BATCH:
+            return pf, columns, None
+        try:
+            batches = pf.iter_batches(
+                batch_size=_ROW_BATCH, columns=list(columns), use_threads=False
+            )
+            return pf, columns, list(batches)
+        except Exception:  # the same read in line raises it, in its place
+            return pf, columns, None
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[None]:
@@ -241,7 +290,16 @@ class PartitionReader:
         pf = self._file(role)
         pa = self.pa
         shared: dict[Any, Any] = {}
-        for batch in pf.iter_batches(batch_size=_ROW_BATCH, columns=columns):
+        ahead = self._rows_ahead.pop(role, None)
+        read = ahead.result() if ahead is not None else None
+        if read is not None and read[2] is not None and read[1] == tuple(columns):
+            batches: Iterable[Any] = read[2]
+        else:
+            # Decoded in line: a series or arrays file is small, and handing its columns
+            # to pyarrow's thread pool costs more waiting than decoding them here.
+            batches = pf.iter_batches(batch_size=_ROW_BATCH, columns=columns, use_threads=False)
+        del ahead, read
+        for batch in batches:
             cols = []
             for c in columns:
                 col = batch.column(c)
@@ -308,7 +366,7 @@ class PartitionReader:
         runs = self._runs(dtype, res_ms)
         pending = next(runs, None)
         for key, ids, spec in wanted:
-            self.place.label = spec.label if spec is not None else None
+            self.place.naming = spec
             (aid,) = ids  # keys strictly ascend, so a key has one id
             if pending is not None and pending.aid < aid:  # pragma: no cover - _runs refuses
                 raise self._stray(pending)
@@ -340,70 +398,99 @@ class PartitionReader:
         names = ["timestamp", *(c for c, _ in values_key_columns(self.type)), "value"]
         if self._has_aid:
             names.insert(0, "array_id")
+        if self.successor is not None:
+            # The next partition's arrays and series files are read while this one's
+            # values are.
+            self.successor.read_rows_ahead()
         seen_last = -(2**63)
         carry: _Run | None = None
         start = 0
+        # A file of a few batches is read in line, each batch decoded by pyarrow's pool
+        # (the caller would only wait for it); a longer one a batch ahead, decoded in the
+        # read-ahead thread while the caller cuts and builds the batch before.
+        ahead = pf.metadata.num_rows > _READ_AHEAD_ROWS
+        batches = self._batches(pf, names, threads=not ahead)
+        for found, batch in _read_ahead(batches) if ahead else batches:
+            if batch is None:
+                # The whole group's order is checked before any of its arrays is handed
+                # on, so a file out of order is refused as such, not as a short array
+                # (a group of one batch is checked as the batch is).
+                if found is not None:
+                    heads, at = found
+                    self._check_runs(heads, (start + at).tolist(), seen_last)
+                continue
+            n = batch.num_rows
+            cols = self._numpy(batch, dtype, start)
+            aid = cols.pop("array_id") if self._has_aid else np.full(n, self._aid, np.int64)
+            cuts = np.flatnonzero(aid[1:] != aid[:-1]) + 1
+            bounds = [0, *cuts.tolist(), n]
+            heads = aid[bounds[:-1]]
+            self._check_runs(heads, [start + b for b in bounds[:-1]], seen_last)
+            grids = (
+                _sts_grids(cols["timestamp"], heads, bounds, res_ms)
+                if res_ms and self.type is TimeSeriesType.SingleTimeSeries
+                else None
+            )
+            known = self._arrays
+            items = list(cols.items())
+            for a, lo, hi, grid in zip(
+                heads.tolist(),
+                bounds[:-1],
+                bounds[1:],
+                grids or [None] * len(heads),
+                strict=True,
+            ):
+                piece = {c: v[lo:hi] for c, v in items}
+                if carry is not None and carry.aid == a:
+                    carry.pieces.append(piece)
+                    carry.affine = None  # stitched: its grid is looked at whole
+                    continue
+                if carry is not None:
+                    yield carry
+                if a not in known:
+                    raise stray_values_row(self.place, a, start + lo + 1)
+                seen_last = a
+                # The batch's last array may go on in the next batch (then reset above).
+                carry = _Run(a, start + lo, [piece], grid)
+            start += n
+            del batch, cols
+        if carry is not None:
+            yield carry
+
+    def _batches(
+        self, pf: Any, names: list[str], *, threads: bool
+    ) -> Iterator[tuple[tuple[np.ndarray, np.ndarray] | None, Any]]:
+        """The values file's row groups in order, as ``(None, batch)`` for each non-empty
+        batch of ``names``; a group of more than one batch is announced first by ``(its
+        array_id runs or None, None)`` (:meth:`_group_runs`). Only pyarrow work (and the
+        numpy of the runs), so that :func:`_read_ahead` may run it in its thread; with
+        ``threads``, pyarrow decodes a batch's columns in its thread pool."""
         for i in range(pf.num_row_groups):
             rows = pf.metadata.row_group(i).num_rows
             if rows == 0:
                 continue
             if self._has_aid and rows > _BATCH_ROWS:
-                # The whole group's order is checked before any of its arrays is handed
-                # on, so a file out of order is refused as such, not as a short array
-                # (a group of one batch is checked as the batch is).
-                self._check_group_runs(pf, i, start, seen_last)
-            for batch in pf.iter_batches(batch_size=_BATCH_ROWS, row_groups=[i], columns=names):
-                n = batch.num_rows
-                if n == 0:
-                    continue
-                cols = self._numpy(batch, dtype, start)
-                aid = cols.pop("array_id") if self._has_aid else np.full(n, self._aid, np.int64)
-                cuts = np.flatnonzero(aid[1:] != aid[:-1]) + 1
-                bounds = [0, *cuts.tolist(), n]
-                heads = aid[bounds[:-1]]
-                self._check_runs(heads, [start + b for b in bounds[:-1]], seen_last)
-                grids = (
-                    _sts_grids(cols["timestamp"], heads, bounds, res_ms)
-                    if res_ms and self.type is TimeSeriesType.SingleTimeSeries
-                    else None
-                )
-                known = self._arrays
-                items = list(cols.items())
-                for a, lo, hi, grid in zip(
-                    heads.tolist(),
-                    bounds[:-1],
-                    bounds[1:],
-                    grids or [None] * len(heads),
-                    strict=True,
-                ):
-                    piece = {c: v[lo:hi] for c, v in items}
-                    if carry is not None and carry.aid == a:
-                        carry.pieces.append(piece)
-                        carry.affine = None  # stitched: its grid is looked at whole
-                        continue
-                    if carry is not None:
-                        yield carry
-                    if a not in known:
-                        raise stray_values_row(self.place, a, start + lo + 1)
-                    seen_last = a
-                    # The batch's last array may go on in the next batch (then reset above).
-                    carry = _Run(a, start + lo, [piece], grid)
-                start += n
-                del batch, cols
-        if carry is not None:
-            yield carry
+                yield self._group_runs(pf, i, threads), None
+            for batch in pf.iter_batches(
+                batch_size=_BATCH_ROWS, row_groups=[i], columns=names, use_threads=threads
+            ):
+                if batch.num_rows:
+                    yield None, batch
 
-    def _check_group_runs(self, pf: Any, i: int, start: int, seen_last: int) -> None:
-        """:meth:`_check_runs` over row group ``i``'s ``array_id`` column alone, read a
-        batch at a time."""
+    def _group_runs(self, pf: Any, i: int, threads: bool) -> tuple[np.ndarray, np.ndarray] | None:
+        """Row group ``i``'s runs of ``array_id`` (their ids, and the rows they start at,
+        from the group's first), read a batch at a time; None when the column is not a
+        plain integer one (the batches refuse it, naming the row)."""
         heads: list[np.ndarray] = []
         rows: list[np.ndarray] = []
         last = None
-        offset = start
-        for batch in pf.iter_batches(batch_size=_BATCH_ROWS, row_groups=[i], columns=["array_id"]):
+        offset = 0
+        for batch in pf.iter_batches(
+            batch_size=_BATCH_ROWS, row_groups=[i], columns=["array_id"], use_threads=threads
+        ):
             col = batch.column(0)
             if col.null_count or not self.pa.types.is_integer(col.type):
-                return  # the batches refuse it, naming the row
+                return None
             aid = to_numpy(self.pa, col)
             if aid.size == 0:
                 continue
@@ -413,8 +500,9 @@ class PartitionReader:
             rows.append(offset + at)
             last = aid[-1]
             offset += aid.size
-        if heads:
-            self._check_runs(np.concatenate(heads), np.concatenate(rows).tolist(), seen_last)
+        if not heads:
+            return None
+        return np.concatenate(heads), np.concatenate(rows)
 
     def _check_runs(self, heads: np.ndarray, rows: list[int], seen_last: int) -> None:
         """Refuse a row group whose runs of ``array_id`` (their ids ``heads``, starting at
@@ -611,6 +699,27 @@ class PartitionReader:
         return group
 
 
+_END = object()
+
+
+def _read_ahead(items: Iterator[Any]) -> Iterator[Any]:
+    """``items`` produced one ahead in a worker thread: pyarrow reads and decodes the
+    next batch (without the GIL) while the caller cuts and builds this one's arrays, on
+    the other core. Holds one batch more than reading in line; an error reading one is
+    raised when the caller reaches it, as reading in line would."""
+    with ThreadPoolExecutor(1, thread_name_prefix="infrastore-sqlite-parquet") as pool:
+        ahead = pool.submit(next, items, _END)
+        try:
+            while True:
+                item = ahead.result()
+                if item is _END:
+                    return
+                ahead = pool.submit(next, items, _END)
+                yield item
+        finally:
+            ahead.cancel()
+
+
 def _sts_grids(
     ts: np.ndarray, heads: np.ndarray, bounds: list[int], res_ms: Mapping[int, int]
 ) -> list[tuple | None]:
@@ -621,31 +730,29 @@ def _sts_grids(
     cost a few numpy calls each).
     """
     k = len(heads)
-    res = np.zeros(k, dtype=np.int64)
-    known = np.zeros(k, dtype=bool)
-    for i, a in enumerate(heads.tolist()):
-        ms = res_ms.get(a)
-        if ms is not None:
-            res[i] = ms
-            known[i] = True
+    # 0 for an array without a fixed resolution (a fixed one is positive).
+    res_list = [res_ms.get(a, 0) for a in heads.tolist()]
+    res = np.asarray(res_list, dtype=np.int64)
+    known = res != 0
     if not known.any():
         return [None] * k
     starts = np.asarray(bounds[:-1], dtype=np.int64)
-    lens = np.diff(np.asarray(bounds, dtype=np.int64))
     first = ts[starts]
-    n = int(lens[0])
-    if (lens == n).all() and (res == res[0]).all():
-        # Arrays of one length and resolution (the common batch): a [k, n] view.
-        block = ts.reshape(k, n)
-        steps = np.arange(n, dtype=np.int64) * res[0]
-        ok = (block == block[:, :1] + steps).all(axis=1) & known
+    # A run walks its grid when each row is one step after the row before (int64 steps
+    # wrap as the grid's own arithmetic does). The rows that are not, other than a run's
+    # first, put their run off the grid: one pass over the batch, whatever the lengths.
+    steps = {r for r in res_list if r}
+    if len(steps) == 1:
+        step: Any = steps.pop()
     else:
-        offset = np.arange(ts.size, dtype=np.int64) - np.repeat(starts, lens)
-        on_grid = ts == np.repeat(first, lens) + offset * np.repeat(res, lens)
-        ok = np.logical_and.reduceat(on_grid, starts) & known
+        step = np.repeat(res, np.diff(np.asarray(bounds, dtype=np.int64)))[1:]
+    off = np.flatnonzero(np.diff(ts) != step) + 1
+    run = np.searchsorted(starts, off, side="right") - 1
+    ok = known.copy()
+    ok[run[off != starts[run]]] = False
     return [
         ("sts", f, r) if good else None
-        for good, f, r in zip(ok.tolist(), first.tolist(), res.tolist(), strict=True)
+        for good, f, r in zip(ok.tolist(), first.tolist(), res_list, strict=True)
     ]
 
 

@@ -16,6 +16,7 @@ batch (or one array, when it is longer), never a partition.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -122,6 +123,8 @@ def import_parquet(
         else PartitionReader(pa, pq, p, found.where)
         for p in found.partitions
     ]
+    for reader, after in itertools.pairwise(readers):
+        reader.successor = after
     total = sum(r.values_count() for r in readers)
     ctx = Context(store, opts, skip_checksum, progress, total)
     ctx.on_conflict = on_conflict

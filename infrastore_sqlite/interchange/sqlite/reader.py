@@ -373,7 +373,7 @@ class _PartitionReader:
                         run_from = at + tried
                 if ahead:
                     # Read with the run that starts at or before this group.
-                    self.place.label = spec.label if spec is not None else None
+                    self.place.naming = spec
                     yield ahead.pop(0)
                     continue
                 if limit is None:
@@ -680,7 +680,7 @@ class _PartitionReader:
         dtype: str,
     ) -> Group | None:
         """The rows of the array ``key`` (spread over ``ids``), or None when it has none."""
-        self.place.label = spec.label if spec is not None else None
+        self.place.naming = spec
         spans: list[tuple[int, tuple[int, int] | None]] = []
         for aid in ids:
             span = None

@@ -24,6 +24,9 @@ from infrastore_sqlite.core.elements import parse_element_type, shrink
 from infrastore_sqlite.errors import DuplicateTimeSeriesError, InvalidParameterError
 from infrastore_sqlite.interchange.parquet import export as export_mod
 
+# Every test runs with the values file read in line and read ahead (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("read_mode")
+
 
 def raw_bits(a: Any) -> tuple[str, tuple, bytes]:
     x = np.asarray(a.data)
@@ -231,6 +234,59 @@ def test_one_transaction_in_the_api(varied, tmp_path: Path) -> None:
     assert dst.list_metadata() == []
     report = dst.import_parquet(out, skip_checksum=True, on_conflict="ignore")
     assert report.ok
+
+
+def _break_a_later_partition(src: Path, out: Path, how: str) -> None:
+    """Copy ``src`` to ``out``, with the last partition's series file made unreadable or
+    short of a column."""
+    import shutil
+
+    shutil.copytree(src, out)
+    last = sorted(out.glob("*.series.parquet"))[-1]
+    if how == "unreadable":
+        # Its pages garbled, its footer (read by the discovery) left whole.
+        raw = bytearray(last.read_bytes())
+        raw[4:200] = bytes(196)
+        last.write_bytes(bytes(raw))
+    else:
+        t = pq.read_table(last)
+        pq.write_table(t.drop_columns(["units"]), last)
+
+
+@pytest.mark.parametrize("how", ["unreadable", "short of a column"])
+def test_a_later_partition_read_ahead_is_refused_as_read_in_line(
+    varied, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    # Each partition's arrays and series files are opened and read in a worker while
+    # the partition before is imported: a failure there is raised where reading them in
+    # line raises it, with the same message.
+    from infrastore_sqlite.interchange.parquet.partition import PartitionReader
+
+    _, d = varied
+    _break_a_later_partition(d / "out", tmp_path / "in", how)
+    messages = []
+    for ahead in (True, False):
+        if not ahead:
+            monkeypatch.setattr(PartitionReader, "read_rows_ahead", lambda self: None)
+        dst = new_store(tmp_path / f"dst{ahead}.h5")
+        with pytest.raises(Exception) as e:
+            dst.import_parquet(tmp_path / "in")
+        assert dst.list_metadata() == []
+        messages.append((type(e.value), str(e.value)))
+    assert messages[0] == messages[1]
+    assert ("failed" if how == "unreadable" else "missing column(s)") in messages[0][1]
+
+
+def test_files_of_several_batches_are_not_read_ahead(
+    varied, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from infrastore_sqlite.interchange.parquet import partition
+
+    store, d = varied
+    monkeypatch.setattr(partition, "_ROW_BATCH", 1)  # every file of two rows or more
+    dst = new_store(tmp_path / "dst.h5")
+    dst.import_parquet(d / "out")
+    assert_same_store(store, dst)
 
 
 def test_store_method_signature() -> None:

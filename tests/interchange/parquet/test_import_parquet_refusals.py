@@ -28,6 +28,9 @@ DET = "Deterministic.f64.utc"
 NONSEQ = "NonSequentialTimeSeries.f64.utc"
 SHAPED = "SingleTimeSeries.f64_2x3.utc"
 
+# Every test runs with the values file read in line and read ahead (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("read_mode")
+
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:

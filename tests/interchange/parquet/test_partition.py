@@ -24,6 +24,9 @@ from infrastore_sqlite.model import TimeSeriesType
 H = 3_600_000
 T0 = 1_704_067_200_000
 
+# Every test runs with the values file read in line and read ahead (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("read_mode")
+
 
 def _batch() -> tuple[np.ndarray, np.ndarray, list[int], dict]:
     """Eight arrays in one batch, each a different case."""
@@ -51,21 +54,58 @@ def _res_ms(specs: dict) -> dict[int, int]:
     return {a: s.res.ms for a, s in specs.items() if not s.res.calendar}
 
 
-def test_sts_grids_vouch_as_affine_does_one_array_at_a_time() -> None:
-    ts, heads, bounds, specs = _batch()
-    got = partition._sts_grids(ts, heads, bounds, _res_ms(specs))
-    want = []
+def _affine_one_by_one(ts: np.ndarray, heads: np.ndarray, bounds: list[int], specs: dict) -> list:
+    """What ``_affine`` vouches for, each array of the batch on its own."""
+    out = []
     for k, a in enumerate(heads.tolist()):
         part = ts[bounds[k] : bounds[k + 1]]
         group = Group(("k", "a"), [a], part.size, np.zeros(part.size), timestamp=part)
         spec = specs.get(a)
-        want.append(
+        out.append(
             None
             if spec is None
             else partition._affine(TimeSeriesType.SingleTimeSeries, group, spec)
         )
-    assert got == want
+    return out
+
+
+def test_sts_grids_vouch_as_affine_does_one_array_at_a_time() -> None:
+    ts, heads, bounds, specs = _batch()
+    got = partition._sts_grids(ts, heads, bounds, _res_ms(specs))
+    assert got == _affine_one_by_one(ts, heads, bounds, specs)
     assert [g is not None for g in got] == [True, False, False, True, False, False, True, False]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_sts_grids_agree_with_affine_on_random_batches(seed: int) -> None:
+    # Runs of any length (a batch cuts its first and last anywhere), one resolution for
+    # all or several, some without a series row, some nudged off their grid, some near
+    # the ends of int64 (where the steps wrap, as the grid's arithmetic does).
+    rng = np.random.default_rng(seed)
+    periods = ["PT1H", "PT15M", "PT2H"][: 1 + seed % 3]
+    pieces, heads, specs = [], [], {}
+    for a in range(1, int(rng.integers(1, 12)) + 1):
+        period = as_period(str(rng.choice(periods)))
+        n = int(rng.integers(1, 9))
+        base = int(rng.choice([T0, 2**63 - 3 * H, -(2**63) + 5]))
+        with np.errstate(over="ignore"):
+            run = (np.int64(base) + np.arange(n, dtype=np.int64) * np.int64(period.ms)).astype(
+                np.int64
+            )
+        case = rng.integers(0, 5)
+        if case == 0 and n > 1:
+            run[int(rng.integers(1, n))] += 1  # one row off the grid
+        elif case == 1 and n > 1:
+            run = run[::-1].copy()  # every row there, out of order
+        if rng.integers(0, 6):
+            specs[a] = SimpleNamespace(res=period)
+        pieces.append(run)
+        heads.append(a)
+    ts = np.concatenate(pieces)
+    bounds = [0, *np.cumsum([p.size for p in pieces]).tolist()]
+    heads_arr = np.array(heads, dtype=np.int64)
+    got = partition._sts_grids(ts, heads_arr, bounds, _res_ms(specs))
+    assert got == _affine_one_by_one(ts, heads_arr, bounds, specs)
 
 
 def test_sts_grids_without_any_fixed_resolution() -> None:
