@@ -773,10 +773,10 @@ def _hex_array(pa: ModuleType, hashes: Sequence[bytes]) -> Any:
     """The lowercase hex texts of equally long ``hashes`` as one Arrow string array,
     spelled out in numpy (no Python string per hash)."""
     n = len(hashes)
-    raw = np.frombuffer(b"".join(hashes), dtype=np.uint8)
-    width = raw.size // n if n else 0
-    if not width or width * n != raw.size:  # none, or not all one length
+    lengths = set(map(len, hashes))
+    if len(lengths) != 1 or not (width := lengths.pop()):  # none, or not all one length
         return _python_array(pa, [h.hex() for h in hashes], pa.string())
+    raw = np.frombuffer(b"".join(hashes), dtype=np.uint8)
     digits = np.empty((raw.size, 2), dtype=np.uint8)
     digits[:, 0] = _HEX_DIGITS[raw >> 4]
     digits[:, 1] = _HEX_DIGITS[raw & 15]

@@ -647,6 +647,8 @@ def test_hex_array_spells_each_hash_as_hex() -> None:
     assert got.to_pylist() == [h.hex() for h in hashes]
     assert _hex_array(pa, []).to_pylist() == []
     assert _hex_array(pa, [b"\x01", b"\x02\x03"]).to_pylist() == ["01", "0203"]
+    # Lengths that differ but add up to a multiple of the count are still each their own.
+    assert _hex_array(pa, [b"\x01", b"\x02\x03\x04"]).to_pylist() == ["01", "020304"]
 
 
 def test_key_buffers_serve_groups_of_any_size_and_partitions_one_after_another(
