@@ -27,6 +27,7 @@ from ..importing import (
     stray_values_row,
 )
 from ..layout import series_columns, values_key_columns
+from ..pipeline import Prefetch
 from .columns import is_list, list_lengths, list_values, null_mask, to_numpy
 from .discovery import Partition, reading_errors
 from .layout import (
@@ -699,25 +700,13 @@ class PartitionReader:
         return group
 
 
-_END = object()
-
-
 def _read_ahead(items: Iterator[Any]) -> Iterator[Any]:
-    """``items`` produced one ahead in a worker thread: pyarrow reads and decodes the
-    next batch (without the GIL) while the caller cuts and builds this one's arrays, on
-    the other core. Holds one batch more than reading in line; an error reading one is
-    raised when the caller reaches it, as reading in line would."""
-    with ThreadPoolExecutor(1, thread_name_prefix="infrastore-sqlite-parquet") as pool:
-        ahead = pool.submit(next, items, _END)
-        try:
-            while True:
-                item = ahead.result()
-                if item is _END:
-                    return
-                ahead = pool.submit(next, items, _END)
-                yield item
-        finally:
-            ahead.cancel()
+    """``items`` produced one ahead in the pipeline's worker thread: pyarrow reads and
+    decodes the next batch (without the GIL) while the caller cuts and builds this one's
+    arrays, on the other core. An error reading one is raised when the caller reaches
+    it, as reading in line would; leaving early stops the worker."""
+    with Prefetch(items, depth=1) as ahead:
+        yield from ahead
 
 
 def _sts_grids(
