@@ -913,8 +913,12 @@ _SERIES_FIELDS = (
 _OWNER_CATEGORY_NAMES = {c.value: c.name for c in OwnerCategory}
 
 
+# Series whose catalog fields, or plan columns, are turned into Python values at a time.
+_ROWS_CHUNK = 4096
+
+
 def _series_fields(
-    store: Store, ids: Sequence[int] | np.ndarray, chunk: int = 4096
+    store: Store, ids: Sequence[int] | np.ndarray, chunk: int = _ROWS_CHUNK
 ) -> Iterator[tuple]:
     """``_SERIES_FIELDS`` of each of ``ids``, in the order given, ``chunk`` at a time."""
     for start in range(0, len(ids), chunk):
@@ -928,12 +932,8 @@ def _series_fields(
             yield found[i]
 
 
-# Series whose catalog fields, or plan columns, are turned into Python values at a time.
-_ROWS_CHUNK = 4096
-
-
 def _chunked_rows(
-    positions: np.ndarray, *columns: np.ndarray, chunk: int = 4096
+    positions: np.ndarray, *columns: np.ndarray, chunk: int = _ROWS_CHUNK
 ) -> Iterator[tuple[int, ...]]:
     """``(columns[0][p], columns[1][p], …)`` as Python ints for each of ``positions``,
     converted ``chunk`` positions at a time."""

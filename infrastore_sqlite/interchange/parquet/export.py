@@ -634,9 +634,9 @@ class _Group:
                     if column.count == 1 and column.pattern.size >= _CHUNK_ROWS:
                         anchor = 0 if column.base is None else int(column.base[0])
                         key = (id(column.pattern), anchor)
-                        column = shared.get(key)
-                        if column is None:
-                            column = shared[key] = piece[f.name].expand()
+                        if key not in shared:
+                            shared[key] = column.expand()
+                        column = shared[key]
                     else:
                         buffer = self._buffer(f.name, rows, column.pattern.dtype)
                         column = column.expand(buffer[at : at + column.rows])
