@@ -59,6 +59,7 @@ from ..errors import (
     TimeSeriesError,
 )
 from ..model import DESCRIPTORS, SERIES_CLASSES, UNIT_SYSTEMS, OwnerCategory, TimeSeriesType
+from ..store.store import array_fields, series_label
 from .filing import (
     OUTCOMES,
     OnConflict,
@@ -496,6 +497,10 @@ class Spec:
     # Equal for equal ``(res, itv, hor)`` among the rows of one partition (a small int,
     # cheaper to hash than the periods); only compared within one partition.
     grid_key: Any = None
+    #: Equal for rows of one partition that agree on everything but owner id, owner type,
+    #: name and array (category, element type, reference, descriptors, features, grid):
+    #: their catalog rows differ only there (see :class:`_Settle`).
+    part: int = 0
 
     @property
     def label(self) -> str:
@@ -515,6 +520,8 @@ class Built:
     percentiles: list[float] | None = None
     #: The content hash (``hash_hex`` as bytes), set with it by :func:`hash_built`.
     digest: bytes = b""
+    #: Its catalog fields and stored form (``array_fields``), once a series row needs them.
+    fields: tuple[dict[str, Any], np.ndarray] | None = None
 
 
 @dataclass(slots=True)
@@ -999,7 +1006,7 @@ class SeriesRows:
             label = f"'{row_name}' (owner {owner_id}, id {fid} in {table})"
             shared = self._shared_part(dict(zip(cols, raw, strict=True)), f"series {label}", opts)
             self._shared[shared_key] = shared
-        category, et, tr, descriptors, features, res, itv, hor, steps, grid = shared
+        category, et, tr, descriptors, features, res, itv, hor, steps, grid, part = shared
         return Spec(
             file_id=fid,
             key=key,
@@ -1019,6 +1026,7 @@ class SeriesRows:
             hor=hor,
             steps=steps,
             grid_key=grid,
+            part=part,
         )
 
     def _shared_at(self, at: dict[str, int]) -> Callable[[tuple], tuple]:
@@ -1102,7 +1110,8 @@ class SeriesRows:
             except InvalidParameterError as exc:
                 raise InvalidParameterError(f"{what}: {exc}") from None
         grid = self._grids.setdefault((res, itv, hor), len(self._grids))
-        return (category, et, tr, descriptors, features, res, itv, hor, steps, grid)
+        part = len(self._shared)  # this part's number: it is stored under it next
+        return (category, et, tr, descriptors, features, res, itv, hor, steps, grid, part)
 
     def _period(self, text: str, what: str, series: str) -> Period:
         found = self._periods.get((text, what))
@@ -1660,6 +1669,52 @@ class _Settle:
         self.nbytes = 0  # of the pending arrays, as the filing counts them
         self.series = 0
         self.advanced = 0
+        #: Spec.part -> the catalog row of its first series, the others' template.
+        self.templates: dict[int, dict[str, Any]] = {}
+
+    def _prepared(self, spec: Spec, b: Built) -> dict[str, Any]:
+        """One series as ``Store._row_for`` prepares it.
+
+        The first series of each :attr:`Spec.part` is prepared by ``_row_for`` from a
+        series object; the others, written, copy its row and put in what differs
+        (owner id and type, name, and the fields of their array, which ``array_fields``
+        gives as ``_row_for`` takes them): a few dict stores instead of a series object
+        and a 25-column row per series. A dry run keeps the object (a diff compares it).
+        """
+        template = self.templates.get(spec.part)
+        if template is None or not self.filing.write:
+            obj = _series_object(self.tst, spec, b)
+            prepared = self.ctx.store._row_for(
+                spec.owner_id, spec.owner_type, spec.category, obj, spec.features, b.digest
+            )
+            if template is None:
+                self.templates[spec.part] = dict(prepared["row"])
+            return prepared
+        if b.fields is None:
+            b.fields = array_fields(
+                spec.et,
+                b.data,
+                initial_ms=b.initial_ms,
+                count=b.count,
+                percentiles=b.percentiles,
+                timestamps=b.timestamps,
+                known_hash=b.digest,
+            )
+        fields, stored = b.fields
+        row = template.copy()
+        row["owner_id"] = spec.owner_id
+        row["owner_type"] = spec.owner_type
+        row["name"] = spec.name
+        row.update(fields)
+        prepared = {
+            "row": row,
+            "data": stored,
+            "features": spec.features,
+            "label": series_label(spec.name, spec.owner_id),
+        }
+        if b.timestamps is not None:
+            prepared["timestamps"] = b.timestamps
+        return prepared
 
     def add(self, key: tuple[str, str], n: int, specs: list[Spec], built: dict[Any, Built]) -> None:
         self.pending.append((key, n, specs, built))
@@ -1688,7 +1743,7 @@ class _Settle:
             return
         hash_built([b for _key, _n, _specs, built in todo for b in built.values()])
         ctx, result, tables = self.ctx, self.result, self.source.place
-        store, filing, tst = ctx.store, self.filing, self.tst
+        filing, prepare = self.filing, self._prepared
         checksum, skip, report, diff = (
             self.source.checksum,
             ctx.skip_checksum,
@@ -1716,16 +1771,13 @@ class _Settle:
             result.rows += n
             for spec in specs:
                 b = built[spec.grid_key]
-                obj = _series_object(tst, spec, b)
                 # What Store._prepare checks of a bulk item holds here by construction
                 # (the series row was validated, the object is built here), but the range.
                 if not _I64_MIN <= spec.owner_id <= _I64_MAX:
                     raise InvalidParameterError(
                         f"owner_id {spec.owner_id} does not fit a signed 64-bit integer"
                     )
-                prepared = store._row_for(
-                    spec.owner_id, spec.owner_type, spec.category, obj, spec.features, b.digest
-                )
+                prepared = prepare(spec, b)
                 if report:
                     entry = {
                         "file_id": spec.file_id,

@@ -670,33 +670,28 @@ class Store(StoreApi):
         feats: dict[str, Any],
         known_hash: bytes | None = None,
     ) -> dict[str, Any]:
-        arr = ts._data
+        """A series prepared for the catalog: its row (``row``, keys in the catalog's
+        column order), its arrays (``data``, ``timestamps``), ``features``, ``series`` and
+        ``label``. The fields of its array are :func:`array_fields`' (an import fills
+        the rest of a row from a template, see ``interchange/importing.py``)."""
         et = ts._et
         code, gridded, forecast, irregular, probabilistic = _class_traits(type(ts))
-        stored = shrink(et, arr) if et.is_ragged else arr
-        shape = arr.shape
         name = ts.name
         # One dict display in the catalog's column order (a bulk add builds one per
         # series); the slots are read directly, the properties would only return them.
-        if gridded:
-            initial_ms = ts._initial_ms
-            instant = _catalog_instant(initial_ms)
-            resolution = _period_text(ts._resolution)
-        else:
-            initial_ms = instant = resolution = None
         row: dict[str, Any] = {
             "owner_id": owner_id,
             "owner_type": owner_type,
             "owner_category": int(category),
             "time_series_type": code,
             "name": name,
-            "initial_timestamp": instant,
-            "initial_ms": initial_ms,
-            "resolution": resolution,
-            "length": int(shape[0]),
+            "initial_timestamp": None,
+            "initial_ms": None,
+            "resolution": _period_text(ts._resolution) if gridded else None,
+            "length": None,
             "horizon": _period_text(ts._horizon) if forecast else None,
             "interval": _period_text(ts._interval) if forecast else None,
-            "count": ts._count if forecast else None,
+            "count": None,
             "timestamps_hash": None,
             "units": ts.units,
             "quantity_kind": ts.quantity_kind,
@@ -704,19 +699,28 @@ class Store(StoreApi):
             "component_field": ts.component_field,
             "application_data": ts.application_data,
             "time_reference": ts._tr,
-            "percentiles_json": (orjson.dumps(ts.percentiles).decode() if probabilistic else None),
+            "percentiles_json": None,
             "element_type": _element_text(et),
-            "element_shape": _shape_json(shape[1:]),
-            "array_shape": _shape_json(shape),
-            "data_hash": data_hash(stored) if known_hash is None else known_hash,
+            "element_shape": None,
+            "array_shape": None,
+            "data_hash": None,
             "features_hash": _features_hash_of(feats),
         }
+        fields, stored = array_fields(
+            et,
+            ts._data,
+            initial_ms=ts._initial_ms if gridded else None,
+            count=ts._count if forecast else None,
+            percentiles=ts._percentiles if probabilistic else None,
+            timestamps=ts._ts_ms if irregular else None,
+            known_hash=known_hash,
+        )
+        row.update(fields)
         out = {"row": row, "data": stored, "features": feats}
         if irregular:
-            row["timestamps_hash"] = timestamps_hash(ts._ts_ms)
             out["timestamps"] = ts._ts_ms
         out["series"] = ts
-        out["label"] = f"'{name}' (owner {owner_id})"
+        out["label"] = series_label(name, owner_id)
         return out
 
     _INSERT_COLUMNS = (
@@ -2198,6 +2202,40 @@ def _shape_json(shape: tuple[int, ...]) -> str:
 @functools.lru_cache(maxsize=4096)
 def _catalog_instant(ms: int) -> str:
     return ms_to_rfc3339(ms)
+
+
+def array_fields(
+    et: Any,
+    data: np.ndarray,
+    *,
+    initial_ms: int | None,
+    count: int | None,
+    percentiles: list[float] | None,
+    timestamps: np.ndarray | None,
+    known_hash: bytes | None = None,
+) -> tuple[dict[str, Any], np.ndarray]:
+    """The catalog fields a series' array decides, and the array as stored (a ragged
+    composite at its minimal width): what differs between series that share everything
+    else. ``known_hash`` is the stored array's content hash when the caller has it."""
+    stored = shrink(et, data) if et.is_ragged else data
+    shape = data.shape
+    fields = {
+        "initial_timestamp": None if initial_ms is None else _catalog_instant(initial_ms),
+        "initial_ms": initial_ms,
+        "length": int(shape[0]),
+        "count": count,
+        "timestamps_hash": None if timestamps is None else timestamps_hash(timestamps),
+        "percentiles_json": None if percentiles is None else orjson.dumps(percentiles).decode(),
+        "element_shape": _shape_json(shape[1:]),
+        "array_shape": _shape_json(shape),
+        "data_hash": data_hash(stored) if known_hash is None else known_hash,
+    }
+    return fields, stored
+
+
+def series_label(name: str, owner_id: int) -> str:
+    """How a refusal names a series being filed: ``'name' (owner 7)``."""
+    return f"'{name}' (owner {owner_id})"
 
 
 _PERIOD_TEXTS: dict[tuple[int, int, bool], str] = {}

@@ -530,3 +530,72 @@ def test_the_core_lets_go_of_each_wanted_entry_once_its_group_is_read(tmp_path: 
         with store.transaction():
             _, ids = import_partition(ctx, source, write=True)
         assert len(ids) == 5 and seen and all(w is None for w in seen[0])
+
+
+def _catalog_rows(store: Store) -> dict[tuple, tuple]:
+    """Every catalog row but its id, by identity (owner, category, type, name,
+    resolution, interval, features)."""
+    cols = [c for c in Store._INSERT_COLUMNS]
+    rows = store._catalog.execute(
+        f"SELECT {', '.join(cols)} FROM time_series_associations WHERE time_series_type != 3"
+    ).fetchall()
+    at = {c: i for i, c in enumerate(cols)}
+    key = ("owner_id", "owner_category", "time_series_type", "name", "resolution", "interval")
+    return {(*(r[at[c]] for c in key), r[at["features_hash"]]): tuple(r) for r in rows}
+
+
+def test_rows_filed_from_a_template_equal_rows_from_series_objects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the first series of each shared part, a written import fills catalog rows from
+    a template (``_Settle._prepared``): every column of every kind's rows (ragged
+    composites of several widths, irregular axes, percentiles, forecasts, several owners
+    and names per part) equals the row ``Store._row_for`` makes of a series object."""
+    from varied_store import add, build_varied, new_store, sts
+
+    src = new_store(tmp_path / "src.h5")
+    build_varied(src)
+    for owner in (11, 12, 13):
+        # One part (same descriptors and grid), each with its own array, its own most
+        # points (so its own minimal width) and padding beyond it.
+        points = owner - 10
+        wide = np.zeros((2, 1 + 2 * (points + 1)))
+        wide[0, : 1 + 2 * points] = [points, *np.arange(2.0 * points) + owner]
+        wide[1, :3] = [1, owner, 0.5]
+        add(src, sts("pwl", wide, element_type="piecewise_linear"), owner=owner)
+        ts = [T0, T0.replace(hour=owner - 8)]
+        add(src, NonSequentialTimeSeries(ts, np.array([1.0, owner]), "ns"), owner=owner)
+        add(
+            src,
+            Deterministic(T0, "PT1H", "PT3H", "PT2H", 2, np.full((3, 2), float(owner)), "det"),
+            owner=owner,
+        )
+        add(
+            src,
+            sts(f"plain{owner}", np.arange(4.0) + owner, start=T0.replace(hour=owner)),
+            owner=owner,
+            owner_type=f"Bus{owner}",
+        )
+    db = tmp_path / "export.db"
+    src.export_sqlite(db)
+    src.close()
+
+    def imported(name: str) -> dict[tuple, tuple]:
+        dst = new_store(tmp_path / name)
+        dst.import_sqlite(db)
+        rows = _catalog_rows(dst)
+        dst.close()
+        return rows
+
+    templated = imported("templated.h5")
+
+    def from_an_object(self: Any, spec: Any, b: Built) -> dict[str, Any]:
+        obj = importing._series_object(self.tst, spec, b)
+        return self.ctx.store._row_for(
+            spec.owner_id, spec.owner_type, spec.category, obj, spec.features, b.digest
+        )
+
+    monkeypatch.setattr(importing._Settle, "_prepared", from_an_object)
+    want = imported("objects.h5")
+    assert len(want) > 40
+    assert templated == want
