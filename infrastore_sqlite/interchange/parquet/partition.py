@@ -408,11 +408,12 @@ class PartitionReader:
         seen_last = -(2**63)
         carry: _Run | None = None
         start = 0
-        # A file of a few batches is read in line, each batch decoded by pyarrow's pool
-        # (the caller would only wait for it); a longer one a batch ahead, decoded in the
-        # read-ahead thread while the caller cuts and builds the batch before.
+        # A file of a few batches is read in line; a longer one a batch ahead, decoded in
+        # the read-ahead thread while the caller cuts and builds the batch before. Never
+        # in pyarrow's thread pool: starting and waking its threads cost a process more
+        # than decoding a batch of a few columns (mixed 40, fresh processes: 144 -> 117 ms).
         ahead = pf.metadata.num_rows > _READ_AHEAD_ROWS
-        batches = self._batches(pf, names, threads=not ahead)
+        batches = self._batches(pf, names)
         for found, batch in _read_ahead(batches) if ahead else batches:
             if batch is None:
                 # The whole group's order is checked before any of its arrays is handed
@@ -461,26 +462,25 @@ class PartitionReader:
             yield carry
 
     def _batches(
-        self, pf: Any, names: list[str], *, threads: bool
+        self, pf: Any, names: list[str]
     ) -> Iterator[tuple[tuple[np.ndarray, np.ndarray] | None, Any]]:
         """The values file's row groups in order, as ``(None, batch)`` for each non-empty
         batch of ``names``; a group of more than one batch is announced first by ``(its
         array_id runs or None, None)`` (:meth:`_group_runs`). Only pyarrow work (and the
-        numpy of the runs), so that :func:`_read_ahead` may run it in its thread; with
-        ``threads``, pyarrow decodes a batch's columns in its thread pool."""
+        numpy of the runs), so that :func:`_read_ahead` may run it in its thread."""
         for i in range(pf.num_row_groups):
             rows = pf.metadata.row_group(i).num_rows
             if rows == 0:
                 continue
             if self._has_aid and rows > _BATCH_ROWS:
-                yield self._group_runs(pf, i, threads), None
+                yield self._group_runs(pf, i), None
             for batch in pf.iter_batches(
-                batch_size=_BATCH_ROWS, row_groups=[i], columns=names, use_threads=threads
+                batch_size=_BATCH_ROWS, row_groups=[i], columns=names, use_threads=False
             ):
                 if batch.num_rows:
                     yield None, batch
 
-    def _group_runs(self, pf: Any, i: int, threads: bool) -> tuple[np.ndarray, np.ndarray] | None:
+    def _group_runs(self, pf: Any, i: int) -> tuple[np.ndarray, np.ndarray] | None:
         """Row group ``i``'s runs of ``array_id`` (their ids, and the rows they start at,
         from the group's first), read a batch at a time; None when the column is not a
         plain integer one (the batches refuse it, naming the row)."""
@@ -489,7 +489,7 @@ class PartitionReader:
         last = None
         offset = 0
         for batch in pf.iter_batches(
-            batch_size=_BATCH_ROWS, row_groups=[i], columns=["array_id"], use_threads=threads
+            batch_size=_BATCH_ROWS, row_groups=[i], columns=["array_id"], use_threads=False
         ):
             col = batch.column(0)
             if col.null_count or not self.pa.types.is_integer(col.type):
