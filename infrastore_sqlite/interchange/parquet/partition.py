@@ -749,7 +749,14 @@ def _sts_grids(
 
 def _affine(tst: TimeSeriesType, group: Group, spec: Spec) -> tuple | None:
     """The grid the rows walk in file order, when they are exactly the one ``spec``
-    declares (the core then does not place them again); None to let the core place them."""
+    declares (the core then does not place them again); None to let the core place them.
+
+    A forecast's rows must go window by window, step by step and (Probabilistic,
+    Scenarios) lane by lane, as every export writes them; its lanes are the rows of the
+    first (window, step). A percentile lane must be a finite, non-zero float and the
+    lanes strictly increasing, so that they are the sorted distinct percentiles the core
+    would find (and ``-0.0`` is never taken for ``0.0``); scenarios count from 0.
+    """
     ts = group.timestamp
     n = group.n
     if ts is None or n == 0 or spec.res is None or spec.res.calendar:
@@ -760,16 +767,30 @@ def _affine(tst: TimeSeriesType, group: Group, spec: Spec) -> tuple | None:
         if np.array_equal(ts, first + r * spec.res.ms):
             return ("sts", first, spec.res.ms)
         return None
-    if tst is TimeSeriesType.Deterministic:
-        itv, steps = spec.itv, spec.steps
-        if itv is None or itv.calendar or not steps or n % steps:
+    itv, steps, it, lane = spec.itv, spec.steps, group.issue, group.lane
+    if not tst.is_forecast or itv is None or itv.calendar or not steps or it is None:
+        return None
+    lanes = 1
+    if lane is not None:
+        moved = (ts != ts[0]) | (it != it[0])
+        lanes = int(np.argmax(moved)) if moved.any() else n
+    block = steps * lanes
+    if n % block or (not itv.is_positive and n != block):
+        return None
+    issue = int(it[0])
+    if not (
+        np.array_equal(it, issue + (r // block) * itv.ms)
+        and np.array_equal(ts - it, (r % block // lanes) * spec.res.ms)
+    ):
+        return None
+    if lane is None:
+        return ("det", issue, itv.ms, spec.res.ms, steps, n // steps)
+    head = lane[:lanes].copy()
+    if tst is TimeSeriesType.Scenarios:
+        if not np.array_equal(head, np.arange(lanes)):
             return None
-        if not itv.is_positive and n != steps:
-            return None
-        it = group.issue
-        assert it is not None
-        issue = int(it[0])
-        want_it = issue + (r // steps) * itv.ms
-        if np.array_equal(it, want_it) and np.array_equal(ts - it, (r % steps) * spec.res.ms):
-            return ("det", issue, itv.ms, spec.res.ms, steps, n // steps)
-    return None
+    elif not (np.isfinite(head).all() and (head != 0).all() and (np.diff(head) > 0).all()):
+        return None
+    if not np.array_equal(lane, np.tile(head, n // lanes)):
+        return None
+    return ("lanes", issue, itv.ms, spec.res.ms, steps, n // block, lanes, head)
