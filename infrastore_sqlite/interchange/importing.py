@@ -484,12 +484,13 @@ class Spec:
     table: str
     owner_id: int
     owner_type: str
-    category: OwnerCategory
     name: str
-    features: dict[str, Any]
+    # From here on, the row's shared part (SeriesRows._shared_part, in this order).
+    category: OwnerCategory
     et: ElementType
     tr: str | None
     descriptors: dict[str, str | None]
+    features: dict[str, Any]
     res: Period | None = None
     itv: Period | None = None
     hor: Period | None = None
@@ -897,8 +898,11 @@ class SeriesRows:
         table = self.place.series
         cols = self.columns
         specs: list[Spec] = []
-        element_types: set[str] = set()
+        # Each shared part's element type (a part is one element type): compared once
+        # at the end, not spelled out per row.
+        part_types: dict[int, ElementType] = {}
         tst_at = cols.index("time_series_type")
+        tst_name = tst.name
         shape_at = cols.index("element_shape")
         shapes: set[Any] = set()
         # Rows repeat a handful of cell-type patterns; a pattern checked once is known good.
@@ -908,7 +912,7 @@ class SeriesRows:
             if types not in good_types:
                 self._check_cells(n, dict(zip(cols, raw, strict=True)), cols)
                 good_types.add(types)
-            if raw[tst_at] != tst.name:
+            if raw[tst_at] != tst_name:
                 r = dict(zip(cols, raw, strict=True))
                 if r["time_series_type"] in {t.name for t in TimeSeriesType}:
                     raise InvalidParameterError(
@@ -923,7 +927,8 @@ class SeriesRows:
             spec = self._spec(raw, cols, arrays, opts)
             specs.append(spec)
             shapes.add(raw[shape_at])
-            element_types.add(str(spec.et))
+            part_types[spec.part] = spec.et
+        element_types = {str(et) for et in part_types.values()}
         if len(element_types) > 1:
             raise InvalidParameterError(
                 f"{table} mixes time-series or element types; a partition holds one of each "
@@ -1006,28 +1011,11 @@ class SeriesRows:
             label = f"'{row_name}' (owner {owner_id}, id {fid} in {table})"
             shared = self._shared_part(dict(zip(cols, raw, strict=True)), f"series {label}", opts)
             self._shared[shared_key] = shared
-        category, et, tr, descriptors, features, res, itv, hor, steps, grid, part = shared
+        # Positional: a Spec per series, and keywords cost it three times as much.
         return Spec(
-            file_id=fid,
-            key=key,
-            row_name=row_name,
-            row_owner_id=owner_id,
-            table=table,
-            owner_id=ov.get("owner_id", owner_id),
-            owner_type=owner_type,
-            category=category,
-            name=name,
-            features=features,
-            et=et,
-            tr=tr,
-            descriptors=descriptors,
-            res=res,
-            itv=itv,
-            hor=hor,
-            steps=steps,
-            grid_key=grid,
-            part=part,
-        )
+            fid, key, row_name, owner_id, table, ov.get("owner_id", owner_id), owner_type, name,
+            *shared,
+        )  # fmt: skip
 
     def _shared_at(self, at: dict[str, int]) -> Callable[[tuple], tuple]:
         """The cells of a row its shared part is worked out from, as one tuple (in C)."""
