@@ -30,6 +30,7 @@ type it files into).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -776,7 +777,7 @@ class PartitionSource(Protocol):
 
     :func:`import_partition` calls, in this order: :meth:`reading` (around everything;
     turns the container's own errors into :class:`~infrastore_sqlite.errors.StorageError`),
-    :meth:`check_columns`, :meth:`array_rows`, :meth:`series_rows`, :meth:`values_count`,
+    :meth:`check_columns`, :meth:`array_rows`, :meth:`series_batches`, :meth:`values_count`,
     :meth:`open_values`, then :meth:`groups` once, and :meth:`close_values` at the end
     (also after a failure). :meth:`check_unclaimed` is asked only when the values rows do
     not add up to the arrays' (a row of no array the container did not refuse earlier).
@@ -796,7 +797,11 @@ class PartitionSource(Protocol):
 
     def array_rows(self) -> Iterable[Sequence[Any]]: ...
 
-    def series_rows(self, columns: Sequence[str]) -> Iterable[Sequence[Any]]: ...
+    def series_batches(self, columns: Sequence[str]) -> Iterable[Sequence[Sequence[Any]]]:
+        """The series rows' ``columns`` (the layout's names), a batch of rows at a time,
+        each batch as one sequence of cells per column (:func:`rows_as_batches` makes
+        them of rows)."""
+        ...
 
     def values_count(self) -> int: ...
 
@@ -818,6 +823,18 @@ class PartitionSource(Protocol):
 
 
 # ------------------------------------------------------------------------------ series rows
+#: Series rows a reader gives as rows are checked this many at a time, as columns.
+_SPEC_BATCH = 4096
+
+
+def rows_as_batches(rows: Iterable[Sequence[Any]]) -> Iterator[list[tuple]]:
+    """``rows`` a batch at a time, each batch as its columns (what
+    :meth:`PartitionSource.series_batches` gives)."""
+    it = iter(rows)
+    while chunk := list(itertools.islice(it, _SPEC_BATCH)):
+        yield list(zip(*chunk, strict=True))
+
+
 def _widest_shape(cells: Iterable[Any]) -> tuple[int, ...] | None:
     """The ``element_shape`` cell with the most leaves, or None if none is a shape.
 
@@ -894,40 +911,34 @@ class SeriesRows:
     ) -> list[Spec]:
         """Every series row (cells in the order of :attr:`columns`), validated, overrides
         applied, in ``(key, id)`` order."""
-        tst = self.place.type
+        return self.specs_of_batches(rows_as_batches(rows), arrays, opts)
+
+    def specs_of_batches(
+        self,
+        batches: Iterable[Sequence[Sequence[Any]]],
+        arrays: dict[int, tuple[str, str]],
+        opts: Options,
+    ) -> list[Spec]:
+        """:meth:`specs` of the series rows given a batch at a time as columns (one
+        sequence of cells per name of :attr:`columns`, in that order)."""
         table = self.place.series
-        cols = self.columns
         specs: list[Spec] = []
         # Each shared part's element type (a part is one element type): compared once
         # at the end, not spelled out per row.
         part_types: dict[int, ElementType] = {}
-        tst_at = cols.index("time_series_type")
-        tst_name = tst.name
-        shape_at = cols.index("element_shape")
         shapes: set[Any] = set()
         # Rows repeat a handful of cell-type patterns; a pattern checked once is known good.
         good_types: set[tuple] = set()
-        for n, raw in enumerate(rows, start=1):
-            types = tuple(map(type, raw))
-            if types not in good_types:
-                self._check_cells(n, dict(zip(cols, raw, strict=True)), cols)
-                good_types.add(types)
-            if raw[tst_at] != tst_name:
-                r = dict(zip(cols, raw, strict=True))
-                if r["time_series_type"] in {t.name for t in TimeSeriesType}:
-                    raise InvalidParameterError(
-                        f"{table} mixes time-series or element types; a partition holds one of "
-                        f"each (id {r['id']} is a {r['time_series_type']} in a {tst.name} table)",
-                        table=table,
-                    )
-                raise InvalidParameterError(
-                    f'{table} id {r["id"]}: unknown time_series_type "{r["time_series_type"]}"',
-                    table=table,
-                )
-            spec = self._spec(raw, cols, arrays, opts)
-            specs.append(spec)
-            shapes.add(raw[shape_at])
-            part_types[spec.part] = spec.et
+        start = 0
+        for batch in batches:
+            count = len(batch[0]) if batch else 0
+            if not self._batch_specs(batch, start, arrays, opts, specs, part_types):
+                for n, raw in enumerate(zip(*batch, strict=True), start=start + 1):
+                    spec = self._row_spec(n, raw, arrays, opts, good_types)
+                    specs.append(spec)
+                    part_types[spec.part] = spec.et
+            shapes.update(batch[self.columns.index("element_shape")])
+            start += count
         element_types = {str(et) for et in part_types.values()}
         if len(element_types) > 1:
             raise InvalidParameterError(
@@ -938,6 +949,99 @@ class SeriesRows:
         specs.sort(key=lambda s: (s.key, s.file_id))
         self.place.cell_shape = _widest_shape(shapes)
         return specs
+
+    def _batch_specs(
+        self,
+        batch: Sequence[Sequence[Any]],
+        start: int,
+        arrays: dict[int, tuple[str, str]],
+        opts: Options,
+        specs: list[Spec],
+        part_types: dict[int, ElementType],
+    ) -> bool:
+        """A batch's Specs appended to ``specs`` a column at a time, when every check the
+        rows would pass one by one holds for whole columns (a cell type per column, one
+        type name, every array known, names and owner types given). False, appending
+        nothing, when one does not: the batch then goes row by row (:meth:`_row_spec`),
+        which refuses the first row at fault with the row's own message."""
+        cols = self.columns
+        if not batch or len(batch) != len(cols):
+            return False
+        at = {c: i for i, c in enumerate(cols)}
+        for c, cells in zip(cols, batch, strict=True):
+            types = set(map(type, cells))
+            if c in ("array_id", "id", "owner_id"):
+                ok = types == {int}
+            elif c in ("initial_timestamp", "length", "count"):
+                ok = type(None) not in types
+            else:
+                ok = types == {str}
+            if not ok:
+                return False
+        if set(batch[at["time_series_type"]]) != {self.place.type.name}:
+            return False
+        keys = list(map(arrays.get, batch[0]))
+        if None in keys:
+            return False
+        ov = opts.overrides
+        names = batch[at["name"]]
+        owner_types = batch[at["owner_type"]]
+        if not (ov["name"] if "name" in ov else all(names)):
+            return False
+        if not (ov["owner_type"] if "owner_type" in ov else all(owner_types)):
+            return False
+        shared_keys = list(zip(*(batch[i] for i in self._shared_indices(at)), strict=True))
+        parts = self._shared
+        for k, shared_key in enumerate(shared_keys):
+            if shared_key not in parts:
+                try:
+                    self._shared_of(shared_key, tuple(c[k] for c in batch), opts)
+                except InvalidParameterError:
+                    return False  # refused again, in its row's turn, row by row
+        fids, owner_ids, table = batch[1], batch[at["owner_id"]], self.place.series
+        for part in {parts[k][-1]: parts[k] for k in dict.fromkeys(shared_keys)}.values():
+            part_types[part[-1]] = part[1]
+        # Positional: a Spec per series, and keywords cost it three times as much.
+        specs.extend(
+            Spec(
+                fid, key, row_name, owner_id, table, ov.get("owner_id", owner_id),
+                ov.get("owner_type", owner_type), ov.get("name", row_name), *parts[shared_key],
+            )
+            for fid, key, row_name, owner_id, owner_type, shared_key in zip(
+                fids, keys, names, owner_ids, owner_types, shared_keys, strict=True
+            )
+        )  # fmt: skip
+        return True
+
+    def _row_spec(
+        self,
+        n: int,
+        raw: Sequence[Any],
+        arrays: dict[int, tuple[str, str]],
+        opts: Options,
+        good_types: set[tuple],
+    ) -> Spec:
+        """Row ``n`` (1-based) checked and turned into its Spec."""
+        cols = self.columns
+        tst = self.place.type
+        table = self.place.series
+        types = tuple(map(type, raw))
+        if types not in good_types:
+            self._check_cells(n, dict(zip(cols, raw, strict=True)), cols)
+            good_types.add(types)
+        if raw[cols.index("time_series_type")] != tst.name:
+            r = dict(zip(cols, raw, strict=True))
+            if r["time_series_type"] in {t.name for t in TimeSeriesType}:
+                raise InvalidParameterError(
+                    f"{table} mixes time-series or element types; a partition holds one of "
+                    f"each (id {r['id']} is a {r['time_series_type']} in a {tst.name} table)",
+                    table=table,
+                )
+            raise InvalidParameterError(
+                f'{table} id {r["id"]}: unknown time_series_type "{r["time_series_type"]}"',
+                table=table,
+            )
+        return self._spec(raw, cols, arrays, opts)
 
     def _check_cells(self, n: int, r: dict[str, Any], cols: list[str]) -> None:
         """NULLs and cell types of one series row."""
@@ -1008,22 +1112,34 @@ class SeriesRows:
         shared_key = self._shared_at(at)(raw)
         shared = self._shared.get(shared_key)
         if shared is None:
-            label = f"'{row_name}' (owner {owner_id}, id {fid} in {table})"
-            shared = self._shared_part(dict(zip(cols, raw, strict=True)), f"series {label}", opts)
-            self._shared[shared_key] = shared
+            shared = self._shared_of(shared_key, raw, opts)
         # Positional: a Spec per series, and keywords cost it three times as much.
         return Spec(
             fid, key, row_name, owner_id, table, ov.get("owner_id", owner_id), owner_type, name,
             *shared,
         )  # fmt: skip
 
+    def _shared_indices(self, at: dict[str, int]) -> list[int]:
+        """Where the cells a row's shared part is worked out from are, in its columns."""
+        names = ["owner_category", "element_type", "time_reference", *DESCRIPTORS, "features"]
+        names += [c for c in ("resolution", "interval", "horizon") if c in at]
+        return [at[c] for c in names]
+
     def _shared_at(self, at: dict[str, int]) -> Callable[[tuple], tuple]:
         """The cells of a row its shared part is worked out from, as one tuple (in C)."""
         if self._shared_cols is None:
-            names = ["owner_category", "element_type", "time_reference", *DESCRIPTORS, "features"]
-            names += [c for c in ("resolution", "interval", "horizon") if c in at]
-            self._shared_cols = operator.itemgetter(*(at[c] for c in names))
+            self._shared_cols = operator.itemgetter(*self._shared_indices(at))
         return self._shared_cols
+
+    def _shared_of(self, shared_key: tuple, raw: Sequence[Any], opts: Options) -> tuple:
+        """The shared part of the first row that has ``shared_key``, worked out (the row
+        named in any refusal) and kept for the rows after it."""
+        cols = self.columns
+        r = dict(zip(cols, raw, strict=True))
+        label = f"'{r['name']}' (owner {r['owner_id']}, id {r['id']} in {self.place.series})"
+        shared = self._shared_part(r, f"series {label}", opts)
+        self._shared[shared_key] = shared
+        return shared
 
     def _shared_part(self, r: dict[str, Any], what: str, opts: Options) -> tuple:
         tst = self.place.type
@@ -1122,7 +1238,7 @@ def read_rows(
     source.check_columns()
     rows = SeriesRows(source.place)
     arrays = rows.arrays(source.array_rows())
-    return arrays, rows.specs(source.series_rows(rows.columns), arrays, opts)
+    return arrays, rows.specs_of_batches(source.series_batches(rows.columns), arrays, opts)
 
 
 def first_specs(specs: Iterable[Spec]) -> dict[tuple[str, str], Spec]:

@@ -128,6 +128,77 @@ def test_series_rows_become_specs_with_overrides_and_grids() -> None:
     assert got[0].label == f"'a' (owner 1, id 9 in {where.series})"
 
 
+_FAULTS: list[dict[str, Any]] = [
+    {"units": None},  # a NULL
+    {"owner_id": "7"},  # text where an integer belongs
+    {"units": 3},  # a number where text belongs
+    {"time_series_type": "Deterministic"},  # another type
+    {"time_series_type": "Nope"},  # no type at all
+    {"array_id": 99},  # an array the arrays file does not hold
+    {"name": ""},  # no name
+    {"owner_type": ""},  # no owner type
+    {"owner_category": "Bus"},  # a shared part that does not parse
+    {"resolution": "PT0S"},  # a shared part that is refused
+    {"element_type": "i64"},  # two element types in one partition
+]
+
+
+@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("tst", ["SingleTimeSeries", "Deterministic"])
+def test_series_rows_a_column_at_a_time_are_what_they_are_row_by_row(
+    seed: int, tst: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A batch is checked a column at a time when every column passes (SeriesRows.
+    # _batch_specs), row by row otherwise: both must give the same Specs, and a batch
+    # with a fault the same refusal (the first row at fault's).
+    rng = np.random.default_rng(seed)
+    where = place(TimeSeriesType[tst])
+    n = int(rng.integers(1, 40))
+    keys = {a: (f"{a:064x}", f"axis{a % 3}") for a in range(1, n + 1)}
+    cells = []
+    for a in range(1, n + 1):
+        cells.append(
+            {
+                "array_id": a,
+                "id": int(rng.integers(1, 10_000)),
+                "owner_id": int(rng.integers(1, 5)),
+                "owner_type": str(rng.choice(["Gen", "Load"])),
+                "name": f"s{a}",
+                "units": str(rng.choice(["", "MW"])),
+                "features": str(rng.choice(["", '{"zone": "n"}'])),
+                "resolution": str(rng.choice(["PT1H", "PT30M"])),
+            }
+        )
+    if seed % 3 == 0:
+        for _ in range(int(rng.integers(1, 3))):
+            cells[int(rng.integers(0, n))].update(_FAULTS[int(rng.integers(0, len(_FAULTS)))])
+    opts = Options.parse({"owner_type": "Bus"} if seed % 5 == 1 else {})
+    batch_size = int(rng.integers(1, 12))
+    monkeypatch.setattr(importing, "_SPEC_BATCH", batch_size)
+
+    def specs() -> list[Any] | str:
+        rows = SeriesRows(where)
+        try:
+            got = rows.specs([series_row(rows, **c) for c in cells], keys, opts)
+        except InvalidParameterError as exc:
+            return str(exc)
+        return [(s, s.label) for s in got]
+
+    taken = []
+    by_columns = importing.SeriesRows._batch_specs
+
+    def spy(self: Any, *args: Any) -> bool:
+        taken.append(by_columns(self, *args))
+        return taken[-1]
+
+    monkeypatch.setattr(importing.SeriesRows, "_batch_specs", spy)
+    got = specs()
+    if seed % 3 != 0:
+        assert taken and all(taken)  # clean batches go a column at a time
+    monkeypatch.setattr(importing.SeriesRows, "_batch_specs", lambda *a: False)
+    assert got == specs()
+
+
 def test_series_row_refusals_name_the_place() -> None:
     where = place()
     rows = SeriesRows(where)
@@ -279,9 +350,9 @@ class Columns:
     def array_rows(self) -> list[tuple]:
         return self._arrays
 
-    def series_rows(self, columns: list[str]) -> list[tuple]:
+    def series_batches(self, columns: list[str]) -> Iterator[list[tuple]]:
         rows = SeriesRows(self.place)
-        return [series_row(rows, **cells) for cells in self._series]
+        return importing.rows_as_batches(series_row(rows, **cells) for cells in self._series)
 
     def values_count(self) -> int:
         return sum(g.n for g in self._groups.values())

@@ -4,7 +4,7 @@ whose series row the inline flags, the file's ``to_arrow`` metadata and its colu
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -16,6 +16,7 @@ from ...model import DESCRIPTORS, TimeSeriesType, _infer_resolution
 from ..importing import (
     TEXT_HINT,
     Options,
+    rows_as_batches,
 )
 from .columns import is_list, null_mask
 from .discovery import Partition, reading_errors
@@ -156,7 +157,11 @@ class ForeignReader(PartitionReader):
             )
         yield (self._aid, "", "")
 
-    def series_rows(self, columns: Sequence[str]) -> Iterable[Sequence[Any]]:
+    def series_batches(self, columns: Sequence[str]) -> Iterable[Sequence[Sequence[Any]]]:
+        """One series row, from the inline flags and the footer."""
+        return rows_as_batches(self._series_row(columns))
+
+    def _series_row(self, columns: Sequence[str]) -> Iterator[tuple]:
         meta, opts = self._meta, self._opts
         ov = opts.overrides
         values = self.files["values"]

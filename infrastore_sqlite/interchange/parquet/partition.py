@@ -6,6 +6,7 @@ walked together by ``array_id``.
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -238,7 +239,8 @@ class PartitionReader:
     def array_rows(self) -> Iterable[Sequence[Any]]:
         file = self.files["arrays"]
         prev: tuple[Any, Any] | None = None
-        rows = self._rows("arrays", ["id", "data_hash", "time_axis"])
+        batches = self._columns("arrays", ["id", "data_hash", "time_axis"])
+        rows = itertools.chain.from_iterable(zip(*cols, strict=True) for cols in batches)
         for n, (aid, h, axis) in enumerate(rows, start=1):
             if prev is not None and aid is not None and h is not None and axis is not None:
                 if type(aid) is int and type(prev[0]) is int and aid <= prev[0]:
@@ -260,33 +262,36 @@ class PartitionReader:
                 prev = (aid, (h, axis))
             yield (aid, h, axis)
 
-    def series_rows(self, columns: Sequence[str]) -> Iterable[Sequence[Any]]:
+    def series_batches(self, columns: Sequence[str]) -> Iterable[Sequence[Sequence[Any]]]:
         file = self.files["series"]
         seen: set[int] = set()
         last: Any = None
         tr_at = list(columns).index("time_reference")
         shape_at = list(columns).index("element_shape")
-        for row, raw in enumerate(self._rows("series", list(columns)), start=1):
-            aid = raw[0]
-            if aid != last:
-                if aid in seen:
-                    raise InvalidParameterError(
-                        f"{file} row {row}: array_id {aid} reappears after another array's "
-                        f"rows (partition {self.part.stem}); {_SORT}",
-                        table=file,
-                    )
-                if last is not None:
-                    seen.add(last)
-                last = aid
-            if self._row_tr is None and isinstance(raw[tr_at], str):
-                self._row_tr = raw[tr_at]
-            if self._shape is None and isinstance(raw[shape_at], str):
-                self._shape = raw[shape_at]
-            yield raw
+        start = 0
+        for cols in self._columns("series", list(columns)):
+            for row, aid in enumerate(cols[0], start=start + 1):
+                if aid != last:
+                    if aid in seen:
+                        raise InvalidParameterError(
+                            f"{file} row {row}: array_id {aid} reappears after another "
+                            f"array's rows (partition {self.part.stem}); {_SORT}",
+                            table=file,
+                        )
+                    if last is not None:
+                        seen.add(last)
+                    last = aid
+            if self._row_tr is None:
+                self._row_tr = next((v for v in cols[tr_at] if isinstance(v, str)), None)
+            if self._shape is None:
+                self._shape = next((v for v in cols[shape_at] if isinstance(v, str)), None)
+            start += len(cols[0])
+            yield cols
 
-    def _rows(self, role: str, columns: list[str]) -> Iterator[tuple]:
-        """A file's rows as tuples of Python values, a batch at a time (a file of many
-        series is never held as Python objects whole); instants as epoch integers.
+    def _columns(self, role: str, columns: list[str]) -> Iterator[list[list[Any]]]:
+        """A file's ``columns`` as lists of Python values, a batch of rows at a time (a
+        file of many series is never held as Python objects whole); instants as epoch
+        integers.
 
         The texts of :data:`_SHARED_TEXT` columns, which the import keeps per array or
         series and which repeat from row to row, are one object per distinct text."""
@@ -314,7 +319,7 @@ class PartitionReader:
                 ):  # (cells of any other type are refused by the core as they are)
                     cells = list(map(shared.setdefault, cells, cells))
                 cols.append(cells)
-            yield from zip(*cols, strict=True)
+            yield cols
 
     def open_values(self, arrays: Mapping[int, tuple[str, str]]) -> None:
         self._arrays = arrays

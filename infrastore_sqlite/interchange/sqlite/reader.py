@@ -51,6 +51,7 @@ from ..importing import (
     derived_refused,
     missing_sibling,
     no_partitions,
+    rows_as_batches,
     run_import,
     stray_values_row,
 )
@@ -343,9 +344,9 @@ class _PartitionReader:
     def array_rows(self) -> Iterable[Sequence[Any]]:
         return self.conn.execute(f"SELECT id, data_hash, time_axis FROM {self.A}")
 
-    def series_rows(self, columns: Sequence[str]) -> Iterable[Sequence[Any]]:
+    def series_batches(self, columns: Sequence[str]) -> Iterable[Sequence[Sequence[Any]]]:
         # The columns are the layout's (series_columns), never the file's.
-        return self.conn.execute(f"SELECT {', '.join(columns)} FROM {self.S}")
+        return rows_as_batches(self.conn.execute(f"SELECT {', '.join(columns)} FROM {self.S}"))
 
     def open_values(self, arrays: Mapping[int, tuple[str, str]]) -> None:
         """Find every group's rows (an index, or one built in TEMP) and refuse values rows
