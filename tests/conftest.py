@@ -72,4 +72,5 @@ def read_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
         from infrastore_sqlite.interchange.parquet import partition
 
         monkeypatch.setattr(partition, "_READ_AHEAD_ROWS", 0)
+        monkeypatch.setattr(partition, "_READ_AHEAD_ARRAY_ROWS", 0)
     return str(request.param)
