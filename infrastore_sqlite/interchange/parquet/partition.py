@@ -49,27 +49,28 @@ def rehash_of(values_file: str | Path) -> Term:
 # ------------------------------------------------------------------------------ reader
 @dataclass(slots=True)
 class _Run:
-    """The rows of one array (so far) in the values file: numpy columns in pieces (one
-    per batch it spans), its 0-based first row."""
+    """The rows of one array (so far) in the values file: pieces (one per batch it spans,
+    each a batch's numpy columns and the rows ``lo:hi`` of them), its 0-based first row."""
 
     aid: int
     start: int
-    pieces: list[dict[str, np.ndarray]]
+    pieces: list[tuple[dict[str, np.ndarray], int, int]]
     #: The grid its rows walk, when found for the whole batch at once (:func:`_sts_grids`);
     #: None to look at the run alone.
     affine: tuple | None = None
 
-    @property
-    def cols(self) -> dict[str, np.ndarray]:
-        """The columns stitched (once: the pieces become one)."""
-        if len(self.pieces) > 1:
-            first = self.pieces[0]
-            self.pieces = [{c: np.concatenate([p[c] for p in self.pieces]) for c in first}]
-        return self.pieces[0]
+    def column(self, name: str) -> np.ndarray | None:
+        """One column of the rows, stitched across the pieces; None if the file has none."""
+        if name not in self.pieces[0][0]:
+            return None
+        if len(self.pieces) == 1:
+            cols, lo, hi = self.pieces[0]
+            return cols[name][lo:hi]
+        return np.concatenate([cols[name][lo:hi] for cols, lo, hi in self.pieces])
 
     @property
     def n(self) -> int:
-        return sum(len(p["value"]) for p in self.pieces)
+        return sum(hi - lo for _cols, lo, hi in self.pieces)
 
 
 #: Values rows converted to numpy at a time: a row group is read in batches of this many,
@@ -448,7 +449,6 @@ class PartitionReader:
                 else None
             )
             known = self._arrays
-            items = list(cols.items())
             for a, lo, hi, grid in zip(
                 heads.tolist(),
                 bounds[:-1],
@@ -456,7 +456,7 @@ class PartitionReader:
                 grids or [None] * len(heads),
                 strict=True,
             ):
-                piece = {c: v[lo:hi] for c, v in items}
+                piece = (cols, lo, hi)
                 if carry is not None and carry.aid == a:
                     carry.pieces.append(piece)
                     carry.affine = None  # stitched: its grid is looked at whole
@@ -696,21 +696,27 @@ class PartitionReader:
 
     def _group(self, key: tuple[str, str], run: _Run, spec: Spec | None) -> Group:
         lo = run.start
-        cols = run.cols
-        values = cols["value"]
+        values = run.column("value")
+        assert values is not None
         n = len(values)
+        rowids = lambda: list(range(lo + 1, lo + n + 1))  # noqa: E731
+        if spec is not None and run.affine is not None:
+            # On a grid found for its whole batch: the core needs the values alone (it
+            # spells the instants out from the grid, should it ever need them).
+            return Group(key, [run.aid], n, values, affine=run.affine, rowids=rowids)
+        lane = run.column("percentile")
         group = Group(
             key,
             [run.aid],
             n,
             values,
-            cols["timestamp"],
-            cols.get("issue_time"),
-            cols.get("percentile", cols.get("scenario")),
-            rowids=lambda: list(range(lo + 1, lo + n + 1)),
+            run.column("timestamp"),
+            run.column("issue_time"),
+            lane if lane is not None else run.column("scenario"),
+            rowids=rowids,
         )
         if spec is not None:
-            group.affine = run.affine if run.affine is not None else _affine(self.type, group, spec)
+            group.affine = _affine(self.type, group, spec)
         return group
 
 
