@@ -881,30 +881,35 @@ class SeriesRows:
         out: dict[int, tuple[str, str]] = {}
         table = self.place.arrays
         for n, (aid, h, axis) in enumerate(rows, start=1):
-            for col, v in (("id", aid), ("data_hash", h), ("time_axis", axis)):
-                if v is None:
-                    raise InvalidParameterError(
-                        f"{table} row {n} has NULL in `{col}`; the layout holds NULL only in "
-                        "a values table's `value`",
-                        table=table,
-                    )
-            if type(aid) is not int:
-                raise InvalidParameterError(
-                    f"{table} row {n} has id {aid!r}, which is not an integer", table=table
-                )
-            if type(h) is not str or type(axis) is not str:
-                col = "data_hash" if type(h) is not str else "time_axis"
-                raise InvalidParameterError(
-                    f"{table} row {n} (id {aid}) holds a {type(h if col == 'data_hash' else axis).__name__} "
-                    f"in `{col}`, which is text in the layout",
-                    table=table,
-                )
-            if aid in out and out[aid] != (h, axis):
+            if type(aid) is not int or type(h) is not str or type(axis) is not str:
+                self._bad_array_row(n, aid, h, axis)
+            key = (h, axis)
+            if out.setdefault(aid, key) != key:
                 raise InvalidParameterError(
                     f"{table} holds id {aid} twice with different keys; {TEXT_HINT}", table=table
                 )
-            out[aid] = (h, axis)
         return out
+
+    def _bad_array_row(self, n: int, aid: Any, h: Any, axis: Any) -> None:
+        """Refuse arrays row ``n``, whose cells are not an integer and two texts."""
+        table = self.place.arrays
+        for col, v in (("id", aid), ("data_hash", h), ("time_axis", axis)):
+            if v is None:
+                raise InvalidParameterError(
+                    f"{table} row {n} has NULL in `{col}`; the layout holds NULL only in "
+                    "a values table's `value`",
+                    table=table,
+                )
+        if type(aid) is not int:
+            raise InvalidParameterError(
+                f"{table} row {n} has id {aid!r}, which is not an integer", table=table
+            )
+        col = "data_hash" if type(h) is not str else "time_axis"
+        raise InvalidParameterError(
+            f"{table} row {n} (id {aid}) holds a {type(h if col == 'data_hash' else axis).__name__} "
+            f"in `{col}`, which is text in the layout",
+            table=table,
+        )
 
     def specs(
         self, rows: Iterable[Sequence[Any]], arrays: dict[int, tuple[str, str]], opts: Options

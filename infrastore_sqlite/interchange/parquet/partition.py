@@ -6,7 +6,7 @@ walked together by ``array_id``.
 from __future__ import annotations
 
 import contextlib
-import itertools
+import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -245,28 +245,45 @@ class PartitionReader:
     def array_rows(self) -> Iterable[Sequence[Any]]:
         file = self.files["arrays"]
         prev: tuple[Any, Any] | None = None
-        batches = self._columns("arrays", ["id", "data_hash", "time_axis"])
-        rows = itertools.chain.from_iterable(zip(*cols, strict=True) for cols in batches)
-        for n, (aid, h, axis) in enumerate(rows, start=1):
-            if prev is not None and aid is not None and h is not None and axis is not None:
-                if type(aid) is int and type(prev[0]) is int and aid <= prev[0]:
-                    raise InvalidParameterError(
-                        f"{file} row {n}: id {aid} does not ascend (the row before has id "
-                        f"{prev[0]}); the arrays file is sorted by id, its ids strictly "
-                        "ascending: sort it by id and import again",
-                        table=file,
-                    )
-                if (h, axis) <= prev[1]:
-                    raise InvalidParameterError(
-                        f"{file} row {n} (id {aid}): its key ({h[:12]}, {axis}) does not "
-                        "ascend with its id; the arrays file's keys ascend with their ids, "
-                        "as the export numbers them",
-                        table=file,
-                        key=(h, axis),
-                    )
-            if aid is not None and h is not None and axis is not None:
-                prev = (aid, (h, axis))
-            yield (aid, h, axis)
+        n = 0
+        for ids, hashes, axes in self._columns("arrays", ["id", "data_hash", "time_axis"]):
+            keys = list(zip(hashes, axes, strict=True))
+            # A batch of plain cells ascending in both ids and keys (as an export writes
+            # them) is handed on as it is; any other is walked row by row, which names
+            # the row at fault.
+            if (
+                set(map(type, ids)) == {int}
+                and set(map(type, hashes)) == set(map(type, axes)) == {str}
+                and (prev is None or (ids[0] > prev[0] and keys[0] > prev[1]))
+                and all(map(operator.lt, ids, ids[1:]))
+                and all(map(operator.lt, keys, keys[1:]))
+            ):
+                if ids:
+                    prev = (ids[-1], keys[-1])
+                n += len(ids)
+                yield from zip(ids, hashes, axes, strict=True)
+                continue
+            for aid, h, axis in zip(ids, hashes, axes, strict=True):
+                n += 1
+                if prev is not None and aid is not None and h is not None and axis is not None:
+                    if type(aid) is int and type(prev[0]) is int and aid <= prev[0]:
+                        raise InvalidParameterError(
+                            f"{file} row {n}: id {aid} does not ascend (the row before has id "
+                            f"{prev[0]}); the arrays file is sorted by id, its ids strictly "
+                            "ascending: sort it by id and import again",
+                            table=file,
+                        )
+                    if (h, axis) <= prev[1]:
+                        raise InvalidParameterError(
+                            f"{file} row {n} (id {aid}): its key ({h[:12]}, {axis}) does not "
+                            "ascend with its id; the arrays file's keys ascend with their ids, "
+                            "as the export numbers them",
+                            table=file,
+                            key=(h, axis),
+                        )
+                if aid is not None and h is not None and axis is not None:
+                    prev = (aid, (h, axis))
+                yield (aid, h, axis)
 
     def series_batches(self, columns: Sequence[str]) -> Iterable[Sequence[Sequence[Any]]]:
         file = self.files["series"]

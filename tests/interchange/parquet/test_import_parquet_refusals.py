@@ -473,3 +473,19 @@ def test_row_groups_read_in_small_batches(exported, tmp_path, monkeypatch) -> No
     _rewrite(d / f"{STS}.values.parquet", _interleave)
     with pytest.raises(InvalidParameterError, match="reappears after another array's rows"):
         new_store(tmp_path / "d2.h5").import_parquet(d, skip_checksum=True)
+
+
+@pytest.mark.parametrize(
+    ("stem", "role", "damage", "fragments"),
+    [c[1:] for c in CASES if c[2] in ("series", "arrays")],
+    ids=[c[0] for c in CASES if c[2] in ("series", "arrays")],
+)
+def test_series_and_arrays_faults_across_batches(
+    exported, tmp_path, monkeypatch, stem, role, damage, fragments
+) -> None:
+    # Series and arrays rows one per batch: a batch is checked whole when it passes and
+    # row by row when not, so a fault between two batches must be refused as one inside.
+    from infrastore_sqlite.interchange.parquet import partition as reader
+
+    monkeypatch.setattr(reader, "_ROW_BATCH", 1)
+    test_hostile_file_is_refused(exported, tmp_path, stem, role, damage, fragments)
