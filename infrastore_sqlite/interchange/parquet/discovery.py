@@ -9,6 +9,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ...errors import InvalidParameterError, StorageError
 from ...model import TimeSeriesType
@@ -46,6 +47,9 @@ class Partition:
     files: dict[str, Path]
     type: TimeSeriesType | None
     footers: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: Each file's Parquet metadata as discovery read it (the reader opens the file with
+    #: it instead of reading and parsing the footer again).
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     @property
     def foreign(self) -> bool:
@@ -150,29 +154,41 @@ def _partition(d: Path, stem: str, where: str, *, named: bool) -> Partition:
         return _foreign(files["values"], stem, files["arrays"] if "arrays" in have else None)
     if "arrays" not in have:
         raise missing_sibling(where, str(files["values"]), files["arrays"].name)
-    footers = {role: _footer(files[role]) for role in ROLES}
+    metadata = {role: _metadata(files[role]) for role in ROLES}
+    footers = {role: _footer(md) for role, md in metadata.items()}
     _check_footers(stem, files, footers)
     tst = _partition_type(stem, files, footers)
     if named and tst is TimeSeriesType.DeterministicSingleTimeSeries:
         raise derived_refused(str(files["values"]))
-    return Partition(stem, files, tst, footers)
+    return Partition(stem, files, tst, footers, metadata)
 
 
 def _foreign(values: Path, stem: str, arrays: Path | None) -> Partition:
     files = {"values": values} if arrays is None else {"values": values, "arrays": arrays}
-    footers = {"values": _footer(values)}
+    metadata = {"values": _metadata(values)}
+    footers = {"values": _footer(metadata["values"])}
     meta = footers["values"]
     if meta.get(FORMAT_KEY) == "normalized_v1" or meta.get(FORMAT_KEY, FORMAT) != FORMAT:
         _check_footers(stem, files, {**footers, "series": {}, "arrays": {}})
-    return Partition(stem, files, None, footers)
+    return Partition(stem, files, None, footers, metadata)
 
 
-def _footer(path: Path) -> dict[str, str]:
+def _metadata(path: Path) -> Any:
+    """A file's Parquet metadata (its footer, parsed)."""
     _, pq = require_pyarrow()
     with reading_errors(path):
-        schema = pq.read_schema(path)
-    raw = schema.metadata or {}
-    return {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in raw.items()}
+        return pq.read_metadata(path)
+
+
+def _footer(metadata: Any) -> dict[str, str]:
+    """The key-value metadata of a file's footer, as text (but the Arrow schema that
+    pyarrow keeps there, which is no key of the layout's)."""
+    raw = metadata.metadata or {}
+    return {
+        k.decode("utf-8", "replace"): v.decode("utf-8", "replace")
+        for k, v in raw.items()
+        if k != b"ARROW:schema"
+    }
 
 
 def _check_footers(stem: str, files: dict[str, Path], footers: dict[str, dict[str, str]]) -> None:

@@ -151,12 +151,18 @@ class PartitionReader:
         return pf
 
     def _open(self, role: str) -> Any:
+        # With the metadata discovery read: the footer is not read and parsed again.
         with reading_errors(self.files[role]):
-            return self.pq.ParquetFile(self.files[role], buffer_size=_READ_BUFFER, pre_buffer=False)
+            return self.pq.ParquetFile(
+                self.files[role],
+                metadata=self.part.metadata.get(role),
+                buffer_size=_READ_BUFFER,
+                pre_buffer=False,
+            )
 
     def read_rows_ahead(self) -> None:
         """Start opening the arrays and series files, and reading the rows of each that
-        is one batch, in a worker thread (once): :meth:`_file` and :meth:`_rows` take
+        is one batch, in a worker thread (once): :meth:`_file` and :meth:`_columns` take
         them from there. The import starts the next partition's while this one's values
         are walked, so a directory of many small partitions does not wait for each of
         its files in turn."""
