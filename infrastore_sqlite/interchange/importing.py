@@ -60,7 +60,7 @@ from ..errors import (
     TimeSeriesError,
 )
 from ..model import DESCRIPTORS, SERIES_CLASSES, UNIT_SYSTEMS, OwnerCategory, TimeSeriesType
-from ..store.store import array_fields, series_label
+from ..store.store import ARRAY_FIELDS, array_values, series_label
 from .filing import (
     OUTCOMES,
     OnConflict,
@@ -522,7 +522,7 @@ class Built:
     percentiles: list[float] | None = None
     #: The content hash (``hash_hex`` as bytes), set with it by :func:`hash_built`.
     digest: bytes = b""
-    #: Its catalog fields and stored form (``array_fields``), once a series row needs them.
+    #: Its catalog fields and stored form (``array_values``), once a series row needs them.
     fields: tuple[dict[str, Any], np.ndarray] | None = None
 
 
@@ -1786,7 +1786,7 @@ class _Settle:
 
         The first series of each :attr:`Spec.part` is prepared by ``_row_for`` from a
         series object; the others, written, copy its row and put in what differs
-        (owner id and type, name, and the fields of their array, which ``array_fields``
+        (owner id and type, name, and the fields of their array, which ``array_values``
         gives as ``_row_for`` takes them): a few dict stores instead of a series object
         and a 25-column row per series. A dry run keeps the object (a diff compares it).
         """
@@ -1800,15 +1800,10 @@ class _Settle:
                 self.templates[spec.part] = dict(prepared["row"])
             return prepared
         if b.fields is None:
-            b.fields = array_fields(
-                spec.et,
-                b.data,
-                initial_ms=b.initial_ms,
-                count=b.count,
-                percentiles=b.percentiles,
-                timestamps=b.timestamps,
-                known_hash=b.digest,
+            values, stored = array_values(
+                spec.et, b.data, b.initial_ms, b.count, b.percentiles, b.timestamps, b.digest
             )
+            b.fields = (dict(zip(ARRAY_FIELDS, values, strict=True)), stored)
         fields, stored = b.fields
         row = template.copy()
         row["owner_id"] = spec.owner_id

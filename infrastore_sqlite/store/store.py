@@ -672,11 +672,23 @@ class Store(StoreApi):
     ) -> dict[str, Any]:
         """A series prepared for the catalog: its row (``row``, keys in the catalog's
         column order), its arrays (``data``, ``timestamps``), ``features``, ``series`` and
-        ``label``. The fields of its array are :func:`array_fields`' (an import fills
-        the rest of a row from a template, see ``interchange/importing.py``)."""
+        ``label``. The fields of its array are :func:`array_values`' (an import fills the
+        rest of a row from a template, see ``interchange/importing.py``)."""
         et = ts._et
         code, gridded, forecast, irregular, probabilistic = _class_traits(type(ts))
         name = ts.name
+        (
+            (instant, initial_ms, length, count, ts_hash, pct_json, e_shape, a_shape, digest),
+            stored,
+        ) = array_values(
+            et,
+            ts._data,
+            ts._initial_ms if gridded else None,
+            ts._count if forecast else None,
+            ts._percentiles if probabilistic else None,
+            ts._ts_ms if irregular else None,
+            known_hash,
+        )
         # One dict display in the catalog's column order (a bulk add builds one per
         # series); the slots are read directly, the properties would only return them.
         row: dict[str, Any] = {
@@ -685,37 +697,27 @@ class Store(StoreApi):
             "owner_category": int(category),
             "time_series_type": code,
             "name": name,
-            "initial_timestamp": None,
-            "initial_ms": None,
+            "initial_timestamp": instant,
+            "initial_ms": initial_ms,
             "resolution": _period_text(ts._resolution) if gridded else None,
-            "length": None,
+            "length": length,
             "horizon": _period_text(ts._horizon) if forecast else None,
             "interval": _period_text(ts._interval) if forecast else None,
-            "count": None,
-            "timestamps_hash": None,
+            "count": count,
+            "timestamps_hash": ts_hash,
             "units": ts.units,
             "quantity_kind": ts.quantity_kind,
             "unit_system": ts.unit_system,
             "component_field": ts.component_field,
             "application_data": ts.application_data,
             "time_reference": ts._tr,
-            "percentiles_json": None,
+            "percentiles_json": pct_json,
             "element_type": _element_text(et),
-            "element_shape": None,
-            "array_shape": None,
-            "data_hash": None,
+            "element_shape": e_shape,
+            "array_shape": a_shape,
+            "data_hash": digest,
             "features_hash": _features_hash_of(feats),
         }
-        fields, stored = array_fields(
-            et,
-            ts._data,
-            initial_ms=ts._initial_ms if gridded else None,
-            count=ts._count if forecast else None,
-            percentiles=ts._percentiles if probabilistic else None,
-            timestamps=ts._ts_ms if irregular else None,
-            known_hash=known_hash,
-        )
-        row.update(fields)
         out = {"row": row, "data": stored, "features": feats}
         if irregular:
             out["timestamps"] = ts._ts_ms
@@ -2204,33 +2206,47 @@ def _catalog_instant(ms: int) -> str:
     return ms_to_rfc3339(ms)
 
 
-def array_fields(
+#: The catalog columns a series' array decides (:func:`array_values`' order).
+ARRAY_FIELDS = (
+    "initial_timestamp",
+    "initial_ms",
+    "length",
+    "count",
+    "timestamps_hash",
+    "percentiles_json",
+    "element_shape",
+    "array_shape",
+    "data_hash",
+)
+
+
+def array_values(
     et: Any,
     data: np.ndarray,
-    *,
     initial_ms: int | None,
     count: int | None,
     percentiles: list[float] | None,
     timestamps: np.ndarray | None,
     known_hash: bytes | None = None,
-) -> tuple[dict[str, Any], np.ndarray]:
-    """The catalog fields a series' array decides, and the array as stored (a ragged
-    composite at its minimal width): what differs between series that share everything
-    else. ``known_hash`` is the stored array's content hash when the caller has it."""
+) -> tuple[tuple, np.ndarray]:
+    """The values of the :data:`ARRAY_FIELDS` of a series' array, and the array as stored
+    (a ragged composite at its minimal width): what differs between series that share
+    everything else. ``known_hash`` is the stored array's content hash when the caller
+    has it. (Positional: a bulk add calls it once per series.)"""
     stored = shrink(et, data) if et.is_ragged else data
     shape = data.shape
-    fields = {
-        "initial_timestamp": None if initial_ms is None else _catalog_instant(initial_ms),
-        "initial_ms": initial_ms,
-        "length": int(shape[0]),
-        "count": count,
-        "timestamps_hash": None if timestamps is None else timestamps_hash(timestamps),
-        "percentiles_json": None if percentiles is None else orjson.dumps(percentiles).decode(),
-        "element_shape": _shape_json(shape[1:]),
-        "array_shape": _shape_json(shape),
-        "data_hash": data_hash(stored) if known_hash is None else known_hash,
-    }
-    return fields, stored
+    values = (
+        None if initial_ms is None else _catalog_instant(initial_ms),
+        initial_ms,
+        int(shape[0]),
+        count,
+        None if timestamps is None else timestamps_hash(timestamps),
+        None if percentiles is None else orjson.dumps(percentiles).decode(),
+        _shape_json(shape[1:]),
+        _shape_json(shape),
+        data_hash(stored) if known_hash is None else known_hash,
+    )
+    return values, stored
 
 
 def series_label(name: str, owner_id: int) -> str:
