@@ -934,15 +934,16 @@ class SeriesRows:
         shapes: set[Any] = set()
         # Rows repeat a handful of cell-type patterns; a pattern checked once is known good.
         good_types: set[tuple] = set()
+        shape_at = self.columns.index("element_shape")
         start = 0
         for batch in batches:
             count = len(batch[0]) if batch else 0
-            if not self._batch_specs(batch, start, arrays, opts, specs, part_types):
+            if not self._batch_specs(batch, arrays, opts, specs, part_types):
                 for n, raw in enumerate(zip(*batch, strict=True), start=start + 1):
                     spec = self._row_spec(n, raw, arrays, opts, good_types)
                     specs.append(spec)
                     part_types[spec.part] = spec.et
-            shapes.update(batch[self.columns.index("element_shape")])
+            shapes.update(batch[shape_at])
             start += count
         element_types = {str(et) for et in part_types.values()}
         if len(element_types) > 1:
@@ -958,7 +959,6 @@ class SeriesRows:
     def _batch_specs(
         self,
         batch: Sequence[Sequence[Any]],
-        start: int,
         arrays: dict[int, tuple[str, str]],
         opts: Options,
         specs: list[Spec],
@@ -1004,8 +1004,9 @@ class SeriesRows:
                 except InvalidParameterError:
                     return False  # refused again, in its row's turn, row by row
         fids, owner_ids, table = batch[1], batch[at["owner_id"]], self.place.series
-        for part in {parts[k][-1]: parts[k] for k in dict.fromkeys(shared_keys)}.values():
-            part_types[part[-1]] = part[1]
+        for shared_key in set(shared_keys):
+            part = parts[shared_key]
+            part_types[part[-1]] = part[1]  # its number -> its element type
         # Positional: a Spec per series, and keywords cost it three times as much.
         specs.extend(
             Spec(

@@ -1012,12 +1012,12 @@ def series_records(
     fields = (
         _series_fields_ascending(store, ids.tolist())
         if order == "id"
-        else _series_fields(store, ids, _ROWS_CHUNK)
+        else _series_fields(store, ids)
     )
     # The plan's columns as Python values a chunk at a time (a list of each whole would
     # hold 36 bytes a series per column).
     columns = zip(
-        _chunked_rows(positions, pp.aids, pp.owners, pp.anchors, pp.counts, chunk=_ROWS_CHUNK),
+        _chunked_rows(positions, pp.aids, pp.owners, pp.anchors, pp.counts),
         fields,
         strict=True,
     )

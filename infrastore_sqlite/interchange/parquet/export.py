@@ -422,9 +422,10 @@ class _Repeated:
     def expand(self, out: np.ndarray | None = None) -> np.ndarray:
         """The column's rows: in ``out`` (``rows`` long) when given, else a new array."""
         if out is None:
-            if self.base is None:
-                return np.tile(self.pattern, self.count)
-            return (self.base[:, None] + self.pattern).reshape(-1)
+            dtype = (
+                self.pattern.dtype if self.base is None else np.result_type(self.base, self.pattern)
+            )
+            out = np.empty(self.rows, dtype=dtype)
         grid = out.reshape(self.count, self.pattern.size)
         if self.base is None:
             grid[:] = self.pattern

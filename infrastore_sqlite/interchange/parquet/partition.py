@@ -68,10 +68,6 @@ class _Run:
             return cols[name][lo:hi]
         return np.concatenate([cols[name][lo:hi] for cols, lo, hi in self.pieces])
 
-    @property
-    def n(self) -> int:
-        return sum(hi - lo for _cols, lo, hi in self.pieces)
-
 
 #: Values rows converted to numpy at a time: a row group is read in batches of this many,
 #: so memory holds one batch (and the array being stitched), not a whole row group. 64K
