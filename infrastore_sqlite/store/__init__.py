@@ -1,10 +1,18 @@
 """The embedded store: the :class:`Store`, its catalog and migrations, the array files.
 
-* :mod:`.store` — :class:`Store` (``create`` / ``open`` and everything they offer);
+* :mod:`.store` — :class:`Store` (``create`` / ``open`` and everything they offer), a
+  facade whose work lives in the rooms below, one collaborator each;
+* :mod:`.lifecycle` — creating, opening (converting, migrating) and closing a store;
+* :mod:`.transactions` — write transactions; sealing, merging, rewriting segments;
+* :mod:`.prepare` — a series checked and prepared as a catalog row (no I/O);
+* :mod:`.writing` — adds, replacements and removals: catalog rows and new arrays;
+* :mod:`.reading` — where arrays are, batched reads, series objects from rows;
+* :mod:`.queries` — catalog rows, metadata and counts;
+* :mod:`.maintenance` — verify, compact, transform, settings and size;
 * :mod:`.catalog` — the SQLite catalog connection and the migrations lookup;
-* :mod:`.arrays` — the HDF5 array files;
-* :mod:`.api` — the store members beyond adding, reading and removing (queries,
-  attributes, :class:`~.api.Transaction`), a base class of :class:`Store`;
+* :mod:`.arrays` / :mod:`.segments` — the HDF5 array files and the segment directory;
+* :mod:`.api` — the store members built on the ones above (queries, attributes,
+  :class:`~.api.Transaction`), a base class of :class:`Store`;
 * :mod:`.readers` — :class:`~.readers.StaticReader` / :class:`~.readers.ForecastReader`,
   one timestep (or window) of many series per call;
 * :mod:`.rows` — catalog rows (:class:`~.rows.SeriesRow`) and the selection filters.

@@ -1,5 +1,5 @@
 """Store members beyond adding, reading and removing: the reference's query and
-maintenance API for the time-series part, kept apart from the write path in ``store.py``.
+maintenance API for the time-series part, kept apart from the rooms ``store.py`` delegates to.
 
 ``Store`` inherits :class:`StoreApi`; every member here is built on the store's own
 entry points (``select_rows``, ``read_by_ids``, ``add_time_series_bulk``,

@@ -855,9 +855,9 @@ def test_read_by_ids_many_every_dtype_bit_exact(
     from bitpatterns import grid_data
 
     from infrastore_sqlite.core.elements import DTYPE_NAMES
-    from infrastore_sqlite.store import store as store_module
+    from infrastore_sqlite.store import reading as reading_module
 
-    monkeypatch.setattr(store_module, "_SCAN_FROM", 1 if route == "scan" else 10**9)
+    monkeypatch.setattr(reading_module, "_SCAN_FROM", 1 if route == "scan" else 10**9)
     added: dict[int, tuple[str, np.ndarray]] = {}
     stamps = [T0 + k * H for k in (0, 2, 3, 7)]
     for seed, dtype in enumerate(DTYPE_NAMES):

@@ -40,8 +40,8 @@ import numpy as np
 import pytest
 
 import infrastore_sqlite.store.arrays as arrays_module
+import infrastore_sqlite.store.lifecycle as lifecycle_module
 import infrastore_sqlite.store.segments as segments_module
-import infrastore_sqlite.store.store as store_module
 from infrastore_sqlite import (
     Deterministic,
     NonSequentialTimeSeries,
@@ -290,7 +290,7 @@ def faults(monkeypatch: pytest.MonkeyPatch):
 
     monkeypatch.setattr(ArrayFile, "_write_now", write_now)
     monkeypatch.setattr(h5py.File, "flush", flush)
-    for module in (arrays_module, segments_module, store_module):
+    for module in (arrays_module, segments_module, lifecycle_module):
         monkeypatch.setattr(module, "fsync_path", fsync)
     vfs = _FaultVFS(f)
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import infrastore_sqlite.store.store as store_module
+import infrastore_sqlite.store.lifecycle as lifecycle_module
 from infrastore_sqlite import (
     CatalogMigrationRequiredError,
     SingleTimeSeries,
@@ -186,8 +186,8 @@ def test_a_conversion_that_fails_leaves_the_old_store(legacy: Path, monkeypatch,
     def no_link(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(store_module.os, "link", no_link)
-    monkeypatch.setattr(store_module.shutil, "copyfile", no_link)
+    monkeypatch.setattr(lifecycle_module.os, "link", no_link)
+    monkeypatch.setattr(lifecycle_module.shutil, "copyfile", no_link)
     with pytest.raises(StorageError, match=r"converting the store .* failed"):
         Store.open(legacy)
     assert sorted(os.listdir(legacy.parent)) == before
@@ -197,7 +197,7 @@ def test_a_conversion_that_fails_leaves_the_old_store(legacy: Path, monkeypatch,
 
 
 def test_a_conversion_killed_between_its_renames_is_finished(legacy, monkeypatch, expected) -> None:
-    real = store_module._finish_conversion
+    real = lifecycle_module._finish_conversion
 
     calls = []
 
@@ -207,11 +207,11 @@ def test_a_conversion_killed_between_its_renames_is_finished(legacy, monkeypatch
             raise KeyboardInterrupt  # the process dies with the new directory durable
         real(path)
 
-    monkeypatch.setattr(store_module, "_finish_conversion", killed)
+    monkeypatch.setattr(lifecycle_module, "_finish_conversion", killed)
     with pytest.raises(KeyboardInterrupt):
         Store.open(legacy)
     assert sorted(os.listdir(legacy.parent)) == [".demo.h5.converted", "demo.h5", "demo.h5.sqlite"]
-    monkeypatch.setattr(store_module, "_finish_conversion", real)
+    monkeypatch.setattr(lifecycle_module, "_finish_conversion", real)
     with Store.open(legacy) as s:
         assert content(s) == expected
     assert os.listdir(legacy.parent) == ["demo.h5"]

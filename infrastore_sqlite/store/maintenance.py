@@ -1,0 +1,315 @@
+"""Maintenance of a store: verify, compact, transform, and its settings and size.
+
+:class:`Maintenance` is the store's collaborator for the work that is no add, read or
+removal: re-hashing every array against the catalog (``verify_integrity``), rewriting
+the live arrays into one segment (``compact``, through ``transactions.py``), deriving
+DeterministicSingleTimeSeries views of stored SingleTimeSeries
+(``transform_single_time_series``), the write buffer and compression settings, and the
+bytes on disk.
+
+May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
+:mod:`infrastore_sqlite.model`, and its siblings ``rows``, ``arrays``, ``segments``
+(the ``Store`` only for type checking; its other rooms are reached through it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import operator
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import orjson
+
+from ..core.hashing import data_hash, timestamps_hash
+from ..core.periods import as_period, divide, grid, step
+from ..core.timeref import ms_to_rfc3339
+from ..errors import IntegrityError, InvalidParameterError, StorageError
+from ..model import OwnerCategory, TimeSeriesType
+from .arrays import parse_compression
+from .rows import SeriesRow
+from .segments import catalog_file
+
+if TYPE_CHECKING:
+    from .store import Store
+
+
+def _check_calendar_windows(row: SeriesRow, res, itv, h: int, steps: int, count: int) -> None:
+    """A view's window j steps from its own issue time; on a calendar grid whose day of month
+    is clamped (anchored on the 29th-31st) that can name other dates than the source's own
+    timestamps, so such a view is refused rather than mislabelling values."""
+    if not res.calendar:
+        return
+    source = grid(row.initial_ms, res, row.length)
+    for j in range(1, count):
+        issue = step(row.initial_ms, itv, j)
+        if not np.array_equal(grid(issue, res, h), source[j * steps : j * steps + h]):
+            raise InvalidParameterError(
+                f"cannot derive a DeterministicSingleTimeSeries of {row.label} at resolution "
+                f"{res} with interval {itv}: the source grid starts on day "
+                f"{ms_to_rfc3339(row.initial_ms)[8:10]} of its month, which shorter months clamp, "
+                f"so window {j} would put the source's values under other dates. Anchor the "
+                "series on a day every month has (1-28), or store it as a NonSequentialTimeSeries.",
+                series=row.label,
+            )
+
+
+class Maintenance:
+    """Verify, compact, transform, settings (see the module docstring)."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def disk_usage(self) -> dict[str, int]:
+        """Bytes on disk: ``hdf5_bytes`` (the segments) and ``catalog_bytes`` (with its WAL)."""
+        self._store._open()
+        h5 = 0
+        with contextlib.suppress(FileNotFoundError):
+            for entry in os.scandir(self._store._segments.dir):
+                with contextlib.suppress(FileNotFoundError):
+                    h5 += entry.stat().st_size
+        cat = 0
+        for suffix in ("", "-wal"):
+            with contextlib.suppress(FileNotFoundError):
+                cat += os.path.getsize(str(catalog_file(self._store.path)) + suffix)
+        return {"hdf5_bytes": h5, "catalog_bytes": cat}
+
+    def transform(
+        self,
+        horizon: Any,
+        interval: Any,
+        *,
+        owner_category: OwnerCategory | str | None = None,
+        resolution: Any = None,
+    ) -> int:
+        """Derive DeterministicSingleTimeSeries rows from stored SingleTimeSeries.
+
+        Returns the number of rows created (0 when re-run with the same parameters).
+        """
+        self._store._writable()
+        filters: dict[str, Any] = {"time_series_type": TimeSeriesType.SingleTimeSeries}
+        if owner_category is not None:
+            filters["owner_category"] = owner_category
+        if resolution is not None:
+            filters["resolution"] = resolution
+        rows = self._store.select_rows(**filters)
+        hor = as_period(horizon, what="horizon")
+        itv = as_period(interval, what="interval")
+        by_res: dict[str, set[tuple[int, int]]] = {}
+        for r in rows:
+            by_res.setdefault(r.resolution, set()).add((r.initial_ms, r.length))
+        for res, pairs in by_res.items():
+            if len(pairs) > 1:
+                raise IntegrityError(
+                    f"the SingleTimeSeries at resolution {res} have more than one "
+                    "(initial_timestamp, length) pair; transform needs them to share one grid "
+                    "(pass resolution= to transform one group, or align the series)"
+                )
+        created = 0
+        with self._store.transaction():
+            for r in rows:
+                res = as_period(r.resolution)
+                h = divide(hor, res, what="horizon")
+                if h > r.length:
+                    raise InvalidParameterError(
+                        f"horizon {hor} is longer than {r.label} ({r.length} steps of {res})"
+                    )
+                if itv.is_positive:
+                    steps = divide(itv, res, what="interval")
+                    if steps > h:
+                        raise InvalidParameterError(
+                            f"interval {itv} is longer than horizon {hor}, which would leave gaps"
+                        )
+                    count = (r.length - h) // steps + 1
+                    _check_calendar_windows(r, res, itv, h, steps, count)
+                else:
+                    if h != r.length:
+                        raise InvalidParameterError(
+                            "interval PT0S is only allowed when the horizon spans the whole series"
+                        )
+                    count = 1
+                existing = self._store._catalog.execute(
+                    "SELECT horizon, interval FROM time_series_associations WHERE "
+                    "time_series_type = 3 AND owner_id = ? AND owner_category = ? AND name = ? "
+                    "AND resolution = ? AND features_hash = ?",
+                    (r.owner_id, int(r.owner_category), r.name, r.resolution, r.features_hash),
+                ).fetchall()
+                if (str(hor), str(itv)) in [tuple(e) for e in existing]:
+                    continue
+                if any(e[1] == str(itv) for e in existing):
+                    raise InvalidParameterError(
+                        f"{r.label} already has a DeterministicSingleTimeSeries with interval "
+                        f"{itv} and another horizon; remove it first",
+                        series=r.label,
+                    )
+                row = {
+                    "owner_id": r.owner_id,
+                    "owner_type": r.owner_type,
+                    "owner_category": int(r.owner_category),
+                    "time_series_type": 3,
+                    "name": r.name,
+                    "initial_timestamp": ms_to_rfc3339(r.initial_ms),
+                    "initial_ms": r.initial_ms,
+                    "resolution": r.resolution,
+                    "length": r.length,
+                    "horizon": str(hor),
+                    "interval": str(itv),
+                    "count": count,
+                    "timestamps_hash": None,
+                    **r.descriptors(),
+                    "time_reference": r.time_reference,
+                    "percentiles_json": None,
+                    "element_type": r.element_type,
+                    "element_shape": orjson.dumps(r.element_shape).decode(),
+                    "array_shape": orjson.dumps(list(r.array_shape)).decode(),
+                    "data_hash": r.data_hash,
+                    "features_hash": r.features_hash,
+                }
+                self._store._writing.insert_row(row, r.label)
+                created += 1
+        return created
+
+    def verify(self, *, progress: Any = None) -> dict[str, Any]:
+        """Check that every catalog row's array (and time axis) exists and re-hashes to
+        the hash the catalog records.
+
+        Parameters
+        ----------
+        progress
+            Optional ``progress(done, total)`` callable, counted in distinct arrays.
+
+        Returns
+        -------
+        dict
+            ``{"ok": bool, "errors": [str, ...], "checked": n}``.
+        """
+        self._store._open()
+        errors: list[str] = []
+        rows = self._store._queries.select(order="t.data_hash, t.id")
+        held = {
+            (bytes(h), k) for h, k in self._store._catalog.execute("SELECT hash, kind FROM arrays")
+        }
+        readable = []
+        for row in rows:
+            if (row.data_hash, "data") not in held:
+                errors.append(
+                    f"{row.label} (id {row.id}) names array {row.data_hash.hex()}, which the "
+                    "store does not hold"
+                )
+            elif row.timestamps_hash and (row.timestamps_hash, "timestamps") not in held:
+                errors.append(
+                    f"{row.label} (id {row.id}) names a time axis the store does not hold"
+                )
+            else:
+                readable.append(row)
+        for (name,) in self._store._catalog.execute("SELECT name FROM segments ORDER BY name"):
+            if not self._store._segments.path(name).is_file():
+                errors.append(f"the segment file {self._store._segments.path(name)} is missing")
+        total = len({r.data_hash for r in readable})
+        checked = 0
+        seen: set[bytes] = set()
+        for batch in self._verify_batches(readable, errors):
+            for row, arr, ts in batch:
+                if row.data_hash in seen:
+                    continue
+                seen.add(row.data_hash)
+                checked += 1
+                actual = data_hash(arr)
+                if actual != row.data_hash:
+                    errors.append(
+                        f"array {row.data_hash.hex()} of {row.label} re-hashes to {actual.hex()}"
+                    )
+                if ts is not None and timestamps_hash(ts) != row.timestamps_hash:
+                    errors.append(f"the time axis of {row.label} does not match its hash")
+            if progress:
+                progress(checked, total)
+        return {"ok": not errors, "errors": errors, "checked": checked}
+
+    def _verify_batches(self, rows: list[SeriesRow], errors: list[str]) -> Iterator[list]:
+        """``iter_arrays`` for verify: a batch that cannot be read (a damaged segment file)
+        is reported, one series at a time, naming the file, and verify goes on."""
+        for group in self._store._reading.row_groups(rows):
+            try:
+                yield self._store._reading.read_batch(group, True)
+                continue
+            except StorageError:
+                pass
+            for row in group:
+                try:
+                    yield self._store._reading.read_batch([row], True)
+                except StorageError as exc:
+                    errors.append(f"{row.label} (id {row.id}) cannot be read: {exc}")
+
+    def write_buffer_bytes(self) -> int:
+        """How many bytes of array writes may queue ahead of the background writer.
+
+        Adds hand their arrays to one writer thread per store, which compresses and writes
+        them into the transaction's segment while the caller goes on; past this many
+        queued bytes an add waits for the writer. Raising it lets a burst of adds run
+        further ahead (the queued arrays are held in memory meanwhile); lowering it bounds
+        that memory. It belongs to this ``Store`` object and is not persisted (a reopened
+        store is back to the default, 16 MiB). Setting it applies to the writes that follow.
+
+        Raises
+        ------
+        InvalidParameterError
+            Zero.
+        OverflowError
+            A negative value, or one of 2**64 or more.
+        TypeError
+            A value that is not an integer.
+        """
+        self._store._open()
+        return int(self._store._segments.write_buffer_bytes)
+
+    def set_write_buffer_bytes(self, value: int) -> None:
+        # The reference's classes for the same refusals (its setter takes a u64).
+        n = operator.index(value)
+        if n < 0:
+            raise OverflowError("write_buffer_bytes cannot be negative")
+        if n >= 2**64:
+            raise OverflowError("write_buffer_bytes must be less than 2**64")
+        if n == 0:
+            raise InvalidParameterError("write_buffer_bytes must be greater than zero")
+        self._store._open()
+        self._store._segments.write_buffer_bytes = n
+        if self._store._segments.writer is not None:
+            self._store._segments.writer.max_pending_bytes = n
+
+    def compression(self) -> str:
+        """The HDF5 filter new arrays get: ``none`` or ``deflate:<level>:<shuffle|noshuffle>``."""
+        self._store._open()
+        return self._store._segments.compression
+
+    def get_compression(self) -> dict[str, Any]:
+        """The HDF5 filter new arrays get, in the reference's shape:
+        ``{"compression": "auto" | "deflate" | "none", "level": int | None, "shuffle": bool}``
+        (``auto``: the level and shuffle of the integer and bool arrays; floats are stored
+        uncompressed)."""
+        kind, level, shuffle = parse_compression(self._store.compression)
+        return {"compression": kind, "level": level, "shuffle": shuffle}
+
+    def compact(self) -> dict[str, int]:
+        """Rewrite the live arrays into one segment, reclaiming removed arrays' space.
+
+        Like every write it is one transaction: a failure leaves the store as it was.
+        """
+        self._store._writable()
+        if self._store._catalog.in_transaction:
+            raise InvalidParameterError("compact() cannot run inside a transaction")
+        cat = self._store._catalog
+        names = sorted(self._store._transactions.segment_names())
+        live = int(cat.scalar("SELECT count(*) FROM arrays WHERE pool != ''"))
+        slots = int(cat.scalar("SELECT COALESCE(sum(slots), 0) FROM segments"))
+        if len(names) > 1 or slots != live:
+            report = self._store._transactions.rewrite(names)
+        else:
+            with self._store.transaction():  # still sweeps what a failed write left behind
+                pass
+            report = {"slots_reclaimed": 0, "datasets_dropped": 0, "bytes_reclaimed": 0}
+        # The reference's keys; feature maps and time axes are swept at removal already.
+        return {**report, "feature_sets_reclaimed": 0, "timestamp_sets_reclaimed": 0}

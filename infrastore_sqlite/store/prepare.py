@@ -1,0 +1,334 @@
+"""A series prepared for the catalog: checks, catalog rows as dicts, array fields.
+
+What an add (or an import) makes of a series before anything is written: the bulk item
+checked (:func:`checked`), its catalog row in the catalog's column order
+(:func:`row_for`, :data:`INSERT_COLUMNS`), the fields its array decides
+(:func:`array_values`, :data:`ARRAY_FIELDS`), its content hashes. Pure: no catalog, no
+segment, no store object; the per-series texts many series share are cached here.
+
+May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
+:mod:`infrastore_sqlite.model`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import orjson
+
+from ..core.elements import shrink
+from ..core.hashing import data_hash, data_hashes, features_hash, timestamps_hash, validate_features
+from ..core.periods import Period
+from ..core.timeref import ms_to_rfc3339
+from ..errors import InvalidParameterError, ParameterTypeError
+from ..model import (
+    SERIES_CLASSES,
+    OwnerCategory,
+    Probabilistic,
+    SingleTimeSeries,
+    _Forecast,
+    _Irregular,
+    _Series,
+)
+
+IDENTITY_COLUMNS = frozenset(
+    {"owner_id", "owner_category", "time_series_type", "name", "resolution", "interval"}
+    | {"features_hash"}
+)
+
+_BULK_KEYS = frozenset({"owner_id", "owner_type", "owner_category", "time_series", "features"})
+_SERIES_TYPES = frozenset(SERIES_CLASSES.values())
+
+#: The catalog columns of a series row, in the catalog's order (a row dict's keys).
+INSERT_COLUMNS = (
+    "owner_id",
+    "owner_type",
+    "owner_category",
+    "time_series_type",
+    "name",
+    "initial_timestamp",
+    "initial_ms",
+    "resolution",
+    "length",
+    "horizon",
+    "interval",
+    "count",
+    "timestamps_hash",
+    "units",
+    "quantity_kind",
+    "unit_system",
+    "component_field",
+    "application_data",
+    "time_reference",
+    "percentiles_json",
+    "element_type",
+    "element_shape",
+    "array_shape",
+    "data_hash",
+    "features_hash",
+)
+
+
+def prepare_bulk(items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every bulk item checked and prepared, the plain arrays hashed in one batch
+    (per-array hashing is most of what a small series costs); ragged arrays are
+    shrunk and hashed by :func:`row_for`."""
+    checked = [check_item(i, item) for i, item in enumerate(items)]
+    plain = [i for i, c in enumerate(checked) if not c[3]._et.is_ragged]
+    hashes: list[bytes | None] = [None] * len(checked)
+    for i, h in zip(plain, data_hashes([checked[i][3]._data for i in plain]), strict=True):
+        hashes[i] = h
+    return [row_for(*c, known_hash=h) for c, h in zip(checked, hashes, strict=True)]
+
+
+def prepare(index: int, item: Mapping[str, Any]) -> dict[str, Any]:
+    """One bulk item, checked and prepared (hashed on its own; see :func:`row_for`)."""
+    return row_for(*check_item(index, item))
+
+
+def check_item(
+    index: int, item: Mapping[str, Any]
+) -> tuple[int, str, OwnerCategory, _Series, dict[str, Any]]:
+    """A bulk item's ``(owner_id, owner_type, category, series, features)``, checked."""
+    # The exact-type tests first: they are what a plain dict of plain values passes,
+    # at a fraction of the cost of the general (ABC) checks behind them.
+    if type(item) is not dict and not isinstance(item, Mapping):
+        raise InvalidParameterError(
+            f"bulk item {index} must be a dict with owner_id, owner_type, owner_category, "
+            "time_series and optionally features"
+        )
+    if not _BULK_KEYS.issuperset(item):
+        raise InvalidParameterError(
+            f"bulk item {index} has unknown key(s) {sorted(set(item) - _BULK_KEYS)}; "
+            f"accepted: {sorted(_BULK_KEYS)}"
+        )
+    owner_id = item.get("owner_id")
+    if type(owner_id) is not int:
+        if isinstance(owner_id, bool) or not isinstance(owner_id, int | np.integer):
+            raise ParameterTypeError(f"owner_id must be an integer, got {owner_id!r}")
+        owner_id = int(owner_id)
+    if not -(2**63) <= owner_id < 2**63:
+        raise InvalidParameterError(f"owner_id {owner_id} does not fit a signed 64-bit integer")
+    owner_type = item.get("owner_type")
+    if type(owner_type) is not str and not isinstance(owner_type, str):
+        raise ParameterTypeError(f"owner_type must be a str, got {owner_type!r}")
+    if not owner_type:
+        raise InvalidParameterError(f"owner_type must be a non-empty string, got {owner_type!r}")
+    category = item.get("owner_category", OwnerCategory.Component)
+    if type(category) is not OwnerCategory:
+        category = OwnerCategory.coerce(category)
+    ts = item.get("time_series")
+    if type(ts) not in _SERIES_TYPES:
+        raise InvalidParameterError(
+            f"time_series must be a series object (SingleTimeSeries, …), got {type(ts).__name__}"
+        )
+    features = item.get("features")
+    empty = features is None or (type(features) is dict and not features)
+    feats = {} if empty else validate_features(features)
+    return owner_id, owner_type, category, ts, feats
+
+
+def row_for(
+    owner_id: int,
+    owner_type: str,
+    category: OwnerCategory,
+    ts: _Series,
+    feats: dict[str, Any],
+    known_hash: bytes | None = None,
+) -> dict[str, Any]:
+    """A series prepared for the catalog: its row (``row``, keys in the catalog's
+    column order), its arrays (``data``, ``timestamps``), ``features``, ``series`` and
+    ``label``. The fields of its array are :func:`array_values`' (an import fills the
+    rest of a row from a template, see ``interchange/importing.py``)."""
+    et = ts._et
+    code, gridded, forecast, irregular, probabilistic = _class_traits(type(ts))
+    name = ts.name
+    (
+        (instant, initial_ms, length, count, ts_hash, pct_json, e_shape, a_shape, digest),
+        stored,
+    ) = array_values(
+        et,
+        ts._data,
+        ts._initial_ms if gridded else None,
+        ts._count if forecast else None,
+        ts._percentiles if probabilistic else None,
+        ts._ts_ms if irregular else None,
+        known_hash,
+    )
+    # One dict display in the catalog's column order (a bulk add builds one per
+    # series); the slots are read directly, the properties would only return them.
+    row: dict[str, Any] = {
+        "owner_id": owner_id,
+        "owner_type": owner_type,
+        "owner_category": int(category),
+        "time_series_type": code,
+        "name": name,
+        "initial_timestamp": instant,
+        "initial_ms": initial_ms,
+        "resolution": _period_text(ts._resolution) if gridded else None,
+        "length": length,
+        "horizon": _period_text(ts._horizon) if forecast else None,
+        "interval": _period_text(ts._interval) if forecast else None,
+        "count": count,
+        "timestamps_hash": ts_hash,
+        "units": ts.units,
+        "quantity_kind": ts.quantity_kind,
+        "unit_system": ts.unit_system,
+        "component_field": ts.component_field,
+        "application_data": ts.application_data,
+        "time_reference": ts._tr,
+        "percentiles_json": pct_json,
+        "element_type": _element_text(et),
+        "element_shape": e_shape,
+        "array_shape": a_shape,
+        "data_hash": digest,
+        "features_hash": _features_hash_of(feats),
+    }
+    out = {"row": row, "data": stored, "features": feats}
+    if irregular:
+        out["timestamps"] = ts._ts_ms
+    out["series"] = ts
+    out["label"] = series_label(name, owner_id)
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _class_traits(cls: type) -> tuple[int, bool, bool, bool, bool]:
+    """``(catalog code, gridded, forecast, irregular, probabilistic)`` of a series class,
+    worked out once (a bulk add asks for every series)."""
+    gridded = issubclass(cls, SingleTimeSeries | _Forecast)
+    return (
+        cls.time_series_type.catalog_code,
+        gridded,
+        gridded and issubclass(cls, _Forecast),
+        not gridded and issubclass(cls, _Irregular),
+        issubclass(cls, Probabilistic),
+    )
+
+
+def _dtype_of(arr: np.ndarray) -> str:
+    return _dtype_text(arr.dtype)
+
+
+# Catalog text that many series of one batch share (shapes, instants, periods, dtypes,
+# the empty feature map) is built once: per-series Python is what a bulk add of many
+# small series costs. Each cache is keyed by the exact value its text is made from.
+@functools.lru_cache(maxsize=256)
+def _dtype_text(dtype: np.dtype) -> str:
+    from ..core.elements import dtype_name
+
+    return dtype_name(dtype)
+
+
+def _element_text(et: Any) -> str:
+    # Not cached: hashing the (frozen dataclass) element type costs more than str().
+    return str(et)
+
+
+@functools.lru_cache(maxsize=1024)
+def _shape_json(shape: tuple[int, ...]) -> str:
+    return orjson.dumps([int(d) for d in shape]).decode()
+
+
+@functools.lru_cache(maxsize=4096)
+def _catalog_instant(ms: int) -> str:
+    return ms_to_rfc3339(ms)
+
+
+#: The catalog columns a series' array decides (:func:`array_values`' order).
+ARRAY_FIELDS = (
+    "initial_timestamp",
+    "initial_ms",
+    "length",
+    "count",
+    "timestamps_hash",
+    "percentiles_json",
+    "element_shape",
+    "array_shape",
+    "data_hash",
+)
+
+
+def array_values(
+    et: Any,
+    data: np.ndarray,
+    initial_ms: int | None,
+    count: int | None,
+    percentiles: list[float] | None,
+    timestamps: np.ndarray | None,
+    known_hash: bytes | None = None,
+) -> tuple[tuple, np.ndarray]:
+    """The values of the :data:`ARRAY_FIELDS` of a series' array, and the array as stored
+    (a ragged composite at its minimal width): what differs between series that share
+    everything else. ``known_hash`` is the stored array's content hash when the caller
+    has it. (Positional: a bulk add calls it once per series.)"""
+    stored = shrink(et, data) if et.is_ragged else data
+    shape = data.shape
+    values = (
+        None if initial_ms is None else _catalog_instant(initial_ms),
+        initial_ms,
+        int(shape[0]),
+        count,
+        None if timestamps is None else timestamps_hash(timestamps),
+        None if percentiles is None else orjson.dumps(percentiles).decode(),
+        _shape_json(shape[1:]),
+        _shape_json(shape),
+        data_hash(stored) if known_hash is None else known_hash,
+    )
+    return values, stored
+
+
+def series_label(name: str, owner_id: int) -> str:
+    """How a refusal names a series being filed: ``'name' (owner 7)``."""
+    return f"'{name}' (owner {owner_id})"
+
+
+_PERIOD_TEXTS: dict[tuple[int, int, bool], str] = {}
+
+
+def _period_text(period: Period) -> str:
+    """``str(period)``, built once per distinct period. Keyed by its fields: every series
+    holds its own Period object, and a frozen dataclass's own hash costs several times
+    this key's."""
+    key = (period.months, period.ms, period.calendar)
+    text = _PERIOD_TEXTS.get(key)
+    if text is None:
+        if len(_PERIOD_TEXTS) >= 1024:  # many distinct periods: keep it bounded
+            _PERIOD_TEXTS.clear()
+        text = _PERIOD_TEXTS[key] = str(period)
+    return text
+
+
+_EMPTY_FEATURES_HASH = features_hash({})
+
+
+_FEATURE_HASHES: dict[tuple, bytes] = {}
+
+
+def _features_hash_of(feats: Mapping[str, Any]) -> bytes:
+    """``features_hash``, computed once per distinct feature map (a bulk add's series
+    share a few: one SHA-256 and a sort each cost more than the key below)."""
+    if not feats:
+        return _EMPTY_FEATURES_HASH
+    # Keyed by each value's type and exact value: 1, 1.0 and True differ, and a float by
+    # its bits (0.0 and -0.0 compare equal; NaNs all hash alike, as features_hash has it).
+    # Only plain values are keyed (what validate_features gives); anything else is hashed.
+    key = []
+    for k, v in feats.items():
+        t = type(v)
+        if t is float:
+            key.append((k, t, v.hex()))
+        elif t is int or t is str or t is bool:
+            key.append((k, t, v))
+        else:
+            return features_hash(feats)
+    found = _FEATURE_HASHES.get(tuple(key))
+    if found is None:
+        found = features_hash(feats)
+        if len(_FEATURE_HASHES) >= 4096:
+            _FEATURE_HASHES.clear()
+        _FEATURE_HASHES[tuple(key)] = found
+    return found

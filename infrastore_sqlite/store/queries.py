@@ -1,0 +1,230 @@
+"""Catalog queries: selecting rows, listing metadata, counts.
+
+:class:`Queries` is the store's collaborator for what the catalog alone answers: rows
+selected by the ``list_metadata`` filters (streamed or listed), chosen columns as plain
+tuples for the export, rows by id, metadata dicts, counts. It reads no array, except the
+time axis a metadata row of an irregular series carries (through the store's reader).
+The refusals reads and removals share (a missing id, another owner's series) are here.
+
+May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
+:mod:`infrastore_sqlite.model`, and its siblings ``prepare``, ``rows``, ``api``
+(``series_id``) (the ``Store`` only for type checking).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import apsw
+import numpy as np
+
+from ..errors import InvalidParameterError, NotFoundError, OwnerMismatchError
+from ..model import OwnerCategory, TimeSeriesType
+from .api import series_id
+from .prepare import INSERT_COLUMNS
+from .rows import SELECT_ROWS, SeriesRow, build_filter
+
+if TYPE_CHECKING:
+    from .store import Store
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def check_owner(
+    rows: list[SeriesRow], owner_id: int, owner_category: Any, outcome: str = "not read"
+) -> None:
+    """The owner guard: any row of another owner refuses the whole call."""
+    cat = OwnerCategory.coerce(owner_category)
+    for r in rows:
+        if r.owner_id != owner_id or r.owner_category is not cat:
+            raise OwnerMismatchError(
+                f"series {r.id} belongs to owner {r.owner_id} ({r.owner_category.name}), "
+                f"not to the expected owner {owner_id} ({cat.name}); {outcome}",
+                series=r.label,
+            )
+
+
+def missing_ids(missing: list[int]) -> NotFoundError:
+    return NotFoundError(
+        f"no series with id {', '.join(map(str, missing[:10]))}"
+        + (" …" if len(missing) > 10 else "")
+        + "; list_metadata shows the ids the store holds"
+    )
+
+
+# series row is written with), and the feature map's text.
+_FIELD_COLUMNS = {name: f"t.{name}" for name in ("id", *INSERT_COLUMNS)} | {
+    "features_json": "f.features_json"
+}
+
+
+class Queries:
+    """Answers from the catalog alone (see the module docstring)."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def select(
+        self, where: str = "1", params: Sequence[Any] = (), order: str = "t.id"
+    ) -> list[SeriesRow]:
+        return list(self.iter_select(where, params, order))
+
+    def iter_select(
+        self, where: str = "1", params: Sequence[Any] = (), order: str = "t.id"
+    ) -> Iterator[SeriesRow]:
+        """``_select`` one row at a time (the cursor streams; nothing is held)."""
+        self._store._open()
+        cur = self._store._catalog.execute(f"{SELECT_ROWS} WHERE {where} ORDER BY {order}", params)
+        typed: dict[bytes, dict[str, Any]] = {}
+        for r in cur:
+            row = SeriesRow.from_sql(r)
+            # JSON has no ±inf (the feature JSON holds null there); the typed rows do.
+            if row.features and None in row.features.values():
+                if row.features_hash not in typed:
+                    typed[row.features_hash] = self._typed_features(row.features_hash)
+                row.features = dict(typed[row.features_hash])
+            yield row
+
+    def _typed_features(self, features_hash: bytes) -> dict[str, Any]:
+        """A feature map rebuilt from its typed ``feature_sets`` rows."""
+        out: dict[str, Any] = {}
+        for key, kind, i, f, b, text in self._store._catalog.execute(
+            "SELECT key, value_kind, value_int, value_float, value_bool, value_str "
+            "FROM feature_sets WHERE features_hash = ? ORDER BY key",
+            (features_hash,),
+        ):
+            out[key] = {"int": i, "float": f, "bool": bool(b), "str": text}[kind]
+        return out
+
+    def select_rows(self, **filters: Any) -> list[SeriesRow]:
+        """Catalog rows matching the ``list_metadata`` filters, in id order."""
+        where, params = build_filter(filters)
+        return self.select(where, params)
+
+    def iter_select_rows(self, **filters: Any) -> Iterator[SeriesRow]:
+        """``select_rows`` streamed: one row at a time, in id order."""
+        where, params = build_filter(filters)
+        return self.iter_select(where, params)
+
+    def iter_select_fields(
+        self, fields: Sequence[str], ids: Sequence[int] | None = None, **filters: Any
+    ) -> Iterator[tuple]:
+        """Chosen catalog columns of the matching rows, in id order, as plain tuples.
+
+        For callers that stream many rows and need a few fields of each (the export's
+        plan and series tables): no ``SeriesRow`` is built, nothing is decoded.
+
+        Parameters
+        ----------
+        fields
+            Column names of ``time_series_associations`` (``"id"``, ``"data_hash"`` …),
+            or ``"features_json"`` (the feature map's JSON text; ±inf are ``null``
+            there, :meth:`typed_features` has them).
+        ids
+            Only these series ids (any order; missing ones are left out), else the
+            rows ``filters`` select.
+        **filters
+            ``list_metadata``'s keywords (not with ``ids``).
+        """
+        bad = [f for f in fields if f not in _FIELD_COLUMNS]
+        if bad:
+            raise InvalidParameterError(f"not a catalog field: {', '.join(bad)}")
+        self._store._open()
+        if ids is not None:
+            wanted = [i for i in ids if _INT64_MIN <= i <= _INT64_MAX]
+            if not wanted:
+                return iter(())
+            where, params = "t.id IN carray(?)", [apsw.carray(np.array(wanted, dtype=np.int64))]
+        else:
+            where, params = build_filter(filters)
+        cols = ", ".join(_FIELD_COLUMNS[f] for f in fields)
+        # The feature maps are joined only when their text is asked for (the filters
+        # never name them): one search fewer per row.
+        join = (
+            " LEFT JOIN feature_maps f ON f.features_hash = t.features_hash"
+            if "features_json" in fields
+            else ""
+        )
+        return iter(
+            self._store._catalog.execute(
+                f"SELECT {cols} FROM time_series_associations t{join} WHERE {where} ORDER BY t.id",
+                params,
+            )
+        )
+
+    def typed_features(self, features_hash: bytes) -> dict[str, Any]:
+        """The feature map of ``features_hash`` with its ±inf values (the JSON has null)."""
+        self._store._open()
+        return self._typed_features(features_hash)
+
+    def list_metadata(self, **filters: Any) -> list[dict[str, Any]]:
+        """Metadata dicts of the series matching the filters (the reference's keywords)."""
+        return [r.metadata() for r in self.select_rows(**filters)]
+
+    def get_metadata_by_id(self, id: int) -> dict[str, Any] | None:
+        """The metadata row of ``id`` (with timestamps for irregular series), or None."""
+        rows = self.select("t.id = ?", (series_id(id),))
+        if not rows:
+            return None
+        row = rows[0]
+        ts = (
+            self._store._reading.load({(row.timestamps_hash, "timestamps")})[
+                (row.timestamps_hash, "timestamps")
+            ]
+            if row.timestamps_hash
+            else None
+        )
+        return row.metadata(ts)
+
+    def list_metadata_by_ids(self, ids: Sequence[int]) -> list[dict[str, Any]]:
+        """``list_metadata`` dicts for ``ids``, in the order given; NotFoundError if one is missing."""
+        return [r.metadata() for r in self.rows_by_ids(ids)]
+
+    def rows_by_ids(self, ids: Sequence[int]) -> list[SeriesRow]:
+        """Rows for ``ids`` in the order given; NotFoundError names any missing id."""
+        wanted = [series_id(i) for i in ids]
+        # One query for all of them: the ids go in as one int64 buffer (an id no int64
+        # holds is no rowid, so it is simply missing).
+        lookup = np.array([i for i in wanted if _INT64_MIN <= i <= _INT64_MAX], dtype=np.int64)
+        found = (
+            {r.id: r for r in self.iter_select("t.id IN carray(?)", (apsw.carray(lookup),))}
+            if lookup.size
+            else {}
+        )
+        missing = [i for i in wanted if i not in found]
+        if missing:
+            raise missing_ids(missing)
+        return [found[i] for i in wanted]
+
+    def is_empty(self) -> bool:
+        self._store._open()
+        return (
+            not self.holds_series()
+            and self._store._catalog.scalar(
+                "SELECT 1 FROM store_attributes WHERE key NOT LIKE 'infrastore_sqlite.%' LIMIT 1"
+            )
+            is None
+        )
+
+    def holds_series(self) -> bool:
+        """Whether the catalog holds any series row (one index probe)."""
+        return (
+            self._store._catalog.scalar("SELECT 1 FROM time_series_associations LIMIT 1")
+            is not None
+        )
+
+    def num_distinct_arrays(self) -> int:
+        self._store._open()
+        return int(self._store._catalog.scalar("SELECT count(*) FROM arrays WHERE kind = 'data'"))
+
+    def counts_by_type(self) -> dict[str, int]:
+        self._store._open()
+        out = {}
+        for code, n in self._store._catalog.execute(
+            "SELECT time_series_type, count(*) FROM time_series_associations GROUP BY 1 ORDER BY 1"
+        ):
+            out[TimeSeriesType.from_catalog_code(code).name] = n
+        return out

@@ -1,0 +1,189 @@
+"""Write transactions and the segments they seal, merge and rewrite.
+
+:class:`Transactions` is the store's collaborator for all-or-nothing writes: the block
+``Store.transaction()`` enters (the catalog's write lock, one new segment per outermost
+block, sealed and fsynced before the catalog commits, discarded on failure), the
+``begin_transaction`` / ``commit_transaction`` / ``rollback_transaction`` calls, and what
+follows a commit: deleting the segments a merge emptied and merging tiers of small
+segments (:meth:`Transactions.rewrite`, which ``compact`` also uses). See
+docs/durability.md.
+
+May import: :mod:`infrastore_sqlite.errors` and its siblings ``segments``, ``tracing``
+(the ``Store`` only for type checking).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..errors import InvalidParameterError, TimeSeriesError
+from .segments import merge_candidates
+from .tracing import LOG
+
+if TYPE_CHECKING:
+    from .store import Store
+
+# Arrays copied per read/write step when segments are merged or compacted.
+_REWRITE_STEP = 1024
+
+
+class _Rollback(Exception):
+    """Raised into a transaction context to roll it back on request."""
+
+
+class Transactions:
+    """The store's write transactions and segment merges (see the module docstring)."""
+
+    __slots__ = ("_doomed", "_merging", "_open_tx", "_store")
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._open_tx: list[Any] = []  # what begin_transaction entered, innermost last
+        self._doomed: list[str] = []  # segments to delete once the running commit is durable
+        self._merging = False
+
+    @contextlib.contextmanager
+    def block(self) -> Iterator[None]:
+        """The block :meth:`transaction` enters.
+
+        The outermost block holds the catalog's write lock from its start (a second
+        writer waits up to the store's timeout). Its new arrays go into one new segment,
+        sealed (complete and fsynced) before the catalog commits; if anything fails, the
+        catalog rolls back and the segment is deleted.
+        """
+        self._store._writable()
+        outer = self._store._catalog.depth == 0
+        try:
+            with self._store._catalog.transaction():
+                if outer:
+                    self._doomed = []
+                    # Holding the write lock, no other writer is mid-segment: any file
+                    # the committed catalog does not name is a leftover of a failure.
+                    self._store._segments.sweep(self.segment_names())
+                yield
+                if outer:
+                    self._seal()
+        except BaseException:
+            if outer:
+                self._store._segments.discard()
+                self._doomed = []
+            raise
+        if outer:
+            LOG.info("committed a write to the store %s", self._store.path)
+            self._store._segments.committed()
+            doomed, self._doomed = self._doomed, []
+            self._store._segments.drop(doomed)
+            self.merge_small_segments()
+
+    def segment_names(self) -> set[str]:
+        return {r[0] for r in self._store._catalog.execute("SELECT name FROM segments")}
+
+    def _seal(self) -> None:
+        """Make this transaction's segment durable and name it in the catalog."""
+        sealed = self._store._segments.seal()
+        if sealed is not None:
+            name, nbytes, slots, pools = sealed
+            LOG.debug("sealed segment %s: %d arrays, %d bytes, fsynced", name, slots, nbytes)
+            self._store._catalog.execute(
+                "INSERT INTO segments (name, bytes, slots, pools) VALUES (?, ?, ?, ?)",
+                (name, nbytes, slots, orjson.dumps(pools).decode()),
+            )
+
+    def merge_small_segments(self) -> None:
+        """Merge a tier of small segments after a commit (see ``segments.merge_candidates``).
+
+        The write it follows is committed already; a merge that fails (disk full) leaves
+        the segments as they were, so its error is not the caller's.
+        """
+        if self._merging:
+            return
+        self._merging = True
+        try:
+            for _ in range(4):  # a merge can fill the next tier; bounded, the rest waits
+                names = merge_candidates(
+                    self._store._catalog.execute("SELECT name, bytes FROM segments").fetchall()
+                )
+                if not names:
+                    return
+                try:
+                    self.rewrite(names)
+                except TimeSeriesError:
+                    return
+        finally:
+            self._merging = False
+
+    def rewrite(self, names: Sequence[str]) -> dict[str, int]:
+        """Copy the live arrays of segments ``names`` into one new segment, in one
+        transaction; the old files are deleted after its commit."""
+        cat = self._store._catalog
+        with self._store.transaction():
+            marks = ", ".join("?" * len(names))
+            before = cat.execute(
+                f"SELECT COALESCE(sum(slots), 0), COALESCE(sum(bytes), 0) FROM segments "
+                f"WHERE name IN ({marks})",
+                list(names),
+            ).fetchone()
+            pools_before = set()
+            for (text,) in cat.execute(
+                f"SELECT pools FROM segments WHERE name IN ({marks})", list(names)
+            ):
+                pools_before.update(orjson.loads(text))
+            moved = 0
+            pools_after: set[str] = set()
+            target = None
+            for segment in names:
+                while True:
+                    # Rows leave the old segment as they are moved, so each step reads the
+                    # next ones; memory is bounded by the step, not by the store.
+                    part = cat.execute(
+                        "SELECT hash, kind, dtype, shape, pool, slot FROM arrays "
+                        "WHERE segment = ? ORDER BY pool, slot LIMIT ?",
+                        (segment, _REWRITE_STEP),
+                    ).fetchall()
+                    if not part:
+                        break
+                    by_pool: dict[str, list[tuple]] = {}
+                    for r in part:
+                        by_pool.setdefault(r[4], []).append(r)
+                    updates = []
+                    for pool, group in by_pool.items():
+                        arrays = self._store._segments.read(segment, pool, [g[5] for g in group])
+                        dtype, shape = group[0][2], orjson.loads(group[0][3])
+                        target, first = self._store._segments.write(pool, dtype, shape, arrays)
+                        updates.extend((target, first + i, g[0], g[1]) for i, g in enumerate(group))
+                        pools_after.add(pool)
+                    cat.executemany(
+                        "UPDATE arrays SET segment = ?, slot = ? WHERE hash = ? AND kind = ?",
+                        updates,
+                    )
+                    moved += len(updates)
+            cat.execute(f"DELETE FROM segments WHERE name IN ({marks})", list(names))
+            self._doomed.extend(names)
+        after = cat.scalar("SELECT bytes FROM segments WHERE name = ?", (target,)) if target else 0
+        return {
+            "slots_reclaimed": int(before[0]) - moved,
+            "datasets_dropped": len(pools_before) - len(pools_after),
+            "bytes_reclaimed": max(0, int(before[1]) - int(after or 0)),
+        }
+
+    def begin(self) -> None:
+        """Begin a transaction that :meth:`commit_transaction` or :meth:`rollback_transaction` ends."""
+        cm = self._store.transaction()
+        cm.__enter__()
+        self._open_tx.append(cm)
+
+    def commit(self) -> None:
+        if not self._open_tx:
+            raise InvalidParameterError("commit_transaction without begin_transaction")
+        self._open_tx.pop().__exit__(None, None, None)
+
+    def rollback(self) -> None:
+        if not self._open_tx:
+            raise InvalidParameterError("rollback_transaction without begin_transaction")
+        cm = self._open_tx.pop()
+        with contextlib.suppress(_Rollback):
+            cm.__exit__(_Rollback, _Rollback(), None)

@@ -1,0 +1,449 @@
+"""Writing the catalog and the arrays: adds, replacements and removals.
+
+:class:`Writing` is the store's collaborator for every write of series: it files
+prepared items (``prepare.py``) as catalog rows (``time_series_associations``,
+``feature_maps``, ``feature_sets``) and their new arrays into the running transaction's
+segment (``arrays``), replaces rows in place (an import's ``on_conflict="replace"``) and
+removes rows, keeping the family rule (a Deterministic and a DeterministicSingleTimeSeries
+exclude each other) and the derived forecasts' backing arrays. It runs inside the
+transaction the store opens (``transactions.py``); it never commits.
+
+May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
+:mod:`infrastore_sqlite.model`, and its siblings ``prepare``, ``queries``, ``rows``,
+``arrays``, ``tracing`` (the ``Store`` only for type checking).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import apsw
+import numpy as np
+
+from ..core.gcpause import gc_paused
+from ..core.hashing import features_json
+from ..errors import (
+    REMOVE,
+    TRANSFORM,
+    DuplicateTimeSeriesError,
+    IntegrityError,
+    InvalidParameterError,
+)
+from ..model import TimeSeriesType
+from .api import series_id
+from .arrays import pool_name
+from .prepare import IDENTITY_COLUMNS, INSERT_COLUMNS, _dtype_of, _shape_json, prepare_bulk
+from .queries import check_owner
+from .rows import SeriesRow, feature_rows
+from .tracing import LOG
+
+if TYPE_CHECKING:
+    from .store import Store
+
+
+class Writing:
+    """Files, replaces and removes series rows and their arrays (see the module docstring)."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def add_bulk(self, items: Iterable[Mapping[str, Any]]) -> list[int]:
+        """:meth:`Store.add_time_series_bulk`: every item prepared, then filed in one
+        transaction; returns the new ids in input order."""
+        self._store._writable()
+        # A few dicts per series and no cycles: the collector would only rescan them.
+        with gc_paused():
+            prepared = prepare_bulk(items)
+            LOG.debug("adding %d series to the store %s", len(prepared), self._store.path)
+            with self._store.transaction():
+                return self.insert_prepared(prepared)
+
+    def insert_prepared(self, prepared: list[dict[str, Any]]) -> list[int]:
+        if not prepared:
+            return []
+        self.store_arrays(
+            [(p["row"]["data_hash"], "data", p["data"]) for p in prepared]
+            + [
+                (p["row"]["timestamps_hash"], "timestamps", p["timestamps"])
+                for p in prepared
+                if "timestamps" in p
+            ]
+        )
+        cat = self._store._catalog
+        features = {p["row"]["features_hash"]: p["features"] for p in prepared}
+        known = self._known_features(list(features))
+        for fh, feats in features.items():
+            if fh not in known:
+                cat.execute(
+                    "INSERT INTO feature_maps (features_hash, features_json) VALUES (?, ?)",
+                    (fh, features_json(feats)),
+                )
+                cat.executemany(
+                    "INSERT INTO feature_sets VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    feature_rows(fh, feats),
+                )
+        return self._insert_rows(prepared)
+
+    def _known_features(self, hashes: list[bytes]) -> set[bytes]:
+        """Which of ``hashes`` the catalog's feature_maps already holds (500 per query)."""
+        found: set[bytes] = set()
+        for start in range(0, len(hashes), 500):
+            chunk = hashes[start : start + 500]
+            found.update(
+                r[0]
+                for r in self._store._catalog.execute(
+                    "SELECT features_hash FROM feature_maps WHERE features_hash IN "
+                    f"({', '.join('?' * len(chunk))})",
+                    chunk,
+                )
+            )
+        return found
+
+    def _insert_rows(self, prepared: list[dict[str, Any]]) -> list[int]:
+        """The catalog rows of ``prepared``, in order, in one statement; returns their ids.
+
+        The rule that a Deterministic and a DeterministicSingleTimeSeries exclude each
+        other per family is checked once afterwards, for the whole batch: the first new
+        row (in input order) whose family already held the other kind is refused, as
+        inserting them one at a time would have refused it.
+        """
+        cat = self._store._catalog
+        sql = (
+            f"INSERT INTO time_series_associations ({', '.join(INSERT_COLUMNS)}) "
+            f"VALUES ({', '.join('?' * len(INSERT_COLUMNS))})"
+        )
+        values = operator.itemgetter(*INSERT_COLUMNS)  # a row dict's values, in C
+        # AUTOINCREMENT numbers the rows of one writer consecutively from past the
+        # highest id ever used, so the ids are known without RETURNING (which costs
+        # SQLite four times the insert itself).
+        first = 1 + cat.scalar(
+            "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence "
+            "WHERE name = 'time_series_associations'), 0), "
+            "COALESCE((SELECT MAX(id) FROM time_series_associations), 0))"
+        )
+        try:
+            cat.executemany(sql, [values(p["row"]) for p in prepared])
+        except apsw.ConstraintError as exc:
+            done = cat.scalar(
+                "SELECT COUNT(*) FROM time_series_associations WHERE id >= ?", (first,)
+            )
+            raise self._duplicate(prepared[done]) from exc
+        ids = list(range(first, first + len(prepared)))
+        if cat.conn.last_insert_rowid() != ids[-1]:
+            raise IntegrityError(
+                "the catalog numbered new series out of sequence; nothing was added. Run "
+                "verify, and report this"
+            )
+        family = [
+            sid
+            for sid, p in zip(ids, prepared, strict=True)
+            if p["row"]["time_series_type"] in (2, 3)
+        ]
+        for start in range(0, len(family), 500):
+            chunk = family[start : start + 500]
+            clash = self._store._catalog.execute(
+                "SELECT n.id, o.id FROM time_series_associations n "
+                "JOIN time_series_associations o ON o.time_series_type = 5 - n.time_series_type "
+                "AND o.owner_id = n.owner_id AND o.owner_category = n.owner_category "
+                "AND o.name = n.name AND o.resolution IS n.resolution "
+                "AND o.features_hash = n.features_hash AND o.id < n.id "
+                f"WHERE n.id IN ({', '.join('?' * len(chunk))}) ORDER BY n.id LIMIT 1",
+                chunk,
+            ).fetchall()
+            if clash:
+                new_id, other = clash[0]
+                p = prepared[ids.index(new_id)]
+                raise self._family_clash(p["row"], p["label"], other)
+        return ids
+
+    def _duplicate(self, p: dict[str, Any]) -> DuplicateTimeSeriesError:
+        row, label = p["row"], p["label"]
+        return DuplicateTimeSeriesError(
+            f"a time series with that key already exists: {label}, "
+            f"{TimeSeriesType.from_catalog_code(row['time_series_type']).name}"
+            + (f" at {row['resolution']}" if row["resolution"] else "")
+            + "; remove it first, or give the new one another name or features",
+            series=label,
+        )
+
+    def insert_row(self, row: dict[str, Any], label: str) -> int:
+        """One catalog row, after the family rule; a clash of identity names the series."""
+        self._check_family(row, label)
+        sql = (
+            f"INSERT INTO time_series_associations ({', '.join(INSERT_COLUMNS)}) "
+            f"VALUES ({', '.join('?' * len(INSERT_COLUMNS))})"
+        )
+        try:
+            self._store._catalog.execute(sql, [row[c] for c in INSERT_COLUMNS])
+        except apsw.ConstraintError as exc:
+            raise self._duplicate({"row": row, "label": label}) from exc
+        return self._store._catalog.conn.last_insert_rowid()
+
+    def rows_by_identity(
+        self, keys: Sequence[tuple], columns: Sequence[str]
+    ) -> dict[tuple, dict[str, Any]]:
+        """``identity -> {"id": …, column: value}`` for the keys the catalog holds.
+
+        A key is ``(owner_id, owner_category, time_series_type, name, resolution or "",
+        interval or "", features_hash)``, as the ``ts_identity`` index spells it;
+        ``columns`` are catalog column names (``_INSERT_COLUMNS``). One query per 100 keys.
+        """
+        unknown = set(columns) - set(INSERT_COLUMNS)
+        if unknown:  # the names go into the SQL text: only the catalog's own
+            raise InvalidParameterError(f"not catalog columns: {sorted(unknown)}")
+        identity = (
+            "owner_id, owner_category, time_series_type, name, COALESCE(resolution, ''), "
+            "COALESCE(interval, ''), features_hash"
+        )
+        wanted = ("id", *columns)
+        found: dict[tuple, dict[str, Any]] = {}
+        for start in range(0, len(keys), 100):
+            chunk = keys[start : start + 100]
+            marks = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
+            for r in self._store._catalog.execute(
+                f"SELECT {identity}, {', '.join(wanted)} FROM time_series_associations "
+                f"WHERE ({identity}) IN (VALUES {marks})",
+                [x for k in chunk for x in k],
+            ):
+                found[tuple(r[:7])] = dict(zip(wanted, r[7:], strict=True))
+        return found
+
+    def replace_rows(self, replacing: list[tuple[int, dict[str, Any]]]) -> None:
+        """Update catalog rows in place from prepared items: each keeps its id.
+
+        ``replacing`` holds ``(catalog id, prepared item)`` pairs whose identity is the
+        row's. The new arrays go through the same writer as an add; the row's other
+        columns become the item's; an array nothing names any more is dropped from the
+        catalog (its slot is reclaimed by :meth:`compact`, as after a removal). A
+        DeterministicSingleTimeSeries backed by a replaced SingleTimeSeries follows its
+        new values when the grid is unchanged, and the replacement is refused otherwise.
+        """
+        if not replacing:
+            return
+        self.store_arrays(
+            [(p["row"]["data_hash"], "data", p["data"]) for _, p in replacing]
+            + [
+                (p["row"]["timestamps_hash"], "timestamps", p["timestamps"])
+                for _, p in replacing
+                if "timestamps" in p
+            ]
+        )
+        cat = self._store._catalog
+        old = {
+            r[0]: r[1:]
+            for r in cat.execute(
+                "SELECT id, data_hash, timestamps_hash, initial_ms, length, resolution "
+                f"FROM time_series_associations WHERE id IN ({', '.join('?' * len(replacing))})",
+                [i for i, _ in replacing],
+            )
+        }
+        columns = [c for c in INSERT_COLUMNS if c not in IDENTITY_COLUMNS]
+        sql = (
+            f"UPDATE time_series_associations SET {', '.join(f'{c} = ?' for c in columns)} "
+            "WHERE id = ?"
+        )
+        for sid, p in replacing:
+            row = p["row"]
+            if row["time_series_type"] == TimeSeriesType.SingleTimeSeries.catalog_code:
+                self._follow_source(old[sid], row, p["label"])
+            cat.execute(sql, [*(row[c] for c in columns), sid])
+        self._sweep_arrays(
+            [(v[0], "data") for v in old.values()]
+            + [(v[1], "timestamps") for v in old.values() if v[1] is not None]
+        )
+
+    def _follow_source(self, old: tuple, row: dict[str, Any], label: str) -> None:
+        """Point the derived forecasts of a replaced SingleTimeSeries at its new array."""
+        old_hash, _ts, initial_ms, length, resolution = old
+        if old_hash == row["data_hash"]:
+            return
+        where = (
+            "time_series_type = 3 AND data_hash = ? AND owner_id = ? AND owner_category = ? "
+            "AND name = ? AND resolution IS ? AND features_hash = ?"
+        )
+        params = (
+            old_hash,
+            row["owner_id"],
+            row["owner_category"],
+            row["name"],
+            resolution,
+            row["features_hash"],
+        )
+        derived = self._store._catalog.scalar(
+            f"SELECT id FROM time_series_associations WHERE {where}", params
+        )
+        if derived is None:
+            return
+        if (initial_ms, length) != (row["initial_ms"], row["length"]):
+            raise InvalidParameterError(
+                f"cannot replace {label}: it backs the DeterministicSingleTimeSeries id {derived}, "
+                "whose windows need the old grid; remove that one first ({remove}) and run "
+                "{transform} again after the import",
+                series=label,
+                terms={"remove": REMOVE, "transform": TRANSFORM},
+            )
+        self._store._catalog.execute(
+            "UPDATE time_series_associations SET data_hash = ?, element_type = ?, "
+            f"element_shape = ?, array_shape = ? WHERE {where}",
+            (
+                row["data_hash"],
+                row["element_type"],
+                row["element_shape"],
+                row["array_shape"],
+                *params,
+            ),
+        )
+
+    def _sweep_arrays(self, keys: Iterable[tuple[bytes, str]]) -> None:
+        """Drop the catalog entries of those arrays that no series names any more."""
+        column = {"data": "data_hash", "timestamps": "timestamps_hash"}
+        for h, kind in set(keys):
+            self._store._catalog.execute(
+                f"DELETE FROM arrays WHERE hash = ? AND kind = ? AND NOT EXISTS (SELECT 1 FROM "
+                f"time_series_associations t WHERE t.{column[kind]} = ?)",
+                (h, kind, h),
+            )
+
+    def _check_family(self, row: dict[str, Any], label: str) -> None:
+        """Deterministic and DeterministicSingleTimeSeries exclude each other per family."""
+        code = row["time_series_type"]
+        if code not in (2, 3):
+            return
+        other = 3 if code == 2 else 2
+        clash = self._store._catalog.scalar(
+            "SELECT id FROM time_series_associations WHERE time_series_type = ? AND owner_id = ?"
+            " AND owner_category = ? AND name = ? AND resolution IS ? AND features_hash = ?",
+            (
+                other,
+                row["owner_id"],
+                row["owner_category"],
+                row["name"],
+                row["resolution"],
+                row["features_hash"],
+            ),
+        )
+        if clash is not None:
+            raise self._family_clash(row, label, clash)
+
+    @staticmethod
+    def _family_clash(row: dict[str, Any], label: str, clash: int) -> InvalidParameterError:
+        code = row["time_series_type"]
+        kinds = ("Deterministic", "DeterministicSingleTimeSeries")
+        return InvalidParameterError(
+            f"{label} already has a {kinds[(5 - code) - 2]} (id {clash}) for the same owner, "
+            f"name, resolution and features; a {kinds[code - 2]} cannot sit beside it. "
+            "Remove one first.",
+            series=label,
+        )
+
+    def store_arrays(self, entries: list[tuple[bytes, str, np.ndarray]]) -> None:
+        """Write every array the catalog does not yet hold into this transaction's
+        segment, pooled by dtype and shape, and record where each one went."""
+        held = self._store._reading.found_locations({(h, kind) for h, kind, _ in entries})
+        new: dict[tuple[bytes, str], np.ndarray] = {}
+        for h, kind, arr in entries:
+            if (h, kind) not in new and (h, kind) not in held:
+                new[(h, kind)] = arr
+        by_pool: dict[tuple, list[tuple[bytes, str, np.ndarray]]] = {}
+        for (h, kind), arr in new.items():
+            # Empty arrays have no slot: they are all one "pool" of rows without a place.
+            key = (arr.dtype, arr.shape) if arr.size else ()
+            by_pool.setdefault(key, []).append((h, kind, arr))
+        rows = []
+        for key, group in by_pool.items():
+            if not key:
+                rows.extend(
+                    (h, kind, _dtype_of(a), _shape_json(a.shape), "", -1, "")
+                    for h, kind, a in group
+                )
+                continue
+            dtype = _dtype_of(group[0][2])
+            shape = list(group[0][2].shape)
+            name = pool_name(dtype, shape)
+            segment, first = self._store._segments.write(
+                name, dtype, shape, [a for _, _, a in group]
+            )
+            shape_text = _shape_json(tuple(shape))
+            rows.extend(
+                (h, kind, dtype, shape_text, name, first + i, segment)
+                for i, (h, kind, _) in enumerate(group)
+            )
+        # In key order: the table is clustered on (hash, kind), so sorted inserts fill
+        # its pages one after another instead of splitting pages all over the tree.
+        # (hash, kind) is unique among them, so the plain tuple order is that order.
+        rows.sort()
+        self._store._catalog.executemany(
+            "INSERT INTO arrays (hash, kind, dtype, shape, pool, slot, segment) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+
+    def remove_by_ids(self, ids: Sequence[int], owner_id: int | None, owner_category: Any) -> int:
+        """:meth:`Store.remove_by_ids`: the rows found (and owner-guarded), then removed."""
+        self._store._writable()
+        rows = self._store.rows_by_ids(list(dict.fromkeys(series_id(i) for i in ids)))
+        if owner_id is not None or owner_category is not None:
+            if owner_id is None or owner_category is None:
+                raise InvalidParameterError("pass owner_id and owner_category together")
+            check_owner(rows, owner_id, owner_category, "nothing was removed")
+        LOG.debug("removing %d series from the store %s", len(rows), self._store.path)
+        with self._store.transaction():
+            self.remove_rows(rows)
+        return len(rows)
+
+    def remove_by_filter(self, filters: dict[str, Any]) -> int:
+        """:meth:`Store.remove_by_filter`: the matching rows removed in one transaction."""
+        self._store._writable()
+        rows = self._store.select_rows(**filters)
+        with self._store.transaction():
+            self.remove_rows(rows)
+        return len(rows)
+
+    def remove_rows(self, rows: list[SeriesRow]) -> None:
+        cat = self._store._catalog
+        ids = {r.id for r in rows}
+        for r in rows:
+            if r.type is TimeSeriesType.SingleTimeSeries:
+                backing = cat.scalar(
+                    "SELECT id FROM time_series_associations WHERE time_series_type = 3 AND "
+                    "data_hash = ? AND owner_id = ? AND owner_category = ? AND name = ? AND "
+                    "resolution IS ? AND features_hash = ?",
+                    (
+                        r.data_hash,
+                        r.owner_id,
+                        int(r.owner_category),
+                        r.name,
+                        r.resolution,
+                        r.features_hash,
+                    ),
+                )
+                if backing is not None and backing not in ids:
+                    raise InvalidParameterError(
+                        f"cannot remove {r.label}: it backs the DeterministicSingleTimeSeries "
+                        f"id {backing}; remove that one too (or first)",
+                        series=r.label,
+                    )
+        cat.executemany(
+            "DELETE FROM time_series_associations WHERE id = ?", [(r.id,) for r in rows]
+        )
+        # Free what nothing references any more (the slot is reclaimed by compact()).
+        cat.execute(
+            "DELETE FROM arrays WHERE kind = 'data' AND NOT EXISTS (SELECT 1 FROM "
+            "time_series_associations t WHERE t.data_hash = arrays.hash)"
+        )
+        cat.execute(
+            "DELETE FROM arrays WHERE kind = 'timestamps' AND NOT EXISTS (SELECT 1 FROM "
+            "time_series_associations t WHERE t.timestamps_hash = arrays.hash)"
+        )
+        cat.execute(
+            "DELETE FROM feature_sets WHERE NOT EXISTS (SELECT 1 FROM time_series_associations t"
+            " WHERE t.features_hash = feature_sets.features_hash)"
+        )
+        cat.execute(
+            "DELETE FROM feature_maps WHERE NOT EXISTS (SELECT 1 FROM time_series_associations t"
+            " WHERE t.features_hash = feature_maps.features_hash)"
+        )
