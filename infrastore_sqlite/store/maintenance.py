@@ -267,6 +267,7 @@ class Maintenance:
         return int(self._store._segments.write_buffer_bytes)
 
     def set_write_buffer_bytes(self, value: int) -> None:
+        """The ``Store.write_buffer_bytes`` setter: checked, then applied to the writer."""
         # The reference's classes for the same refusals (its setter takes a u64).
         n = operator.index(value)
         if n < 0:

@@ -46,6 +46,7 @@ def check_owner(
 
 
 def missing_ids(missing: list[int]) -> NotFoundError:
+    """The refusal naming series ids the store does not hold (the first ten)."""
     return NotFoundError(
         f"no series with id {', '.join(map(str, missing[:10]))}"
         + (" …" if len(missing) > 10 else "")
@@ -70,12 +71,14 @@ class Queries:
     def select(
         self, where: str = "1", params: Sequence[Any] = (), order: str = "t.id"
     ) -> list[SeriesRow]:
+        """Catalog rows ``WHERE where`` in ``order``: SQL the store writes itself (its own or
+        ``build_filter``'s), the values bound as ``params``."""
         return list(self.iter_select(where, params, order))
 
     def iter_select(
         self, where: str = "1", params: Sequence[Any] = (), order: str = "t.id"
     ) -> Iterator[SeriesRow]:
-        """``_select`` one row at a time (the cursor streams; nothing is held)."""
+        """:meth:`select` one row at a time (the cursor streams; nothing is held)."""
         self._store._open()
         cur = self._store._catalog.execute(f"{SELECT_ROWS} WHERE {where} ORDER BY {order}", params)
         typed: dict[bytes, dict[str, Any]] = {}
@@ -200,6 +203,7 @@ class Queries:
         return [found[i] for i in wanted]
 
     def is_empty(self) -> bool:
+        """Whether the store holds no series and no attribute of the user's."""
         self._store._open()
         return (
             not self.holds_series()
@@ -217,10 +221,12 @@ class Queries:
         )
 
     def num_distinct_arrays(self) -> int:
+        """How many distinct data arrays the catalog names."""
         self._store._open()
         return int(self._store._catalog.scalar("SELECT count(*) FROM arrays WHERE kind = 'data'"))
 
     def counts_by_type(self) -> dict[str, int]:
+        """Series per type name, in catalog code order."""
         self._store._open()
         out = {}
         for code, n in self._store._catalog.execute(

@@ -89,6 +89,7 @@ def _id_lookup(ids: Sequence[int]) -> tuple[list[int], np.ndarray]:
 
 
 def _missing_array(h: bytes, kind: str) -> IntegrityError:
+    """The refusal of a catalog row whose array the store does not hold."""
     return IntegrityError(
         f"the catalog names an array {h.hex()[:12]} ({kind}) that the store does not "
         "hold; run verify to list every damaged series",
@@ -188,6 +189,7 @@ class Reading:
         self._store = store
 
     def locations(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], tuple]:
+        """Where each of ``keys`` is stored; IntegrityError names one the catalog lacks."""
         keys = set(keys)
         found = self.found_locations(keys)
         if len(found) < len(keys):
@@ -298,6 +300,7 @@ class Reading:
             yield batch
 
     def read_batch(self, rows: list[SeriesRow], with_timestamps: bool):
+        """``(row, stored array, timestamps or None)`` for ``rows``, each distinct array read once."""
         data = {r.data_hash: (r.data_hash, "data") for r in rows}
         stamps = (
             {
@@ -392,6 +395,7 @@ class Reading:
         len: int | None,
         count: int | None,
     ) -> list[_Series]:
+        """:meth:`read_by_ids` without the collector pause."""
         for attempt in range(3):
             fields = self._read_fields(ids)
             # The places came with the rows; a segment merged away meanwhile sends the

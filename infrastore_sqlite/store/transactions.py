@@ -48,7 +48,7 @@ class Transactions:
 
     @contextlib.contextmanager
     def block(self) -> Iterator[None]:
-        """The block :meth:`transaction` enters.
+        """The block :meth:`Store.transaction` enters.
 
         The outermost block holds the catalog's write lock from its start (a second
         writer waits up to the store's timeout). Its new arrays go into one new segment,
@@ -80,6 +80,7 @@ class Transactions:
             self.merge_small_segments()
 
     def segment_names(self) -> set[str]:
+        """The segment files the catalog names."""
         return {r[0] for r in self._store._catalog.execute("SELECT name FROM segments")}
 
     def _seal(self) -> None:
@@ -171,17 +172,20 @@ class Transactions:
         }
 
     def begin(self) -> None:
-        """Begin a transaction that :meth:`commit_transaction` or :meth:`rollback_transaction` ends."""
+        """:meth:`Store.begin_transaction`: a block entered, left by :meth:`commit` or
+        :meth:`rollback`."""
         cm = self._store.transaction()
         cm.__enter__()
         self._open_tx.append(cm)
 
     def commit(self) -> None:
+        """:meth:`Store.commit_transaction`: the innermost begun block, committed."""
         if not self._open_tx:
             raise InvalidParameterError("commit_transaction without begin_transaction")
         self._open_tx.pop().__exit__(None, None, None)
 
     def rollback(self) -> None:
+        """:meth:`Store.rollback_transaction`: the innermost begun block, rolled back."""
         if not self._open_tx:
             raise InvalidParameterError("rollback_transaction without begin_transaction")
         cm = self._open_tx.pop()

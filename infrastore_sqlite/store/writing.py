@@ -10,7 +10,8 @@ transaction the store opens (``transactions.py``); it never commits.
 
 May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
 :mod:`infrastore_sqlite.model`, and its siblings ``prepare``, ``queries``, ``rows``,
-``arrays``, ``tracing`` (the ``Store`` only for type checking).
+``arrays``, ``api`` (``series_id``), ``tracing`` (the ``Store`` only for type checking;
+the other rooms are reached through it).
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ class Writing:
                 return self.insert_prepared(prepared)
 
     def insert_prepared(self, prepared: list[dict[str, Any]]) -> list[int]:
+        """Prepared items filed in the running transaction: their new arrays, new feature
+        maps, then their catalog rows (:meth:`_insert_rows`); returns the new ids in order."""
         if not prepared:
             return []
         self.store_arrays(
@@ -161,6 +164,7 @@ class Writing:
         return ids
 
     def _duplicate(self, p: dict[str, Any]) -> DuplicateTimeSeriesError:
+        """The refusal of a series whose identity the catalog already holds."""
         row, label = p["row"], p["label"]
         return DuplicateTimeSeriesError(
             f"a time series with that key already exists: {label}, "
@@ -218,7 +222,7 @@ class Writing:
         ``replacing`` holds ``(catalog id, prepared item)`` pairs whose identity is the
         row's. The new arrays go through the same writer as an add; the row's other
         columns become the item's; an array nothing names any more is dropped from the
-        catalog (its slot is reclaimed by :meth:`compact`, as after a removal). A
+        catalog (its slot is reclaimed by :meth:`Store.compact`, as after a removal). A
         DeterministicSingleTimeSeries backed by a replaced SingleTimeSeries follows its
         new values when the grid is unchanged, and the replacement is refused otherwise.
         """
@@ -331,6 +335,7 @@ class Writing:
 
     @staticmethod
     def _family_clash(row: dict[str, Any], label: str, clash: int) -> InvalidParameterError:
+        """The refusal of a series whose family already holds the other forecast kind."""
         code = row["time_series_type"]
         kinds = ("Deterministic", "DeterministicSingleTimeSeries")
         return InvalidParameterError(
@@ -404,6 +409,8 @@ class Writing:
         return len(rows)
 
     def remove_rows(self, rows: list[SeriesRow]) -> None:
+        """Delete ``rows`` (refused when one backs a DeterministicSingleTimeSeries not
+        removed with it) and what nothing names any more: arrays and feature maps."""
         cat = self._store._catalog
         ids = {r.id for r in rows}
         for r in rows:
