@@ -17,6 +17,7 @@ from conftest import copy_of, exported_db, query
 import infrastore_sqlite as I
 from infrastore_sqlite.errors import InvalidParameterError
 from infrastore_sqlite.interchange.sqlite import reader
+from infrastore_sqlite.interchange.sqlite.reader import group, lookup, source, tables
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 N = 6  # series
@@ -123,7 +124,7 @@ def test_fault_in_a_run_is_refused_as_one_by_one(base_db, tmp_path, monkeypatch,
     conn.execute(FAULTS[fault](k))
     conn.close()
     by_runs = _refusal(db, tmp_path, "runs")
-    monkeypatch.setattr(reader, "_RUN_ARRAYS", 1)  # no run has two arrays: one by one
+    monkeypatch.setattr(source, "_RUN_ARRAYS", 1)  # no run has two arrays: one by one
     one_by_one = _refusal(db, tmp_path, "one")
     assert by_runs == one_by_one
     (name,) = query(
@@ -136,13 +137,14 @@ def test_fault_in_a_run_is_refused_as_one_by_one(base_db, tmp_path, monkeypatch,
 
 def test_runs_of_one_start_are_one_range_scan(base_db, starts, tmp_path, monkeypatch):
     statements: list[str] = []
-    real = reader._column
+    real = tables._column
 
     def spy(conn, sql, params=()):
         statements.append(sql)
         return real(conn, sql, params)
 
-    monkeypatch.setattr(reader, "_column", spy)
+    for module in (lookup, group, source):  # every reader module that reads a column
+        monkeypatch.setattr(module, "_column", spy)
     dst = I.Store.create(tmp_path / "dst.h5")
     try:
         assert len(dst.import_sqlite(base_db)) == N

@@ -1,0 +1,129 @@
+"""What every path of the ``value`` cells shares: the store's dtypes, their checks and
+ranges, the bound on a cell's size, and the wording of every refusal.
+
+May import: numpy and :mod:`infrastore_sqlite.errors`; nothing else of the package (the
+other modules of :mod:`..cells` import it).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from infrastore_sqlite.errors import InvalidParameterError
+
+#: The store's physical dtypes, by their catalog spelling.
+DTYPES: dict[str, np.dtype] = {
+    "f64": np.dtype(np.float64),
+    "f32": np.dtype(np.float32),
+    "i64": np.dtype(np.int64),
+    "i32": np.dtype(np.int32),
+    "u64": np.dtype(np.uint64),
+    "bool": np.dtype(np.bool_),
+    "i16": np.dtype(np.int16),
+    "i8": np.dtype(np.int8),
+    "u32": np.dtype(np.uint32),
+    "u16": np.dtype(np.uint16),
+    "u8": np.dtype(np.uint8),
+}
+_NAMES: dict[np.dtype, str] = {dt: name for name, dt in DTYPES.items()}
+
+_I64_MIN = -(2**63)
+_I64_MAX = 2**63 - 1
+# The closed range each integer dtype holds (bool is handled on its own).
+_INT_RANGE: dict[str, tuple[int, int]] = {
+    name: (int(np.iinfo(dt).min), int(np.iinfo(dt).max))
+    for name, dt in DTYPES.items()
+    if dt.kind in "iu"
+}
+_INF = math.inf
+_NAN = math.nan
+
+# Element shapes deeper than this cannot become a numpy array once the row axis is added
+# (numpy allows 64 dimensions); nothing the store writes comes near it.
+_MAX_ELEMENT_DIMS = 32
+
+_NOT_JSON = "a `value` cell is not JSON: {}"
+_BLOB = "a `value` cell is a blob; the layout writes numbers or JSON text"
+_HOLDS = "a `value` cell holds {}, not a number"
+_RAGGED = "a `value` cell is a ragged JSON array"
+_SHAPES = "two `value` cells of one array have different shapes ({} and {})"
+_NOT_INT = "a {} array holds a value that is not an integer"
+_NO_FIT = "{} does not fit a {}"
+_NOT_BOOL = "a bool array holds a value other than 0 or 1"
+_U64 = "u64 value {} does not fit a SQLite INTEGER"
+_OVERSIZED = (
+    "{} is {}longer than the {} bytes {} can need; write the cell again as one element "
+    "(JSON numbers only) and import again"
+)
+
+# The longest number the layout writes is 24 characters (-2.2250738585072014e-308); the
+# bound per leaf leaves room for the spaces and line breaks a hand-written JSON text may
+# hold, and the slack for the brackets of any nesting. It only has to stop a cell that
+# no element could need before it is fetched and parsed, never a real one.
+_CELL_BYTES_PER_LEAF = 64
+_CELL_BYTES_SLACK = 4096
+
+
+# ---------------------------------------------------------------------------------------
+# dtypes
+
+
+def _dtype_name(dtype: Any) -> str:
+    """The catalog spelling of a numpy dtype, refusing the ones the store does not hold."""
+    dt = np.dtype(dtype)
+    name = _NAMES.get(dt.newbyteorder("=") if not dt.isnative else dt)
+    if name is None:
+        raise InvalidParameterError(
+            f"numpy dtype {dt} is not a store dtype; use one of {', '.join(DTYPES)}"
+        )
+    return name
+
+
+def _check_dtype(dtype: str) -> np.dtype:
+    try:
+        return DTYPES[dtype]
+    except (KeyError, TypeError):
+        raise InvalidParameterError(
+            f"unknown dtype {dtype!r}; use one of {', '.join(DTYPES)}"
+        ) from None
+
+
+def _native(rows: np.ndarray) -> np.ndarray:
+    # The arithmetic below and orjson both want native byte order.
+    return rows if rows.dtype.isnative else rows.astype(rows.dtype.newbyteorder("="))
+
+
+def _widen_f64(rows: np.ndarray) -> np.ndarray:
+    # Exact for f32; numpy warns when the NaN it widens is a signalling one, which is no
+    # news here: every NaN becomes NULL or null whatever its payload.
+    with np.errstate(invalid="ignore"):
+        return np.ascontiguousarray(rows, dtype=np.float64)
+
+
+def sql_value_type(dtype: str, element_shape: tuple[int, ...]) -> str:
+    """The declared type of the ``value`` column for one partition.
+
+    Parameters
+    ----------
+    dtype
+        The physical dtype (``'f64'``, ``'u8'``, ``'bool'`` ...).
+    element_shape
+        The per-step shape; ``()`` for a scalar series.
+
+    Returns
+    -------
+    str
+        ``'REAL'`` for a scalar float, ``'INTEGER'`` for a scalar integer or bool,
+        ``'TEXT'`` (JSON) for anything with a per-step shape.
+    """
+    dt = _check_dtype(dtype)
+    if tuple(element_shape):
+        return "TEXT"
+    return "REAL" if dt.kind == "f" else "INTEGER"
+
+
+def _fmt_shape(shape: tuple[int, ...]) -> str:
+    return "[" + ", ".join(map(str, shape)) + "]"

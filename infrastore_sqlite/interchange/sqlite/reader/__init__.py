@@ -1,0 +1,170 @@
+"""Import the SQLite interchange layout back into a store: the SQLite reader.
+
+A database holds partitions of three tables each (``<prefix><base>_values``, ``_series``
+and ``_arrays``); see ``interchange/layout.py`` and the interchange description. This
+package finds them and reads them for the import core (``interchange/importing.py``), which
+does the checking, building, hashing and filing and words every refusal. The import is a
+merge join keyed by the array key ``(data_hash, time_axis)``, never by the local ids or by
+row order: the arrays table is read whole and walked in key order, and for each key its
+values group is read as one object and handed to the core as numpy columns. Peak memory is
+the arrays and series tables plus one group (and a bounded batch of pending writes), never
+a partition.
+
+Reading a group goes through the values table's ``array_id`` index to the group's rowid
+span, then scans that span: a contiguous group (what every export writes) is one sequential
+range, and for the common grids (a SingleTimeSeries or Deterministic on a fixed period) the
+coordinates are verified inside SQLite in the same pass that fetches the values, so only
+the value column ever crosses into Python and the group reaches the core vouched for
+(``Group.affine``). Anything the fast path cannot vouch for (an edited, re-sorted or
+damaged group) is read column by column, and the core places it by its coordinates.
+
+What is SQLite's own is checked here, with the core's wording: cells of the wrong storage
+class (timestamps that are not whole milliseconds, text where a number belongs), NULLs
+outside ``value``, values rows of no array, missing tables and columns.
+
+The reader is one class, :class:`_PartitionReader`, built up in layers, one module each:
+
+* :mod:`.tables` — :func:`discover` (the partitions under a prefix), the partition's
+  tables and columns, its arrays and series rows, its errors wrapped (``reading``);
+* :mod:`.lookup` — how a group's rows are found (the ``array_id`` index, or one built in
+  TEMP; each array's rowid span and first row) and the refusal of values rows of no array;
+* :mod:`.group` — one values group: the fused read that checks a fixed grid inside
+  SQLite, the general read column by column, the refusal of an oversized cell;
+* :mod:`.source` — the class itself (the :class:`PartitionSource` the core reads): the
+  groups in key order, consecutive short arrays read a run at a time by one statement;
+* :mod:`.decoding` — one group's value cells to numpy (over :mod:`..cells`).
+
+This module holds the entry point, :func:`import_sqlite`, and re-exports the names the
+rest of the container imports from here.
+
+May import: :mod:`infrastore_sqlite.interchange` and below, apsw; its modules import one
+another downwards in the order above (``source`` → ``group`` → ``lookup`` → ``tables``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import apsw
+
+from infrastore_sqlite.errors import StorageError
+from infrastore_sqlite.interchange.filing import OnConflict, check_on_conflict
+from infrastore_sqlite.interchange.importing import (
+    Context,
+    ImportReport,
+    Options,
+    Progress,
+    run_import,
+)
+from infrastore_sqlite.interchange.layout import validate_prefix
+
+from ..database import open_database
+from .source import _PartitionReader
+from .tables import discover
+
+if TYPE_CHECKING:
+    from infrastore_sqlite.store import Store
+
+__all__ = ["ImportReport", "discover", "import_sqlite"]
+
+
+# ------------------------------------------------------------------------------ entry point
+def import_sqlite(
+    store: Store,
+    path: str | Path,
+    *,
+    table_prefix: str = "",
+    skip_checksum: bool = False,
+    dry_run: bool = False,
+    overrides: Mapping[str, Any] | None = None,
+    per_partition: bool = False,
+    on_conflict: OnConflict = "error",
+    progress: Progress | None = None,
+    diff: bool = False,
+) -> list[int] | ImportReport:
+    """Add every series an interchange database holds under ``table_prefix``.
+
+    Parameters
+    ----------
+    store
+        The store to add to.
+    path
+        The SQLite database (as ``export_sqlite`` wrote it, possibly edited since).
+    table_prefix
+        The prefix the export used; ``""`` for none.
+    skip_checksum
+        Waive the comparison of each array with its recorded ``data_hash`` (after values
+        were edited in place). The catalog always records the recomputed hash.
+    dry_run
+        Read and check everything, checksums included, and write nothing; returns an
+        :class:`ImportReport` with the series each partition would add.
+    overrides
+        The CLI's inline flags. Overrides replace a column for every series
+        (``owner_id``, ``owner_type``, ``owner_category``, ``name``, ``features`` as a
+        dict, ``time_reference``, and the five descriptors, where ``""`` clears one);
+        assertions (``element_type``, ``element_shape``, ``resolution``, ``type``) must
+        agree with the file.
+    per_partition
+        Commit one transaction per partition (the CLI) and return an
+        :class:`ImportReport`; a failing partition leaves those before it committed, and
+        the exception it raises carries the report as ``exc.report``.
+    on_conflict
+        What to do with a series whose identity (owner id and category, type, name,
+        resolution, interval, features) the store already holds: ``"error"`` (the
+        default) refuses; ``"replace"`` updates it in place from the file (it keeps its
+        catalog id; an identical one is left untouched and reported ``unchanged``);
+        ``"ignore"`` leaves it as it is (``skipped``), which is how an interrupted import
+        is resumed.
+    progress
+        Called as ``progress(done_rows, total_rows)`` while values are read.
+    diff
+        With ``dry_run``: each series entry also says what importing it with
+        ``on_conflict="replace"`` would change (see :func:`diff_sqlite`).
+
+    Returns
+    -------
+    list of int or ImportReport
+        The new ids in read order (partitions in binary order of their values table,
+        series by ``(data_hash, time_axis, id)`` within one); a report for ``dry_run``,
+        ``per_partition`` or an ``on_conflict`` other than ``"error"``, whose partitions
+        count the series ``added``, ``replaced``, ``unchanged`` and ``skipped``.
+
+    Raises
+    ------
+    InvalidParameterError
+        Anything the file or the arguments get wrong; each message names the table, the
+        series or array, and the row. Nothing is added (per partition: nothing of the
+        failing partition).
+    DuplicateTimeSeriesError
+        A series the store already holds, or two rows of the file with one identity.
+    ReadOnlyStoreError
+        The store is read-only (a dry run is allowed).
+    """
+    validate_prefix(table_prefix)
+    opts = Options.parse(overrides)
+    check_on_conflict(on_conflict)
+    if dry_run:
+        store._open()
+    else:
+        store._writable()
+    where = str(path)
+    conn = open_database(path, read_only=True)
+    try:
+        try:
+            conn.execute("BEGIN")  # one consistent snapshot of the file
+            parts = discover(conn, table_prefix, where)
+            readers = [_PartitionReader(conn, t, where) for t in parts]
+            total = sum(r.values_count() for r in readers)
+        except apsw.Error as exc:
+            raise StorageError(f"reading {where} failed: {exc}") from exc
+        ctx = Context(store, opts, skip_checksum, progress, total)
+        ctx.on_conflict = on_conflict
+        ctx.diff = diff
+        report = ImportReport(where, table_prefix, dry_run)
+        return run_import(ctx, readers, report, dry_run=dry_run, per_partition=per_partition)
+    finally:
+        with contextlib.suppress(apsw.Error):
+            conn.close()

@@ -1,0 +1,64 @@
+"""One values group's cells to numpy, for the SQLite reader.
+
+A float64 group of plain REAL cells (what every export writes) is taken by numpy in one
+call; anything else goes to :func:`..cells.decode_cells`. With ``fused``, a blob marks a
+row the fused read's grid check refused.
+
+May import: numpy, :mod:`infrastore_sqlite.errors`, :mod:`..cells`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from infrastore_sqlite.errors import InvalidParameterError
+
+from ..cells import decode_cells
+
+_FLOAT_CELLS = frozenset({float, type(None)})
+
+
+def _floats_only(cells: list) -> np.ndarray | None:
+    """``cells`` as float64 when every one is a float (no NULL, text or blob), else None.
+
+    numpy's own type inference is the cheapest check there is: it gives float64 only
+    for a list of floats (and ints, which a REAL column never returns); a None makes it
+    an object array, a string or a blob a string array.
+    """
+    arr = np.array(cells)
+    if arr.dtype == np.float64 and arr.ndim == 1:
+        return arr
+    return None
+
+
+def _decode(cells: list, dtype: str, *, fused: bool = False) -> np.ndarray | None:
+    """Decode one group's value cells.
+
+    With ``fused`` the cells come from the query that checks the grid as it reads: a
+    row that failed the check comes back as a blob sentinel, and the answer is None.
+    """
+    if dtype == "f64":
+        arr = _floats_only(cells)
+        if arr is not None:
+            return arr
+    types = set(map(type, cells))
+    if dtype == "f64" and types <= _FLOAT_CELLS:
+        return np.fromiter(cells, dtype=np.float64, count=len(cells))
+    if fused and bytes in types:
+        return None
+    return decode_cells(cells, dtype)
+
+
+def _bad_cell(cells: list, dtype: str) -> int | None:
+    """The index of the first cell that cannot be decoded, or that differs in shape."""
+    first_shape = None
+    for i, cell in enumerate(cells):
+        try:
+            arr = decode_cells([cell], dtype)
+        except InvalidParameterError:
+            return i
+        if first_shape is None:
+            first_shape = arr.shape[1:]
+        elif arr.shape[1:] != first_shape:
+            return i
+    return None

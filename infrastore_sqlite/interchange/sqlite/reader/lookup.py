@@ -1,0 +1,186 @@
+"""How the SQLite reader finds a values group's rows, and refuses the rows of no group.
+
+A group's rows are found through the values table's ``array_id`` index (or one built in
+TEMP when the file has none), as the rowid span of each array, with its first row's
+coordinates (what the fused reads anchor on); whether the spans tile the table decides
+how much each read must check. Values rows whose ``array_id`` names no array are refused
+here, with a few index seeks per array.
+
+May import: :mod:`infrastore_sqlite.interchange` and below, apsw, :mod:`..schema`,
+:mod:`.tables`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import apsw
+
+from infrastore_sqlite.interchange.importing import stray_values_row
+
+from ..schema import q
+from .tables import TablesReader, _column
+
+
+class ValuesLookup(TablesReader):
+    """Finding each values group's rows (index, spans, first rows); stray rows refused."""
+
+    def _has_index(self) -> bool:
+        for row in self.conn.execute(f"PRAGMA index_list({self.V})"):
+            info = self.conn.execute(f"PRAGMA index_info({q(row[1])})").fetchall()
+            if info and info[0][2] == "array_id" and not row[4]:  # not a partial index
+                return True
+        return False
+
+    def prepare_lookup(self) -> None:
+        """Make sure a group's rows can be found without scanning the table."""
+        if self._has_index() or not self.place.numbered:
+            return
+        # No index on array_id (dropped, or a rebuilt table): build one in TEMP, which
+        # a read-only connection may still write.
+        name = f"imp_rows_{abs(hash(self.place.values)) % 10**8}"
+        self.conn.execute(
+            f"DROP TABLE IF EXISTS temp.{name}; "
+            f"CREATE TEMP TABLE {name} (a INTEGER, r INTEGER); "
+            f"INSERT INTO temp.{name} SELECT array_id, rowid FROM {self.V}; "
+            f"CREATE INDEX temp.{name}_a ON {name} (a, r)"
+        )
+        self._temp = name
+
+    def drop_lookup(self) -> None:
+        if self._temp is not None:
+            with contextlib.suppress(apsw.Error):
+                self.conn.execute(f"DROP TABLE IF EXISTS temp.{self._temp}")
+            self._temp = None
+
+    def open_values(self, arrays: Mapping[int, tuple[str, str]]) -> None:
+        """Find every group's rows (an index, or one built in TEMP) and refuse values rows
+        of no array."""
+        self.prepare_lookup()
+        self.check_claimed(arrays)
+        self.find_spans(list(arrays))
+
+    def check_unclaimed(self) -> None:
+        self._check_stray_scan()
+
+    def close_values(self) -> None:
+        self.drop_lookup()
+
+    def check_claimed(self, arrays: Mapping[int, Any]) -> None:
+        """Refuse a values row whose array_id is NULL or not in the arrays table.
+
+        The distinct ids are walked through the index (one seek each), so this costs a
+        few lookups per array rather than a pass over the values.
+        """
+        if self._temp is not None:
+            table, col = f"temp.{self._temp}", "a"
+        elif self._has_index():
+            table, col = self.V, "array_id"
+        else:
+            self._check_stray_scan()
+            return
+        if self.conn.execute(f"SELECT 1 FROM {table} WHERE {col} IS NULL LIMIT 1").get:
+            self._raise_stray(None)
+        # The distinct ids in order, one index seek each, walked inside SQLite; the first
+        # that is not an integer id of the arrays table (if any) comes back.
+        rows = self.conn.execute(
+            f"WITH RECURSIVE d(x) AS (SELECT min({col}) FROM {table} UNION ALL "
+            f"SELECT (SELECT min({col}) FROM {table} WHERE {col} > d.x) FROM d "
+            "WHERE d.x IS NOT NULL) "
+            "SELECT x FROM d WHERE x IS NOT NULL AND (typeof(x) <> 'integer' OR "
+            f"x NOT IN (SELECT id FROM {self.A} WHERE typeof(id) = 'integer')) LIMIT 1"
+        ).fetchall()
+        for (aid,) in rows:
+            if type(aid) is not int or aid not in arrays:
+                self._raise_stray(aid)
+            raise AssertionError(f"array_id {aid!r} is claimed")  # pragma: no cover
+
+    def _check_stray_scan(self) -> None:
+        row = self.conn.execute(
+            f"SELECT array_id FROM {self.V} WHERE array_id IS NULL OR array_id NOT IN "
+            f"(SELECT id FROM {self.A}) LIMIT 1"
+        ).fetchone()
+        if row is not None:
+            self._raise_stray(row[0])
+
+    def _raise_stray(self, aid: Any) -> None:
+        rowid = None
+        if self.place.numbered:
+            cond = "array_id IS NULL" if aid is None else "array_id = ?"
+            rowid = self.conn.execute(
+                f"SELECT rowid FROM {self.V} WHERE {cond} LIMIT 1", () if aid is None else (aid,)
+            ).get
+        raise stray_values_row(self.place, aid, rowid)
+
+    def find_spans(self, ids: Sequence[int]) -> None:
+        """The rowid span of every array (two index seeks each, all in one query), and
+        whether they tile."""
+        if self._mode != "range":
+            return
+        if self._temp is not None:
+            table, col, rid = f"temp.{self._temp}", "a", "r"
+        else:
+            table, col, rid = self.V, "array_id", "rowid"
+        # One statement for every array: each correlated min/max is a single index seek,
+        # and the coordinates of the first row (which the fast path anchors on) one more.
+        issue = "s.issue_time" if self.type.is_forecast else "NULL"
+        found: dict[int, tuple[int, int]] = {}
+        heads: dict[int, tuple[Any, Any]] = {}
+        for aid, lo, hi, t0, i0 in self.conn.execute(
+            f"SELECT x.id, x.lo, x.hi, s.timestamp, {issue} FROM (SELECT id, "
+            f"(SELECT min({rid}) FROM {table} WHERE {col} = a.id) AS lo, "
+            f"(SELECT max({rid}) FROM {table} WHERE {col} = a.id) AS hi FROM {self.A} AS a) "
+            f"AS x LEFT JOIN {self.V} AS s ON s.rowid = x.lo"
+        ):
+            found[aid] = (lo, hi)
+            if lo is not None:
+                heads[aid] = (t0, i0)
+        self._heads = heads
+        self._spans = {}
+        for aid in ids:
+            span = found.get(aid)
+            if span is None:
+                self._spans[aid] = self._span(aid)
+            else:
+                self._spans[aid] = None if span[0] is None else span
+        spans = sorted(sp for sp in self._spans.values() if sp is not None)
+        self._tiled = all(a[1] < b[0] for a, b in itertools.pairwise(spans))
+
+    def _span(self, aid: int) -> tuple[int, int] | None:
+        if self._temp is not None:
+            lo = self.conn.execute(f"SELECT min(r) FROM temp.{self._temp} WHERE a = ?", (aid,)).get
+            if lo is None:
+                return None
+            hi = self.conn.execute(f"SELECT max(r) FROM temp.{self._temp} WHERE a = ?", (aid,)).get
+            return lo, hi
+        lo = self.conn.execute(f"SELECT min(rowid) FROM {self.V} WHERE array_id = ?", (aid,)).get
+        if lo is None:
+            return None
+        hi = self.conn.execute(f"SELECT max(rowid) FROM {self.V} WHERE array_id = ?", (aid,)).get
+        return lo, hi
+
+    def _head(self, aid: int, lo: int) -> tuple[Any, Any]:
+        """``(timestamp, issue_time)`` of the row ``lo`` (the first of the array ``aid``);
+        ``issue_time`` is None in a table without one."""
+        head = self._heads.get(aid)
+        if head is not None:
+            return head
+        issue = "issue_time" if self.type.is_forecast else "NULL"
+        rows = self.conn.execute(
+            f"SELECT timestamp, {issue} FROM {self.V} WHERE rowid = ?", (lo,)
+        ).fetchall()
+        return rows[0] if len(rows) == 1 else (None, None)
+
+    def _where(self, aid: int, span: tuple[int, int] | None) -> tuple[str, tuple]:
+        """A WHERE clause selecting one array's rows, and its parameters."""
+        if self._mode == "range" and span is not None:
+            return "rowid BETWEEN ? AND ? AND +array_id = ?", (span[0], span[1], aid)
+        if self._temp is not None:
+            return f"rowid IN (SELECT r FROM temp.{self._temp} WHERE a = ?)", (aid,)
+        return "array_id = ?", (aid,)
+
+    def _get(self, column: str, where: str, params: tuple) -> list:
+        return _column(self.conn, f"SELECT {column} FROM {self.V} WHERE {where}", params)
