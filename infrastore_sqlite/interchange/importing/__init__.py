@@ -27,7 +27,7 @@ A reader may vouch for what it already checked: a group whose ``affine`` is set 
 that are exactly that grid in row order (the SQLite reader verifies it inside SQLite), and
 the core then skips placing them.
 
-This module only re-exports what the containers, the CLI and the tests import from the
+This module only re-exports what the containers and the tests import from the
 core (the private names are the ones tests reach for). The package may import
 :mod:`infrastore_sqlite.interchange.layout`, :mod:`infrastore_sqlite.interchange.filing`
 and the layers below ``interchange`` (the store only as the type it files into and for

@@ -250,7 +250,7 @@ def bad_value(
 class PartitionSource(Protocol):
     """What a container's reader gives the core for one partition.
 
-    :func:`import_partition` calls, in this order: :meth:`reading` (around everything;
+    :func:`~.run.import_partition` calls, in this order: :meth:`reading` (around everything;
     turns the container's own errors into :class:`~infrastore_sqlite.errors.StorageError`),
     :meth:`check_columns`, :meth:`array_rows`, :meth:`series_batches`, :meth:`values_count`,
     :meth:`open_values`, then :meth:`groups` once, and :meth:`close_values` at the end

@@ -63,7 +63,7 @@ class Spec:
     grid_key: Any = None
     #: Equal for rows of one partition that agree on everything but owner id, owner type,
     #: name and array (category, element type, reference, descriptors, features, grid):
-    #: their catalog rows differ only there (see :class:`_Settle`).
+    #: their catalog rows differ only there (see :class:`~.batches._Settle`).
     part: int = 0
 
     @property
