@@ -174,7 +174,7 @@ def test_series_rows_a_column_at_a_time_are_what_they_are_row_by_row(
             cells[int(rng.integers(0, n))].update(_FAULTS[int(rng.integers(0, len(_FAULTS)))])
     opts = Options.parse({"owner_type": "Bus"} if seed % 5 == 1 else {})
     batch_size = int(rng.integers(1, 12))
-    monkeypatch.setattr(importing, "_SPEC_BATCH", batch_size)
+    monkeypatch.setattr(importing.specs, "_SPEC_BATCH", batch_size)
 
     def specs() -> list[Any] | str:
         rows = SeriesRows(where)
@@ -530,7 +530,7 @@ def _many(n: int) -> tuple[Columns, list[np.ndarray]]:
 def test_series_settled_in_batches_are_filed_with_their_own_arrays(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
 ) -> None:
-    monkeypatch.setattr(importing, "_SETTLE_GROUPS", batch)
+    monkeypatch.setattr(importing.batches, "_SETTLE_GROUPS", batch)
     source, arrays = _many(10)
     seen: list[tuple[int, int]] = []
     with Store.create(tmp_path / "s.h5") as store:
@@ -550,7 +550,7 @@ def test_series_settled_in_batches_are_filed_with_their_own_arrays(
 def test_an_earlier_groups_checksum_refusal_wins_over_a_later_groups_fault(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int, dry_run: bool
 ) -> None:
-    monkeypatch.setattr(importing, "_SETTLE_GROUPS", batch)
+    monkeypatch.setattr(importing.batches, "_SETTLE_GROUPS", batch)
     source, _ = _many(4)
     keys = [a[1:] for a in source._arrays]
     # The second array (in key order) records a stale hash; the third sits off its grid.

@@ -457,7 +457,7 @@ def test_many_arrays_in_random_row_order(tmp_path, index):
 
 
 def test_writes_in_several_batches(varied, tmp_path, monkeypatch):
-    module = importlib.import_module("infrastore_sqlite.interchange.importing")
+    module = importlib.import_module("infrastore_sqlite.interchange.importing.batches")
     monkeypatch.setattr(module, "_BATCH_SERIES", 2)
     src, db = varied
     dst = fresh_store(tmp_path / "dst.h5")
