@@ -42,9 +42,9 @@ CALL_TIME_EXCEPTIONS = {
     ("store.store", "import_parquet", "interchange.parquet"),
     ("store.store", "diff_parquet", "interchange.parquet"),
     # The series' Arrow forms (the reference's API) are the Parquet container's schemas.
-    ("model", "from_arrow", "interchange.parquet"),
-    ("model", "to_arrow", "interchange.parquet"),
-    ("model", "to_arrow_windows", "interchange.parquet"),
+    ("model.static", "from_arrow", "interchange.parquet"),
+    ("model.static", "to_arrow", "interchange.parquet"),
+    ("model.forecasts", "to_arrow_windows", "interchange.parquet"),
 }
 
 

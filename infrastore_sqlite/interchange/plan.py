@@ -9,14 +9,21 @@ DeterministicSingleTimeSeries needs its arrays read (and hashed) while planning.
 ``iter_partition_arrays`` then streams one partition's distinct arrays in key order as
 ``RowBlock`` objects: the value rows in table order and the coordinates beside them. A
 SQLite writer and a Parquet writer consume the same blocks.
+
+What a plan holds (``ExportPlan``, ``PartitionPlan``, ``ExportSeries``, ``ExportSummary``)
+is in :mod:`.plan_types`; the series tables' rows of a planned partition
+(``series_records``, ``series_values``) are in :mod:`.series_rows`. This module re-exports
+their names, so ``interchange.plan`` stays the one place the containers import from.
+
+May import: :mod:`infrastore_sqlite.store` and below, :mod:`.layout`, :mod:`.plan_types`,
+:mod:`.series_rows`; never a container.
 """
 
 from __future__ import annotations
 
-import bisect
 import functools
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -28,8 +35,8 @@ from ..core.elements import minimal_width, shrink
 from ..core.hashing import data_hash
 from ..core.periods import Period, as_period, grid, step
 from ..core.slicing import slice_range
-from ..errors import INCLUDE_DERIVED, TRANSFORM, ZONED_RETRY, InvalidParameterError, Notice
-from ..model import OwnerCategory, TimeSeriesType
+from ..errors import INCLUDE_DERIVED, TRANSFORM, ZONED_RETRY, InvalidParameterError
+from ..model import TimeSeriesType
 from ..store.rows import SeriesRow, decode_shape
 from .layout import (
     Partition,
@@ -40,301 +47,49 @@ from .layout import (
     validate_prefix,
     value_shape_for,
 )
+from .plan_types import (
+    SUMMARY_KEYS,
+    ExportPlan,
+    ExportSeries,
+    ExportSummary,
+    PartitionPlan,
+    SeriesRef,
+    _label,
+)
+from .series_rows import (
+    _ROWS_CHUNK as _ROWS_CHUNK,  # re-exported: a test sets it here
+)
+from .series_rows import (
+    iter_rows,
+    series_labels,
+    series_records,
+    series_values,
+)
 
 if TYPE_CHECKING:
     from ..store import Store
 
 Progress = Callable[[int, int], None]
 
-
-@dataclass(slots=True)
-class SeriesRef:
-    """What a plan keeps of a catalog row: enough to order and name it. The writer reads
-    the full row back from the catalog when it needs it (a plan of many series stays small)."""
-
-    id: int
-    owner_id: int
-    name: str
-
-    @property
-    def label(self) -> str:
-        return f"'{self.name}' (owner {self.owner_id})"
-
-
-@dataclass(slots=True)
-class ExportSeries:
-    """One series as the export writes it (its grid is the exported slice's)."""
-
-    row: SeriesRef
-    key: tuple[str, str]  # (data_hash hex, time_axis)
-    initial_ms: int | None
-    length: int | None
-    count: int | None
-    rows: int
-
-
-#: Keys of the per-partition result of an export, in the reference's order.
-SUMMARY_KEYS = (
-    "values_table",
-    "series_table",
-    "arrays_table",
-    "time_series_type",
-    "value_type",
-    "time_reference",
-    "arrays",
-    "series",
-    "rows",
-)
-
-
-class PartitionPlan:
-    """One partition of a plan, held as compact columns rather than an object per series.
-
-    Series are in catalog (id) order, arrays in array-id order (position ``k`` is array
-    id ``k + 1``). A plan of 20,000 series holds a few numpy vectors and one hash and
-    one (shared) axis text per distinct array.
-
-    Attributes
-    ----------
-    ids, owners, aids, anchors, counts : numpy.ndarray
-        Per series (int64): catalog id, owner id, array id, the exported grid's first
-        instant (0 for the irregular types, which have none) and its ``length`` or, for
-        the forecast types, ``count``.
-    name_codes : numpy.ndarray
-        Per series: its name's index in ``names``.
-    hashes, axes : list
-        Per array: the ``data_hash`` (raw bytes) and the ``time_axis`` text of its key.
-    array_rows, firsts : numpy.ndarray
-        Per array: value rows, and the position (in the series vectors) of the first
-        series in catalog order that holds it (the one its values are read through).
-    rows
-        Value rows of the partition (each distinct array once).
-    width
-        The widest value row (last axis) of any array, read from the catalog or the
-        planned slice: a Parquet file fixes its composite column's width before any row.
-    source
-        The store planned from (the writers read the full series rows back from it).
-    """
-
-    __slots__ = (
-        "_array_ids",
-        "aids",
-        "anchors",
-        "array_rows",
-        "axes",
-        "counts",
-        "firsts",
-        "hashes",
-        "ids",
-        "name_codes",
-        "names",
-        "owners",
-        "partition",
-        "rows",
-        "source",
-        "width",
-    )
-
-    def __init__(
-        self,
-        partition: Partition,
-        *,
-        ids: np.ndarray,
-        owners: np.ndarray,
-        aids: np.ndarray,
-        anchors: np.ndarray,
-        counts: np.ndarray,
-        name_codes: np.ndarray,
-        names: list[str],
-        hashes: list[bytes],
-        axes: list[str],
-        array_rows: np.ndarray,
-        firsts: np.ndarray,
-        width: int,
-        source: Store | None = None,
-    ) -> None:
-        self.partition = partition
-        self.ids, self.owners, self.aids = ids, owners, aids
-        self.anchors, self.counts = anchors, counts
-        self.name_codes, self.names = name_codes, names
-        self.hashes, self.axes = hashes, axes
-        self.array_rows, self.firsts = array_rows, firsts
-        self.rows = int(array_rows.sum())
-        self.width = width
-        self.source = source
-        self._array_ids: _ArrayIds | None = None
-
-    def __repr__(self) -> str:
-        return (
-            f"PartitionPlan({self.partition.base!r}, series={len(self.ids)}, "
-            f"arrays={len(self.hashes)}, rows={self.rows})"
-        )
-
-    def key(self, array_id: int) -> tuple[str, str]:
-        """The ``(data_hash hex, time_axis)`` key of an array id."""
-        return self.hashes[array_id - 1].hex(), self.axes[array_id - 1]
-
-    def label(self, position: int) -> str:
-        """How errors name the series at ``position``: ``'load' (owner 1)``."""
-        return _label(self.names[self.name_codes[position]], int(self.owners[position]))
-
-    def labels_by_array(self) -> Callable[[int], list[str]]:
-        """``labels(array_id)``: the labels of every series holding it, catalog order."""
-        order = np.argsort(self.aids, kind="stable")  # catalog order within an array
-        bounds = np.searchsorted(self.aids[order], np.arange(1, len(self.hashes) + 2)).tolist()
-        positions = order.tolist()
-
-        def labels(array_id: int) -> list[str]:
-            return [self.label(p) for p in positions[bounds[array_id - 1] : bounds[array_id]]]
-
-        return labels
-
-    @property
-    def array_ids(self) -> Mapping[tuple[str, str], int]:
-        """``{key: array id}``, read-only, in id order; it holds nothing of its own (a
-        key is found by bisecting the plan's sorted hashes)."""
-        if self._array_ids is None:
-            self._array_ids = _ArrayIds(self)
-        return self._array_ids
-
-    @property
-    def series(self) -> list[ExportSeries]:
-        """One ``ExportSeries`` per series, catalog order (built anew on every use:
-        streaming writers use the columns instead)."""
-        forecast = self.partition.key.type.is_forecast
-        irregular = self.partition.key.type.is_irregular
-        keys = [(h.hex(), axis) for h, axis in zip(self.hashes, self.axes, strict=True)]
-        rows = self.array_rows.tolist()
-        out = []
-        for sid, owner, code, aid, anchor, n in zip(
-            self.ids.tolist(),
-            self.owners.tolist(),
-            self.name_codes.tolist(),
-            self.aids.tolist(),
-            self.anchors.tolist(),
-            self.counts.tolist(),
-            strict=True,
-        ):
-            out.append(
-                ExportSeries(
-                    row=SeriesRef(sid, owner, self.names[code]),
-                    key=keys[aid - 1],
-                    initial_ms=None if irregular else anchor,
-                    length=None if forecast else n,
-                    count=n if forecast else None,
-                    rows=rows[aid - 1],
-                )
-            )
-        return out
-
-    def summary(self) -> dict[str, Any]:
-        """The per-partition result dict, keys in the reference's order (``SUMMARY_KEYS``)."""
-        p = self.partition
-        values = (
-            p.values_table,
-            p.series_table,
-            p.arrays_table,
-            p.key.type.name,
-            p.key.value_slug,
-            p.key.reference_label,
-            len(self.hashes),
-            len(self.ids),
-            self.rows,
-        )
-        return dict(zip(SUMMARY_KEYS, values, strict=True))
-
-
-class _ArrayIds(Mapping[tuple[str, str], int]):
-    """A partition plan's ``{(data_hash hex, time_axis): array id}`` over its columns.
-
-    The keys are held sorted (ids are their rank), so a lookup bisects the hashes and
-    steps over the few axes one hash may have.
-    """
-
-    __slots__ = ("_pp",)
-
-    def __init__(self, pp: PartitionPlan) -> None:
-        self._pp = pp
-
-    def __getitem__(self, key: tuple[str, str]) -> int:
-        try:
-            hx, axis = key
-            h = bytes.fromhex(hx)
-        except (TypeError, ValueError):
-            raise KeyError(key) from None
-        hashes, axes = self._pp.hashes, self._pp.axes
-        i = bisect.bisect_left(hashes, h)
-        while i < len(hashes) and hashes[i] == h:
-            if axes[i] == axis:
-                return i + 1
-            i += 1
-        raise KeyError(key)
-
-    def __iter__(self) -> Iterator[tuple[str, str]]:
-        return ((h.hex(), axis) for h, axis in zip(self._pp.hashes, self._pp.axes, strict=True))
-
-    def __len__(self) -> int:
-        return len(self._pp.hashes)
-
-
-def _label(name: str, owner_id: int) -> str:
-    return f"'{name}' (owner {owner_id})"
-
-
-@dataclass(slots=True)
-class ExportPlan:
-    partitions: list[PartitionPlan]
-    time_range: tuple[datetime, datetime] | None
-    include_derived: bool
-    #: DeterministicSingleTimeSeries the selection matched and the export leaves out.
-    derived_left_out: int = 0
-
-    @property
-    def total_rows(self) -> int:
-        return sum(p.rows for p in self.partitions)
-
-    def summary(self) -> ExportSummary:
-        return ExportSummary(
-            (p.summary() for p in self.partitions), derived_left_out=self.derived_left_out
-        )
-
-
-class ExportSummary(list):
-    """What an export returns: one dict per partition (a list, as in the reference), and
-    what it left out of the selection.
-
-    Attributes
-    ----------
-    derived_left_out
-        How many DeterministicSingleTimeSeries the selection matched and the export did
-        not write (they are views of a stored SingleTimeSeries; ``include_derived=True``
-        writes them).
-    notices
-        The same, as sentences for a person (empty when nothing was left out).
-    """
-
-    def __init__(self, parts: Any = (), *, derived_left_out: int = 0) -> None:
-        super().__init__(parts)
-        self.derived_left_out = derived_left_out
-
-    @property
-    def notices(self) -> list[str]:
-        return [m.render("api") for m in self.messages()]
-
-    def messages(self) -> list[Notice]:
-        """The notices as messages that each caller renders in its own words."""
-        if not self.derived_left_out:
-            return []
-        n = self.derived_left_out
-        return [
-            Notice(
-                f"{n} derived series (DeterministicSingleTimeSeries) "
-                f"{'was' if n == 1 else 'were'} left out of the export; {{include_derived}} "
-                "writes them too (no import takes them back: their SingleTimeSeries and "
-                "{transform} rebuild them)",
-                terms={"include_derived": INCLUDE_DERIVED, "transform": TRANSFORM},
-            )
-        ]
+__all__ = [
+    "SUMMARY_KEYS",
+    "Affine",
+    "ExportPlan",
+    "ExportSeries",
+    "ExportSummary",
+    "PartitionPlan",
+    "Progress",
+    "RowBlock",
+    "SeriesRef",
+    "export_object",
+    "iter_partition_arrays",
+    "iter_rows",
+    "plan_export",
+    "row_block",
+    "series_labels",
+    "series_records",
+    "series_values",
+]
 
 
 def _rows_of(series: Any) -> int:
@@ -883,212 +638,3 @@ def _static_arrays(
 def _axis_resolution(axis: str) -> Period:
     """The resolution a SingleTimeSeries axis (``R<n>/<anchor>/<resolution>``) names."""
     return as_period(axis.rsplit("/", 1)[1])
-
-
-def iter_rows(store: Store, ids: Sequence[int], chunk: int = 500) -> Iterator[SeriesRow]:
-    """Full catalog rows for ``ids`` in the order given, read back ``chunk`` at a time."""
-    for start in range(0, len(ids), chunk):
-        yield from store.rows_by_ids(ids[start : start + chunk])
-
-
-#: The catalog fields of a series-table row (``Store.iter_select_fields``), in this order.
-_SERIES_FIELDS = (
-    "id",
-    "owner_type",
-    "owner_category",
-    "name",
-    "resolution",
-    "interval",
-    "horizon",
-    "features_hash",
-    "features_json",
-    "element_type",
-    "element_shape",
-    "units",
-    "quantity_kind",
-    "unit_system",
-    "component_field",
-    "application_data",
-)
-_OWNER_CATEGORY_NAMES = {c.value: c.name for c in OwnerCategory}
-
-
-# Series whose catalog fields, or plan columns, are turned into Python values at a time.
-_ROWS_CHUNK = 4096
-
-
-def _series_fields(
-    store: Store, ids: Sequence[int] | np.ndarray, chunk: int = _ROWS_CHUNK
-) -> Iterator[tuple]:
-    """``_SERIES_FIELDS`` of each of ``ids``, in the order given, ``chunk`` at a time."""
-    for start in range(0, len(ids), chunk):
-        part = ids[start : start + chunk]
-        if isinstance(part, np.ndarray):
-            part = part.tolist()
-        found = {r[0]: r for r in store.iter_select_fields(_SERIES_FIELDS, ids=part)}
-        if len(found) < len(set(part)):
-            store.rows_by_ids([i for i in part if i not in found])  # raises NotFoundError
-        for i in part:
-            yield found[i]
-
-
-def _chunked_rows(
-    positions: np.ndarray, *columns: np.ndarray, chunk: int = _ROWS_CHUNK
-) -> Iterator[tuple[int, ...]]:
-    """``(columns[0][p], columns[1][p], …)`` as Python ints for each of ``positions``,
-    converted ``chunk`` positions at a time."""
-    for start in range(0, len(positions), chunk):
-        take = positions[start : start + chunk]
-        yield from zip(*(c[take].tolist() for c in columns), strict=True)
-
-
-def _series_fields_ascending(store: Store, ids: list[int]) -> Iterator[tuple]:
-    """``_series_fields`` of ascending ``ids``: one query, its rows in id order, each
-    checked against the id it stands for (no map of rows by id)."""
-    expected = iter(ids)
-    for r in store.iter_select_fields(_SERIES_FIELDS, ids=ids):
-        if r[0] != next(expected, None):
-            break
-        yield r
-    else:
-        if next(expected, None) is None:
-            return
-    found = {r[0] for r in store.iter_select_fields(("id",), ids=ids)}
-    store.rows_by_ids([i for i in ids if i not in found])  # raises NotFoundError
-    raise AssertionError("unreachable: a series row went missing")
-
-
-class _SeriesText:
-    """The series table's texts that many rows share, made once per distinct input."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self.features: dict[bytes, str] = {}
-        self.shapes: dict[str, str] = {}
-
-    def feature_text(self, features_hash: bytes, features_json: str | None) -> str:
-        text = self.features.get(features_hash)
-        if text is None:
-            features = orjson.loads(features_json) if features_json else {}
-            # JSON has no ±inf (the feature JSON holds null there); the typed rows do.
-            if features and None in features.values():
-                features = self.store.typed_features(features_hash)
-            text = orjson.dumps(features, option=orjson.OPT_SORT_KEYS).decode()
-            if len(self.features) >= 4096:
-                self.features.clear()
-            self.features[features_hash] = text
-        return text
-
-    def shape_text(self, element_shape: str) -> str:
-        text = self.shapes.get(element_shape)
-        if text is None:
-            text = self.shapes[element_shape] = orjson.dumps(
-                list(decode_shape(element_shape))
-            ).decode()
-        return text
-
-
-def series_records(
-    store: Store, pp: PartitionPlan, *, order: str = "id"
-) -> Iterator[tuple[Any, ...]]:
-    """Every series-table column of each series, as one tuple per series in the
-    layout's column order (``array_id``, ``id``, then ``layout.series_columns``).
-
-    ``order`` is ``"id"`` (catalog order, the SQLite table's) or ``"array"`` (by array id,
-    then id: the Parquet file's). The catalog fields stream back a chunk at a time; a
-    container may retype a column (Parquet's ``initial_timestamp`` is a timestamp).
-    """
-    tst = pp.partition.key.type
-    if order == "id":
-        positions = np.arange(len(pp.ids))
-    elif order == "array":
-        positions = np.lexsort((pp.ids, pp.aids))
-    else:
-        raise ValueError(f"order must be 'id' or 'array', not {order!r}")
-    reference = pp.partition.key.reference_label
-    texts = _SeriesText(store)
-    type_name = tst.name
-    ids = pp.ids[positions]
-    fields = (
-        _series_fields_ascending(store, ids.tolist())
-        if order == "id"
-        else _series_fields(store, ids)
-    )
-    # The plan's columns as Python values a chunk at a time (a list of each whole would
-    # hold 36 bytes a series per column).
-    columns = zip(
-        _chunked_rows(positions, pp.aids, pp.owners, pp.anchors, pp.counts),
-        fields,
-        strict=True,
-    )
-    forecast, static = tst.is_forecast, tst is TimeSeriesType.SingleTimeSeries
-    categories = _OWNER_CATEGORY_NAMES
-    feature_text, shape_text = texts.feature_text, texts.shape_text
-    # One tuple per series, spelled out per kind of grid (this runs once per series).
-    for (aid, owner, anchor, n), f in columns:
-        sid, otype, ocat, name, res, itv, hor, fh, fjson, et, eshape, u, qk, us, cf, ad = f
-        tail = (
-            feature_text(fh, fjson),
-            et,
-            shape_text(eshape),
-            reference,
-            "" if u is None else u,
-            "" if qk is None else qk,
-            "" if us is None else us,
-            "" if cf is None else cf,
-            "" if ad is None else ad,
-        )
-        if static:
-            yield (aid, sid, owner, otype, categories[ocat], type_name, name, anchor, res, n, *tail)
-        elif forecast:
-            yield (
-                *(aid, sid, owner, otype, categories[ocat], type_name, name),
-                *(anchor, res, itv, hor, n),
-                *tail,
-            )
-        else:
-            yield (aid, sid, owner, otype, categories[ocat], type_name, name, *tail)
-
-
-def series_values(
-    store: Store, pp: PartitionPlan, ordered: Sequence[ExportSeries]
-) -> Iterator[dict[str, Any]]:
-    """Every series-table column of each series in ``ordered``, as the layout spells it
-    (a container may retype a column: Parquet's ``initial_timestamp`` is a timestamp).
-    The catalog fields stream back a chunk at a time. (``series_records`` gives the
-    same as tuples without the ``ExportSeries`` list.)"""
-    tst = pp.partition.key.type
-    reference = pp.partition.key.reference_label
-    texts = _SeriesText(store)
-    for s, f in zip(ordered, _series_fields(store, [s.row.id for s in ordered]), strict=True):
-        (sid, otype, ocat, name, res, itv, hor, fh, fjson, et, eshape, *descriptors) = f
-        yield {
-            "array_id": pp.array_ids[s.key],
-            "id": sid,
-            "owner_id": s.row.owner_id,
-            "owner_type": otype,
-            "owner_category": _OWNER_CATEGORY_NAMES[ocat],
-            "time_series_type": tst.name,
-            "name": name,
-            "initial_timestamp": s.initial_ms,
-            "resolution": res,
-            "length": s.length,
-            "interval": itv,
-            "horizon": hor,
-            "count": s.count,
-            "features": texts.feature_text(fh, fjson),
-            "element_type": et,
-            "element_shape": texts.shape_text(eshape),
-            "time_reference": reference,
-            **{
-                k: (v if v is not None else "")
-                for k, v in zip(_DESCRIPTORS, descriptors, strict=True)
-            },
-        }
-
-
-_DESCRIPTORS = ("units", "quantity_kind", "unit_system", "component_field", "application_data")
-
-
-def series_labels(series: Sequence[ExportSeries]) -> list[str]:
-    return [s.row.label for s in series]

@@ -1,0 +1,67 @@
+"""The value classes: one per series type, with the reference's constructors and properties.
+
+A series object is self-contained: it holds its array in the store's physical form
+(C-contiguous, little-endian, one of the eleven dtypes) and its grid in integer
+milliseconds, so the store never has to re-validate what a constructor accepted.
+
+The package holds ``kinds`` (``TimeSeriesType``, ``OwnerCategory``, the descriptor names),
+``base`` (``_Series``, what every type shares), ``static`` (``SingleTimeSeries`` and the
+irregular series) and ``forecasts`` (``Deterministic``, ``Probabilistic``, ``Scenarios``);
+this module re-exports their names (the private ones the store and the containers use too)
+and maps each type to its class.
+
+May import: :mod:`infrastore_sqlite.core` and :mod:`infrastore_sqlite.errors` (the series'
+Arrow forms load :mod:`infrastore_sqlite.interchange.parquet.arrow` when called).
+"""
+
+from __future__ import annotations
+
+from .base import KEYWORDS, _check_name, _Series
+from .forecasts import Deterministic, Probabilistic, Scenarios, _Forecast
+from .kinds import DESCRIPTORS, UNIT_SYSTEMS, OwnerCategory, TimeSeriesType
+from .static import (
+    NonSequentialTimeSeries,
+    PersistentTimeSeries,
+    SingleTimeSeries,
+    _infer_resolution,
+    _Irregular,
+)
+
+SERIES_CLASSES: dict[TimeSeriesType, type[_Series]] = {
+    TimeSeriesType.SingleTimeSeries: SingleTimeSeries,
+    TimeSeriesType.NonSequentialTimeSeries: NonSequentialTimeSeries,
+    TimeSeriesType.PersistentTimeSeries: PersistentTimeSeries,
+    TimeSeriesType.Deterministic: Deterministic,
+    TimeSeriesType.Probabilistic: Probabilistic,
+    TimeSeriesType.Scenarios: Scenarios,
+}
+
+AnySeries = (
+    SingleTimeSeries
+    | NonSequentialTimeSeries
+    | PersistentTimeSeries
+    | Deterministic
+    | Probabilistic
+    | Scenarios
+)
+
+__all__ = [
+    "DESCRIPTORS",
+    "KEYWORDS",
+    "SERIES_CLASSES",
+    "UNIT_SYSTEMS",
+    "AnySeries",
+    "Deterministic",
+    "NonSequentialTimeSeries",
+    "OwnerCategory",
+    "PersistentTimeSeries",
+    "Probabilistic",
+    "Scenarios",
+    "SingleTimeSeries",
+    "TimeSeriesType",
+    "_Forecast",
+    "_Irregular",
+    "_Series",
+    "_check_name",
+    "_infer_resolution",
+]

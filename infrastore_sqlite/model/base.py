@@ -1,0 +1,233 @@
+"""What every series type shares: ``_Series`` (the array, its element type, the name and
+descriptors) and the checks and keyword plumbing the constructors share.
+
+May import: :mod:`infrastore_sqlite.core`, :mod:`infrastore_sqlite.errors` and
+:mod:`.kinds`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..core.elements import (
+    ElementType,
+    as_store_array,
+    check_composite_rows,
+    check_element_shape,
+    decode_element_values,
+    default_element_type,
+    dtype_name,
+    encode_element_values,
+    infer_element_type,
+    parse_element_type,
+)
+from ..core.periods import Period
+from ..core.timeref import (
+    datetime_to_ms,
+    ms_to_datetime,
+    normalize_time_reference,
+    resolve_time_reference,
+)
+from ..errors import InvalidParameterError, ParameterTypeError
+from .kinds import DESCRIPTORS, UNIT_SYSTEMS, TimeSeriesType
+
+
+def _check_descriptor(name: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ParameterTypeError(f"{name} must be a string or None, not {type(value).__name__}")
+    if name == "unit_system" and value not in UNIT_SYSTEMS:
+        raise InvalidParameterError(
+            f'unknown unit_system "{value}"; expected natural_units, component_base or None'
+        )
+    return value
+
+
+def _check_name(name: Any) -> str:
+    if not isinstance(name, str):
+        raise ParameterTypeError(f"a time series name is a str, not {type(name).__name__}")
+    if not name:
+        raise InvalidParameterError("a time series needs a non-empty string name")
+    return name
+
+
+class _Series:
+    """Fields every type shares: the array, its element type, the name and descriptors."""
+
+    time_series_type: ClassVar[TimeSeriesType]
+    __slots__ = (
+        "_data",
+        "_et",
+        "_tr",
+        "application_data",
+        "component_field",
+        "name",
+        "quantity_kind",
+        "unit_system",
+        "units",
+    )
+
+    def _init_common(
+        self,
+        data: Any,
+        name: Any,
+        *,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        application_data: str | None = None,
+        time_reference: str | None = None,
+    ) -> None:
+        self.name = _check_name(name)
+        arr = as_store_array(data, what=f"{type(self).__name__} data")
+        if arr is data or arr.base is not None:
+            # The array (or a view of it) is the caller's: without a copy, editing it
+            # after construction would change the series and what the store writes.
+            arr = arr.copy()
+        lead = self.time_series_type.leading_dims
+        if arr.ndim < lead:
+            raise InvalidParameterError(
+                f"{type(self).__name__}: data needs at least {lead} dimension(s), got shape "
+                f"{list(arr.shape)}"
+            )
+        if element_type is None:
+            et = default_element_type(arr)
+        else:
+            et = parse_element_type(element_type)
+            if et.kind == "scalar" and et.dtype != dtype_name(arr.dtype):
+                raise InvalidParameterError(
+                    f"element_type {et} does not match the data's dtype {dtype_name(arr.dtype)}; "
+                    "convert the array or drop element_type"
+                )
+        check_element_shape(et, tuple(arr.shape[lead:]), dtype_name(arr.dtype))
+        if et.is_composite and arr.size:
+            check_composite_rows(et, arr.reshape(-1, arr.shape[-1]))
+        self._data = arr
+        self._et = et
+        self.units = _check_descriptor("units", units)
+        self.quantity_kind = _check_descriptor("quantity_kind", quantity_kind)
+        self.unit_system = _check_descriptor("unit_system", unit_system)
+        self.component_field = _check_descriptor("component_field", component_field)
+        self.application_data = _check_descriptor("application_data", application_data)
+        self._tr = time_reference
+
+    # -- shared properties -----------------------------------------------------------
+    @property
+    def data(self) -> np.ndarray:
+        """The array, as a fresh writable copy each time (the reference's contract:
+        editing it never changes the series)."""
+        return self._data.copy()
+
+    @property
+    def element_type(self) -> str:
+        return str(self._et)
+
+    @property
+    def element_type_info(self) -> ElementType:
+        return self._et
+
+    @property
+    def time_reference(self) -> str | None:
+        """``utc``, ``zoneless``, ``±HH:MM``, an IANA zone, or None (unspecified)."""
+        return self._tr
+
+    @property
+    def element_shape(self) -> tuple[int, ...]:
+        return tuple(self._data.shape[self.time_series_type.leading_dims :])
+
+    def decoded_values(self) -> list | None:
+        """The logical per-step values (a method, as in the reference); None for scalars."""
+        return decode_element_values(self._data, str(self._et), self.time_series_type.leading_dims)
+
+    def descriptors(self) -> dict[str, str | None]:
+        return {d: getattr(self, d) for d in DESCRIPTORS}
+
+    def _render(self, ms: int) -> datetime:
+        return ms_to_datetime(ms, self._tr)
+
+    def __len__(self) -> int:
+        """Steps of a static series, windows (``count``) of a forecast, as in the reference."""
+        return self.count if self.time_series_type.is_forecast else self.length
+
+    def _identity(self) -> tuple:
+        """Everything ``==`` compares besides the array: type, name, grid, descriptors."""
+        return (type(self), self.name, str(self._et), self._tr, *self.descriptors().values())
+
+    def _grid_key(self) -> tuple:
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        """Equal by content, as in the reference: same type, name, descriptors, grid and
+        array bit for bit (so NaN equals the same NaN, and -0.0 differs from 0.0)."""
+        if not isinstance(other, _Series):
+            return NotImplemented
+        if self._identity() != other._identity() or self._grid_key() != other._grid_key():
+            return False
+        a, b = self._data, other._data
+        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+    # Equal by content yet mutable by nothing: still unhashable, as in the reference.
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f'{type(self).__name__}(name="{self.name}", shape={list(self._data.shape)}, '
+            f"element_type={self._et}, time_reference={self._tr or 'unspecified'})"
+        )
+
+
+def _keywords(scope: dict[str, Any], **override: Any) -> dict[str, Any]:
+    """The element type and descriptor keywords of a constructor's or ``from_values``'s
+    local scope (spelled out in every signature so that ``help()`` shows them), to pass on."""
+    return {**{k: scope[k] for k in KEYWORDS}, **override}
+
+
+KEYWORDS = (
+    "application_data",
+    "element_type",
+    "units",
+    "quantity_kind",
+    "unit_system",
+    "component_field",
+    "time_reference",
+)
+
+
+def _reference_for(ts: Any, explicit: str | None) -> str | None:
+    if explicit is not None:
+        return normalize_time_reference(explicit)
+    if isinstance(ts, datetime):
+        return resolve_time_reference(ts, None)
+    if isinstance(ts, np.datetime64):
+        return "zoneless"
+    return None
+
+
+def _anchor_ms(initial_timestamp: Any) -> int:
+    if isinstance(initial_timestamp, datetime | np.datetime64):
+        return datetime_to_ms(initial_timestamp, what="initial_timestamp")
+    raise InvalidParameterError(
+        f"initial_timestamp must be a datetime, not {type(initial_timestamp).__name__}"
+    )
+
+
+def _positive(period: Period, what: str) -> Period:
+    if not period.is_positive:
+        raise InvalidParameterError(f"{what} must be positive, got {period}")
+    return period
+
+
+def _values_data(
+    values: Sequence[Any], element_type: str | None, lead: list[int] | None
+) -> tuple[np.ndarray, str]:
+    """``from_values``: the element type the values name (``element_type`` asserts it),
+    and the values encoded into an array with the leading axes ``lead``."""
+    et = infer_element_type(values, declared=element_type)
+    return encode_element_values(values, et, lead), et

@@ -1,0 +1,388 @@
+"""The forecasts: ``Deterministic``, ``Probabilistic`` and ``Scenarios`` over their base
+``_Forecast`` (windows issued on a grid, each ``steps`` values long).
+
+May import: :mod:`infrastore_sqlite.core`, :mod:`infrastore_sqlite.errors`, :mod:`.kinds`
+and :mod:`.base`; ``to_arrow_windows`` loads
+:mod:`infrastore_sqlite.interchange.parquet.arrow` when called (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from ..core.periods import Period, as_period, divide, step
+from ..core.timeref import (
+    check_period_for_reference,
+)
+from ..errors import InvalidParameterError, ParameterTypeError
+from .base import (
+    _anchor_ms,
+    _keywords,
+    _positive,
+    _reference_for,
+    _Series,
+    _values_data,
+)
+from .kinds import TimeSeriesType
+
+
+class _Forecast(_Series):
+    __slots__ = ("_count", "_horizon", "_initial_ms", "_interval", "_resolution")
+
+    def _init_forecast(
+        self,
+        initial_timestamp: datetime,
+        resolution: Any,
+        horizon: Any,
+        interval: Any,
+        count: Any,
+        data: Any,
+        name: str,
+        kw: dict[str, Any],
+        lanes: int | None,
+    ) -> None:
+        tr = _reference_for(initial_timestamp, kw.pop("time_reference", None))
+        self._initial_ms = _anchor_ms(initial_timestamp)
+        res = _positive(as_period(resolution, what="resolution"), "resolution")
+        hor = _positive(as_period(horizon, what="horizon"), "horizon")
+        itv = as_period(interval, what="interval")
+        if not isinstance(count, int | np.integer) or isinstance(count, bool):
+            raise ParameterTypeError(f"count must be a non-negative integer, got {count!r}")
+        if count < 0:
+            raise InvalidParameterError(f"count must be a non-negative integer, got {count!r}")
+        count = int(count)
+        if not itv.is_positive and not (str(itv) == "PT0S" and count <= 1):
+            raise InvalidParameterError(
+                f"interval must be positive (PT0S only for a single window), got {itv} "
+                f"with count {count}"
+            )
+        h = divide(hor, res, what="horizon")
+        check_period_for_reference(res, tr, what="resolution")
+        if itv.is_positive:
+            check_period_for_reference(itv, tr, what="interval")
+        self._resolution, self._horizon, self._interval, self._count = res, hor, itv, count
+        self._init_common(data, name, time_reference=tr, **kw)
+        shape = self._data.shape
+        lead = self.time_series_type.leading_dims
+        expected = [h, count] if lanes is None else [lanes, h, count]
+        if lanes is None and lead == 3:
+            expected = [shape[0], h, count]
+        if list(shape[:lead]) != expected:
+            raise InvalidParameterError(
+                f"{type(self).__name__}: expected shape {expected}, got {list(shape[:lead])}"
+            )
+
+    @property
+    def initial_timestamp(self) -> datetime:
+        return self._render(self._initial_ms)
+
+    @property
+    def initial_ms(self) -> int:
+        return self._initial_ms
+
+    @property
+    def resolution(self) -> str:
+        return str(self._resolution)
+
+    @property
+    def horizon(self) -> str:
+        return str(self._horizon)
+
+    @property
+    def interval(self) -> str:
+        return str(self._interval)
+
+    @property
+    def resolution_period(self) -> Period:
+        return self._resolution
+
+    @property
+    def horizon_period(self) -> Period:
+        return self._horizon
+
+    @property
+    def interval_period(self) -> Period:
+        return self._interval
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    @property
+    def steps(self) -> int:
+        """H: the number of steps in one window (horizon / resolution)."""
+        return int(self._data.shape[self.time_series_type.leading_dims - 2])
+
+    def _grid_key(self) -> tuple:
+        periods = (str(self._resolution), str(self._horizon), str(self._interval))
+        lanes = tuple(getattr(self, "_percentiles", ()))
+        return (self._initial_ms, *periods, self._count, lanes)
+
+    def issue_times_ms(self) -> np.ndarray:
+        return np.array(
+            [step(self._initial_ms, self._interval, j) for j in range(self._count)], dtype=np.int64
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f'{type(self).__name__}(name="{self.name}", initial_timestamp={self.initial_timestamp}, '
+            f"resolution={self.resolution}, horizon={self.horizon}, interval={self.interval}, "
+            f"count={self.count}, shape={list(self._data.shape)}, "
+            f"time_reference={self._tr or 'unspecified'})"
+        )
+
+
+def _steps(horizon: Any, resolution: Any) -> int:
+    return divide(
+        as_period(horizon, what="horizon"),
+        as_period(resolution, what="resolution"),
+        what="horizon",
+    )
+
+
+class Deterministic(_Forecast):
+    """Forecast windows: ``data[h, j]`` is window j's step h; shape ``[H, count, *E]``."""
+
+    time_series_type = TimeSeriesType.Deterministic
+    __slots__ = ()
+
+    def __init__(
+        self,
+        initial_timestamp: datetime,
+        resolution: str | timedelta | Period,
+        horizon: str | timedelta | Period,
+        interval: str | timedelta | Period,
+        count: int,
+        data: Any,
+        name: str,
+        *,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
+    ) -> None:
+        self._init_forecast(
+            initial_timestamp,
+            resolution,
+            horizon,
+            interval,
+            count,
+            data,
+            name,
+            _keywords(locals()),
+            None,
+        )
+
+    @classmethod
+    def from_values(
+        cls,
+        initial_timestamp: datetime,
+        resolution: str | timedelta | Period,
+        horizon: str | timedelta | Period,
+        interval: str | timedelta | Period,
+        count: int,
+        values: Sequence[Any],
+        name: str,
+        *,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
+    ) -> Deterministic:
+        """Build from per-step composite values, ``H * count`` of them, step-major
+        (``values[h * count + j]`` is window j's step h); the values name the element
+        type as in :meth:`SingleTimeSeries.from_values`."""
+        data, et = _values_data(values, element_type, [_steps(horizon, resolution), count])
+        return cls(
+            initial_timestamp,
+            resolution,
+            horizon,
+            interval,
+            count,
+            data,
+            name,
+            **_keywords(locals(), element_type=et),
+        )
+
+    def to_arrow_windows(self) -> dict[datetime, Any]:
+        """One Arrow table per window, keyed by its issue time (needs pyarrow).
+
+        Each table is what :meth:`SingleTimeSeries.to_arrow` gives for that window, with
+        ``interval``, ``horizon``, ``count`` and ``issue_time`` added to its metadata.
+        """
+        from ..interchange.parquet.arrow import windows_to_arrow
+
+        return windows_to_arrow(self)
+
+
+class Probabilistic(_Forecast):
+    """Forecast with percentile lanes: shape ``[P, H, count, *E]``."""
+
+    time_series_type = TimeSeriesType.Probabilistic
+    __slots__ = ("_percentiles",)
+
+    def __init__(
+        self,
+        initial_timestamp: datetime,
+        resolution: str | timedelta | Period,
+        horizon: str | timedelta | Period,
+        interval: str | timedelta | Period,
+        count: int,
+        percentiles: Sequence[float],
+        data: Any,
+        name: str,
+        *,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
+    ) -> None:
+        pct = [float(p) for p in percentiles]
+        if not pct:
+            raise InvalidParameterError("percentiles must not be empty")
+        if any(not np.isfinite(p) for p in pct) or any(b <= a for a, b in itertools.pairwise(pct)):
+            raise InvalidParameterError(
+                f"percentiles must be finite and strictly increasing, got {pct}"
+            )
+        self._percentiles = pct
+        self._init_forecast(
+            initial_timestamp,
+            resolution,
+            horizon,
+            interval,
+            count,
+            data,
+            name,
+            _keywords(locals()),
+            len(pct),
+        )
+
+    @classmethod
+    def from_values(
+        cls,
+        initial_timestamp: datetime,
+        resolution: str | timedelta | Period,
+        horizon: str | timedelta | Period,
+        interval: str | timedelta | Period,
+        count: int,
+        percentiles: Sequence[float],
+        values: Sequence[Any],
+        name: str,
+        *,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
+    ) -> Probabilistic:
+        """Build from ``P * H * count`` per-step composite values, row-major over
+        ``[P, H, count]``; the values name the element type."""
+        lead = [len(percentiles), _steps(horizon, resolution), count]
+        data, et = _values_data(values, element_type, lead)
+        return cls(
+            initial_timestamp,
+            resolution,
+            horizon,
+            interval,
+            count,
+            percentiles,
+            data,
+            name,
+            **_keywords(locals(), element_type=et),
+        )
+
+    @property
+    def percentiles(self) -> list[float]:
+        return list(self._percentiles)
+
+
+class Scenarios(_Forecast):
+    """Forecast with scenario lanes: shape ``[S, H, count, *E]``."""
+
+    time_series_type = TimeSeriesType.Scenarios
+    __slots__ = ()
+
+    def __init__(
+        self,
+        initial_timestamp: datetime,
+        resolution: str | timedelta | Period,
+        horizon: str | timedelta | Period,
+        interval: str | timedelta | Period,
+        count: int,
+        data: Any,
+        name: str,
+        *,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
+    ) -> None:
+        self._init_forecast(
+            initial_timestamp,
+            resolution,
+            horizon,
+            interval,
+            count,
+            data,
+            name,
+            _keywords(locals()),
+            None,
+        )
+
+    @classmethod
+    def from_values(
+        cls,
+        initial_timestamp: datetime,
+        resolution: str | timedelta | Period,
+        horizon: str | timedelta | Period,
+        interval: str | timedelta | Period,
+        count: int,
+        scenario_count: int,
+        values: Sequence[Any],
+        name: str,
+        *,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
+    ) -> Scenarios:
+        """Build from ``S * H * count`` per-step composite values, row-major over
+        ``[S, H, count]``; the values name the element type."""
+        lead = [scenario_count, _steps(horizon, resolution), count]
+        data, et = _values_data(values, element_type, lead)
+        return cls(
+            initial_timestamp,
+            resolution,
+            horizon,
+            interval,
+            count,
+            data,
+            name,
+            **_keywords(locals(), element_type=et),
+        )
+
+    @property
+    def scenario_count(self) -> int:
+        return int(self._data.shape[0])

@@ -1,0 +1,423 @@
+"""The series on one time axis: ``SingleTimeSeries`` (a regular grid) and the irregular
+``NonSequentialTimeSeries`` and ``PersistentTimeSeries`` over their base ``_Irregular``.
+
+May import: :mod:`infrastore_sqlite.core`, :mod:`infrastore_sqlite.errors`, :mod:`.kinds`
+and :mod:`.base`; ``to_arrow`` / ``from_arrow`` load
+:mod:`infrastore_sqlite.interchange.parquet.arrow` when called (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from ..core.periods import Period, as_period, grid
+from ..core.slicing import _bound
+from ..core.timeref import (
+    check_period_for_reference,
+    datetimes_to_ms,
+    infer_time_reference,
+    ms_to_datetime,
+    ms_to_datetimes,
+)
+from ..errors import InvalidParameterError
+from .base import (
+    _anchor_ms,
+    _keywords,
+    _positive,
+    _reference_for,
+    _Series,
+    _values_data,
+)
+from .kinds import TimeSeriesType
+
+
+class SingleTimeSeries(_Series):
+    """A regular series: ``data[k]`` is the value at ``initial_timestamp + k·resolution``."""
+
+    time_series_type = TimeSeriesType.SingleTimeSeries
+    __slots__ = ("_initial_ms", "_resolution")
+
+    def __init__(
+        self,
+        initial_timestamp: datetime,
+        resolution: str | timedelta | Period,
+        data: Any,
+        name: str,
+        *,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
+    ) -> None:
+        tr = _reference_for(initial_timestamp, time_reference)
+        self._initial_ms = _anchor_ms(initial_timestamp)
+        self._resolution = _positive(as_period(resolution, what="resolution"), "resolution")
+        check_period_for_reference(self._resolution, tr, what="resolution")
+        self._init_common(data, name, **_keywords(locals(), time_reference=tr))
+
+    @classmethod
+    def from_values(
+        cls,
+        initial_timestamp: datetime,
+        resolution: str | timedelta | Period,
+        values: Sequence[Any],
+        name: str,
+        *,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
+    ) -> SingleTimeSeries:
+        """Build from per-timestep composite values; the values name the element type.
+
+        Parameters
+        ----------
+        values
+            One logical value per step, in the shapes :meth:`decoded_values` returns
+            (see :func:`~infrastore_sqlite.elements.infer_element_type` for the table).
+            Plain numbers are refused: pass them to the constructor as ``data``.
+        element_type
+            An assertion, refused when the values say otherwise; the only guide for
+            empty values.
+
+        Other keyword arguments are the constructor's descriptors.
+        """
+        data, et = _values_data(values, element_type, None)
+        return cls(
+            initial_timestamp,
+            resolution,
+            data,
+            name,
+            **_keywords(locals(), element_type=et),
+        )
+
+    @classmethod
+    def from_timestamps(
+        cls,
+        timestamps: Sequence[datetime],
+        data: Any,
+        name: str,
+        *,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
+    ) -> SingleTimeSeries:
+        """Build from an explicit timestamp vector on a regular (or calendar) grid.
+
+        The resolution is inferred: the spacing of the first two timestamps, or whole
+        calendar months (``P2M``, month ends clamped) when the spacing is uneven.
+
+        Raises
+        ------
+        InvalidParameterError
+            Fewer than two timestamps, not one per step of ``data``, a mix of naive and
+            aware (or differently zoned) timestamps, or no grid that fits them.
+        """
+        if len(timestamps) < 2:
+            raise InvalidParameterError(
+                f"cannot infer a resolution from {len(timestamps)} timestamp(s): a grid "
+                "needs at least two to have a step; use the constructor with an explicit "
+                "resolution instead"
+            )
+        _check_one_spelling(timestamps)
+        ms = datetimes_to_ms(list(timestamps))
+        steps = int(np.shape(data)[0]) if np.ndim(data) else 0
+        if ms.size != steps:
+            raise InvalidParameterError(
+                f"SingleTimeSeries.from_timestamps: {ms.size} timestamps for {steps} "
+                "value(s); give one timestamp per step of data"
+            )
+        res = _infer_resolution(ms)
+        return cls(
+            timestamps[0],
+            res,
+            data,
+            name,
+            **_keywords(locals()),
+        )
+
+    @classmethod
+    def from_arrow(
+        cls,
+        table: Any,
+        *,
+        name: str | None = None,
+        resolution: str | timedelta | Period | None = None,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
+    ) -> SingleTimeSeries:
+        """Build from an Arrow table with ``timestamp`` and ``value`` columns (needs pyarrow).
+
+        Keywords override the table's schema metadata (what :meth:`to_arrow` writes); the
+        resolution comes from ``resolution=``, else the metadata, else the timestamps.
+
+        Raises
+        ------
+        InvalidParameterError
+            A missing column, nulls, sub-millisecond instants, variable-length lists, no
+            name, or timestamps off the resolution's grid.
+        """
+        from ..interchange.parquet.arrow import from_arrow
+
+        kw = _keywords(locals())
+        return from_arrow(cls, table, name=name, resolution=resolution, kw=kw)
+
+    def to_arrow(self) -> Any:
+        """The series as an Arrow table: ``timestamp`` and ``value`` columns, its name,
+        type, element type and shape, time reference, resolution and set descriptors in
+        the schema metadata (needs pyarrow)."""
+        from ..interchange.parquet.arrow import to_arrow
+
+        return to_arrow(self)
+
+    @property
+    def initial_timestamp(self) -> datetime:
+        return self._render(self._initial_ms)
+
+    @property
+    def initial_ms(self) -> int:
+        return self._initial_ms
+
+    @property
+    def resolution(self) -> str:
+        return str(self._resolution)
+
+    @property
+    def resolution_period(self) -> Period:
+        return self._resolution
+
+    @property
+    def length(self) -> int:
+        return int(self._data.shape[0])
+
+    @property
+    def timestamps(self) -> list[datetime]:
+        return ms_to_datetimes(self.timestamps_ms, self._tr)
+
+    @property
+    def timestamps_ms(self) -> np.ndarray:
+        return grid(self._initial_ms, self._resolution, self.length)
+
+    def _grid_key(self) -> tuple:
+        return (self._initial_ms, str(self._resolution))
+
+    def __repr__(self) -> str:
+        return (
+            f'SingleTimeSeries(name="{self.name}", initial_timestamp={self.initial_timestamp}, '
+            f"length={self.length}, resolution={self.resolution}, shape={list(self._data.shape)}, "
+            f"time_reference={self._tr or 'unspecified'})"
+        )
+
+
+def _infer_resolution(ms: np.ndarray) -> Period:
+    diffs = np.diff(ms)
+    if diffs.size and np.all(diffs == diffs[0]) and diffs[0] > 0:
+        return Period(ms=int(diffs[0]))
+    # Calendar grids (P1M, P2M, P1Y) have uneven spacing: the first step names the
+    # number of whole months, and the grid from the anchor must then hit every stamp.
+    a, b = (ms_to_datetime(int(t), "utc") for t in ms[:2])
+    months = (b.year - a.year) * 12 + b.month - a.month
+    if months > 0:
+        p = Period(months=months, calendar=True)
+        if np.array_equal(grid(int(ms[0]), p, ms.size), ms):
+            return p
+    bad = int(np.argmax(diffs != diffs[0])) + 1 if diffs.size else 0
+    raise InvalidParameterError(
+        f"timestamps are not on a regular grid: timestamp {bad} is not one step of "
+        f"{Period(ms=int(diffs[0])) if diffs[0] > 0 else 'a positive period'} after "
+        f"timestamp {bad - 1}; store them as a NonSequentialTimeSeries (or, if each value "
+        "holds until the next, a PersistentTimeSeries)"
+    )
+
+
+class _Irregular(_Series):
+    __slots__ = ("_ts_ms",)
+
+    def __init__(
+        self,
+        timestamps: Sequence[datetime] | np.ndarray,
+        data: Any,
+        name: str,
+        *,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
+    ) -> None:
+        first = timestamps[0] if len(timestamps) else None
+        tr = _reference_for(first, time_reference)
+        _check_one_spelling(timestamps)
+        ms = datetimes_to_ms(timestamps, what="timestamps")
+        if ms.size > 1 and not np.all(np.diff(ms) > 0):
+            bad = int(np.argmin(np.diff(ms) > 0)) + 1
+            raise InvalidParameterError(
+                f"{type(self).__name__} '{name}': timestamps must be strictly increasing "
+                f"(timestamp {bad} is not after timestamp {bad - 1})"
+            )
+        self._ts_ms = ms
+        self._init_common(data, name, **_keywords(locals(), time_reference=tr))
+        if self._data.shape[0] != ms.size:
+            raise InvalidParameterError(
+                f"{type(self).__name__} '{name}': {ms.size} timestamps but data has "
+                f"{self._data.shape[0]} steps (shape {list(self._data.shape)}); they must match"
+            )
+
+    @classmethod
+    def from_values(
+        cls,
+        timestamps: Sequence[datetime],
+        values: Sequence[Any],
+        name: str,
+        *,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
+    ) -> Any:
+        """Build from per-timestep composite values; the values name the element type.
+
+        As :meth:`SingleTimeSeries.from_values`, with one timestamp per value.
+        """
+        data, et = _values_data(values, element_type, None)
+        return cls(
+            timestamps,
+            data,
+            name,
+            **_keywords(locals(), element_type=et),
+        )
+
+    @classmethod
+    def from_arrow(
+        cls,
+        table: Any,
+        *,
+        name: str | None = None,
+        application_data: str | None = None,
+        element_type: str | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        time_reference: str | None = None,
+    ) -> Any:
+        """Build from an Arrow table with ``timestamp`` and ``value`` columns (needs
+        pyarrow); keywords override the schema metadata :meth:`to_arrow` writes."""
+        from ..interchange.parquet.arrow import from_arrow
+
+        kw = _keywords(locals())
+        return from_arrow(cls, table, name=name, resolution=None, kw=kw)
+
+    def to_arrow(self) -> Any:
+        """The series as an Arrow table (``timestamp``, ``value``, metadata; needs pyarrow)."""
+        from ..interchange.parquet.arrow import to_arrow
+
+        return to_arrow(self)
+
+    @classmethod
+    def _from_ms(cls, ms: np.ndarray, data: np.ndarray, name: str, tr: str | None, **kw: Any):
+        obj = cls.__new__(cls)
+        obj._ts_ms = np.asarray(ms, dtype=np.int64)
+        obj._init_common(data, name, time_reference=tr, **kw)
+        return obj
+
+    @property
+    def timestamps(self) -> list[datetime]:
+        return ms_to_datetimes(self._ts_ms, self._tr)
+
+    @property
+    def timestamps_ms(self) -> np.ndarray:
+        return self._ts_ms
+
+    @property
+    def length(self) -> int:
+        return int(self._ts_ms.size)
+
+    def _grid_key(self) -> tuple:
+        return (self._ts_ms.tobytes(),)
+
+
+def _check_one_spelling(timestamps: Any) -> None:
+    """Every datetime of one axis must carry the same zone spelling (naive, utc, offset, zone)."""
+    if isinstance(timestamps, np.ndarray) or not len(timestamps):
+        return
+    first = timestamps[0]
+    if not isinstance(first, datetime):
+        return
+    want = infer_time_reference(first)
+    for i, t in enumerate(timestamps):
+        if isinstance(t, datetime) and t.tzinfo is not first.tzinfo:
+            got = infer_time_reference(t)
+            if got != want:
+                raise InvalidParameterError(
+                    f"timestamps disagree about how they are spelled: element 0 is {want} but "
+                    f"element {i} is {got}; one series records one spelling. Convert them all "
+                    "to one zone (or all naive) first"
+                )
+
+
+class NonSequentialTimeSeries(_Irregular):
+    """Values at explicit, strictly increasing instants; nothing between them."""
+
+    time_series_type = TimeSeriesType.NonSequentialTimeSeries
+    __slots__ = ()
+
+
+class PersistentTimeSeries(_Irregular):
+    """A step function: the value at breakpoint i holds until breakpoint i+1 (and after the last)."""
+
+    time_series_type = TimeSeriesType.PersistentTimeSeries
+    __slots__ = ()
+
+    def index_at(self, at: datetime) -> int:
+        """Index of the breakpoint in force at ``at``.
+
+        Raises
+        ------
+        InvalidParameterError
+            ``at`` is before the first breakpoint (a step function is undefined there),
+            or it is aware for a zoneless series (naive for a zoned one).
+        """
+        t = _bound(at, self, f"PersistentTimeSeries '{self.name}'", "at")
+        i = int(np.searchsorted(self._ts_ms, t, side="right")) - 1
+        if i < 0:
+            first = self._render(int(self._ts_ms[0])) if self._ts_ms.size else None
+            where = f"the first breakpoint {first}" if first else "any breakpoint (none)"
+            raise InvalidParameterError(
+                f"PersistentTimeSeries '{self.name}' has no value at {self._render(t)}: it is "
+                f"before {where}, where a step function is undefined"
+            )
+        return i
+
+    def breakpoint_at(self, at: datetime) -> datetime:
+        """The breakpoint in force at ``at`` (raises as :meth:`index_at`)."""
+        return self._render(int(self._ts_ms[self.index_at(at)]))
+
+    def value_at(self, at: datetime) -> Any:
+        """The value in force at ``at``: a numpy scalar, or the step's array for a
+        non-scalar element (raises as :meth:`index_at`)."""
+        return self._data[self.index_at(at)].copy()
