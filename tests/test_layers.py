@@ -161,3 +161,118 @@ def test_click_only_in_the_command_line() -> None:
         )
     ]
     assert users == []
+
+
+# ------------------------------------------------------------------ rooms within a package
+#: Within these packages each module is a room with one job, and a room imports only the
+#: rooms before it in its list (type hints under ``if TYPE_CHECKING:`` excepted: the store's
+#: rooms name the ``Store`` they serve, but never call into the facade). ``__init__`` sits
+#: above its package's rooms. A new module of such a package must be placed in its list.
+ROOM_ORDER = {
+    "store": [
+        "tracing",
+        "rows",
+        "arrays",
+        "prepare",
+        "catalog",
+        "segments",
+        "readers",
+        "api",
+        "queries",
+        "reading",
+        "writing",
+        "transactions",
+        "maintenance",
+        "lifecycle",
+        "store",
+    ],
+    "interchange.importing": [
+        "options",
+        "report",
+        "places",
+        "specs",
+        "building",
+        "batches",
+        "run",
+    ],
+    "model": ["kinds", "base", "static", "forecasts"],
+    "core.elements": ["kinds", "codec"],
+    "interchange.sqlite.reader": ["decoding", "tables", "lookup", "group", "source"],
+}
+
+
+def _runtime_sibling_imports(path: Path, package: str) -> set[str]:
+    """The rooms of ``package`` that the module at ``path`` imports when it runs."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+
+    def type_only(node: ast.AST) -> bool:
+        test = getattr(node, "test", None)
+        return isinstance(node, ast.If) and (
+            (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+            or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        )
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if type_only(child):
+                continue
+            if isinstance(child, ast.ImportFrom) and child.level == 1:
+                if child.module:
+                    found.add(child.module.split(".")[0])
+                else:
+                    found.update(a.name for a in child.names)
+            elif isinstance(child, ast.ImportFrom) and child.module:
+                dotted = child.module.removeprefix("infrastore_sqlite.")
+                if dotted.startswith(package + "."):
+                    found.add(dotted.removeprefix(package + ".").split(".")[0])
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def _room_cases() -> list[tuple[str, str]]:
+    return [(package, room) for package, rooms in ROOM_ORDER.items() for room in rooms]
+
+
+@pytest.mark.parametrize(("package", "room"), _room_cases())
+def test_rooms_import_only_the_rooms_before_them(package: str, room: str) -> None:
+    rooms = ROOM_ORDER[package]
+    path = PACKAGE.joinpath(*package.split("."), f"{room}.py")
+    assert path.is_file(), f"{package}.{room} is listed in ROOM_ORDER but does not exist"
+    later = _runtime_sibling_imports(path, package) - set(rooms[: rooms.index(room)]) - {room}
+    assert not later, f"{package}.{room} imports rooms listed after it: {sorted(later)}"
+
+
+@pytest.mark.parametrize("package", sorted(ROOM_ORDER))
+def test_every_room_is_placed(package: str) -> None:
+    folder = PACKAGE.joinpath(*package.split("."))
+    present = {p.stem for p in folder.glob("*.py")} - {"__init__"}
+    assert present == set(ROOM_ORDER[package]), (
+        f"{package}: modules not placed in ROOM_ORDER: {sorted(present - set(ROOM_ORDER[package]))}"
+    )
+
+
+def test_the_room_checker_sees_a_later_room(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from .base import _Series\n"
+        "from infrastore_sqlite.model.static import SingleTimeSeries\n"
+        "def f():\n    from . import forecasts\n"
+        "if TYPE_CHECKING:\n    from .kinds import X\n",
+        encoding="utf-8",
+    )
+    assert _runtime_sibling_imports(probe, "model") == {"base", "static", "forecasts"}
+
+
+# ------------------------------------------------------------------------- room sizes
+MAX_MODULE_LINES = 800
+
+
+@pytest.mark.parametrize("path", _modules(), ids=_dotted)
+def test_no_module_over_800_lines(path: Path) -> None:
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_MODULE_LINES, (
+        f"{_dotted(path)} has {lines} lines: split it along its seams (docs/architecture.md)"
+    )
