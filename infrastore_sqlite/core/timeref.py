@@ -405,10 +405,18 @@ def datetime_to_ms(
         ms = int(_datetime64_to_ms(arr, what, indexed=False, rounding=rounding)[0])
         _check_ms_range(ms, what)
         return ms
+    # "expected a datetime" are the reference's words, which callers match on.
     raise InvalidParameterError(
-        f"{what} must be a datetime.datetime or numpy.datetime64, not {type(dt).__name__}",
+        f"{what}: expected a datetime, got {type(dt).__name__} (a datetime.datetime or a "
+        f"numpy.datetime64)",
         hint="Build it with datetime(2024, 1, 1, tzinfo=timezone.utc), for example.",
     )
+
+
+def _item(what: str, i: int) -> str:
+    """Item ``i`` of ``what``, as the reference names it: ``timestamp 1`` of ``timestamps``
+    (callers match on those words); ``what[i]`` for a name that is no plural word."""
+    return f"{what[:-1]} {i}" if what.endswith("s") and len(what) > 3 else f"{what}[{i}]"
 
 
 def _datetime64_to_ms(
@@ -416,12 +424,12 @@ def _datetime64_to_ms(
 ) -> npt.NDArray[np.int64]:
     """Vectorised conversion of a datetime64 array to int64 milliseconds.
 
-    Errors name the first offending position as ``what[i]`` (just ``what`` when not
-    ``indexed``, for a scalar).
+    Errors name the first offending position as ``timestamp i`` for ``timestamps`` (just
+    ``what`` when not ``indexed``, for a scalar).
     """
 
     def at(i: int) -> str:
-        return f"{what}[{i}]" if indexed else what
+        return _item(what, i) if indexed else what
 
     unit, count = np.datetime_data(values.dtype)
     if unit == "generic":
@@ -464,7 +472,7 @@ def datetimes_to_ms(
         iterable of datetimes / ``datetime64`` scalars, each converted as
         :func:`datetime_to_ms` does.
     what
-        What the values are, for error messages (``timestamps[3] … is finer than a
+        What the values are, for error messages (``timestamp 3 … is finer than a
         millisecond``).
 
     Returns
@@ -483,7 +491,7 @@ def datetimes_to_ms(
                 _check_ms_range(int(out.min()), what)
                 _check_ms_range(int(out.max()), what)
             return out
-    out = [datetime_to_ms(v, what=f"{what}[{i}]") for i, v in enumerate(values)]
+    out = [datetime_to_ms(v, what=_item(what, i)) for i, v in enumerate(values)]
     return np.array(out, dtype=np.int64)
 
 

@@ -369,9 +369,9 @@ def test_datetime_to_ms_names_what_and_refuses_bad_values() -> None:
         datetime_to_ms(datetime(2024, 1, 1, 0, 0, 0, 1))
     with pytest.raises(InvalidParameterError, match=r"^start "):
         datetime_to_ms(datetime(2024, 1, 1, 0, 0, 0, 1), what="start")
-    with pytest.raises(InvalidParameterError, match="not date"):
+    with pytest.raises(InvalidParameterError, match="expected a datetime, got date"):
         datetime_to_ms(datetime(2024, 1, 1).date())  # type: ignore[arg-type]
-    with pytest.raises(InvalidParameterError, match="not int"):
+    with pytest.raises(InvalidParameterError, match="expected a datetime, got int"):
         datetime_to_ms(JAN1)  # type: ignore[arg-type]
     with pytest.raises(InvalidParameterError, match="NaT"):
         datetime_to_ms(np.datetime64("NaT", "s"))
@@ -410,14 +410,22 @@ def test_datetimes_to_ms_vectorized_numpy() -> None:
     assert datetimes_to_ms(np.array([], dtype="datetime64")).shape == (0,)
 
 
+@pytest.mark.parametrize("value", ["2024-01-01", 5, None, 1.5])
+def test_a_non_datetime_is_refused_in_the_references_words(value: object) -> None:
+    # Callers written against the reference match "expected a datetime".
+    kind = type(value).__name__
+    with pytest.raises(InvalidParameterError, match=f"^start: expected a datetime, got {kind} "):
+        datetime_to_ms(value, what="start")  # type: ignore[arg-type]
+    with pytest.raises(
+        InvalidParameterError, match=f"^timestamp 1: expected a datetime, got {kind}"
+    ):
+        datetimes_to_ms([datetime(2024, 1, 1), value])  # type: ignore[list-item]
+
+
 def test_datetimes_to_ms_errors_name_the_position() -> None:
-    with pytest.raises(
-        InvalidParameterError, match=r"^timestamps\[1\] .* finer than a millisecond"
-    ):
+    with pytest.raises(InvalidParameterError, match=r"^timestamp 1 .* finer than a millisecond"):
         datetimes_to_ms([datetime(2024, 1, 1), datetime(2024, 1, 1, 0, 0, 0, 1)])
-    with pytest.raises(
-        InvalidParameterError, match=r"^timestamps\[2\] .* finer than a millisecond"
-    ):
+    with pytest.raises(InvalidParameterError, match=r"^timestamp 2 .* finer than a millisecond"):
         datetimes_to_ms(
             np.array(
                 ["2024-01-01", "2024-01-01", "2024-01-01T00:00:00.0000001"], dtype="datetime64[ns]"
