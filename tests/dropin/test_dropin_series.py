@@ -338,7 +338,8 @@ ADD_REFUSALS = [
                 [T0, T0 + timedelta(microseconds=1500)], np.zeros(2), "x"
             )
         ),
-        words=("timestamp 1", "finer than a millisecond"),
+        # ". Truncate": the hint is a sentence of its own after the message
+        words=("timestamp 1", "finer than a millisecond", ". Truncate"),
     ),
     Case(
         "add start sub-millisecond",
@@ -347,7 +348,7 @@ ADD_REFUSALS = [
                 T0 + timedelta(microseconds=1), "PT1H", np.zeros(2), "x"
             )
         ),
-        words=("initial_timestamp", "finer than a millisecond"),
+        words=("initial_timestamp", "finer than a millisecond", ". Truncate"),
     ),
     Case(
         "add resolution 1.5 ms",

@@ -123,6 +123,7 @@ QUERIES = {
     "get_forecast_parameters": lambda lib, s: s.get_forecast_parameters(),
     "forecast_summary": lambda lib, s: s.forecast_summary(),
     "read_only": lambda lib, s: s.read_only,
+    "catalog": lambda lib, s: s.catalog,
     "in_transaction": lambda lib, s: s.in_transaction,
     "show": lambda lib, s: (lambda f: (s.show(file=f), f.getvalue())[1])(io.StringIO()),
 }
@@ -276,6 +277,24 @@ def _overwrite(lib: Any, ctx: Ctx) -> Any:
     return ctx.keep(lib.Store.create(path, overwrite=True)).list_metadata()
 
 
+def _persisted(lib: Any, ctx: Ctx) -> Any:
+    src = filled(lib, ctx)
+    src.persist_to(ctx.path("copy.h5"))
+    copy = ctx.keep(lib.Store.open(ctx.path("copy.h5"), read_only=True))
+    return copy.list_metadata(), copy.read_by_ids([1, 4]), copy.get_compression()
+
+
+def _open_copy(lib: Any, ctx: Ctx) -> Any:
+    path = ctx.path("orig.h5")
+    src = ctx.keep(lib.Store.create(path))
+    src.add_time_series(1, "G", ctx.comp, lib.SingleTimeSeries(T0, "PT1H", np.ones(3), "x"))
+    src.close()
+    copy = ctx.keep(lib.Store.open_copy(path, ctx.path("dest.h5")))
+    copy.add_time_series(2, "G", ctx.comp, lib.SingleTimeSeries(T0, "PT1H", np.ones(3), "y"))
+    again = ctx.keep(lib.Store.open(path, read_only=True))
+    return copy.list_names(), again.list_names()
+
+
 def _closed(call: Any) -> Any:
     def run(lib: Any, ctx: Ctx) -> Any:
         s = filled(lib, ctx)
@@ -312,6 +331,12 @@ CREATE = [
     Case("create where a store is", _exists_twice),
     Case("create overwrite", _overwrite),
     Case("open missing", lambda lib, ctx: lib.Store.open(ctx.path("nowhere.h5"))),
+    Case("persist_to then open", _persisted),
+    Case("open_copy leaves the source", _open_copy),
+    Case(
+        "persist_to onto a store",
+        lambda lib, ctx: filled(lib, ctx).persist_to(ctx.path("s0.h5")),
+    ),
     Case(
         "open read only then add",
         lambda lib, ctx: (
