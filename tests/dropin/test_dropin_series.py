@@ -371,10 +371,43 @@ ADD_REFUSALS = [
 ]
 
 
+def _stored(kind: str, zone: str, read: Any) -> Any:
+    """The series added to a store, then what ``read(store, id)`` gives back."""
+
+    def call(lib: Any, ctx: Any) -> Any:
+        s = ctx.store()
+        i = s.add_time_series(7, "Gen", ctx.comp, KINDS[kind](lib, zone))
+        return s.get_metadata_by_id(i), read(s, i)
+
+    return call
+
+
+_READS: dict[str, Any] = {
+    "whole": lambda s, i: s.read_by_id(i),
+    "from the second step": lambda s, i: (
+        s.read_by_id(i, start_time=s.read_by_id(i).timestamps[1])
+        if hasattr(s.read_by_id(i), "timestamps")
+        else s.read_by_id(i, start_time=s.read_by_id(i).initial_timestamp, count=1)
+    ),
+    "listed aware": lambda s, i: s.list_metadata(zoneless=False),
+}
+# (Most of these agree: tests/store/test_store_interop.py draws many more at random; these
+# are the caller's everyday reads, kept few so the harness runs in seconds.)
+STORED = [
+    Case(f"stored {kind} {zone} {how}", _stored(kind, zone, read))
+    for kind in KINDS
+    if kind != "single-monthly"
+    for zone, reads in (("naive", ("whole", "from the second step")), ("denver", _READS))
+    for how, read in _READS.items()
+    if how in reads
+]
+
+
 @pytest.mark.parametrize(
     "case",
     params(
-        CONSTRUCT
+        STORED
+        + CONSTRUCT
         + REPR
         + ARROW
         + WINDOWS

@@ -84,6 +84,22 @@ QUERIES = {
     "read_by_id wrong owner": lambda lib, s: s.read_by_id(1, owner_id=10),
     "read_by_ids": lambda lib, s: s.read_by_ids([2, 1, 5]),
     "read_by_ids_range": lambda lib, s: s.read_by_ids_range([1, 2], (T0 + H, T0 + 3 * H)),
+    "read_by_ids_range mixed": lambda lib, s: s.read_by_ids_range([4, 5, 6], (T0 + H, T0 + 6 * H)),
+    "read_by_ids_range empty": lambda lib, s: s.read_by_ids_range([1], (T0 + 9 * H, T0 + 12 * H)),
+    "read_by_ids_range reversed": lambda lib, s: s.read_by_ids_range([1], (T0 + 3 * H, T0)),
+    "read_by_id irregular window": lambda lib, s: s.read_by_id(5, start_time=T0 + H),
+    "read_by_id persistent window": lambda lib, s: s.read_by_id(6, start_time=T0 + 2 * H, len=1),
+    "read_by_id off grid": lambda lib, s: s.read_by_id(1, start_time=T0 + timedelta(minutes=1)),
+    "read_by_id past the end": lambda lib, s: s.read_by_id(1, start_time=T0 + 3 * H, len=5),
+    "list_metadata initial_timestamp": lambda lib, s: s.list_metadata(initial_timestamp=T0),
+    "list_metadata length": lambda lib, s: s.list_metadata(length=4),
+    "list_metadata interval": lambda lib, s: s.list_metadata(interval="PT1H"),
+    "list_metadata bad type": lambda lib, s: s.list_metadata(time_series_type="Nope"),
+    "list_metadata bad resolution": lambda lib, s: s.list_metadata(resolution="1h"),
+    "get_intervals typed": lambda lib, s: s.get_intervals("Deterministic"),
+    "list_owner_ids attributes": lambda lib, s: s.list_owner_ids(
+        lib.OwnerCategory.SupplementalAttribute
+    ),
     "counts_by_type": lambda lib, s: s.counts_by_type(),
     "time_series_count_summary": lambda lib, s: s.time_series_count_summary(),
     "get_time_series_counts": lambda lib, s: s.get_time_series_counts(),
@@ -166,6 +182,24 @@ MAINTENANCE = {
     "copy_time_series": lambda lib, s: s.copy_time_series(1, 40, "Gen", new_name="copy"),
     "clear_time_series": lambda lib, s: s.clear_time_series(owner_id=20),
     "transform": lambda lib, s: s.transform_single_time_series("PT2H", "PT1H"),
+    "transform then read": lambda lib, s: [
+        (m, s.read_by_id(m["id"]))
+        for m in (
+            s.transform_single_time_series("PT2H", "PT1H", resolution="PT1H"),
+            s.list_metadata(time_series_type="DeterministicSingleTimeSeries"),
+        )[1]
+    ],
+    "transform too long": lambda lib, s: s.transform_single_time_series("PT9H", "PT1H"),
+    "replace_owner onto an owner": lambda lib, s: s.replace_owner(
+        20, 10, lib.OwnerCategory.Component
+    ),
+    "copy onto an existing name": lambda lib, s: s.copy_time_series(1, 10, "Gen"),
+    "copy missing": lambda lib, s: s.copy_time_series(99, 10, "Gen"),
+    "remove_by_filter features": lambda lib, s: s.remove_by_filter(features={"year": 2030}),
+    "remove_by_filter nothing": lambda lib, s: s.remove_by_filter(name="none"),
+    "clear category": lambda lib, s: s.clear_time_series(
+        owner_category=lib.OwnerCategory.SupplementalAttribute
+    ),
     # The counts of slots, datasets and bytes describe each package's own array files
     # (documented different); the keys, their order and the catalog's counts must agree.
     "compact": lambda lib, s: [
@@ -529,7 +563,8 @@ def test_store_calls_agree(same, case: Case) -> None:
 # ------------------------------------------------------------------ documented differences
 def test_the_documented_differences_hold(tmp_path) -> None:
     # docs/compatibility.md marks these names different (the store is a directory for
-    # durability; the default compression is auto for speed): they must stay true.
+    # durability: Store.create, open, persist_to, open_copy, compact; the default
+    # compression is auto for speed: Store.create, get_compression): they must stay true.
     import infrastore
 
     import infrastore_sqlite
@@ -541,6 +576,9 @@ def test_the_documented_differences_hold(tmp_path) -> None:
         assert ours.get_compression()["compression"] == "auto"
         assert (tmp_path / "ref.h5").is_file() and (tmp_path / "ref.h5.sqlite").is_file()
         assert (tmp_path / "ours.h5").is_dir()
+        ref.persist_to(str(tmp_path / "ref_copy.h5"))
+        ours.persist_to(tmp_path / "ours_copy.h5")
+        assert (tmp_path / "ref_copy.h5").is_file() and (tmp_path / "ours_copy.h5").is_dir()
     finally:
         ref.close()
         ours.close()
