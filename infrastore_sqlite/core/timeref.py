@@ -18,6 +18,7 @@ The spellings and the validation rules are the reference implementation's
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from functools import lru_cache
@@ -130,7 +131,27 @@ def normalize_time_reference(value: str | None) -> str | None:
             f"time_reference must be a string or None, not {type(value).__name__}",
             hint=_REFERENCE_HINT,
         )
-    return _normalize(value)
+    normalized = _normalize(value)
+    _warn_if_unknown(normalized)
+    return normalized
+
+
+@lru_cache(maxsize=256)
+def _unknown_zone(name: str) -> bool:
+    return reference_kind(name) == "zone" and zone_info(name) is None
+
+
+def _warn_if_unknown(name: str | None) -> None:
+    # Not an error (the instants are stored either way); the words up to "zone" are the
+    # reference's, which callers' warning filters match.
+    if name is not None and _unknown_zone(name):
+        warnings.warn(
+            f'time_reference names the IANA zone "{name}", unknown to the tz database here: '
+            f"its instants are stored as given and shown in UTC (pip install tzdata, or update "
+            f"it, to show them in the zone)",
+            UserWarning,
+            stacklevel=4,
+        )
 
 
 @lru_cache(maxsize=1024)  # series share a handful of spellings; checking is regex work
@@ -266,7 +287,7 @@ def reference_kind(time_reference: str | None) -> ReferenceKind:
         return time_reference  # type: ignore[return-value]
     if _CANONICAL_OFFSET_RE.fullmatch(time_reference):
         return "offset"
-    normalized = normalize_time_reference(time_reference)
+    normalized = _normalize(time_reference)
     if normalized != time_reference:  # a non-canonical offset such as '+0530'
         return reference_kind(normalized)
     return "zone"
@@ -297,8 +318,7 @@ def reference_slug(time_reference: str | None) -> str:
     if kind in ("utc", "zoneless"):
         return kind
     if kind == "offset":
-        normalized = normalize_time_reference(time_reference)
-        assert normalized is not None
+        normalized = _normalize(time_reference)
         sign = "plus" if normalized[0] == "+" else "minus"
         return f"offset_{sign}{normalized[1:3]}_{normalized[4:6]}"
     slug = re.sub(r"[^A-Za-z0-9]", "_", time_reference)
@@ -506,9 +526,15 @@ def zone_info(name: str) -> ZoneInfo | None:
         return None
 
 
-@lru_cache(maxsize=1024)
 def render_zone(time_reference: str | None) -> tzinfo | None:
-    """The tzinfo a reference renders in (its wall clock); None means naive (zoneless)."""
+    """The tzinfo a reference renders in (its wall clock); None means naive (zoneless).
+    A zone the tz database lacks renders in UTC, with a warning (as the reference warns)."""
+    _warn_if_unknown(time_reference)
+    return _render_zone(time_reference)
+
+
+@lru_cache(maxsize=1024)
+def _render_zone(time_reference: str | None) -> tzinfo | None:
     kind = reference_kind(time_reference)
     if kind in ("unspecified", "utc"):
         return UTC
@@ -516,8 +542,7 @@ def render_zone(time_reference: str | None) -> tzinfo | None:
         return None
     assert time_reference is not None
     if kind == "offset":
-        normalized = normalize_time_reference(time_reference)
-        assert normalized is not None
+        normalized = _normalize(time_reference)
         minutes = int(normalized[1:3]) * 60 + int(normalized[4:6])
         # timezone(timedelta(0)) is timezone.utc itself, as the reference renders +00:00.
         return timezone(timedelta(minutes=-minutes if normalized[0] == "-" else minutes))

@@ -14,7 +14,9 @@ against the reference would make it after ``import infrastore_sqlite as infrasto
   and the two must be equal, order included;
 * a refusal: ours must be an instance of the class the reference raised, looked up by
   name in our package (or the builtins), so ``except ThatClass`` catches both; and the
-  case's ``words`` (what callers match on) must appear in both messages.
+  case's ``words`` (what callers match on) must appear in both messages;
+* either way, the classes of the warnings issued, and that ours leaves nothing for the
+  garbage collector to fail on (Python prints those as "Exception ignored in …").
 
 The calls are drawn from the reference's published docstrings and its public
 ``examples/python`` scripts (which calls a caller makes), never from its code or tests.
@@ -33,6 +35,7 @@ import enum
 import gc
 import itertools
 import sys
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -129,6 +132,7 @@ class Outcome:
     error: type[BaseException] | None = None
     message: str = ""
     unraisable: tuple[str, ...] = ()
+    warned: tuple[str, ...] = ()
 
 
 def normalize(x: Any) -> Any:
@@ -199,21 +203,25 @@ def run(lib: Any, case: Case, directory: Path) -> Outcome:
     previous = sys.unraisablehook
     sys.unraisablehook = caught.append
     try:
-        try:
-            outcome = Outcome(value=normalize(case.call(lib, ctx)))
-        except TypeError as exc:
-            if "the harness cannot compare" in str(exc):
-                raise
-            outcome = Outcome(error=type(exc), message=str(exc))
-        except Exception as exc:  # the refusal is what is compared
-            outcome = Outcome(error=type(exc), message=str(exc))
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            try:
+                outcome = Outcome(value=normalize(case.call(lib, ctx)))
+            except TypeError as exc:
+                if "the harness cannot compare" in str(exc):
+                    raise
+                outcome = Outcome(error=type(exc), message=str(exc))
+            except Exception as exc:  # the refusal is what is compared
+                outcome = Outcome(error=type(exc), message=str(exc))
         ctx.close()
         if case.collect:  # a full collection costs ~50 ms: only where a case asks
             gc.collect()
     finally:
         sys.unraisablehook = previous
     left = tuple(f"{type(u.exc_value).__name__}: {u.exc_value} (in {u.object!r})" for u in caught)
-    return Outcome(outcome.value, outcome.error, outcome.message, left)
+    # The warnings' classes, once each: a caller's filterwarnings names the class.
+    classes = tuple(sorted({w.category.__name__ for w in warned}))
+    return Outcome(outcome.value, outcome.error, outcome.message, left, classes)
 
 
 def counterpart(name: str) -> type[BaseException]:
@@ -228,9 +236,10 @@ def counterpart(name: str) -> type[BaseException]:
 
 
 def describe(o: Outcome) -> str:
+    warned = f" (warned: {', '.join(o.warned)})" if o.warned else ""
     if o.error is None:
-        return f"returned {o.value!r}"[:2000]
-    return f"raised {o.error.__name__}: {o.message}"
+        return f"returned {o.value!r}"[:2000] + warned
+    return f"raised {o.error.__name__}: {o.message}{warned}"
 
 
 def check(case: Case, tmp_path: Path) -> None:
@@ -240,6 +249,7 @@ def check(case: Case, tmp_path: Path) -> None:
     context = f"\nreference: {describe(ref)}\nours:      {describe(ours)}"
     # (The reference's own leftovers are not ours to judge.)
     assert not ours.unraisable, f"ours left errors only the collector saw: {ours.unraisable}"
+    assert ours.warned == ref.warned, "the warnings differ" + context
     if ref.error is not None:
         assert ours.error is not None, "the reference refuses; ours does not" + context
         wanted = counterpart(ref.error.__name__)

@@ -371,6 +371,46 @@ ADD_REFUSALS = [
 ]
 
 
+_REFERENCES = [
+    "utc",
+    "UTC",
+    "zoneless",
+    "+05:30",
+    "-07:00",
+    "America/Denver",
+    "Etc/GMT+7",
+    "bogus",
+    "",
+]
+TIME_REFERENCES = [
+    Case(
+        f"time_reference {ref!r} on a {'naive' if naive else 'utc'} start",
+        lambda lib, ctx, r=ref, n=naive: lib.SingleTimeSeries(
+            T0 if n else _at("utc"), "PT1H", np.zeros(2), "x", time_reference=r
+        ),
+    )
+    for ref in _REFERENCES
+    for naive in (True, False)
+]
+
+_FEATURES = [{"a": 1}, {"a": 1.5}, {"a": True}, {"a": "1"}, {"a": None}, {"b": [1]}, {"": 1}]
+FEATURES = [
+    Case(
+        f"features {features!r}",
+        lambda lib, ctx, f=features: (
+            lambda s: (
+                s.add_time_series(1, "G", ctx.comp, _sts(lib), features=f),
+                s.list_metadata(),
+                s.list_metadata(features={"a": 1}),
+                s.list_metadata(features={"a": "1"}),
+                s.list_metadata(features=f, features_exact=True),
+            )
+        )(ctx.store()),
+    )
+    for features in _FEATURES
+]
+
+
 def _stored(kind: str, zone: str, read: Any) -> Any:
     """The series added to a store, then what ``read(store, id)`` gives back."""
 
@@ -407,6 +447,8 @@ STORED = [
     "case",
     params(
         STORED
+        + TIME_REFERENCES
+        + FEATURES
         + CONSTRUCT
         + REPR
         + ARROW
