@@ -1,7 +1,8 @@
 """The drop-in harness (issue 25): one call, run on both packages, compared.
 
-The test modules here import it (``from harness import Case, params``); the ``same``
-fixture (conftest.py) runs a case.
+The test modules here import it (``from harness import Case, check, params``) and run
+each case with ``check(case, tmp_path)``. (No conftest.py here: other test modules import
+``conftest`` by name, and a second one would shadow the root's.)
 
 A :class:`Case` is a call written once against a package object ``lib`` (``infrastore``
 0.15.1, the reference, or ``infrastore_sqlite``), the way a caller's script written

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from harness import Case, Ctx, params
+from harness import Case, Ctx, check, params
 
 pytestmark = pytest.mark.interop
 
@@ -108,5 +108,5 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", params(CASES))
-def test_interchange_calls_agree(same, case: Case) -> None:
-    same(case)
+def test_interchange_calls_agree(tmp_path, case: Case) -> None:
+    check(case, tmp_path)

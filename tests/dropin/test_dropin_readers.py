@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from harness import Case, Ctx, params
+from harness import Case, Ctx, check, params
 
 pytestmark = pytest.mark.interop
 
@@ -19,7 +19,8 @@ H = timedelta(hours=1)
 _READERS = "infrastore_sqlite/store/readers.py"
 
 _ORDER = (
-    f"{_READERS} (the reader's columns): StaticReader.groups lists a group's ids, and "
+    f"{_READERS} build_static_reader (rows sorted by r.id) and build_forecast_reader "
+    "(rows by sorted id): StaticReader.groups lists a group's ids, and "
     "group_values its columns, in catalog id (insertion) order; the reference orders them "
     "by owner id (ids [2, 3, 1] for owners 20, 10, 15 added in that order; an irregular "
     "cohort's group_values(0) is [10, 20], not [20, 10]): a caller zipping values with "
@@ -225,5 +226,5 @@ FORECAST = [
 
 
 @pytest.mark.parametrize("case", params(STATIC + FORECAST))
-def test_reader_calls_agree(same, case: Case) -> None:
-    same(case)
+def test_reader_calls_agree(tmp_path, case: Case) -> None:
+    check(case, tmp_path)

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 import pytest
-from harness import Case, params
+from harness import Case, check, params
 
 pytestmark = pytest.mark.interop
 
@@ -207,16 +207,15 @@ REFUSALS = [
         "start is a string",
         lambda lib, ctx: lib.SingleTimeSeries("2024-01-01", "PT1H", np.zeros(2), "x"),
         words=("expected a datetime",),
-        xfail=f"{_MODEL} _start (the initial_timestamp check, ~line 346) says 'initial_timestamp "
-        "must be a datetime, not str'; the reference says 'expected a datetime, got str' "
-        "(InvalidParameterError): word it so, or leave the check to core.timeref.datetime_to_ms, "
-        "which now does",
+        xfail=f"{_MODEL} _anchor_ms says 'initial_timestamp must be a datetime, not str'; the "
+        "reference says 'expected a datetime, got str' (InvalidParameterError): word it so, or "
+        "leave the check to core.timeref.datetime_to_ms, which now does",
     ),
     Case(
         "forecast start is an int",
         lambda lib, ctx: lib.Deterministic(5, "PT1H", "PT1H", "PT1H", 1, np.zeros((1, 1)), "x"),
         words=("expected a datetime",),
-        xfail=f"{_MODEL}: as for SingleTimeSeries ('expected a datetime, got int')",
+        xfail=f"{_MODEL} _anchor_ms: as for SingleTimeSeries ('expected a datetime, got int')",
     ),
     Case(
         "irregular timestamp is a string",
@@ -463,5 +462,5 @@ STORED = [
         + ADD_REFUSALS
     ),
 )
-def test_series_calls_agree(same, case: Case) -> None:
-    same(case)
+def test_series_calls_agree(tmp_path, case: Case) -> None:
+    check(case, tmp_path)

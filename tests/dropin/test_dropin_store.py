@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from harness import Case, Ctx, params
+from harness import Case, Ctx, check, params
 
 pytestmark = pytest.mark.interop
 
@@ -147,8 +147,11 @@ _UTC_TEXT = (
     f"{_API}: the reference spells the initial_timestamp of get_forecast_parameters, "
     "forecast_summary, static_summary and check_static_consistency as RFC 3339 in UTC "
     "with '+00:00' ('2024-01-01T00:00:00+00:00'), a zoneless series's too; ours leaves a "
-    "zoneless one without the offset (the rows come from RowView.metadata(), whose "
-    "list_metadata spelling is right there and must stay)"
+    "zoneless one without the offset: in _fields (static/forecast summaries), "
+    "get_forecast_parameters and check_static_consistency take it from r.metadata() (the "
+    "list_metadata spelling, right there and to keep); use "
+    "core.timeref.ms_to_rfc3339(r.initial_ms) instead. time_series_count_summary keeps the "
+    "list_metadata spelling (it agrees today)"
 )
 _QUERY_XFAIL = {
     "get_forecast_parameters": _UTC_TEXT,
@@ -540,8 +543,8 @@ TRANSACTIONS = [
     Case(
         "add owner category None",
         _add(category=None),
-        xfail="infrastore_sqlite/model.py OwnerCategory coercion (~line 152, 'unknown "
-        "owner_category None') raises InvalidParameterError; the reference raises TypeError "
+        xfail="infrastore_sqlite/model.py OwnerCategory.coerce ('unknown owner_category "
+        "None') raises InvalidParameterError; the reference raises TypeError "
         "(\"'None' is not an instance of 'OwnerCategory'\"): raise ParameterTypeError for a "
         "value that is neither an OwnerCategory nor a str",
     ),
@@ -556,8 +559,8 @@ TRANSACTIONS = [
     "case",
     params(QUERY_CASES + MAINTENANCE_CASES + SUMMARIES + CREATE + ATTRIBUTES + TRANSACTIONS),
 )
-def test_store_calls_agree(same, case: Case) -> None:
-    same(case)
+def test_store_calls_agree(tmp_path, case: Case) -> None:
+    check(case, tmp_path)
 
 
 # ------------------------------------------------------------------ documented differences
