@@ -87,6 +87,13 @@ def render(
     return template
 
 
+def _sentence(message: str) -> str:
+    """``message`` closed as a sentence, so a hint appended after it reads as the next one
+    ("… to the millisecond. Truncate it …", not "… to the millisecond Truncate it …")."""
+    text = message.rstrip()
+    return text if not text or text[-1] in ".!?:;" else f"{text}."
+
+
 class TimeSeriesError(Exception):
     """Root of every error this package raises on purpose.
 
@@ -138,7 +145,7 @@ class TimeSeriesError(Exception):
         message = render(self.template, self.terms, audience, command)
         hint = self.hint_template and render(self.hint_template, self.terms, audience, command)
         if hint and hint not in message:
-            return f"{message} {hint}"
+            return f"{_sentence(message)} {hint}"
         return message
 
     def __str__(self) -> str:

@@ -35,3 +35,23 @@ def test_rehash_terms_name_callable_functions(term: errors.Term) -> None:
     function = _resolve(match.group(1))
     assert callable(function), match.group(1)
     assert match.group(1).split(".")[-1] == function.__name__
+
+
+@pytest.mark.parametrize(
+    ("message", "shown"),
+    [
+        ("to the millisecond", "to the millisecond. Truncate it."),
+        ("counts whole milliseconds)", "counts whole milliseconds). Truncate it."),
+        ("already a sentence.", "already a sentence. Truncate it."),
+        ("a list follows:", "a list follows: Truncate it."),
+    ],
+)
+def test_a_hint_follows_its_message_as_the_next_sentence(message: str, shown: str) -> None:
+    exc = errors.InvalidParameterError(message, hint="Truncate it.")
+    assert str(exc) == exc.render("cli") == shown
+    assert exc.message == message and exc.hint == "Truncate it."  # the fields stay as given
+
+
+def test_a_hint_already_in_the_message_is_not_repeated() -> None:
+    exc = errors.InvalidParameterError("bad value; Truncate it.", hint="Truncate it.")
+    assert str(exc) == "bad value; Truncate it."

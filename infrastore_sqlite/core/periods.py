@@ -200,7 +200,7 @@ class Period:
         raise _invalid(text, reason, suggestion)
 
     @classmethod
-    def from_timedelta(cls, td: timedelta) -> Period:
+    def from_timedelta(cls, td: timedelta, *, exact: bool = False, what: str = "period") -> Period:
         """A fixed period from a :class:`datetime.timedelta`.
 
         Parameters
@@ -208,6 +208,12 @@ class Period:
         td
             Any timedelta. Sub-millisecond parts are dropped, truncating toward zero,
             as the reference does (1500 µs → ``PT0.001S``, −1500 µs → ``-PT0.001S``).
+        exact
+            Refuse a sub-millisecond part (in the reference's words) instead of dropping
+            it: for a period a series is stored on, where a truncated step would misplace
+            every value silently. Filters and queries keep the default.
+        what
+            What the period is (``resolution``, ``horizon``, ``interval``), for the message.
 
         Returns
         -------
@@ -220,7 +226,14 @@ class Period:
         total_us = (td.days * 86_400 + td.seconds) * 1_000_000 + td.microseconds
         # Truncate toward zero (not floor): the reference converts the magnitude.
         ms = abs(total_us) // 1000
-        return cls(ms=-ms if total_us < 0 else ms)
+        period = cls(ms=-ms if total_us < 0 else ms)
+        if exact and total_us % 1000:
+            raise InvalidParameterError(
+                f"{what} {period} ({td} given) is not a positive whole number of "
+                f"milliseconds; the store cannot represent it",
+                hint="Round the timedelta to whole milliseconds first.",
+            )
+        return period
 
     # -- rendering ----------------------------------------------------------------
 
@@ -470,7 +483,9 @@ def _suggest_fraction(upper: str) -> str | None:
     return str(Period(ms=-total if neg else total))
 
 
-def as_period(value: str | timedelta | Period, *, what: str = "resolution") -> Period:
+def as_period(
+    value: str | timedelta | Period, *, what: str = "resolution", exact: bool = False
+) -> Period:
     """Accept a period as a string, a timedelta or a :class:`Period`.
 
     Parameters
@@ -481,6 +496,9 @@ def as_period(value: str | timedelta | Period, *, what: str = "resolution") -> P
     what
         What the value is (``resolution``, ``horizon``, ``interval``); error messages
         start with it.
+    exact
+        Refuse a timedelta with a sub-millisecond part rather than truncate it (see
+        :meth:`Period.from_timedelta`): for the periods a series is stored on.
 
     Returns
     -------
@@ -494,7 +512,7 @@ def as_period(value: str | timedelta | Period, *, what: str = "resolution") -> P
     if isinstance(value, Period):
         return value
     if isinstance(value, timedelta):
-        return Period.from_timedelta(value)
+        return Period.from_timedelta(value, exact=exact, what=what)
     if isinstance(value, str):
         try:
             return Period.parse(value)

@@ -18,6 +18,7 @@ The spellings and the validation rules are the reference implementation's
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from functools import lru_cache
@@ -130,7 +131,27 @@ def normalize_time_reference(value: str | None) -> str | None:
             f"time_reference must be a string or None, not {type(value).__name__}",
             hint=_REFERENCE_HINT,
         )
-    return _normalize(value)
+    normalized = _normalize(value)
+    _warn_if_unknown(normalized)
+    return normalized
+
+
+@lru_cache(maxsize=256)
+def _unknown_zone(name: str) -> bool:
+    return reference_kind(name) == "zone" and zone_info(name) is None
+
+
+def _warn_if_unknown(name: str | None) -> None:
+    # Not an error (the instants are stored either way); the words up to "zone" are the
+    # reference's, which callers' warning filters match.
+    if name is not None and _unknown_zone(name):
+        warnings.warn(
+            f'time_reference names the IANA zone "{name}", unknown to the tz database here: '
+            f"its instants are stored as given and shown in UTC (pip install tzdata, or update "
+            f"it, to show them in the zone)",
+            UserWarning,
+            stacklevel=4,
+        )
 
 
 @lru_cache(maxsize=1024)  # series share a handful of spellings; checking is regex work
@@ -266,7 +287,7 @@ def reference_kind(time_reference: str | None) -> ReferenceKind:
         return time_reference  # type: ignore[return-value]
     if _CANONICAL_OFFSET_RE.fullmatch(time_reference):
         return "offset"
-    normalized = normalize_time_reference(time_reference)
+    normalized = _normalize(time_reference)
     if normalized != time_reference:  # a non-canonical offset such as '+0530'
         return reference_kind(normalized)
     return "zone"
@@ -297,8 +318,7 @@ def reference_slug(time_reference: str | None) -> str:
     if kind in ("utc", "zoneless"):
         return kind
     if kind == "offset":
-        normalized = normalize_time_reference(time_reference)
-        assert normalized is not None
+        normalized = _normalize(time_reference)
         sign = "plus" if normalized[0] == "+" else "minus"
         return f"offset_{sign}{normalized[1:3]}_{normalized[4:6]}"
     slug = re.sub(r"[^A-Za-z0-9]", "_", time_reference)
@@ -405,10 +425,18 @@ def datetime_to_ms(
         ms = int(_datetime64_to_ms(arr, what, indexed=False, rounding=rounding)[0])
         _check_ms_range(ms, what)
         return ms
+    # "expected a datetime" are the reference's words, which callers match on.
     raise InvalidParameterError(
-        f"{what} must be a datetime.datetime or numpy.datetime64, not {type(dt).__name__}",
+        f"{what}: expected a datetime, got {type(dt).__name__} (a datetime.datetime or a "
+        f"numpy.datetime64)",
         hint="Build it with datetime(2024, 1, 1, tzinfo=timezone.utc), for example.",
     )
+
+
+def _item(what: str, i: int) -> str:
+    """Item ``i`` of ``what``, as the reference names it: ``timestamp 1`` of ``timestamps``
+    (callers match on those words); ``what[i]`` for a name that is no plural word."""
+    return f"{what[:-1]} {i}" if what.endswith("s") and len(what) > 3 else f"{what}[{i}]"
 
 
 def _datetime64_to_ms(
@@ -416,12 +444,12 @@ def _datetime64_to_ms(
 ) -> npt.NDArray[np.int64]:
     """Vectorised conversion of a datetime64 array to int64 milliseconds.
 
-    Errors name the first offending position as ``what[i]`` (just ``what`` when not
-    ``indexed``, for a scalar).
+    Errors name the first offending position as ``timestamp i`` for ``timestamps`` (just
+    ``what`` when not ``indexed``, for a scalar).
     """
 
     def at(i: int) -> str:
-        return f"{what}[{i}]" if indexed else what
+        return _item(what, i) if indexed else what
 
     unit, count = np.datetime_data(values.dtype)
     if unit == "generic":
@@ -464,7 +492,7 @@ def datetimes_to_ms(
         iterable of datetimes / ``datetime64`` scalars, each converted as
         :func:`datetime_to_ms` does.
     what
-        What the values are, for error messages (``timestamps[3] … is finer than a
+        What the values are, for error messages (``timestamp 3 … is finer than a
         millisecond``).
 
     Returns
@@ -483,7 +511,7 @@ def datetimes_to_ms(
                 _check_ms_range(int(out.min()), what)
                 _check_ms_range(int(out.max()), what)
             return out
-    out = [datetime_to_ms(v, what=f"{what}[{i}]") for i, v in enumerate(values)]
+    out = [datetime_to_ms(v, what=_item(what, i)) for i, v in enumerate(values)]
     return np.array(out, dtype=np.int64)
 
 
@@ -498,9 +526,15 @@ def zone_info(name: str) -> ZoneInfo | None:
         return None
 
 
-@lru_cache(maxsize=1024)
 def render_zone(time_reference: str | None) -> tzinfo | None:
-    """The tzinfo a reference renders in (its wall clock); None means naive (zoneless)."""
+    """The tzinfo a reference renders in (its wall clock); None means naive (zoneless).
+    A zone the tz database lacks renders in UTC, with a warning (as the reference warns)."""
+    _warn_if_unknown(time_reference)
+    return _render_zone(time_reference)
+
+
+@lru_cache(maxsize=1024)
+def _render_zone(time_reference: str | None) -> tzinfo | None:
     kind = reference_kind(time_reference)
     if kind in ("unspecified", "utc"):
         return UTC
@@ -508,8 +542,7 @@ def render_zone(time_reference: str | None) -> tzinfo | None:
         return None
     assert time_reference is not None
     if kind == "offset":
-        normalized = normalize_time_reference(time_reference)
-        assert normalized is not None
+        normalized = _normalize(time_reference)
         minutes = int(normalized[1:3]) * 60 + int(normalized[4:6])
         # timezone(timedelta(0)) is timezone.utc itself, as the reference renders +00:00.
         return timezone(timedelta(minutes=-minutes if normalized[0] == "-" else minutes))

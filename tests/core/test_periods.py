@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import calendar
+import re
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -327,6 +328,25 @@ def test_predicates(period: str, positive: bool, zero: bool) -> None:
 )
 def test_from_timedelta(td: timedelta, canonical: str) -> None:
     assert str(Period.from_timedelta(td)) == canonical
+
+
+@pytest.mark.parametrize(
+    ("td", "shown"),
+    [
+        (timedelta(microseconds=1500), "PT0.001S"),
+        (timedelta(microseconds=1), "PT0S"),
+        (timedelta(hours=1, microseconds=5), "PT1H"),
+        (timedelta(microseconds=-1500), "-PT0.001S"),
+    ],
+)
+def test_an_exact_period_refuses_a_sub_millisecond_part(td: timedelta, shown: str) -> None:
+    # A series stored on a truncated step would put every value at the wrong instant.
+    message = f"resolution {shown} ({td} given) is not a positive whole number of milliseconds"
+    with pytest.raises(InvalidParameterError, match=re.escape(message)):
+        as_period(td, what="resolution", exact=True)
+    assert str(as_period(td)) == shown  # filters and queries still truncate
+    assert str(as_period(timedelta(milliseconds=1500), exact=True)) == "PT1.5S"
+    assert as_period("PT0.001S", exact=True) == Period(ms=1)
 
 
 def test_to_timedelta() -> None:

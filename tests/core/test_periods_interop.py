@@ -33,7 +33,11 @@ from infrastore_sqlite.core.timeref import (
 )
 from infrastore_sqlite.errors import InvalidParameterError
 
-pytestmark = pytest.mark.interop
+pytestmark = [
+    pytest.mark.interop,
+    # both packages warn on a well-formed zone name the tz database lacks ("Utc")
+    pytest.mark.filterwarnings("ignore:time_reference names the IANA zone:UserWarning"),
+]
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 Outcome = tuple[str, Any]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo
 
@@ -31,6 +32,10 @@ from infrastore_sqlite.core.timeref import (
     zone_info,
 )
 from infrastore_sqlite.errors import InvalidParameterError
+
+# Zones the tz database lacks warn (test_an_unknown_zone_warns_where_it_is_named_and_rendered);
+# elsewhere that is noise.
+pytestmark = pytest.mark.filterwarnings("ignore:time_reference names the IANA zone:UserWarning")
 
 JAN1 = 1_704_067_200_000  # 2024-01-01T00:00:00Z
 DENVER = ZoneInfo("America/Denver")
@@ -369,9 +374,9 @@ def test_datetime_to_ms_names_what_and_refuses_bad_values() -> None:
         datetime_to_ms(datetime(2024, 1, 1, 0, 0, 0, 1))
     with pytest.raises(InvalidParameterError, match=r"^start "):
         datetime_to_ms(datetime(2024, 1, 1, 0, 0, 0, 1), what="start")
-    with pytest.raises(InvalidParameterError, match="not date"):
+    with pytest.raises(InvalidParameterError, match="expected a datetime, got date"):
         datetime_to_ms(datetime(2024, 1, 1).date())  # type: ignore[arg-type]
-    with pytest.raises(InvalidParameterError, match="not int"):
+    with pytest.raises(InvalidParameterError, match="expected a datetime, got int"):
         datetime_to_ms(JAN1)  # type: ignore[arg-type]
     with pytest.raises(InvalidParameterError, match="NaT"):
         datetime_to_ms(np.datetime64("NaT", "s"))
@@ -410,14 +415,38 @@ def test_datetimes_to_ms_vectorized_numpy() -> None:
     assert datetimes_to_ms(np.array([], dtype="datetime64")).shape == (0,)
 
 
+@pytest.mark.parametrize("value", ["2024-01-01", 5, None, 1.5])
+def test_a_non_datetime_is_refused_in_the_references_words(value: object) -> None:
+    # Callers written against the reference match "expected a datetime".
+    kind = type(value).__name__
+    with pytest.raises(InvalidParameterError, match=f"^start: expected a datetime, got {kind} "):
+        datetime_to_ms(value, what="start")  # type: ignore[arg-type]
+    with pytest.raises(
+        InvalidParameterError, match=f"^timestamp 1: expected a datetime, got {kind}"
+    ):
+        datetimes_to_ms([datetime(2024, 1, 1), value])  # type: ignore[list-item]
+
+
+@pytest.mark.filterwarnings("default")
+def test_an_unknown_zone_warns_where_it_is_named_and_rendered() -> None:
+    # The reference warns too; callers filter on "time_reference names the IANA zone".
+    words = 'time_reference names the IANA zone "Mars/Olympus"'
+    with pytest.warns(UserWarning, match=words):
+        assert normalize_time_reference("Mars/Olympus") == "Mars/Olympus"
+    with pytest.warns(UserWarning, match=words):
+        assert ms_to_datetime(0, "Mars/Olympus") == datetime(1970, 1, 1, tzinfo=UTC)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a known zone, an offset, utc: silent
+        for known in ("America/Denver", "+05:30", "utc", "zoneless", None):
+            normalize_time_reference(known)
+            ms_to_datetime(0, known)
+        assert reference_kind("Mars/Olympus") == "zone"  # classifying is not rendering
+
+
 def test_datetimes_to_ms_errors_name_the_position() -> None:
-    with pytest.raises(
-        InvalidParameterError, match=r"^timestamps\[1\] .* finer than a millisecond"
-    ):
+    with pytest.raises(InvalidParameterError, match=r"^timestamp 1 .* finer than a millisecond"):
         datetimes_to_ms([datetime(2024, 1, 1), datetime(2024, 1, 1, 0, 0, 0, 1)])
-    with pytest.raises(
-        InvalidParameterError, match=r"^timestamps\[2\] .* finer than a millisecond"
-    ):
+    with pytest.raises(InvalidParameterError, match=r"^timestamp 2 .* finer than a millisecond"):
         datetimes_to_ms(
             np.array(
                 ["2024-01-01", "2024-01-01", "2024-01-01T00:00:00.0000001"], dtype="datetime64[ns]"

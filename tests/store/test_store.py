@@ -1218,7 +1218,7 @@ def test_list_metadata_filters(filled: Store, filters: dict, expected: list) -> 
         ({"time_series_type": "weekly"}, InvalidParameterError, "unknown time_series_type"),
         ({"owner_category": "Comp"}, InvalidParameterError, "unknown owner_category"),
         ({"resolution": "1h"}, InvalidParameterError, "did you mean 'PT1H'"),
-        ({"initial_timestamp": "2024-01-01"}, InvalidParameterError, "must be a datetime"),
+        ({"initial_timestamp": "2024-01-01"}, InvalidParameterError, "expected a datetime"),
         ({"features": {"x": None}}, InvalidParameterError, "is None"),
         ({"features": {"name": None}}, InvalidParameterError, "is None"),
         ({"features": {"x": float("nan"), "y": [1]}}, InvalidParameterError, "type list"),
