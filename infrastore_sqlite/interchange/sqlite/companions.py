@@ -126,23 +126,38 @@ def companion_sql(prefix: str, sources: Sequence[CompanionSource]) -> list[str]:
 def _typed_view(prefix: str, cls: str, members: Sequence[CompanionSource]) -> str:
     present = {c for s in members for c, _ in values_key_columns(s.type)}
     keys = [c for c in ("issue_time", "percentile", "scenario") if c in present]
-    # The member with the most key columns goes first: readers that take a column's
-    # type from the first SELECT of a compound (DuckDB, connectorx) then see a real
-    # column, not a NULL, wherever one exists.
-    ordered = sorted(members, key=lambda s: (-len(values_key_columns(s.type)), s.base.encode()))
+    ordered = sorted(members, key=lambda s: s.base.encode())
+    # A column a member lacks comes from a subquery of no rows over a table that has
+    # it, joined on: NULL like a literal, but a column with a declared type, so readers
+    # that type a column by its declaration (connectorx, DuckDB, SQLAlchemy) find one
+    # even when the first row holds NULL there. (``LIMIT 0`` keeps the join free; a
+    # ``LEFT JOIN … ON 0`` would scan the other table once per row.)
+    carrier = {c: next(s for s in ordered if c in _key_names(s)) for c in keys}
     selects = []
     for s in ordered:
-        have = {c for c, _ in values_key_columns(s.type)}
-        cols = ["array_id", "timestamp", *(c if c in have else f"NULL AS {c}" for c in keys)]
+        have = _key_names(s)
+        cols = ["v.array_id", "v.timestamp"]
+        joins = []
+        for c in keys:
+            if c in have:
+                cols.append(f"v.{c}")
+            else:
+                table = q(prefix + carrier[c].base + "_values")
+                joins.append(f" LEFT JOIN (SELECT {c} FROM {table} LIMIT 0) AS n_{c} ON 1")
+                cols.append(f"n_{c}.{c}")
         literal = s.base.replace("'", "''")
         selects.append(
-            f"SELECT '{literal}' AS partition_name, {', '.join(cols)}, value "
-            f"FROM {q(prefix + s.base + '_values')}"
+            f"SELECT '{literal}' AS partition_name, {', '.join(cols)}, v.value "
+            f"FROM {q(prefix + s.base + '_values')} AS v{''.join(joins)}"
         )
     return (
         f"CREATE VIEW {q(typed_view_name(prefix, cls))} AS /* {COMPANION_MARKER} */ "
         + " UNION ALL ".join(selects)
     )
+
+
+def _key_names(s: CompanionSource) -> set[str]:
+    return {c for c, _ in values_key_columns(s.type)}
 
 
 def _flat_view(prefix: str, s: CompanionSource) -> str:
