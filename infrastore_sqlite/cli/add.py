@@ -26,7 +26,14 @@ from ..errors import (
 from ..interchange.filing import OUTCOMES
 from .base import PROG, _example, _format, _global_options, _open_store
 from .options import CATEGORY, DURATION, INSTANT, TYPE_NAME, _features
-from .render import _emit_doc, _partition_summary, _Progress, command
+from .render import (
+    _command_line,
+    _emit_doc,
+    _partition_summary,
+    _Progress,
+    command,
+    on_interrupt,
+)
 
 # ---------------------------------------------------------------------------- add
 
@@ -252,6 +259,7 @@ def add(
             "store already holds",
             ctx,
         )
+    _declare_interrupt(ctx, kw, interchange=not csv_file)
     if sqlite_file:
         _add_interchange(ctx, "--sqlite", sqlite_file, kw)
     elif parquet_path:
@@ -347,6 +355,24 @@ def _import_report(result: Any, *, dry_run: bool, store: Path, db: str) -> dict[
         "partitions": parts,
         **left_out,
     }
+
+
+def _declare_interrupt(ctx: click.Context, kw: dict[str, Any], *, interchange: bool) -> None:
+    """The line Ctrl-C prints: what stayed in the store, and the command that resumes."""
+    if kw["dry_run"]:
+        on_interrupt(ctx, "interrupted: a dry run writes nothing; the store is as it was")
+    elif not interchange:
+        on_interrupt(
+            ctx, "interrupted: nothing was added (the series go in together or not at all)"
+        )
+    else:
+        # --replace is safe to run again as it is; otherwise --ignore skips what is there.
+        again = _command_line(ctx) + ("" if kw["replace"] or kw["ignore"] else " --ignore")
+        on_interrupt(
+            ctx,
+            "interrupted: the partitions committed before Ctrl-C stay in the store (`list` "
+            f"shows them), the one in progress was rolled back; resume with `{again}`",
+        )
 
 
 def _add_csv(ctx: click.Context, path: str, kw: dict[str, Any]) -> None:
