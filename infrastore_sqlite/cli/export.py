@@ -9,6 +9,7 @@ May import: the library, :mod:`.base`, :mod:`.render`, :mod:`.options`, and
 from __future__ import annotations
 
 import dataclasses
+import sys
 from datetime import datetime
 from typing import Any
 
@@ -394,7 +395,7 @@ def _export_series(
             )
             meta = series_meta(row)
         columns, rows = value_rows(series)
-        write_series(click.get_text_stream("stdout"), fmt, meta, columns, rows)
+        write_series(sys.stdout, fmt, meta, columns, rows)
         return
     on_interrupt(
         ctx,

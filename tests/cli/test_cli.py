@@ -509,10 +509,15 @@ def test_export_writes_partitions_and_views(pristine: Path, tmp_path: Path) -> N
     # The three fixed-name views, the typed companions of the demo's value kinds (float
     # scalars, JSON) and a flattened view per partition (issue 24).
     flat = {"flat_" + line.split()[0].removesuffix("_values") for line in lines[1:]}
-    assert views == {"all_values", "all_series", "all_arrays"} | {
-        "all_values_real",
-        "all_values_json",
-    } | flat
+    assert (
+        views
+        == {"all_values", "all_series", "all_arrays"}
+        | {
+            "all_values_real",
+            "all_values_json",
+        }
+        | flat
+    )
     assert conn.execute("SELECT count(*) FROM all_series").fetchone()[0] == 14
 
 
