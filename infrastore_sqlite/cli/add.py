@@ -66,7 +66,8 @@ def _given(value: Any) -> bool:
 
 @command(
     epilog=_example(
-        f"{PROG} --store demo.h5 add --csv wind.csv --owner-id 204 \\",
+        f"{PROG} --store demo.h5 export -f csv --dir wind --owner-id 201 --type single",
+        f"{PROG} --store demo.h5 add --csv wind/4_201_max_active_power.csv --owner-id 204 \\",
         "    --owner-type RenewableDispatch --name max_active_power --type single \\",
         "    --resolution PT1H --units pu --feature model_year=2030",
         f"{PROG} --store demo.h5 export -f sqlite --db demo.db",
@@ -247,6 +248,9 @@ def add(
     file's, it keeps its catalog id; an identical one is reported unchanged) or --ignore
     (it is skipped). Rerunning an interrupted import with --ignore finishes it. The
     report counts the series added, replaced, unchanged and skipped per partition.
+    New ids are given partition by partition in the order of each partition's array
+    key (data_hash, then time_axis), not in the file's series order (the reference
+    numbers them the same way); the report lists each series with its id.
     """
     _format(ctx)
     if sum(bool(x) for x in (csv_file, sqlite_file, parquet_path)) != 1:

@@ -248,3 +248,11 @@ def _reading_stdin(pid: int) -> bool:
     except OSError:
         return True  # not readable here: the wait channel alone decides
     return len(fields) > 1 and fields[0] in ("0", "63") and int(fields[1], 16) == 0
+
+
+def test_an_unwritable_target_is_named_as_given(pristine: Path) -> None:
+    """The refusal names --db as the user gave it, not the hidden file built beside it."""
+    r = run("--store", str(pristine), "export", "-f", "sqlite", "--db", "/proc/x.db")
+    assert r.exit_code == 1
+    assert r.stderr.startswith("Error: cannot create /proc/x.db (")
+    assert ".partial" not in r.stderr and "nothing was written" in r.stderr

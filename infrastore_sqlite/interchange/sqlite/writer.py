@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 import numpy as np
 
-from ...errors import OTHER_PREFIX, OVERWRITE, InvalidParameterError
+from ...errors import OTHER_PREFIX, OVERWRITE, InvalidParameterError, TimeSeriesError
 from ...model import TimeSeriesType
 from ...store.segments import remove_tree, stale_work_dirs, work_dir
 from ..layout import (
@@ -159,7 +159,7 @@ def export_sqlite(
         remove_tree(stale)
     tmp = work_dir(target.parent, target.name, "partial")
     try:
-        conn = _connect(tmp, create=True)
+        conn = _create(tmp, target)
         try:
             # A fresh file is only renamed into place when complete, so it needs no
             # rollback journal; dropping it is what makes the export fast.
@@ -235,6 +235,20 @@ def _connect(path: Path, *, create: bool) -> apsw.Connection:
         create=create,
         not_a_db_hint="export into a new file or an existing database",
     )
+
+
+def _create(tmp: Path, target: Path) -> apsw.Connection:
+    """The new file, built under its temporary name; a refusal names the path the caller
+    gave, not the hidden one beside it."""
+    try:
+        return _connect(tmp, create=True)
+    except TimeSeriesError as exc:
+        reason = str(exc).replace(str(tmp), str(target))
+        raise InvalidParameterError(
+            f"cannot create {target} ({reason}); nothing was written. Export to a path in a "
+            "directory you can write to",
+            key=str(target),
+        ) from None
 
 
 @contextlib.contextmanager
