@@ -399,8 +399,8 @@ def _export_series(
         return
     on_interrupt(
         ctx,
-        f"interrupted: the files already in {directory} are complete (each is written "
-        "beside its name and renamed); export again into a new directory for the rest",
+        f"interrupted: nothing was written to {directory} (the files this export had "
+        "written were removed)",
     )
     with _open_store(ctx, read_only=True) as store, _Progress(ctx, "export", "series") as bar:
         files = export_series_files(

@@ -58,7 +58,8 @@ def value_rows(series: Any) -> tuple[list[str], list[dict[str, Any]]]:
         shape = tuple(data.shape[1:])
         vcols = _value_columns("value", shape)
         stamps = _render_instants(np.asarray(series.timestamps_ms), tr)
-        flat = data.reshape(data.shape[0], -1).tolist()
+        # (an explicit width: an empty range has no rows to infer it from)
+        flat = data.reshape(data.shape[0], int(np.prod(shape, dtype=np.int64))).tolist()
         rows = [
             {"timestamp": t, **dict(zip(vcols, v, strict=True))}
             for t, v in zip(stamps, flat, strict=True)
@@ -212,7 +213,8 @@ def export_series_files(
         The source store.
     directory
         Created if absent; files are only added (a name already there is refused before
-        anything is written).
+        anything is written). All or nothing: when a series fails (or the call is
+        interrupted), the files this call wrote are removed.
     fmt
         ``csv``, ``json`` or ``jsonl`` (see :func:`write_series`).
     time_range
@@ -248,6 +250,27 @@ def export_series_files(
         )
     target.mkdir(parents=True, exist_ok=True)
     out: list[SeriesFile] = []
+    try:
+        _write_files(store, target, fmt, rows, names, time_range, progress, out)
+    except BaseException:
+        # All or nothing, as the other exports: a refusal (or Ctrl-C) part-way through
+        # takes back the files this call wrote.
+        for written in out:
+            Path(written.file).unlink(missing_ok=True)
+        raise
+    return out
+
+
+def _write_files(
+    store: Store,
+    target: Path,
+    fmt: str,
+    rows: Sequence[Any],
+    names: Sequence[str],
+    time_range: tuple[datetime, datetime] | None,
+    progress: Callable[[int, int], None] | None,
+    out: list[SeriesFile],
+) -> None:
     for i, (row, name) in enumerate(zip(rows, names, strict=True)):
         series = (
             store.read_by_ids_range([row.id], time_range)[0]
@@ -268,7 +291,6 @@ def export_series_files(
         out.append(SeriesFile(row.id, row.owner_id, row.name, str(final), len(values)))
         if progress is not None:
             progress(i + 1, len(rows))
-    return out
 
 
 def series_meta(row: Any) -> dict[str, Any]:

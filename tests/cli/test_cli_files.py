@@ -256,3 +256,19 @@ def test_an_unwritable_target_is_named_as_given(pristine: Path) -> None:
     assert r.exit_code == 1
     assert r.stderr.startswith("Error: cannot create /proc/x.db (")
     assert ".partial" not in r.stderr and "nothing was written" in r.stderr
+
+
+def test_an_empty_range_prints_the_header_only(pristine: Path) -> None:
+    out = _one_series(pristine, "--owner-id", "101", "--type", "single",
+                      "--time-range", "2024-07-09T00:00:00Z..2024-07-10T00:00:00Z")  # fmt: skip
+    assert out.splitlines() == ["timestamp,value"]
+
+
+def test_a_refusal_part_way_takes_the_files_back(pristine: Path, tmp_path: Path) -> None:
+    """A range past a forecast's last window is refused for that series: the files
+    written before it are removed, as the other exports write nothing."""
+    out = tmp_path / "files"
+    r = run("--store", str(pristine), "export", "-f", "csv", "--dir", str(out), "--zoned",
+            "--time-range", "2024-08-02T00:00:00Z..2024-08-03T00:00:00Z")  # fmt: skip
+    assert r.exit_code == 1 and "past the last window" in r.stderr
+    assert list(out.iterdir()) == []

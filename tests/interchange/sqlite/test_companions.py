@@ -1,6 +1,6 @@
 """What an export writes beside the layout (issue 24): the typed companion views and the
 provenance table ``infrastore_exports``; both imports (ours and the reference's) ignore
-them. The readers that read the companions are in ``test_readers.py``."""
+them. The readers that read the companions are in ``test_file_readers.py``."""
 
 from __future__ import annotations
 

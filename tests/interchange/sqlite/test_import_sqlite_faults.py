@@ -84,7 +84,7 @@ def _build_source(store) -> None:
 @pytest.fixture(scope="module")
 def base_db(tmp_path_factory):
     # These tests edit the layout's tables by hand; the companion views would stop
-    # SQLite from renaming or altering them (tests/interchange/sqlite/test_readers.py
+    # SQLite from renaming or altering them (tests/interchange/sqlite/test_file_readers.py
     # imports a file that has them).
     db = exported_db(tmp_path_factory, "faults", _build_source)
     drop_additions(db)
