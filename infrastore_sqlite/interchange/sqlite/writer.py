@@ -84,6 +84,10 @@ def export_sqlite(
 ) -> ExportSummary:
     """Export the series the filters select into the SQLite database at ``path``.
 
+    Beside the layout's tables and its three views it writes the typed companion views
+    (``all_values_real``, ``…_integer``, ``…_json``, ``flat_<partition>``) and appends a
+    row to ``infrastore_exports`` (see :mod:`.companions`); both imports ignore them.
+
     Parameters
     ----------
     store
@@ -104,7 +108,10 @@ def export_sqlite(
         failed export leaves the old file as it was. Everything the old file held goes,
         other prefixes' tables included.
     progress
-        Called as ``progress(rows_done, rows_total)`` while values are written.
+        Called as ``progress(rows_done, rows_total)`` while values are written. When it
+        also has a ``phase(name)`` method, that is called as each step starts:
+        ``"writing values"``, ``"indexing <values table>"``, ``"writing series"``,
+        ``"writing views"`` (the CLI's bar shows them).
     **filters
         ``list_metadata``'s keywords.
 
