@@ -162,3 +162,30 @@ def test_the_reference_imports_a_file_with_the_additions(tmp_path: Path) -> None
         ids = theirs.import_sqlite(str(db), table_prefix=prefix)
         assert len(ids) == len(ours.list_metadata())
         assert_same_store(ours, theirs)
+
+
+@pytest.mark.parametrize(
+    "reference", ["Europe/London", "America/Denver", "Africa/Casablanca", "Asia/Kolkata", "+05:30"]
+)
+def test_iso_text_agrees_with_python(reference: str) -> None:
+    """The SQL that renders an instant in a zone or offset gives what Python's zoneinfo
+    gives, across DST changes (hourly instants over three years, and random ones)."""
+    import apsw
+
+    from infrastore_sqlite.core.timeref import ms_to_datetime
+    from infrastore_sqlite.interchange.sqlite.companions import iso_sql
+
+    start = int(datetime(2023, 1, 1, tzinfo=UTC).timestamp() * 1000)
+    hourly = range(start, start + 3 * 365 * 86_400_000, 3_600_000)
+    rng = np.random.default_rng(24)
+    scattered = rng.integers(0, 4_000_000_000_000, 2000).tolist()
+    conn = apsw.Connection(":memory:")
+    conn.execute("CREATE TABLE t (timestamp INTEGER)")
+    conn.executemany("INSERT INTO t VALUES (?)", [(ms,) for ms in [*hourly, *scattered]])
+    sql = f"SELECT timestamp, {iso_sql('timestamp', reference)} FROM t"
+    for ms, text in conn.execute(sql):
+        # The same instant, at the same offset (datetimes are compared as instants:
+        # PEP 495 makes a repeated hour unequal to anything in another tzinfo).
+        dt = ms_to_datetime(ms, reference)
+        assert round(datetime.fromisoformat(text).timestamp() * 1000) == ms, (ms, text)
+        assert text[-6:] == dt.isoformat()[-6:], (ms, text, dt.isoformat())
