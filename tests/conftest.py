@@ -13,6 +13,27 @@ from infrastore_sqlite import Store
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
+# What an export writes beyond the interchange layout (issue 24): the typed companion
+# views and the export log. A test that compares a file with the layout, or with the
+# reference's export, leaves them out with ``WHERE NOT {ADDITIONS}`` on sqlite_master.
+ADDITIONS = (
+    "(name = 'infrastore_exports' OR coalesce(sql, '') LIKE '%infrastore-sqlite: typed companion%')"
+)
+
+
+def drop_additions(db: Path) -> None:
+    """Drop the companion views and the export log, for a test that restructures the
+    layout's tables by hand (SQLite will not rename or alter a table a view reads)."""
+    import apsw
+
+    conn = apsw.Connection(str(db))
+    try:
+        rows = conn.execute(f"SELECT type, name FROM sqlite_master WHERE {ADDITIONS}").fetchall()
+        for kind, name in rows:
+            conn.execute(f'DROP {kind.upper()} "{name}"')
+    finally:
+        conn.close()
+
 
 @pytest.fixture
 def store_path(tmp_path: Path) -> Path:

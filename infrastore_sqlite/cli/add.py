@@ -26,7 +26,14 @@ from ..errors import (
 from ..interchange.filing import OUTCOMES
 from .base import PROG, _example, _format, _global_options, _open_store
 from .options import CATEGORY, DURATION, INSTANT, TYPE_NAME, _features
-from .render import _emit_doc, _partition_summary, _Progress, command
+from .render import (
+    _command_line,
+    _emit_doc,
+    _partition_summary,
+    _Progress,
+    command,
+    on_interrupt,
+)
 
 # ---------------------------------------------------------------------------- add
 
@@ -59,7 +66,8 @@ def _given(value: Any) -> bool:
 
 @command(
     epilog=_example(
-        f"{PROG} --store demo.h5 add --csv wind.csv --owner-id 204 \\",
+        f"{PROG} --store demo.h5 export -f csv --dir wind --owner-id 201 --type single",
+        f"{PROG} --store demo.h5 add --csv wind/4_201_max_active_power.csv --owner-id 204 \\",
         "    --owner-type RenewableDispatch --name max_active_power --type single \\",
         "    --resolution PT1H --units pu --feature model_year=2030",
         f"{PROG} --store demo.h5 export -f sqlite --db demo.db",
@@ -240,6 +248,9 @@ def add(
     file's, it keeps its catalog id; an identical one is reported unchanged) or --ignore
     (it is skipped). Rerunning an interrupted import with --ignore finishes it. The
     report counts the series added, replaced, unchanged and skipped per partition.
+    New ids are given partition by partition in the order of each partition's array
+    key (data_hash, then time_axis), not in the file's series order (the reference
+    numbers them the same way); the report lists each series with its id.
     """
     _format(ctx)
     if sum(bool(x) for x in (csv_file, sqlite_file, parquet_path)) != 1:
@@ -252,6 +263,7 @@ def add(
             "store already holds",
             ctx,
         )
+    _declare_interrupt(ctx, kw, interchange=not csv_file)
     if sqlite_file:
         _add_interchange(ctx, "--sqlite", sqlite_file, kw)
     elif parquet_path:
@@ -347,6 +359,24 @@ def _import_report(result: Any, *, dry_run: bool, store: Path, db: str) -> dict[
         "partitions": parts,
         **left_out,
     }
+
+
+def _declare_interrupt(ctx: click.Context, kw: dict[str, Any], *, interchange: bool) -> None:
+    """The line Ctrl-C prints: what stayed in the store, and the command that resumes."""
+    if kw["dry_run"]:
+        on_interrupt(ctx, "interrupted: a dry run writes nothing; the store is as it was")
+    elif not interchange:
+        on_interrupt(
+            ctx, "interrupted: nothing was added (the series go in together or not at all)"
+        )
+    else:
+        # --replace is safe to run again as it is; otherwise --ignore skips what is there.
+        again = _command_line(ctx) + ("" if kw["replace"] or kw["ignore"] else " --ignore")
+        on_interrupt(
+            ctx,
+            "interrupted: the partitions committed before Ctrl-C stay in the store (`list` "
+            f"shows them), the one in progress was rolled back; resume with `{again}`",
+        )
 
 
 def _add_csv(ctx: click.Context, path: str, kw: dict[str, Any]) -> None:

@@ -1,4 +1,5 @@
-"""The options every command shares: ``--store``, ``-f``, ``-q``, ``-y``, ``--timeout``, the
+"""The options every command shares: ``--store``, ``-f``, ``-q``, ``--progress``, ``-y``,
+``--timeout``, the
 store they name,
 the output-format check, and the refusals the commands raise (an ambiguous selection, a
 declined confirmation).
@@ -43,6 +44,9 @@ class Globals:
     store: str | None = None
     format: str | None = None
     quiet: bool = False
+    progress: bool | None = None  # --progress / --no-progress; None: bars on a terminal
+    # export's container when -f names it besides a table format (-f json export -f sqlite)
+    container: str | None = None
     yes: bool = False
     timeout: float | None = None
 
@@ -53,16 +57,43 @@ def _globals(ctx: click.Context) -> Globals:
 
 def _remember(field: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
     def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+        if field == "progress":
+            if value is not None:
+                _globals(ctx).progress = value
+            return value
         if value is not None and value is not False:
-            setattr(_globals(ctx), field, value.lower() if field == "format" else value)
+            if field == "format":
+                value = value.lower()
+                if _second_format(ctx, _globals(ctx).format, value):
+                    return value
+            setattr(_globals(ctx), field, value)
         return value
 
     return callback
 
 
+def _second_format(ctx: click.Context, before: str | None, now: str) -> bool:
+    """A second ``-f`` (the group's and the command's are one option): honoured when it
+    names the other half of an export (``-f json export -f sqlite --db F``: a SQLite file
+    whose summary prints as JSON), refused when it contradicts the first; never dropped.
+    Returns True when it was taken as the export's container."""
+    if before is None or before == now:
+        return False
+    containers = {"sqlite", "parquet"}
+    g = _globals(ctx)
+    if (before in containers) != (now in containers) and g.container is None:
+        table, container = (before, now) if now in containers else (now, before)
+        g.format, g.container = table, container
+        return True
+    raise click.UsageError(
+        f"-f is given twice (-f {before}, then -f {now}) and the two disagree; give it once",
+        ctx,
+    )
+
+
 def _global_options(*, hidden: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--store``, ``-f``, ``-q``, ``-y``, ``--timeout``; the group shows them, commands
-    accept them too."""
+    """``--store``, ``-f``, ``-q``, ``--progress``, ``-y``, ``--timeout``; the group shows
+    them, commands accept them too."""
     options = [
         click.option(
             "--store",
@@ -89,6 +120,15 @@ def _global_options(*, hidden: bool) -> Callable[[Callable[..., Any]], Callable[
             hidden=hidden,
             callback=_remember("quiet"),
             help="No progress bars or notes on stderr (errors still print).",
+        ),
+        click.option(
+            "--progress/--no-progress",
+            default=None,
+            expose_value=False,
+            hidden=hidden,
+            callback=_remember("progress"),
+            help="Force progress bars on stderr on or off (default: on when stderr is a "
+            "terminal and -q is not given).",
         ),
         click.option(
             "-y",
@@ -120,6 +160,11 @@ def _global_options(*, hidden: bool) -> Callable[[Callable[..., Any]], Callable[
 
 
 def _format(ctx: click.Context, allowed: Sequence[str] = TABLE_FORMATS) -> str:
+    container = _globals(ctx).container
+    if container is not None and container not in allowed:
+        raise click.UsageError(
+            f"-f {container} is not an output format of {ctx.info_name} (it is export's)", ctx
+        )
     fmt = _globals(ctx).format or "table"
     if fmt not in allowed:
         raise click.UsageError(

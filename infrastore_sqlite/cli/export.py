@@ -1,16 +1,27 @@
-"""The interchange-file commands: ``export`` (the selection to a database or a table on
-stdout) and ``rehash`` (recompute the hashes of an edited database).
+"""The interchange-file commands: ``export`` (the selection to a database, Parquet
+files, or per-series CSV/JSON/JSONL files) and ``rehash`` (recompute the hashes of an
+edited database).
 
-May import: the library, :mod:`.base`, :mod:`.render`, :mod:`.options`.
+May import: the library, :mod:`.base`, :mod:`.render`, :mod:`.options`, and
+:mod:`.store_commands` for ``get``'s one-series selection.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import sys
 from datetime import datetime
 from typing import Any
 
 import click
 
+from ..interchange.series_files import (
+    SERIES_FILE_FORMATS,
+    export_series_files,
+    series_meta,
+    value_rows,
+    write_series,
+)
 from .base import (
     EXPORT_FORMATS,
     PROG,
@@ -18,10 +29,12 @@ from .base import (
     _example,
     _format,
     _global_options,
+    _globals,
     _open_store,
 )
 from .options import TIME_RANGE, _filters, _selector_options
-from .render import _dumps, _emit_doc, _emit_rows, _note, _Progress, command
+from .render import _dumps, _emit_doc, _emit_rows, _note, _Progress, command, on_interrupt
+from .store_commands import _one
 
 # ---------------------------------------------------------------------------- rehash
 
@@ -97,6 +110,9 @@ SUMMARY_FORMATS = TABLE_FORMATS
         "    --time-range 2024-07-01T00:00:00Z..2024-07-02T00:00:00Z",
         "sqlite3 demo.db 'SELECT partition_name, count(*) FROM all_values GROUP BY 1'",
         f"{PROG} --store demo.h5 export -f parquet --dir parquet --summary json",
+        f"{PROG} --store demo.h5 export -f csv --owner-id 101 --type single \\",
+        "    --name max_active_power",
+        f"{PROG} --store demo.h5 export -f jsonl --dir series --owner-type PowerLoad",
     )
 )
 @_selector_options(ids=False)
@@ -109,8 +125,8 @@ SUMMARY_FORMATS = TABLE_FORMATS
     "--dir",
     "dir_",
     metavar="DIR",
-    help="With -f parquet: the directory for the Parquet files (created if absent; files are "
-    "only added). Per-series CSV/JSON/JSONL files are not implemented yet.",
+    help="With -f parquet: the directory for the Parquet files; with -f csv, json or jsonl "
+    "and no --db: one file per series (created if absent; files are only added).",
 )
 @click.option(
     "--table-prefix",
@@ -138,8 +154,8 @@ SUMMARY_FORMATS = TABLE_FORMATS
 @click.option(
     "--summary",
     type=click.Choice(SUMMARY_FORMATS),
-    help="With -f parquet: how the partitions written print (default table; json gives the "
-    "list). With --db, -f itself names it.",
+    help="With -f parquet or per-series --dir: how the files written print (default table; "
+    "json gives the list). With --db, -f itself names it.",
 )
 @_global_options(hidden=True)
 @click.pass_context
@@ -168,6 +184,11 @@ def export(
     (<stem>.values/series/arrays.parquet) for DuckDB, Polars or pandas; it needs pyarrow
     (pip install 'infrastore-sqlite[parquet]').
 
+    -f csv, json or jsonl without --db writes series for a spreadsheet: the one series
+    the selectors match to stdout, or with --dir DIR one file per series
+    (<id>_<owner_id>_<name>.csv). Columns as get prints them: timestamp,value (value[0],
+    … per element) or, for a forecast, issue_time,target_time,value….
+
     An existing --db only gains tables, so exporting the same selection into it again
     is refused; --overwrite replaces the file instead. Derived series
     (DeterministicSingleTimeSeries) are left out unless --include-derived: stderr says
@@ -177,6 +198,19 @@ def export(
     """
     fmt = _format(ctx, EXPORT_FORMATS)
     filters = _filters(kw)
+    container = _globals(ctx).container
+    if container is not None:
+        # -f named both: the container, and how its summary prints.
+        if container == "parquet":
+            if summary is not None and summary != fmt:
+                raise click.UsageError(
+                    f"-f {fmt} and --summary {summary} both name how the files written print; "
+                    "give one",
+                    ctx,
+                )
+            summary, fmt = fmt, "parquet"
+        elif db is None:
+            raise click.UsageError("export -f sqlite needs --db FILE", ctx)
     if fmt == "parquet":
         if overwrite:
             raise click.UsageError(
@@ -187,26 +221,37 @@ def export(
         _export_parquet(ctx, dir_, db, table_prefix, summary, time_range, include_derived,
                         dry_run, filters)  # fmt: skip
         return
+    if db is None and fmt in SERIES_FILE_FORMATS:
+        _export_series(ctx, fmt, dir_, summary, time_range,
+                       {"table_prefix": table_prefix, "overwrite": overwrite,
+                        "include_derived": include_derived, "dry_run": dry_run},
+                       kw)  # fmt: skip
+        return
     if summary is not None:
         raise click.UsageError(
-            "--summary names how -f parquet prints its partitions; with --db, -f json, jsonl "
-            "or csv names it",
+            "--summary names how -f parquet or per-series --dir prints its files; with --db, "
+            "-f json, jsonl or csv names it",
             ctx,
         )
     if dir_ is not None:
         raise click.UsageError(
-            "export --dir (one CSV/JSON/JSONL file per series) is not implemented in this "
-            "version; use -f sqlite --db FILE",
+            "--dir is for -f parquet or per-series files (-f csv, json or jsonl without "
+            "--db); -f sqlite writes one file: --db FILE",
             ctx,
         )
     if db is None:
         if fmt == "sqlite":
             raise click.UsageError("export -f sqlite needs --db FILE", ctx)
         raise click.UsageError(
-            f"export -f {fmt} (series values as {fmt} on stdout) is not implemented in this "
-            "version; use -f sqlite --db FILE",
+            "export needs a target: -f sqlite --db FILE, -f parquet --dir DIR, or -f csv, "
+            "json or jsonl for series values (one series to stdout, or --dir DIR)",
             ctx,
         )
+    on_interrupt(
+        ctx,
+        f"interrupted: nothing was written to {db} (an export adds its tables in one "
+        "transaction, or builds a new file beside the target)",
+    )
     shown = "table" if fmt == "sqlite" else fmt
     with _open_store(ctx, read_only=True) as store, _Progress(ctx, "export") as bar:
         parts = store.export_sqlite(
@@ -286,6 +331,11 @@ def _export_parquet(
         raise click.UsageError("export -f parquet needs --dir DIR", ctx)
     from ..interchange.parquet.export import SUMMARY_KEYS
 
+    on_interrupt(
+        ctx,
+        f"interrupted: nothing was written to {directory} (the Parquet files are renamed "
+        "into place only when every partition is complete)",
+    )
     with _open_store(ctx, read_only=True) as store, _Progress(ctx, "export") as bar:
         parts = store.export_parquet(
             directory,
@@ -304,3 +354,60 @@ def _partition_columns() -> list[str]:
     from ..interchange.plan import SUMMARY_KEYS
 
     return list(SUMMARY_KEYS)
+
+
+# ---------------------------------------------------------------------------- per series
+_SERIES_FLAGS = {
+    "table_prefix": "--table-prefix",
+    "overwrite": "--overwrite",
+    "include_derived": "--include-derived",
+    "dry_run": "--dry-run",
+}
+
+
+def _export_series(
+    ctx: click.Context,
+    fmt: str,
+    directory: str | None,
+    summary: str | None,
+    time_range: tuple[datetime, datetime] | None,
+    flags: dict[str, Any],
+    kw: dict[str, Any],
+) -> None:
+    """``export -f csv|json|jsonl``: one series to stdout, or ``--dir DIR`` a file each."""
+    given = [_SERIES_FLAGS[k] for k, v in flags.items() if v]
+    if given:
+        raise click.UsageError(
+            f"{', '.join(given)} applies to -f sqlite or -f parquet exports; -f {fmt} "
+            "without --db writes series values and takes the selectors and --time-range",
+            ctx,
+        )
+    if directory is None:
+        if summary is not None:
+            raise click.UsageError("--summary goes with --dir (the files written)", ctx)
+        on_interrupt(ctx, "interrupted: the series was not written in full")
+        with _open_store(ctx, read_only=True) as store:
+            row = _one(store, {**kw, "ids": ()})
+            series = (
+                store.read_by_ids_range([row.id], time_range)[0]
+                if time_range is not None
+                else store.read_by_id(row.id)
+            )
+            meta = series_meta(row)
+        columns, rows = value_rows(series)
+        write_series(sys.stdout, fmt, meta, columns, rows)
+        return
+    on_interrupt(
+        ctx,
+        f"interrupted: nothing was written to {directory} (the files this export had "
+        "written were removed)",
+    )
+    with _open_store(ctx, read_only=True) as store, _Progress(ctx, "export", "series") as bar:
+        files = export_series_files(
+            store, directory, fmt, time_range=time_range, progress=bar, **_filters(kw)
+        )
+    rows_out = [dataclasses.asdict(f) for f in files]
+    columns = ["id", "owner_id", "name", "file", "rows"]
+    _emit_rows(ctx, rows_out, columns=columns, wrap=False, fmt=summary or "table")
+    if not files:
+        _note(ctx, f"the selection matched no series; nothing was written to {directory}")

@@ -34,6 +34,15 @@ from .base import DEBUG_ENV, EXPORT_FORMATS, PROG, _Ambiguous, _format, _globals
 _ARGV = "infrastore_sqlite.argv"
 
 
+# What a command leaves behind when Ctrl-C stops it (one line; see on_interrupt).
+_ON_INTERRUPT = "infrastore_sqlite.on_interrupt"
+
+
+def on_interrupt(ctx: click.Context, message: str) -> None:
+    """Declare the line Ctrl-C prints while this command runs (instead of ``Aborted.``)."""
+    ctx.meta[_ON_INTERRUPT] = message
+
+
 def _command_line(ctx: click.Context) -> str:
     """The command line the user ran, as they could type it again."""
     return shlex.join([PROG, *ctx.meta.get(_ARGV, [])])
@@ -156,7 +165,8 @@ class _Group(click.Group):
             _print_error(ctx, str(exc))
             ctx.exit(1)
         except KeyboardInterrupt:
-            click.echo("Aborted.", err=True)
+            # One line: what the interrupted command leaves behind, as it declared it.
+            click.echo(ctx.meta.get(_ON_INTERRUPT, "Aborted."), err=True)
             ctx.exit(130)
         except Exception as exc:
             where = exc.__traceback__
@@ -337,8 +347,12 @@ class _Progress:
     """
 
     def __init__(self, ctx: click.Context, desc: str, unit: str = "row") -> None:
-        self.enabled = not _globals(ctx).quiet and _stderr_is_terminal()
+        forced = _globals(ctx).progress
+        self.enabled = (
+            forced if forced is not None else (not _globals(ctx).quiet and _stderr_is_terminal())
+        )
         self.desc = desc
+        self._base = desc
         self.unit = unit
         self.bar: Any = None
 
@@ -360,6 +374,19 @@ class _Progress:
         if total != self.bar.total:
             self.bar.total = total
         self.bar.update(done - self.bar.n)
+
+    def phase(self, name: str) -> None:
+        """The library's step (``writing values``, ``indexing <table>``, ``writing
+        views``): the bar's label says it, so a bar at 100 % while an index is built
+        does not read as stalled."""
+        if not self.enabled:
+            return
+        self.desc = f"{self._base} {name}"
+        if self.bar is not None:
+            self.bar.set_description_str(self.desc)
+        else:
+            # No bar yet (nothing counted): say the step on its own line.
+            click.echo(self.desc, err=True)
 
     def __enter__(self) -> _Progress:
         return self

@@ -12,15 +12,12 @@ from datetime import datetime
 from typing import Any
 
 import click
-import numpy as np
 
-from ..core.periods import step
-from ..core.timeref import ms_to_datetimes
 from ..errors import (
     NotFoundError,
     StoreExistsError,
 )
-from ..model import TimeSeriesType
+from ..interchange.series_files import series_meta, value_rows
 from ..store import Store, catalog_path
 from ..store.arrays import compression_spec
 from .base import (
@@ -279,73 +276,6 @@ def _one(store: Store, kw: Mapping[str, Any]) -> Any:
     return rows[0]
 
 
-def _value_columns(prefix: str, shape: tuple[int, ...]) -> list[str]:
-    if not shape:
-        return [prefix]
-    return [f"{prefix}[{','.join(map(str, idx))}]" for idx in np.ndindex(*shape)]
-
-
-def _render_instants(ms: np.ndarray, tr: str | None) -> list[str]:
-    out = []
-    for value, dt in zip(ms.tolist(), ms_to_datetimes(ms, tr), strict=True):
-        out.append(dt.isoformat(timespec="milliseconds" if value % 1000 else "seconds"))
-    return out
-
-
-def _value_rows(series: Any) -> tuple[list[str], list[dict[str, Any]]]:
-    """A series as long rows: ``timestamp,value…`` or ``issue_time,target_time,value…``."""
-    kind = series.time_series_type
-    data = np.asarray(series.data)
-    tr = series.time_reference
-    if not kind.is_forecast:
-        shape = tuple(data.shape[1:])
-        vcols = _value_columns("value", shape)
-        stamps = _render_instants(np.asarray(series.timestamps_ms), tr)
-        flat = data.reshape(data.shape[0], -1).tolist()
-        rows = [
-            {"timestamp": t, **dict(zip(vcols, v, strict=True))}
-            for t, v in zip(stamps, flat, strict=True)
-        ]
-        return ["timestamp", *vcols], rows
-    if kind in (TimeSeriesType.Probabilistic, TimeSeriesType.Scenarios):
-        lanes = data.shape[0]
-        cube = data  # [L, H, count, *E]
-        labels = (
-            [f"p{p:g}" for p in series.percentiles]
-            if kind is TimeSeriesType.Probabilistic
-            else [f"s{i}" for i in range(lanes)]
-        )
-    else:
-        cube = data[None]
-        labels = [""]
-    steps, count = cube.shape[1], cube.shape[2]
-    shape = tuple(cube.shape[3:])
-    vcols: list[str] = []
-    for label in labels:
-        base = f"value[{label}]" if label else "value"
-        vcols += _value_columns(base, shape) if shape else [base]
-    issues = np.asarray(series.issue_times_ms(), dtype=np.int64)
-    res = series.resolution_period
-    targets = np.array(
-        [step(int(issues[j]), res, h) for j in range(count) for h in range(steps)], dtype=np.int64
-    )
-    issue_text = _render_instants(issues, tr)
-    target_text = _render_instants(targets, tr)
-    # window-major rows; lanes side by side
-    per_row = np.moveaxis(cube, 0, 2)  # [H, count, L, *E]
-    per_row = np.swapaxes(per_row, 0, 1).reshape(count * steps, -1).tolist()
-    rows = []
-    for r, values in enumerate(per_row):
-        rows.append(
-            {
-                "issue_time": issue_text[r // steps],
-                "target_time": target_text[r],
-                **dict(zip(vcols, values, strict=True)),
-            }
-        )
-    return ["issue_time", "target_time", *vcols], rows
-
-
 @command(
     epilog=_example(
         f"{PROG} --store demo.h5 get --owner-id 301 --type single --limit 3",
@@ -381,9 +311,8 @@ def get(
             if time_range is not None
             else store.read_by_id(row.id)
         )
-        meta = row.metadata()
-    meta.pop("timestamps", None)
-    columns, rows = _value_rows(series)
+        meta = series_meta(row)
+    columns, rows = value_rows(series)
     if limit is not None:
         rows = rows[:limit]
     if fmt == "json":

@@ -506,7 +506,18 @@ def test_export_writes_partitions_and_views(pristine: Path, tmp_path: Path) -> N
     assert len(lines) == 10
     conn = apsw.Connection(str(db))
     views = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='view'")}
-    assert views == {"all_values", "all_series", "all_arrays"}
+    # The three fixed-name views, the typed companions of the demo's value kinds (float
+    # scalars, JSON) and a flattened view per partition (issue 24).
+    flat = {"flat_" + line.split()[0].removesuffix("_values") for line in lines[1:]}
+    assert (
+        views
+        == {"all_values", "all_series", "all_arrays"}
+        | {
+            "all_values_real",
+            "all_values_json",
+        }
+        | flat
+    )
     assert conn.execute("SELECT count(*) FROM all_series").fetchone()[0] == 14
 
 
@@ -541,13 +552,14 @@ def test_export_dry_run_and_empty_selection(pristine: Path, tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["-f", "json"], "export -f json (series values as json on stdout) is not implemented"),
-        (["-f", "csv", "--dir", "out"], "export --dir (one CSV/JSON/JSONL file per series) is not"),
+        (["-f", "table"], "export needs a target: -f sqlite --db FILE"),
+        (["-f", "csv", "--dir", "out", "--overwrite"], "--overwrite applies to -f sqlite"),
+        (["-f", "sqlite", "--dir", "out"], "--dir is for -f parquet or per-series files"),
         (["-f", "sqlite"], "export -f sqlite needs --db FILE"),
         (["-f", "sqlite", "--db", "x.db", "--summary", "json"], "--summary names how -f parquet"),
     ],
 )
-def test_export_formats_left_for_later(pristine: Path, args: list[str], message: str) -> None:
+def test_export_usage_refusals(pristine: Path, args: list[str], message: str) -> None:
     r = run("--store", str(pristine), "export", *args)
     assert r.exit_code == 2 and message in r.stderr and r.stdout == ""
 

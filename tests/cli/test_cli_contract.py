@@ -184,10 +184,13 @@ def test_global_options_before_or_after_the_command(
         ["list", "--type", "scenarios", "--store", demo, "-f", "json"],
         ["-f", "json", "list", "--store", demo, "--type", "scenarios"],
         ["--store", demo, "list", "--format", "JSON", "--type", "scenarios"],
-        ["-f", "table", "--store", demo, "list", "-f", "json", "--type", "scenarios"],
+        ["-f", "json", "--store", demo, "list", "-f", "json", "--type", "scenarios"],
     ]
     outputs = {run(*form).stdout for form in forms}
     assert len(outputs) == 1
+    # Two -f that disagree are refused, not settled by the last one (issue 24).
+    both = run("-f", "table", "--store", demo, "list", "-f", "json", "--type", "scenarios")
+    assert both.exit_code == 2 and "-f is given twice (-f table, then -f json)" in both.stderr
     assert json.loads(outputs.pop())["items"][0]["name"] == "inflow"
     monkeypatch.setenv("INFRASTORE_STORE", demo)
     assert json.loads(run("-f", "json", "list", "--type", "scenarios").stdout)["items"]
@@ -372,7 +375,10 @@ def test_progress_bar_only_on_a_terminal_and_not_with_quiet(pristine: Path, tmp_
         ["--store", str(pristine), "export", "-f", "sqlite", "--db", "t.db"], tmp_path
     )
     assert code == 0 and out.splitlines()[0].startswith("values_table")
-    assert "export:" in err and "%" in err  # a determinate tqdm bar
+    assert "export writing values:" in err and "%" in err  # a determinate tqdm bar
+    # Every phase shows, so a bar at 100 % while an index is built is not a stall.
+    assert "export indexing SingleTimeSeries_f64_utc_values" in err
+    assert "export writing series" in err and "export writing views" in err
     assert "export:" not in out
     code, out, err = _on_a_terminal(
         ["--store", str(pristine), "-q", "export", "-f", "sqlite", "--db", "q.db"], tmp_path

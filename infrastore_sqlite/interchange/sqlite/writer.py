@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 import numpy as np
 
-from ...errors import OTHER_PREFIX, OVERWRITE, InvalidParameterError
+from ...errors import OTHER_PREFIX, OVERWRITE, InvalidParameterError, TimeSeriesError
 from ...model import TimeSeriesType
 from ...store.segments import remove_tree, stale_work_dirs, work_dir
 from ..layout import (
@@ -52,7 +52,15 @@ from ..plan import (
     plan_export,
     series_records,
 )
-from .cells import encode_json_cells, encode_scalar_cells, has_negative_zero, sql_value_type
+from .cells import encode_json_cells, encode_scalar_cells, has_negative_zero
+from .companions import (
+    ExportOrigin,
+    check_companions,
+    provenance_ddl,
+    provenance_insert,
+    rebuild_companions,
+    value_sql_type,
+)
 from .database import open_database, write_transaction
 from .schema import ViewSource, arrays_ddl, index_ddl, q, series_ddl, values_ddl, view_sql
 
@@ -76,6 +84,10 @@ def export_sqlite(
 ) -> ExportSummary:
     """Export the series the filters select into the SQLite database at ``path``.
 
+    Beside the layout's tables and its three views it writes the typed companion views
+    (``all_values_real``, ``…_integer``, ``…_json``, ``flat_<partition>``) and appends a
+    row to ``infrastore_exports`` (see :mod:`.companions`); both imports ignore them.
+
     Parameters
     ----------
     store
@@ -96,7 +108,10 @@ def export_sqlite(
         failed export leaves the old file as it was. Everything the old file held goes,
         other prefixes' tables included.
     progress
-        Called as ``progress(rows_done, rows_total)`` while values are written.
+        Called as ``progress(rows_done, rows_total)`` while values are written. When it
+        also has a ``phase(name)`` method, that is called as each step starts:
+        ``"writing values"``, ``"indexing <values table>"``, ``"writing series"``,
+        ``"writing views"`` (the CLI's bar shows them).
     **filters
         ``list_metadata``'s keywords.
 
@@ -126,14 +141,16 @@ def export_sqlite(
     target = Path(path)
     if not plan.partitions:
         return plan.summary()
+    origin = ExportOrigin(store, table_prefix, time_range, include_derived, filters)
     exists = target.exists()
     if exists and not overwrite:
         with _open_existing(target) as conn:
             if dry_run:
                 _check_collisions(conn, plan, table_prefix, str(target))
-                _existing_partitions(conn, table_prefix, str(target))
+                earlier = _existing_partitions(conn, table_prefix, str(target))
+                check_companions(conn, table_prefix, earlier, plan)
             else:
-                _write(conn, store, plan, table_prefix, str(target), progress, fresh=False)
+                _write(conn, store, plan, origin, str(target), progress, fresh=False)
         return plan.summary()
     if exists:
         # Only a database is replaced: --overwrite pointed at another file is a mistake.
@@ -149,7 +166,7 @@ def export_sqlite(
         remove_tree(stale)
     tmp = work_dir(target.parent, target.name, "partial")
     try:
-        conn = _connect(tmp, create=True)
+        conn = _create(tmp, target)
         try:
             # A fresh file is only renamed into place when complete, so it needs no
             # rollback journal; dropping it is what makes the export fast.
@@ -164,7 +181,7 @@ def export_sqlite(
                 # One statement each: a pragma that answers with a row (journal_mode)
                 # would otherwise leave the statements after it unrun.
                 conn.execute(f"PRAGMA {pragma}").fetchall()
-            _write(conn, store, plan, table_prefix, str(target), progress, fresh=True)
+            _write(conn, store, plan, origin, str(target), progress, fresh=True)
             conn.execute("PRAGMA journal_mode=DELETE")
         finally:
             conn.close()
@@ -225,6 +242,20 @@ def _connect(path: Path, *, create: bool) -> apsw.Connection:
         create=create,
         not_a_db_hint="export into a new file or an existing database",
     )
+
+
+def _create(tmp: Path, target: Path) -> apsw.Connection:
+    """The new file, built under its temporary name; a refusal names the path the caller
+    gave, not the hidden one beside it."""
+    try:
+        return _connect(tmp, create=True)
+    except TimeSeriesError as exc:
+        reason = str(exc).replace(str(tmp), str(target))
+        raise InvalidParameterError(
+            f"cannot create {target} ({reason}); nothing was written. Export to a path in a "
+            "directory you can write to",
+            key=str(target),
+        ) from None
 
 
 @contextlib.contextmanager
@@ -299,20 +330,33 @@ def _existing_partitions(conn: apsw.Connection, prefix: str, where: str) -> list
 
 
 # ---------------------------------------------------------------------- writing
+def _phase(progress: Progress | None, name: str) -> None:
+    """Tell a progress object that knows phases (one with a ``phase(name)`` method, as
+    the CLI's bar has) which step the export is in: a plain ``(done, total)`` callable
+    sees rows only, and an index build or the views would look like a stalled bar."""
+    announce = getattr(progress, "phase", None)
+    if callable(announce):
+        announce(name)
+
+
 def _write(
     conn: apsw.Connection,
     store: Store,
     plan: ExportPlan,
-    prefix: str,
+    origin: ExportOrigin,
     where: str,
     progress: Progress | None,
     *,
     fresh: bool,
 ) -> None:
+    prefix = origin.prefix
     with write_transaction(conn, where, "writing"):
         if not fresh:
             _check_collisions(conn, plan, prefix, where)
         earlier = [] if fresh else _existing_partitions(conn, prefix, where)
+        if not fresh:
+            check_companions(conn, prefix, earlier, plan)
+        _phase(progress, "writing values")
         writer = _ValueWriter(conn)
         done = 0
         total = plan.total_rows
@@ -343,11 +387,14 @@ def _write(
                     if progress:
                         progress(done, total)
                 else:  # "end"
+                    _phase(progress, f"indexing {p.values_table}")
                     conn.execute(index_ddl(p))
+                    _phase(progress, "writing values")
         # The arrays and series rows go in once the worker is done: executemany steps
         # SQLite once per row, and each step would wait for the GIL while the worker
         # holds it. (The worker made the rows of the smaller partitions while the last
         # statements ran; the others stream from the catalog here.)
+        _phase(progress, "writing series")
         for pp in plan.partitions:
             arrays, series = tails.pop(id(pp), (None, None))
             _insert_arrays(conn, pp, arrays)
@@ -371,13 +418,15 @@ def _write(
                 "was written. Narrow the selection past them.",
                 series=labels,
             )
+        _phase(progress, "writing views")
         _rebuild_views(conn, prefix, earlier, plan)
+        conn.execute(provenance_ddl())
+        conn.execute(provenance_insert(), origin.row(plan))
 
 
 def _value_type(p: Partition) -> str:
     """The declared type of the values table's ``value`` column."""
-    et = p.key.et
-    return "TEXT" if et.is_composite else sql_value_type(et.dtype, p.key.element_shape)
+    return value_sql_type(p)
 
 
 def _create_tables(conn: apsw.Connection, p: Partition) -> None:
@@ -681,3 +730,4 @@ def _rebuild_views(
             conn.execute(f"DROP VIEW {q(actual)}")
     for view in ("all_values", "all_series", "all_arrays"):
         conn.execute(view_sql(prefix, view, sources))
+    rebuild_companions(conn, prefix, earlier, plan)

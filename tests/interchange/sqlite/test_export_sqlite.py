@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import ADDITIONS
 from varied_store import FORECASTS, LANES, SERIES_TAIL, T0, H, add, build_varied, new_store, sts
 
 from infrastore_sqlite import (
@@ -62,7 +63,9 @@ def connect(path: Path) -> sqlite3.Connection:
 
 def master(path: Path) -> list[tuple]:
     with connect(path) as con:
-        return con.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
+        return con.execute(
+            f"SELECT type, name, tbl_name, sql FROM sqlite_master WHERE NOT {ADDITIONS}"
+        ).fetchall()
 
 
 def partitions(con: sqlite3.Connection, prefix: str = "") -> list[str]:

@@ -38,6 +38,7 @@ from zoneinfo import ZoneInfo
 import infrastore
 import numpy as np
 import pytest
+from conftest import ADDITIONS
 
 import infrastore_sqlite
 from infrastore_sqlite.core.elements import minimal_width, parse_element_type, shrink
@@ -372,7 +373,9 @@ def exported(stores):
 def dump(path: Path) -> tuple[list[tuple], dict[str, list[tuple]]]:
     con = sqlite3.connect(path)
     try:
-        entries = con.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
+        entries = con.execute(
+            f"SELECT type, name, tbl_name, sql FROM sqlite_master WHERE NOT {ADDITIONS}"
+        ).fetchall()
         tables = {
             name: con.execute(f'SELECT * FROM "{name}" ORDER BY rowid').fetchall()
             for kind, name, _, _ in entries

@@ -1,0 +1,403 @@
+"""The typed companions an export writes beside the three fixed-name views, and the
+provenance table.
+
+``all_values`` unions REAL cells (scalar partitions), INTEGER cells and JSON text (shaped,
+tuple and composite partitions) in one column, which readers that type a column once
+(Polars, connectorx, ADBC, pandas, DuckDB) cannot read. The companions keep each column
+one type:
+
+* ``<prefix>all_values_real``, ``…_integer``, ``…_json``: ``all_values`` split by the
+  storage class of ``value`` (a view is written only when some partition has that class;
+  a key column none of its partitions has is left out rather than read as all NULL);
+* ``<prefix>flat_<base>``: one per partition, its series joined to its values (the
+  layout's "a view flattens it once"), with the instants also as ISO-8601 text in the
+  partition's time reference.
+
+No companion name ends in ``_values``, ``_series`` or ``_arrays``, and every one is a
+view, so no import takes one for a partition. The provenance table
+(``infrastore_exports``) gets one row per export; it too ends in none of those words.
+
+Every statement is built from validated names (:func:`.schema.q`); data goes in as bound
+parameters. May import: :mod:`infrastore_sqlite.interchange.layout`, :mod:`.schema`,
+:mod:`infrastore_sqlite.core` and below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import apsw
+import orjson
+
+from ..._version import __version__
+from ...core.timeref import reference_kind, zone_info
+from ...errors import InvalidParameterError
+from ...model import TimeSeriesType
+from ..layout import Partition, values_key_columns
+from ..plan import ExportPlan
+from .cells import sql_value_type
+from .schema import ViewSource, q
+
+if TYPE_CHECKING:
+    from ...store import Store
+
+COMPANION_MARKER = "infrastore-sqlite: typed companion"
+PROVENANCE_TABLE = "infrastore_exports"
+
+# The typed views over all_values, by the declared type of a partition's value column.
+TYPED_VIEWS = {
+    "REAL": "all_values_real",
+    "INTEGER": "all_values_integer",
+    "TEXT": "all_values_json",
+}
+FLAT_PREFIX = "flat_"
+
+# The series columns a flattened view carries (what a spreadsheet user filters and
+# facets by); ``id`` is renamed so the view's own columns do not read as a catalog.
+FLAT_SERIES_COLUMNS = (
+    ("id", "series_id"),
+    ("owner_id", "owner_id"),
+    ("owner_type", "owner_type"),
+    ("owner_category", "owner_category"),
+    ("name", "name"),
+    ("units", "units"),
+    ("quantity_kind", "quantity_kind"),
+    ("features", "features"),
+)
+
+PROVENANCE_COLUMNS = (
+    ("id", "INTEGER PRIMARY KEY"),
+    ("written_at", "TEXT NOT NULL"),
+    ("tool", "TEXT NOT NULL"),
+    ("tool_version", "TEXT NOT NULL"),
+    ("store", "TEXT NOT NULL"),
+    ("table_prefix", "TEXT NOT NULL"),
+    ("selection", "TEXT NOT NULL"),
+    ("time_range_start", "TEXT"),
+    ("time_range_end", "TEXT"),
+    ("include_derived", "INTEGER NOT NULL"),
+    ("partitions", "TEXT NOT NULL"),
+    ("series", "INTEGER NOT NULL"),
+    ("rows", "INTEGER NOT NULL"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CompanionSource:
+    """One partition as the companions read it."""
+
+    base: str
+    type: TimeSeriesType
+    value_sql_type: str  # REAL, INTEGER or TEXT: the declared type of ``value``
+    time_reference: str | None
+
+
+def typed_view_name(prefix: str, value_sql_type: str) -> str:
+    return prefix + TYPED_VIEWS[value_sql_type]
+
+
+def flat_view_name(prefix: str, base: str) -> str:
+    return f"{prefix}{FLAT_PREFIX}{base}"
+
+
+def companion_names(prefix: str, sources: Sequence[CompanionSource]) -> list[str]:
+    """Every companion view the sources give, typed views first."""
+    classes = {s.value_sql_type for s in sources}
+    typed = [typed_view_name(prefix, c) for c in TYPED_VIEWS if c in classes]
+    return typed + [flat_view_name(prefix, s.base) for s in sources]
+
+
+def companion_sql(prefix: str, sources: Sequence[CompanionSource]) -> list[str]:
+    """``CREATE VIEW`` statements of every companion over ``sources``."""
+    out = []
+    for cls in TYPED_VIEWS:
+        members = [s for s in sources if s.value_sql_type == cls]
+        if members:
+            out.append(_typed_view(prefix, cls, members))
+    out.extend(_flat_view(prefix, s) for s in sorted(sources, key=lambda s: s.base.encode()))
+    return out
+
+
+def _typed_view(prefix: str, cls: str, members: Sequence[CompanionSource]) -> str:
+    present = {c for s in members for c, _ in values_key_columns(s.type)}
+    keys = [c for c in ("issue_time", "percentile", "scenario") if c in present]
+    ordered = sorted(members, key=lambda s: s.base.encode())
+    # A column a member lacks comes from a subquery of no rows over a table that has
+    # it, joined on: NULL like a literal, but a column with a declared type, so readers
+    # that type a column by its declaration (connectorx, DuckDB, SQLAlchemy) find one
+    # even when the first row holds NULL there. (``LIMIT 0`` keeps the join free; a
+    # ``LEFT JOIN … ON 0`` would scan the other table once per row.)
+    carrier = {c: next(s for s in ordered if c in _key_names(s)) for c in keys}
+    selects = []
+    for s in ordered:
+        have = _key_names(s)
+        cols = ["v.array_id", "v.timestamp"]
+        joins = []
+        for c in keys:
+            if c in have:
+                cols.append(f"v.{c}")
+            else:
+                table = q(prefix + carrier[c].base + "_values")
+                joins.append(f" LEFT JOIN (SELECT {c} FROM {table} LIMIT 0) AS n_{c} ON 1")
+                cols.append(f"n_{c}.{c}")
+        literal = s.base.replace("'", "''")
+        selects.append(
+            f"SELECT '{literal}' AS partition_name, {', '.join(cols)}, v.value "
+            f"FROM {q(prefix + s.base + '_values')} AS v{''.join(joins)}"
+        )
+    return (
+        f"CREATE VIEW {q(typed_view_name(prefix, cls))} AS /* {COMPANION_MARKER} */ "
+        + " UNION ALL ".join(selects)
+    )
+
+
+def _key_names(s: CompanionSource) -> set[str]:
+    return {c for c, _ in values_key_columns(s.type)}
+
+
+def _flat_view(prefix: str, s: CompanionSource) -> str:
+    series = [f"s.{c}" if c == alias else f"s.{c} AS {alias}" for c, alias in FLAT_SERIES_COLUMNS]
+    cols = [*series, "v.timestamp", f"{iso_sql('v.timestamp', s.time_reference)} AS timestamp_iso"]
+    for c, _ in values_key_columns(s.type):
+        cols.append(f"v.{c}")
+        if c == "issue_time":
+            cols.append(f"{iso_sql('v.issue_time', s.time_reference)} AS issue_time_iso")
+    cols.append("v.value")
+    return (
+        f"CREATE VIEW {q(flat_view_name(prefix, s.base))} AS /* {COMPANION_MARKER} */ "
+        f"SELECT {', '.join(cols)} FROM {q(prefix + s.base + '_values')} AS v "
+        f"JOIN {q(prefix + s.base + '_series')} AS s USING (array_id)"
+    )
+
+
+# ---------------------------------------------------------------------- ISO-8601 text
+_FORMAT = "'%Y-%m-%dT%H:%M:%f'"
+
+
+def iso_sql(column: str, time_reference: str | None) -> str:
+    """SQL rendering the millisecond instant ``column`` as ISO-8601 text, as the
+    reference reads it back: UTC with ``Z`` (utc, unspecified), at the fixed offset, in
+    the zone (its offset at that instant, 1970–2100), or a bare wall clock (zoneless)."""
+    kind = reference_kind(time_reference or None)
+    if kind in ("utc", "unspecified"):
+        return _at(column, 0, "Z")
+    if kind == "zoneless":
+        return _at(column, 0, "")
+    assert time_reference is not None
+    if kind == "offset":
+        sign = -1 if time_reference[0] == "-" else 1
+        minutes = sign * (int(time_reference[1:3]) * 60 + int(time_reference[4:6]))
+        return _at(column, minutes * 60, time_reference)
+    changes = zone_offsets(time_reference)
+    return _tree(column, changes, 0, len(changes))
+
+
+def _at(column: str, shift_s: int, suffix: str) -> str:
+    shifted = f"{column} / 1000.0" + (f" + {shift_s}" if shift_s else "")
+    tail = f" || '{suffix}'" if suffix else ""
+    return f"strftime({_FORMAT}, {shifted}, 'unixepoch'){tail}"
+
+
+def _tree(column: str, changes: Sequence[tuple[int, int]], lo: int, hi: int) -> str:
+    """A balanced CASE over the zone's offset changes: about log2(n) tests a row."""
+    if hi - lo == 1:
+        offset = changes[lo][1]
+        return _at(column, offset, _offset_text(offset))
+    mid = (lo + hi) // 2
+    left = _tree(column, changes, lo, mid)
+    right = _tree(column, changes, mid, hi)
+    return f"CASE WHEN {column} < {changes[mid][0]} THEN {left} ELSE {right} END"
+
+
+def _offset_text(seconds: int) -> str:
+    sign = "-" if seconds < 0 else "+"
+    minutes = abs(seconds) // 60
+    return f"{sign}{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+@lru_cache(maxsize=64)
+def zone_offsets(name: str) -> tuple[tuple[int, int], ...]:
+    """``(from_ms, offset_seconds)`` for each offset the zone takes from 1970 to 2100,
+    the first from the start of time. Found by stepping a day at a time and bisecting
+    each change to the second (zone rules change offsets at most a few times a year)."""
+    tz = zone_info(name)
+    if tz is None:
+        return ((0, 0),)
+
+    def offset(t: datetime) -> int:
+        delta = t.astimezone(tz).utcoffset() or timedelta(0)
+        return int(delta.total_seconds())
+
+    t = datetime(1970, 1, 1, tzinfo=UTC)
+    end = datetime(2100, 1, 1, tzinfo=UTC)
+    current = offset(t)
+    out = [(0, current)]
+    day = timedelta(days=1)
+    while t < end:
+        nxt = t + day
+        if offset(nxt) != current:
+            lo, hi = t, nxt
+            while hi - lo > timedelta(seconds=1):
+                mid = lo + (hi - lo) / 2
+                if offset(mid) == current:
+                    lo = mid
+                else:
+                    hi = mid
+            current = offset(nxt)
+            out.append((int(hi.timestamp()) * 1000, current))
+        t = nxt
+    out[0] = (-(1 << 62), out[0][1])
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------- in a database
+def rebuild_companions(
+    conn: apsw.Connection, prefix: str, earlier: list[ViewSource], plan: ExportPlan
+) -> None:
+    """Drop our companion views under ``prefix`` and write them again over every
+    partition there (the earlier exports' and this one's)."""
+    companions = _companion_sources(conn, prefix, earlier, plan)
+    for name in companion_names(prefix, companions):
+        actual = _our_companion(conn, name)
+        if actual is not None:
+            conn.execute(f"DROP VIEW {q(actual)}")
+    for sql in companion_sql(prefix, companions):
+        conn.execute(sql)
+
+
+def value_sql_type(p: Partition) -> str:
+    """The declared type of a partition's ``value`` column: REAL, INTEGER or TEXT."""
+    et = p.key.et
+    return "TEXT" if et.is_composite else sql_value_type(et.dtype, p.key.element_shape)
+
+
+def _companion_sources(
+    conn: apsw.Connection, prefix: str, earlier: list[ViewSource], plan: ExportPlan
+) -> list[CompanionSource]:
+    """Every partition under ``prefix`` as the companion views read it."""
+    out = []
+    for src in earlier:
+        # An earlier export's partition: its value type and reference from its tables.
+        columns = conn.execute(f"PRAGMA table_info({q(prefix + src.base + '_values')})")
+        declared = {c[1]: (c[2] or "").upper() for c in columns}
+        reference = conn.execute(
+            f"SELECT time_reference FROM {q(prefix + src.base + '_series')} LIMIT 1"
+        ).fetchall()
+        vtype = declared.get("value", "TEXT")
+        out.append(
+            CompanionSource(
+                src.base,
+                src.type,
+                vtype if vtype in ("REAL", "INTEGER") else "TEXT",
+                (reference[0][0] or None) if reference else None,
+            )
+        )
+    for pp in plan.partitions:
+        p = pp.partition
+        out.append(CompanionSource(p.base, p.key.type, value_sql_type(p), p.key.time_reference))
+    return out
+
+
+def _our_companion(conn: apsw.Connection, name: str) -> str | None:
+    """The name SQLite holds for our companion view ``name`` (matched case-insensitively),
+    or None when there is none."""
+    row = conn.execute(
+        "SELECT name, type, sql FROM sqlite_master WHERE lower(name) = lower(?)", (name,)
+    ).fetchone()
+    if row is None or row[1] != "view" or COMPANION_MARKER not in (row[2] or ""):
+        return None
+    return row[0]
+
+
+def check_companions(
+    conn: apsw.Connection, prefix: str, earlier: list[ViewSource], plan: ExportPlan
+) -> None:
+    """Refuse, before anything is written, a name a companion view or the provenance
+    table would take that something else holds."""
+    existing = {
+        name.lower(): (kind, sql)
+        for name, kind, sql in conn.execute("SELECT name, type, sql FROM sqlite_master")
+    }
+    hits = []
+    for name in companion_names(prefix, _companion_sources(conn, prefix, earlier, plan)):
+        entry = existing.get(name.lower())
+        if entry is not None and not (entry[0] == "view" and COMPANION_MARKER in (entry[1] or "")):
+            hits.append(name)
+    entry = existing.get(PROVENANCE_TABLE.lower())
+    if entry is not None:
+        have = {c[1] for c in conn.execute(f"PRAGMA table_info({q(PROVENANCE_TABLE)})")}
+        if entry[0] != "table" or not {c for c, _ in PROVENANCE_COLUMNS} <= have:
+            hits.append(PROVENANCE_TABLE)
+    if hits:
+        raise InvalidParameterError(
+            f"the database already holds {', '.join(hits)}, which this export writes beside "
+            "its tables (typed views, the export log) and which is not one of ours; nothing "
+            "was written. Rename or drop it, or export into a new file.",
+            table=hits[0],
+        )
+
+
+# ---------------------------------------------------------------------- provenance
+class ExportOrigin:
+    """What the provenance row records about an export: its source and selection."""
+
+    def __init__(
+        self,
+        store: Store,
+        prefix: str,
+        time_range: tuple[datetime, datetime] | None,
+        include_derived: bool,
+        filters: dict[str, Any],
+    ) -> None:
+        self.store = str(Path(store.path).resolve())
+        self.prefix = prefix
+        self.time_range = time_range
+        self.include_derived = include_derived
+        self.filters = filters
+
+    def row(self, plan: ExportPlan) -> tuple[Any, ...]:
+        """The provenance row's values, in ``PROVENANCE_COLUMNS`` order (after ``id``)."""
+        start, end = self.time_range or (None, None)
+        values = (
+            datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "infrastore-sqlite",
+            __version__,
+            self.store,
+            self.prefix,
+            orjson.dumps(self.filters, default=_plain, option=orjson.OPT_SORT_KEYS).decode(),
+            None if start is None else start.isoformat(),
+            None if end is None else end.isoformat(),
+            int(self.include_derived),
+            orjson.dumps([pp.partition.base for pp in plan.partitions]).decode(),
+            sum(len(pp.ids) for pp in plan.partitions),
+            plan.total_rows,
+        )
+        assert len(values) == len(PROVENANCE_COLUMNS) - 1
+        return values
+
+
+def _plain(value: Any) -> Any:
+    """A selection value as JSON holds it (sets and tuples as lists, the rest as text)."""
+    if isinstance(value, set | frozenset | tuple):
+        return sorted(value, key=str) if isinstance(value, set | frozenset) else list(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)
+
+
+def provenance_ddl() -> str:
+    body = ", ".join(f"{c} {t}" for c, t in PROVENANCE_COLUMNS)
+    return f"CREATE TABLE IF NOT EXISTS {q(PROVENANCE_TABLE)} ({body})"
+
+
+def provenance_insert() -> str:
+    cols = [c for c, _ in PROVENANCE_COLUMNS[1:]]
+    return (
+        f"INSERT INTO {q(PROVENANCE_TABLE)} ({', '.join(cols)}) "
+        f"VALUES ({', '.join('?' * len(cols))})"
+    )

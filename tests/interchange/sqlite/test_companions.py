@@ -1,0 +1,191 @@
+"""What an export writes beside the layout (issue 24): the typed companion views and the
+provenance table ``infrastore_exports``; both imports (ours and the reference's) ignore
+them. The readers that read the companions are in ``test_file_readers.py``."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_roundtrip_sqlite import T0, assert_same_store, build_varied
+
+import infrastore_sqlite as I
+from infrastore_sqlite.errors import InvalidParameterError
+
+
+def _store(path: Path) -> I.Store:
+    store = I.Store.create(path)
+    for owner, name in ((1, "load"), (2, "load"), (3, "wind")):
+        store.add_time_series(
+            owner,
+            "PowerLoad",
+            "Component",
+            I.SingleTimeSeries(T0, "PT1H", np.arange(24.0) * owner, name, units="MW"),
+        )
+    store.add_time_series(
+        4, "Gen", "Component", I.SingleTimeSeries(T0, "PT1H", np.arange(24), "count")
+    )
+    return store
+
+
+def _rows(db: Path, sql: str) -> list[tuple]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def test_each_export_appends_one_provenance_row(tmp_path: Path) -> None:
+    store = _store(tmp_path / "s.h5")
+    db = tmp_path / "out.db"
+    store.export_sqlite(db)
+    window = (datetime(2024, 1, 1, 2, tzinfo=UTC), datetime(2024, 1, 1, 5, tzinfo=UTC))
+    store.export_sqlite(db, table_prefix="run2_", name="load", time_range=window)
+    rows = _rows(
+        db,
+        "SELECT tool, tool_version, store, table_prefix, selection, time_range_start, "
+        "time_range_end, include_derived, partitions, series, rows, written_at "
+        "FROM infrastore_exports ORDER BY id",
+    )
+    assert len(rows) == 2
+    first, second = rows
+    assert first[:4] == ("infrastore-sqlite", I.__version__, str(store.path.resolve()), "")
+    assert json.loads(first[4]) == {}
+    assert first[5:8] == (None, None, 0)
+    assert json.loads(first[8]) == ["SingleTimeSeries_f64_utc", "SingleTimeSeries_i64_utc"]
+    assert first[9:11] == (4, 96)
+    assert datetime.fromisoformat(first[11]).tzinfo is not None
+    assert second[3] == "run2_"
+    assert json.loads(second[4]) == {"name": "load"}
+    assert second[5:7] == (window[0].isoformat(), window[1].isoformat())
+    assert json.loads(second[8]) == ["SingleTimeSeries_f64_utc"]
+    assert second[9:11] == (2, 6)
+
+
+def test_a_dry_run_writes_no_provenance(tmp_path: Path) -> None:
+    store = _store(tmp_path / "s.h5")
+    db = tmp_path / "out.db"
+    store.export_sqlite(db)
+    store.export_sqlite(db, table_prefix="b_", dry_run=True)
+    assert _rows(db, "SELECT count(*) FROM infrastore_exports") == [(1,)]
+
+
+def test_our_import_ignores_the_companions_and_the_log(tmp_path: Path) -> None:
+    store = _store(tmp_path / "s.h5")
+    db = tmp_path / "out.db"
+    store.export_sqlite(db)
+    store.export_sqlite(db, table_prefix="run2_", name="load")
+    assert {n for (n,) in _rows(db, "SELECT name FROM sqlite_master WHERE type='view'")} >= {
+        "all_values_real",
+        "all_values_integer",
+        "flat_SingleTimeSeries_f64_utc",
+        "run2_all_values_real",
+        "run2_flat_SingleTimeSeries_f64_utc",
+    }
+    dst = I.Store.create(tmp_path / "dst.h5")
+    assert len(dst.import_sqlite(db)) == 4
+    report = dst.import_sqlite(db, table_prefix="run2_", on_conflict="ignore")
+    assert [p["skipped"] for p in report.partitions] == [2]
+    assert_same_store(store, dst)
+
+
+def test_companions_span_every_export_under_a_prefix(tmp_path: Path) -> None:
+    store = _store(tmp_path / "s.h5")
+    db = tmp_path / "out.db"
+    store.export_sqlite(db, table_prefix="p_", owner_type="PowerLoad")
+    store.export_sqlite(db, table_prefix="p_", name="count")
+    assert _rows(db, "SELECT count(*) FROM p_all_values_real") == [(72,)]
+    assert _rows(db, "SELECT count(*), typeof(value) FROM p_all_values_integer") == [
+        (24, "integer")
+    ]
+    flat = _rows(db, "SELECT DISTINCT owner_id, name, units FROM p_flat_SingleTimeSeries_f64_utc")
+    assert sorted(flat) == [(1, "load", "MW"), (2, "load", "MW"), (3, "wind", "MW")]
+
+
+@pytest.mark.parametrize(
+    ("ddl", "name"),
+    [
+        ("CREATE TABLE all_values_real (x)", "all_values_real"),
+        ("CREATE VIEW flat_SingleTimeSeries_f64_utc AS SELECT 1", "flat_SingleTimeSeries_f64_utc"),
+        ("CREATE TABLE infrastore_exports (x)", "infrastore_exports"),
+    ],
+)
+def test_a_name_the_additions_take_is_refused(tmp_path: Path, ddl: str, name: str) -> None:
+    store = _store(tmp_path / "s.h5")
+    db = tmp_path / "out.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute(ddl)
+    before = _rows(db, "SELECT name FROM sqlite_master ORDER BY name")
+    with pytest.raises(InvalidParameterError, match=f"already holds {name}.*nothing was written"):
+        store.export_sqlite(db)
+    with pytest.raises(InvalidParameterError, match=f"already holds {name}"):
+        store.export_sqlite(db, dry_run=True)
+    assert _rows(db, "SELECT name FROM sqlite_master ORDER BY name") == before
+
+
+def test_companions_over_partitions_the_reference_wrote(tmp_path: Path) -> None:
+    """Our export into a file the reference wrote: the companions span both exports'
+    partitions, the earlier ones typed from their tables."""
+    ref = pytest.importorskip("infrastore")
+    theirs = ref.Store.create(str(tmp_path / "theirs.h5"))
+    theirs.add_time_series(
+        7, "Gen", ref.OwnerCategory.Component, ref.SingleTimeSeries(T0, "PT1H", np.arange(5), "n")
+    )
+    db = tmp_path / "mixed.db"
+    theirs.export_sqlite(str(db))
+    theirs.close()
+    _store(tmp_path / "s.h5").export_sqlite(db, owner_type="PowerLoad")
+    assert _rows(db, "SELECT count(*) FROM all_values_integer") == [(5,)]
+    assert _rows(db, "SELECT DISTINCT owner_id FROM flat_SingleTimeSeries_i64_utc") == [(7,)]
+    assert _rows(db, "SELECT count(*) FROM infrastore_exports") == [(1,)]
+
+
+@pytest.mark.interop
+def test_the_reference_imports_a_file_with_the_additions(tmp_path: Path) -> None:
+    ref = pytest.importorskip("infrastore")
+    ours = I.Store.create(tmp_path / "ours.h5")
+    build_varied(I, ours)
+    db = tmp_path / "ours.db"
+    ours.export_sqlite(db)
+    ours.export_sqlite(db, table_prefix="again_")
+    assert _rows(db, "SELECT count(*) FROM infrastore_exports") == [(2,)]
+    assert (
+        _rows(db, "SELECT count(*) FROM sqlite_master WHERE name LIKE '%flat\\_%' ESCAPE '\\'")[0][
+            0
+        ]
+        > 10
+    )
+    for prefix in ("", "again_"):
+        theirs = ref.Store.create(str(tmp_path / f"theirs{prefix}.h5"))
+        ids = theirs.import_sqlite(str(db), table_prefix=prefix)
+        assert len(ids) == len(ours.list_metadata())
+        assert_same_store(ours, theirs)
+
+
+@pytest.mark.parametrize(
+    "reference", ["Europe/London", "America/Denver", "Africa/Casablanca", "Asia/Kolkata", "+05:30"]
+)
+def test_iso_text_agrees_with_python(reference: str) -> None:
+    """The SQL that renders an instant in a zone or offset gives what Python's zoneinfo
+    gives, across DST changes (hourly instants over three years, and random ones)."""
+    import apsw
+
+    from infrastore_sqlite.core.timeref import ms_to_datetime
+    from infrastore_sqlite.interchange.sqlite.companions import iso_sql
+
+    start = int(datetime(2023, 1, 1, tzinfo=UTC).timestamp() * 1000)
+    hourly = range(start, start + 3 * 365 * 86_400_000, 3_600_000)
+    rng = np.random.default_rng(24)
+    scattered = rng.integers(0, 4_000_000_000_000, 2000).tolist()
+    conn = apsw.Connection(":memory:")
+    conn.execute("CREATE TABLE t (timestamp INTEGER)")
+    conn.executemany("INSERT INTO t VALUES (?)", [(ms,) for ms in [*hourly, *scattered]])
+    sql = f"SELECT timestamp, {iso_sql('timestamp', reference)} FROM t"
+    for ms, text in conn.execute(sql):
+        # The same instant, at the same offset (datetimes are compared as instants:
+        # PEP 495 makes a repeated hour unequal to anything in another tzinfo).
+        dt = ms_to_datetime(ms, reference)
+        assert round(datetime.fromisoformat(text).timestamp() * 1000) == ms, (ms, text)
+        assert text[-6:] == dt.isoformat()[-6:], (ms, text, dt.isoformat())
