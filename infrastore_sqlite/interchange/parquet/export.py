@@ -12,18 +12,19 @@ overlap. At most two row groups are held, one being encoded and the next (or one
 when a single array is longer than a group). The columns themselves (a grid's key
 columns unexpanded, numpy as Arrow, the series and arrays tables) are ``encode.py``'s.
 
-Atomicity: every file is written under a temporary name in the target directory and
-renamed into place only after every partition succeeded, each partition's values file
-last; on any failure every file of the export is removed.
+Atomicity (``publish.py``): every file is written under a temporary name in the target
+directory and renamed into place only after every partition succeeded, each partition's
+values file last; in object storage each file is a multipart upload, completed once its
+partition's three files are encoded, and a manifest is put last. On any failure every
+file of the export is removed (uploads not completed are aborted).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import uuid
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...core.elements import pad
-from ...errors import IntegrityError, InvalidParameterError, StorageError
+from ...errors import IntegrityError, StorageError
 from ..pipeline import Prefetch
 from ..plan import SUMMARY_KEYS as SQLITE_SUMMARY_KEYS
 from ..plan import (
@@ -63,6 +64,8 @@ from .layout import (
     values_schema,
     writer_options,
 )
+from .publish import LocalPublisher, ObjectPublisher
+from .storage import ObjectPath, Upload, locate
 
 if TYPE_CHECKING:
     from ...store import Store
@@ -78,6 +81,8 @@ def export_parquet(
     include_derived: bool = False,
     dry_run: bool = False,
     progress: Progress | None = None,
+    overwrite: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
     **filters: Any,
 ) -> list[dict[str, Any]]:
     """Export the series the filters select as Parquet files in ``directory``.
@@ -87,8 +92,15 @@ def export_parquet(
     store
         The source store.
     directory
-        Where the files go; created if absent (its parent must exist). The export only
-        adds files: it refuses when one it would create is already there.
+        Where the files go: a local directory (a path or ``file://``; created if absent,
+        its parent must exist) or an object-storage prefix (``s3://bucket/prefix``,
+        ``gs://``, ``az://``, ``abfs://``; needs ``pip install
+        'infrastore-sqlite[cloud]'``). The export adds files: it refuses when one it
+        would create is already there (or, in object storage, an earlier export's
+        manifest), unless ``overwrite``. Nothing appears unless everything was written:
+        local files under temporary names renamed at the end, objects as multipart
+        uploads completed a partition at a time and removed again on a failure, then a
+        manifest (``_infrastore_manifest.json``) put last.
     time_range
         ``(start, end)``, half-open; each series is clipped as ``read_by_ids_range`` does.
     include_derived
@@ -97,6 +109,10 @@ def export_parquet(
         Plan and check for existing files only: return the partitions, write nothing.
     progress
         Called as ``progress(rows_done, rows_total)`` while values are written.
+    overwrite
+        Replace files (objects) of the same names instead of refusing.
+    storage_options
+        For a URI: credentials, region, endpoint, … as for ``import_parquet``.
     **filters
         ``list_metadata``'s keywords.
 
@@ -118,6 +134,7 @@ def export_parquet(
         Writing a file failed; nothing of the export is left.
     """
     pa, pq = require_pyarrow()
+    target = locate(directory, storage_options)
     plan = plan_export(
         store,
         time_range=time_range,
@@ -127,37 +144,21 @@ def export_parquet(
     )
     if not plan.partitions:
         return []
-    target = Path(directory)
-    _check_directory(target)
-    _check_collisions(target, plan)
+    publisher: LocalPublisher | ObjectPublisher
+    if isinstance(target, ObjectPath):
+        publisher = ObjectPublisher(target, plan, overwrite=overwrite)
+    else:
+        publisher = LocalPublisher(target, plan, overwrite=overwrite)
+    publisher.check()
     summary = _summary(directory, plan)
     if dry_run:
         return summary
-    created = not target.exists()
-    if created:
-        target.mkdir()
-    token = uuid.uuid4().hex[:8]
-    temps: dict[Path, Path] = {}  # final path -> temporary path, in rename order
-    for pp in plan.partitions:
-        names = file_names(pp.partition)
-        # Values last: "the partition exists" means "its values file exists".
-        for role in ("series", "arrays", "values"):
-            final = target / names[role]
-            temps[final] = target / f".{names[role]}.{token}.partial"
-    renamed: list[Path] = []
+    publisher.begin()
     try:
-        _write_files(pa, pq, store, plan, temps, target, progress)
-        # Someone may have created one of the names while we wrote: never replace it.
-        _check_collisions(target, plan)
-        for final, tmp in temps.items():
-            os.replace(tmp, final)
-            renamed.append(final)
+        _write_files(pa, pq, store, plan, publisher, progress)
+        publisher.commit()
     except BaseException:
-        for path in (*temps.values(), *renamed):
-            path.unlink(missing_ok=True)
-        if created:
-            with contextlib.suppress(OSError):
-                target.rmdir()  # only if empty: never anything we did not write
+        publisher.rollback()
         raise
     return summary
 
@@ -177,52 +178,17 @@ def _summary(directory: str | os.PathLike[str], plan: ExportPlan) -> list[dict[s
     return out
 
 
-# ---------------------------------------------------------------------- checks
-def _check_directory(target: Path) -> None:
-    if target.exists():
-        if not target.is_dir():
-            raise InvalidParameterError(
-                f"cannot export Parquet files into {target}: it is a file, not a directory. "
-                "Name a directory (it is created if absent)."
-            )
-    elif not target.parent.is_dir():
-        raise InvalidParameterError(
-            f"cannot create the directory {target}: its parent {target.parent} does not exist"
-        )
-
-
-def _check_collisions(target: Path, plan: ExportPlan) -> None:
-    """Refuse, naming every one, files the export would create that already exist
-    (compared case-insensitively, as Windows and macOS file systems do)."""
-    if not target.is_dir():
-        return
-    existing = {name.lower(): name for name in os.listdir(target)}
-    hits = [
-        existing[name.lower()]
-        for pp in plan.partitions
-        for name in file_names(pp.partition).values()
-        if name.lower() in existing
-    ]
-    if hits:
-        raise InvalidParameterError(
-            f"{target} already holds {len(hits)} of the files this export would create "
-            f"({', '.join(hits)}); nothing was written. Export into another directory, "
-            "or remove those files first.",
-            table=hits[0],
-        )
-
-
 # ---------------------------------------------------------------------- the files
 def _write_files(
     pa: ModuleType,
     pq: ModuleType,
     store: Store,
     plan: ExportPlan,
-    temps: dict[Path, Path],
-    target: Path,
+    publisher: LocalPublisher | ObjectPublisher,
     progress: Progress | None,
 ) -> None:
-    """Every partition's three files, under their temporary names."""
+    """Every partition's three files, where the publisher says (their temporary names,
+    or their uploads)."""
     total = plan.total_rows
     done = 0
     group: _Group | None = None
@@ -234,8 +200,7 @@ def _write_files(
         with Prefetch(_prepared(pa, store, plan)) as steps:
             for kind, pp, payload in steps:
                 if kind == "begin":
-                    path = temps[target / file_names(pp.partition)["values"]]
-                    group = _Group(pa, pq, pp, path, encoder)
+                    group = _Group(pa, pq, pp, publisher.sink(pp, "values"), encoder)
                 elif kind == "segments":
                     assert group is not None
                     for seg in payload:
@@ -246,11 +211,12 @@ def _write_files(
                     assert group is not None
                     done += group.close()
                     group = None
+                    publisher.finished(pp, "values")
                     if progress:
                         progress(done, total)
                 else:  # "series" or "arrays": the file's whole table
-                    path = temps[target / file_names(pp.partition)[kind]]
-                    _write_table(pa, pq, payload, path, kind)
+                    _write_table(pa, pq, payload, publisher.sink(pp, kind), kind)
+                    publisher.finished(pp, kind)
     finally:
         if group is not None:
             group.abandon()
@@ -589,14 +555,19 @@ def _write_table(pa: ModuleType, pq: ModuleType, table: Any, path: Path, role: s
 
 
 @contextlib.contextmanager
-def _storage_errors(path: Path) -> Iterator[None]:
+def _storage_errors(path: Path | Upload) -> Iterator[None]:
     """pyarrow's and the OS's write errors as a StorageError naming the file."""
     import pyarrow
 
     try:
         yield
+    except StorageError as exc:  # an upload's, naming its URI already
+        raise StorageError(f"{exc}; nothing of the export was kept", table=exc.table) from exc
     except (OSError, pyarrow.ArrowException) as exc:
-        final = path.name.removeprefix(".").rsplit(".", 2)[0]
+        if isinstance(path, Upload):
+            where = path.uri
+        else:
+            where = str(path.parent / path.name.removeprefix(".").rsplit(".", 2)[0])
         raise StorageError(
-            f"writing {path.parent / final} failed: {exc}; nothing of the export was kept"
+            f"writing {where} failed: {exc}; nothing of the export was kept", table=where
         ) from exc

@@ -35,15 +35,19 @@ from .grids import _affine, _sts_grids
 from .layout import (
     ELEMENT_SHAPE_KEY,
 )
+from .storage import ObjectPath, open_input
 
 _SORT = "sort the file by array_id (then issue_time, timestamp) and import again"
 
 __all__ = ["PartitionReader", "rehash_of"]
 
 
-def rehash_of(values_file: str | Path) -> Term:
+def rehash_of(values_file: str | Path | ObjectPath) -> Term:
     """How to recompute the hashes of the partition whose values file is ``values_file``:
-    ``rehash`` of the directory that holds it (the arrays file sits beside it)."""
+    ``rehash`` of the directory that holds it (the arrays file sits beside it); of a
+    local copy, for object storage."""
+    if isinstance(values_file, ObjectPath):
+        return rehash_dir_term(str(values_file.parent))
     return rehash_dir_term(str(Path(values_file).parent))
 
 
@@ -151,7 +155,7 @@ class PartitionReader:
         # With the metadata discovery read: the footer is not read and parsed again.
         with reading_errors(self.files[role]):
             return self.pq.ParquetFile(
-                self.files[role],
+                open_input(self.part.files[role]),
                 metadata=self.part.metadata.get(role),
                 buffer_size=_READ_BUFFER,
                 pre_buffer=False,
