@@ -110,7 +110,17 @@ SUMMARY_FORMATS = TABLE_FORMATS
     "dir_",
     metavar="DIR",
     help="With -f parquet: the directory for the Parquet files (created if absent; files are "
-    "only added). Per-series CSV/JSON/JSONL files are not implemented yet.",
+    "only added unless --overwrite), or an object-storage prefix (s3://BUCKET/PREFIX, gs://, "
+    "az://, abfs://). Per-series CSV/JSON/JSONL files are not implemented yet.",
+)
+@click.option(
+    "--storage-option",
+    "storage_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="With an object-storage --dir: a client option, as Polars' storage_options names it "
+    "(aws_region=…, aws_endpoint_url=…); repeatable. Credentials default to the AWS_* "
+    "(GOOGLE_*, AZURE_*) environment.",
 )
 @click.option(
     "--table-prefix",
@@ -127,7 +137,8 @@ SUMMARY_FORMATS = TABLE_FORMATS
 @click.option(
     "--overwrite",
     is_flag=True,
-    help="Replace an existing --db file (built beside it, swapped in when complete).",
+    help="Replace an existing --db file (built beside it, swapped in when complete); with "
+    "-f parquet, replace the files of the same names in --dir.",
 )
 @click.option(
     "--include-derived",
@@ -153,6 +164,7 @@ def export(
     overwrite: bool,
     dry_run: bool,
     summary: str | None,
+    storage_options: tuple[str, ...],
     **kw: Any,
 ) -> None:
     """Export the selected series to one SQLite database (-f sqlite --db FILE) or to
@@ -178,15 +190,12 @@ def export(
     fmt = _format(ctx, EXPORT_FORMATS)
     filters = _filters(kw)
     if fmt == "parquet":
-        if overwrite:
-            raise click.UsageError(
-                "--overwrite replaces a --db file; -f parquet only adds files to --dir "
-                "(remove the old files first)",
-                ctx,
-            )
+        where = {"overwrite": overwrite, "storage_options": storage_options}
         _export_parquet(ctx, dir_, db, table_prefix, summary, time_range, include_derived,
-                        dry_run, filters)  # fmt: skip
+                        dry_run, filters, where)  # fmt: skip
         return
+    if storage_options:
+        raise click.UsageError("--storage-option goes with -f parquet --dir URI", ctx)
     if summary is not None:
         raise click.UsageError(
             "--summary names how -f parquet prints its partitions; with --db, -f json, jsonl "
@@ -268,8 +277,10 @@ def _export_parquet(
     include_derived: bool,
     dry_run: bool,
     filters: dict[str, Any],
+    where: dict[str, Any],
 ) -> None:
-    """``export -f parquet --dir DIR``: the usage errors, then the library, then the rows."""
+    """``export -f parquet --dir DIR``: the usage errors, then the library, then the rows.
+    ``where`` holds ``overwrite`` and the ``--storage-option`` texts."""
     if db is not None:
         raise click.UsageError(
             "--db names a SQLite database, which -f parquet does not write: use -f parquet "
@@ -285,7 +296,9 @@ def _export_parquet(
     if directory is None:
         raise click.UsageError("export -f parquet needs --dir DIR", ctx)
     from ..interchange.parquet.export import SUMMARY_KEYS
+    from ..interchange.parquet.storage import parse_storage_options
 
+    options = parse_storage_options(where["storage_options"])
     with _open_store(ctx, read_only=True) as store, _Progress(ctx, "export") as bar:
         parts = store.export_parquet(
             directory,
@@ -293,6 +306,8 @@ def _export_parquet(
             include_derived=include_derived,
             dry_run=dry_run,
             progress=bar,
+            overwrite=where["overwrite"],
+            storage_options=options or None,
             **filters,
         )
     shown = summary or "table"

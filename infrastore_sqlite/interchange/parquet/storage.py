@@ -17,6 +17,7 @@ the manifest uses, and takes the option names Polars' ``storage_options`` take.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import io
 import os
 import posixpath
@@ -114,6 +115,27 @@ def locate(
     return ObjectPath(bucket, split.path.strip("/"))
 
 
+#: Options that configure obstore's retries (a request that fails is tried again, with
+#: backoff, up to ``max_retries`` times within ``retry_timeout`` seconds; obstore's
+#: defaults are 10 and 180).
+_RETRY_OPTIONS = frozenset({"max_retries", "retry_timeout"})
+
+
+def _retry_value(root: str, name: str, value: Any) -> Any:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = -1.0
+    if number < 0:
+        raise InvalidParameterError(
+            f"the storage option {name}={value!r} for {root} is not a number of "
+            f"{'retries' if name == 'max_retries' else 'seconds'} (0 or more)"
+        )
+    if name == "max_retries":
+        return int(number)
+    return dt.timedelta(seconds=number)
+
+
 class Bucket:
     """One bucket (or container) opened with its options: obstore's store, and the
     listings made through it (a directory is listed once per import)."""
@@ -126,8 +148,12 @@ class Bucket:
         self.options = options
         config: dict[str, Any] = {}
         client: dict[str, Any] = {}
+        retry: dict[str, Any] = {}
         for key, value in options.items():
             name = str(key).lower()
+            if name in _RETRY_OPTIONS:
+                retry[name] = _retry_value(root, name, value)
+                continue
             bare = name.removeprefix("aws_").removeprefix("google_").removeprefix("azure_")
             if bare in _CLIENT_OPTIONS:
                 client[bare] = value
@@ -135,7 +161,12 @@ class Bucket:
                 config[name] = value
         url = root.replace("s3a://", "s3://", 1)
         try:
-            self.store = from_url(url, config=config or None, client_options=client or None)
+            self.store = from_url(
+                url,
+                config=config or None,
+                client_options=client or None,
+                retry_config=retry or None,  # type: ignore[arg-type]
+            )
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # obstore panics (a BaseException) on some bad keys
@@ -154,7 +185,13 @@ class Bucket:
             uri = f"{self.root}/{prefix}"
             with storage_errors(uri, "listing"):
                 raw = self.obstore.list_with_delimiter(self.store, f"{prefix}/" if prefix else None)
-            objects = {posixpath.basename(m["path"]): int(m["size"]) for m in raw["objects"]}
+            # A store may list the prefix itself as an empty "directory" object (SeaweedFS
+            # does, once something under it was removed): it is no file of the layout.
+            objects = {
+                posixpath.basename(m["path"]): int(m["size"])
+                for m in raw["objects"]
+                if m["path"].rstrip("/") != prefix
+            }
             prefixes = [posixpath.basename(p.rstrip("/")) for p in raw["common_prefixes"]]
             got = self._listed[prefix] = (objects, prefixes)
         return got
@@ -184,6 +221,8 @@ class ObjectPath:
 
     def __truediv__(self, name: str) -> ObjectPath:
         return ObjectPath(self.bucket, f"{self.key}/{name}" if self.key else name)
+
+    joinpath = __truediv__
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ObjectPath) and str(self) == str(other)
