@@ -318,3 +318,121 @@ def test_a_file_is_read_by_range_not_downloaded(
     first = pf.read_row_group(0).column("value").to_numpy()
     assert np.array_equal(first, table.column("value").to_numpy()[:100_000])
     assert sum(fetched) < 2_000_000  # one row group (0.8 MB) and the footer
+
+
+# ------------------------------------------------------------------ engines read in place
+STEM = "SingleTimeSeries.f64.utc"
+JOIN = """
+    SELECT s.name, s.owner_id, epoch_ms(v.timestamp) AS t, v.value
+    FROM '{base}.values.parquet' v JOIN '{base}.series.parquet' s USING (array_id)
+    ORDER BY ALL
+"""
+
+
+def _duckdb(server: Any) -> Any:
+    import glob
+    import os
+
+    import duckdb
+    import duckdb_extension_httpfs
+
+    folder = os.path.dirname(duckdb_extension_httpfs.__file__)
+    con = duckdb.connect()
+    con.load_extension(glob.glob(f"{folder}/extensions/*/httpfs.duckdb_extension")[0])
+    con.execute(
+        "CREATE SECRET (TYPE s3, KEY_ID ?, SECRET ?, REGION 'us-east-1', ENDPOINT ?, "
+        "URL_STYLE 'path', USE_SSL false)",
+        [
+            server.options["aws_access_key_id"],
+            server.options["aws_secret_access_key"],
+            server.endpoint.removeprefix("http://"),
+        ],
+    )
+    return con
+
+
+def _pyarrow_s3(server: Any) -> Any:
+    import pyarrow.fs as pafs
+
+    return pafs.S3FileSystem(
+        access_key=server.options["aws_access_key_id"],
+        secret_key=server.options["aws_secret_access_key"],
+        region="us-east-1",
+        endpoint_override=server.endpoint,
+    )
+
+
+def test_duckdb_reads_the_export_in_place(exported: dict, s3_server: Any) -> None:
+    con = _duckdb(s3_server)
+    remote = f"s3://infrastore/{exported['prefix']}"
+    local = str(exported["local"])
+    got = con.execute(JOIN.format(base=f"{remote}/{STEM}")).fetchall()
+    # Compared as text: the values hold a NaN, which equals nothing.
+    assert got and repr(got) == repr(con.execute(JOIN.format(base=f"{local}/{STEM}")).fetchall())
+    # Many partitions at once, joined on the partition as well as array_id.
+    many = """
+        SELECT replace(v.filename, '{root}', '') AS file, s.name, count(*) AS n, sum(v.value)
+        FROM read_parquet('{root}/*.f64.*.values.parquet', filename = true, union_by_name = true) v
+        JOIN read_parquet('{root}/*.f64.*.series.parquet', filename = true, union_by_name = true) s
+          ON s.array_id = v.array_id
+         AND replace(s.filename, '.series.parquet', '') = replace(v.filename, '.values.parquet', '')
+        GROUP BY ALL ORDER BY ALL
+    """
+    rows = con.execute(many.format(root=remote)).fetchall()
+    assert len({r[0] for r in rows}) > 3
+    assert repr(rows) == repr(con.execute(many.format(root=local)).fetchall())
+
+
+def test_polars_reads_the_export_in_place(exported: dict, s3_server: Any) -> None:
+    import polars as pl
+
+    def join(base: str, **kw: Any) -> Any:
+        values = pl.scan_parquet(f"{base}.values.parquet", **kw)
+        series = pl.scan_parquet(f"{base}.series.parquet", **kw)
+        return (
+            values.join(series.select("array_id", "owner_id", "name"), on="array_id")
+            .sort("owner_id", "name", "timestamp")
+            .collect()
+        )
+
+    remote = join(f"s3://infrastore/{exported['prefix']}/{STEM}", storage_options=s3_server.options)
+    assert remote.height > 0
+    assert remote.equals(join(str(exported["local"] / STEM)))
+
+
+@pytest.mark.filterwarnings("ignore:The inplace keyword")  # inside dask, not ours
+def test_pyarrow_dataset_and_dask_read_the_export_in_place(exported: dict, s3_server: Any) -> None:
+    import dask.dataframe as dd
+    import pyarrow.dataset as ds
+
+    s3 = _pyarrow_s3(s3_server)
+    remote = f"infrastore/{exported['prefix']}"
+
+    def arrow_join(base: str, fs: Any = None) -> Any:
+        values = ds.dataset(f"{base}.values.parquet", filesystem=fs).to_table()
+        series = ds.dataset(f"{base}.series.parquet", filesystem=fs).to_table(
+            columns=["array_id", "owner_id", "name"]
+        )
+        joined = values.join(series, "array_id")
+        keys = ("owner_id", "name", "array_id", "timestamp")
+        return joined.sort_by([(k, "ascending") for k in keys])
+
+    got = arrow_join(f"{remote}/{STEM}", s3).to_pydict()
+    assert got["value"] and repr(got) == repr(arrow_join(str(exported["local"] / STEM)).to_pydict())
+    # A whole prefix as one dataset: the manifest is skipped by its name.
+    names = {Path(f).name for f in ds.dataset(remote, filesystem=s3).files}
+    assert MANIFEST not in names and len(names) == 3 * len(exported["parts"])
+
+    def dask_join(base: str, fs: Any = None) -> Any:
+        kw = {"filesystem": fs} if fs is not None else {}
+        values = dd.read_parquet(f"{base}.values.parquet", **kw)
+        series = dd.read_parquet(
+            f"{base}.series.parquet", columns=["array_id", "owner_id", "name"], **kw
+        )
+        out = values.merge(series, on="array_id").compute()
+        keys = ["owner_id", "name", "array_id", "timestamp"]
+        return out.sort_values(keys).reset_index(drop=True)
+
+    remote_df = dask_join(f"s3://{remote}/{STEM}", s3)
+    assert len(remote_df) > 0
+    assert remote_df.equals(dask_join(str(exported["local"] / STEM)))
