@@ -18,6 +18,10 @@ child process, ``--rounds`` times:
 
 Reported: the medians of the per-round ratios export_s3 s / export s and import_s3 s /
 import s (targets <= 1.5 each) and import_s3's peak RSS over import's (target <= 1.10).
+
+With ``--jobs`` it times ``export_parquet(..., jobs=2)`` against ``jobs=1`` instead, to a
+local directory, on the ``zones`` store (``bench/scenarios.py``: eight similar partitions,
+one per time zone): the median of jobs=1 s / jobs=2 s (target >= 1.6 on 2 cores).
 The server runs on this machine, so the ratios measure the client's work (requests,
 buffering, multipart uploads) rather than a network. Run it alone on the machine.
 """
@@ -46,6 +50,7 @@ STORES = {
     "quick": [("sts 20", "sts", 20)],
 }
 OPS = ("export", "export_s3", "import", "import_s3")
+JOBS_STORES = {"full": ("zones 2,000", "zones", 2000), "quick": ("zones 16", "zones", 16)}
 TARGETS = {"export_s3_over_local": 1.5, "import_s3_over_local": 1.5, "import_rss_ratio": 1.10}
 
 
@@ -101,6 +106,33 @@ def measure(runner: Runner, label: str, builder: str, n: int, rounds: int) -> di
     }
 
 
+def measure_jobs(runner: Runner, label: str, builder: str, n: int, rounds: int) -> dict:
+    """export jobs=1 against jobs=2, alternated, each in a fresh child process."""
+    store = runner.ensure_store("ours", builder, n)
+    runs: dict[int, list[dict]] = {1: [], 2: []}
+    for r in range(rounds):
+        for jobs in (1, 2) if r % 2 == 0 else (2, 1):
+            scratch = runner.workdir / "scratch"
+            shutil.rmtree(scratch, ignore_errors=True)
+            scratch.mkdir()
+            spec = {"impl": "ours", "builder": "-", "n": 0, **store, "op": "export_parquet"}
+            res = runner.child({**spec, "out": str(scratch / "parquet"), "jobs": jobs})
+            shutil.rmtree(scratch, ignore_errors=True)
+            runs[jobs].append(res)
+            runner.log(f"  jobs={jobs} {label} round {r + 1}: {res['seconds']:.3f} s")
+    return {
+        "store": label,
+        "rows": runs[1][0]["rows"],
+        "partitions": runs[1][0]["partitions"],
+        "jobs1_s": statistics.median(x["seconds"] for x in runs[1]),
+        "jobs2_s": statistics.median(x["seconds"] for x in runs[2]),
+        "speedup": statistics.median(
+            a["seconds"] / b["seconds"] for a, b in zip(runs[1], runs[2], strict=True)
+        ),
+        "jobs2_peak_rss_mb": statistics.median(x["peak_rss_mb"] for x in runs[2]),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a tiny store (a harness check)")
@@ -108,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="write the results as JSON here")
     ap.add_argument("--workdir", help="keep stores here (default: a temporary directory)")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--jobs", action="store_true", help="time jobs=2 against jobs=1 instead")
     args = ap.parse_args(argv)
     size = "quick" if args.quick else "full"
     rounds = args.rounds or (1 if args.quick else 5)
@@ -119,6 +152,21 @@ def main(argv: list[str] | None = None) -> int:
         tmp = tempfile.TemporaryDirectory(prefix="infrastore-bench-objstore-")
         workdir = Path(tmp.name)
     runner = Runner(workdir, verbose=not args.quiet)
+    if args.jobs:
+        try:
+            result = measure_jobs(runner, *JOBS_STORES[size], rounds)
+        finally:
+            if tmp is not None:
+                tmp.cleanup()
+        print(
+            f"{result['store']}: {result['partitions']} partitions, {result['rows']:,} rows; "
+            f"jobs=1 {result['jobs1_s']:.3f} s, jobs=2 {result['jobs2_s']:.3f} s, "
+            f"x{result['speedup']:.2f} (target >= 1.6)"
+        )
+        if args.json:
+            doc = {"rounds": rounds, "quick": args.quick, "jobs": result, "target": 1.6}
+            Path(args.json).write_text(json.dumps(doc, indent=1))
+        return 0
     server = S3Server(workdir / f"s3-{uuid.uuid4().hex[:8]}")
     try:
         server.start()

@@ -155,7 +155,8 @@ def child_main(spec: dict[str, Any]) -> None:
             import infrastore_sqlite.interchange.parquet
         store = mod.Store.open(spec["store"], read_only=True)
         method = store.export_parquet if parquet else store.export_sqlite
-        parts = timed(lambda: method(spec["out"]))
+        jobs = {"jobs": spec["jobs"]} if spec.get("jobs") else {}  # bench/objstore.py --jobs
+        parts = timed(lambda: method(spec["out"], **jobs))
         store.close()
         out["rows"] = sum(int(p["rows"]) for p in parts)
         out["series"] = sum(int(p["series"]) for p in parts)

@@ -114,6 +114,14 @@ SUMMARY_FORMATS = TABLE_FORMATS
     "az://, abfs://). Per-series CSV/JSON/JSONL files are not implemented yet.",
 )
 @click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    metavar="N",
+    help="With -f parquet: write partitions from N worker processes (the same files as one; "
+    "a worker's failure fails the export and leaves nothing).",
+)
+@click.option(
     "--storage-option",
     "storage_options",
     multiple=True,
@@ -165,6 +173,7 @@ def export(
     dry_run: bool,
     summary: str | None,
     storage_options: tuple[str, ...],
+    jobs: int,
     **kw: Any,
 ) -> None:
     """Export the selected series to one SQLite database (-f sqlite --db FILE) or to
@@ -190,12 +199,16 @@ def export(
     fmt = _format(ctx, EXPORT_FORMATS)
     filters = _filters(kw)
     if fmt == "parquet":
-        where = {"overwrite": overwrite, "storage_options": storage_options}
+        where = {"overwrite": overwrite, "storage_options": storage_options, "jobs": jobs}
         _export_parquet(ctx, dir_, db, table_prefix, summary, time_range, include_derived,
                         dry_run, filters, where)  # fmt: skip
         return
     if storage_options:
         raise click.UsageError("--storage-option goes with -f parquet --dir URI", ctx)
+    if jobs != 1:
+        raise click.UsageError(
+            "--jobs goes with -f parquet: -f sqlite writes one file, which has one writer", ctx
+        )
     if summary is not None:
         raise click.UsageError(
             "--summary names how -f parquet prints its partitions; with --db, -f json, jsonl "
@@ -280,7 +293,7 @@ def _export_parquet(
     where: dict[str, Any],
 ) -> None:
     """``export -f parquet --dir DIR``: the usage errors, then the library, then the rows.
-    ``where`` holds ``overwrite`` and the ``--storage-option`` texts."""
+    ``where`` holds ``overwrite``, the ``--storage-option`` texts and ``jobs``."""
     if db is not None:
         raise click.UsageError(
             "--db names a SQLite database, which -f parquet does not write: use -f parquet "
@@ -308,6 +321,7 @@ def _export_parquet(
             progress=bar,
             overwrite=where["overwrite"],
             storage_options=options or None,
+            jobs=where["jobs"],
             **filters,
         )
     shown = summary or "table"

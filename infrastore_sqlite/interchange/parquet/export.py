@@ -64,6 +64,7 @@ from .layout import (
     values_schema,
     writer_options,
 )
+from .parallel import check_jobs, write_parallel
 from .publish import LocalPublisher, ObjectPublisher
 from .storage import ObjectPath, Upload, locate
 
@@ -83,6 +84,7 @@ def export_parquet(
     progress: Progress | None = None,
     overwrite: bool = False,
     storage_options: Mapping[str, Any] | None = None,
+    jobs: int = 1,
     **filters: Any,
 ) -> list[dict[str, Any]]:
     """Export the series the filters select as Parquet files in ``directory``.
@@ -113,6 +115,11 @@ def export_parquet(
         Replace files (objects) of the same names instead of refusing.
     storage_options
         For a URI: credentials, region, endpoint, … as for ``import_parquet``.
+    jobs
+        Worker processes writing partitions at once (``parallel.py``): the files are
+        those of ``jobs=1``, each worker's memory bounded as one export's; a worker's
+        failure fails the export and leaves nothing. ``progress`` is then called as each
+        worker finishes.
     **filters
         ``list_metadata``'s keywords.
 
@@ -134,6 +141,7 @@ def export_parquet(
         Writing a file failed; nothing of the export is left.
     """
     pa, pq = require_pyarrow()
+    check_jobs(jobs)
     target = locate(directory, storage_options)
     plan = plan_export(
         store,
@@ -155,7 +163,12 @@ def export_parquet(
         return summary
     publisher.begin()
     try:
-        _write_files(pa, pq, store, plan, publisher, progress)
+        if jobs > 1 and len(plan.partitions) > 1:
+            write_parallel(store, plan, publisher, jobs, time_range=time_range,
+                           include_derived=include_derived, storage_options=storage_options,
+                           progress=progress, filters=filters)  # fmt: skip
+        else:
+            _write_files(pa, pq, store, plan, publisher, progress)
         publisher.commit()
     except BaseException:
         publisher.rollback()

@@ -38,12 +38,15 @@ _ORDER = ("series", "arrays", "values")
 class LocalPublisher:
     """A local directory: temporary names, renamed into place at the end."""
 
-    def __init__(self, target: Path, plan: ExportPlan, *, overwrite: bool) -> None:
+    def __init__(
+        self, target: Path, plan: ExportPlan, *, overwrite: bool, token: str | None = None
+    ) -> None:
         self.target = target
         self.plan = plan
         self.overwrite = overwrite
         self.created = False
-        token = uuid.uuid4().hex[:8]
+        #: Names this export's temporary files (a parallel export's workers share it).
+        self.token = token = token or uuid.uuid4().hex[:8]
         self.temps: dict[Path, Path] = {}  # final path -> temporary path, in rename order
         self._by_role: dict[tuple[int, str], Path] = {}
         for i, pp in enumerate(plan.partitions):
