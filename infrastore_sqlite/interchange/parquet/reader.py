@@ -99,7 +99,8 @@ def import_parquet(
         ``storage_options`` takes (``aws_access_key_id``, ``aws_region``,
         ``aws_endpoint_url``, ``aws_allow_http``, ``google_service_account``,
         ``azure_storage_account_name``, …); what is not given comes from the environment
-        (``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, …). Needs
+        (``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, …) or an AWS profile's files
+        (``AWS_PROFILE`` or ``aws_profile``). Needs
         ``pip install 'infrastore-sqlite[cloud]'``.
 
     Returns

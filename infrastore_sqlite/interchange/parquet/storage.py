@@ -16,6 +16,7 @@ the manifest uses, and takes the option names Polars' ``storage_options`` take.
 
 from __future__ import annotations
 
+import configparser
 import contextlib
 import datetime as dt
 import io
@@ -136,6 +137,39 @@ def _retry_value(root: str, name: str, value: Any) -> Any:
     return dt.timedelta(seconds=number)
 
 
+def _aws_profile(options: Mapping[str, Any]) -> dict[str, str]:
+    """The keys, region and endpoint of an AWS profile (``aws_profile`` option, else
+    ``AWS_PROFILE``, else ``default``) from the shared files (``~/.aws/credentials`` and
+    ``~/.aws/config``, or where ``AWS_SHARED_CREDENTIALS_FILE`` / ``AWS_CONFIG_FILE``
+    say), as the AWS tools read them; nothing when keys are given or in the environment.
+    obstore reads the ``AWS_*`` variables itself, but not these files."""
+    if "AWS_ACCESS_KEY_ID" in os.environ or any(
+        k in options for k in ("aws_access_key_id", "access_key_id")
+    ):
+        return {}
+    name = str(options.get("aws_profile") or os.environ.get("AWS_PROFILE") or "default")
+    home = Path.home() / ".aws"
+    creds = configparser.ConfigParser()
+    config = configparser.ConfigParser()
+    try:
+        creds.read(os.environ.get("AWS_SHARED_CREDENTIALS_FILE", home / "credentials"))
+        config.read(os.environ.get("AWS_CONFIG_FILE", home / "config"))
+    except configparser.Error as exc:
+        raise InvalidParameterError(f"the AWS configuration files do not parse: {exc}") from None
+    out: dict[str, str] = {}
+    section = "default" if name == "default" else f"profile {name}"
+    for source, sec in ((config, section), (creds, name)):
+        if source.has_section(sec):
+            for key in ("aws_access_key_id", "aws_secret_access_key", "aws_session_token"):
+                if source.has_option(sec, key):
+                    out[key] = source.get(sec, key)
+    if config.has_section(section):
+        for key, option in (("region", "aws_region"), ("endpoint_url", "aws_endpoint_url")):
+            if config.has_option(section, key) and not os.environ.get(option.upper()):
+                out[option] = config.get(section, key)
+    return out
+
+
 class Bucket:
     """One bucket (or container) opened with its options: obstore's store, and the
     listings made through it (a directory is listed once per import)."""
@@ -146,6 +180,9 @@ class Bucket:
 
         self.root = root
         self.options = options
+        if root.startswith(("s3://", "s3a://")):
+            options = {**_aws_profile(options), **options}
+            options.pop("aws_profile", None)
         config: dict[str, Any] = {}
         client: dict[str, Any] = {}
         retry: dict[str, Any] = {}

@@ -436,3 +436,38 @@ def test_pyarrow_dataset_and_dask_read_the_export_in_place(exported: dict, s3_se
     remote_df = dask_join(f"s3://{remote}/{STEM}", s3)
     assert len(remote_df) > 0
     assert remote_df.equals(dask_join(str(exported["local"] / STEM)))
+
+
+def test_credentials_come_from_an_aws_profile(
+    exported: dict, s3_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No keys given nor in the environment: the profile's, from the shared files."""
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS_REGION"):
+        monkeypatch.delenv(key, raising=False)
+    (tmp_path / "credentials").write_text(
+        f"[bench]\naws_access_key_id = {s3_server.options['aws_access_key_id']}\n"
+        f"aws_secret_access_key = {s3_server.options['aws_secret_access_key']}\n"
+    )
+    (tmp_path / "config").write_text(
+        f"[profile bench]\nregion = us-east-1\nendpoint_url = {s3_server.endpoint}\n"
+    )
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    root = f"s3://infrastore/{exported['prefix']}"
+    with pytest.raises(StorageError):  # the default profile has no keys
+        locate(root, {"aws_allow_http": "true", **QUICK}).listdir()
+    monkeypatch.setenv("AWS_PROFILE", "bench")
+    names = locate(root, {"aws_allow_http": "true"}).listdir()
+    assert MANIFEST in names
+    # ... and the option names a profile as well.
+    monkeypatch.delenv("AWS_PROFILE")
+    assert locate(root, {"aws_allow_http": "true", "aws_profile": "bench"}).listdir() == names
+
+
+def test_a_file_uri_is_the_local_path(exported: dict, tmp_path: Path) -> None:
+    dst = new_store(tmp_path / "f.h5")
+    try:
+        ids = import_parquet(dst, exported["local"].as_uri())
+        assert ids and len(ids) == len(dst.list_metadata())
+    finally:
+        dst.close()
