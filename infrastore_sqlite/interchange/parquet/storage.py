@@ -57,6 +57,9 @@ _READ_BUFFER = 1 << 20
 #: Bytes buffered before a multipart upload sends a part (S3 allows 10,000 parts: this
 #: size caps one object at 160 GB; the layout's files are far smaller).
 _PART_BYTES = 16 << 20
+#: Parts of one upload in flight at once: what an upload holds is at most this many parts
+#: and the one filling (64 MB), however slow the network, while the encoder goes on.
+_PARTS_IN_FLIGHT = 3
 
 
 def require_obstore() -> ModuleType:
@@ -309,7 +312,10 @@ class ObjectPath:
         """A multipart upload to this key (nothing is visible until it completes)."""
         with storage_errors(str(self), "writing"):
             writer = self.bucket.obstore.open_writer(
-                self.bucket.store, self.key, buffer_size=_PART_BYTES
+                self.bucket.store,
+                self.key,
+                buffer_size=_PART_BYTES,
+                max_concurrency=_PARTS_IN_FLIGHT,
             )
         return Upload(writer, str(self))
 

@@ -471,3 +471,18 @@ def test_a_file_uri_is_the_local_path(exported: dict, tmp_path: Path) -> None:
         assert ids and len(ids) == len(dst.list_metadata())
     finally:
         dst.close()
+
+
+def test_an_abandoned_multipart_upload_leaves_no_object(s3_server: Any) -> None:
+    """Three parts sent, then abandoned (what an export does with its open uploads on a
+    failure): no listing shows the object, and a complete one of the same size appears."""
+    root = locate(f"s3://infrastore/{_prefix()}", s3_server.options)
+    data = np.random.default_rng(3).bytes(40 << 20)
+    up = (root / "big.bin").upload()
+    up.write(data)
+    up.abort()
+    assert root.listdir() == []
+    with (root / "big.bin").upload() as up:
+        up.write(data)
+    root.bucket.forget(root.key)
+    assert (root / "big.bin").size() == len(data)
