@@ -93,7 +93,7 @@ def discover(
     """
     where = os.fspath(path)
     p = locate(where, storage_options)
-    if isinstance(p, Path):
+    if isinstance(p, Path) and where.lower().startswith("file://"):
         where = os.fspath(p)  # a file:// URI as the path it names
     if p.is_dir():
         return _discover_dir(p, where)
