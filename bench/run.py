@@ -155,14 +155,18 @@ def child_main(spec: dict[str, Any]) -> None:
             import infrastore_sqlite.interchange.parquet
         store = mod.Store.open(spec["store"], read_only=True)
         method = store.export_parquet if parquet else store.export_sqlite
-        parts = timed(lambda: method(spec["out"]))
+        jobs = {"jobs": spec["jobs"]} if spec.get("jobs") else {}  # bench/objstore.py --jobs
+        parts = timed(lambda: method(spec["out"], **jobs))
         store.close()
         out["rows"] = sum(int(p["rows"]) for p in parts)
         out["series"] = sum(int(p["series"]) for p in parts)
         out["partitions"] = len(parts)
-        out["db_bytes"] = (_dir_bytes if parquet else _db_bytes)(spec["out"])
-        if parquet:
-            out["values_bytes"] = sum(os.path.getsize(p["values_file"]) for p in parts)
+        if (
+            "://" not in spec["out"]
+        ):  # an object-storage export (bench/objstore.py) has no sizes here
+            out["db_bytes"] = (_dir_bytes if parquet else _db_bytes)(spec["out"])
+            if parquet:
+                out["values_bytes"] = sum(os.path.getsize(p["values_file"]) for p in parts)
     elif op == "parquet_floor":
         out.update(_parquet_floor(spec, timed))
     elif op == "export_floor":

@@ -174,7 +174,36 @@ def _mixed_specs(n: int) -> Iterator[Spec]:
         )
 
 
-_SPECS = {"sts": _sts_specs, "mixed": _mixed_specs, "small": _small_specs}
+#: Eight zones: the ``zones`` builder's series fall into eight similar partitions (one
+#: per time reference), the shape a parallel Parquet export spreads over its workers.
+ZONES = (
+    "Europe/Berlin",
+    "Europe/Lisbon",
+    "America/Denver",
+    "America/Chicago",
+    "Asia/Tokyo",
+    "Australia/Sydney",
+    "Africa/Cairo",
+    "America/Sao_Paulo",
+)
+
+
+def _zones_specs(n: int) -> Iterator[Spec]:
+    """``n`` year-long hourly f64 series, dealt round-robin over the eight zones (bench/
+    objstore.py's ``--jobs`` store; not one of run.py's scenarios)."""
+    rng = _rng("zones", n)
+    for k in range(n):
+        start = T0.astimezone(ZoneInfo(ZONES[k % len(ZONES)]))
+        yield Spec(
+            owner_id=k + 1,
+            owner_type="Load",
+            kind="SingleTimeSeries",
+            args=(start, "PT1H", _profile(rng, STS_LEN), "max_active_power"),
+            rows=STS_LEN,
+        )
+
+
+_SPECS = {"sts": _sts_specs, "mixed": _mixed_specs, "small": _small_specs, "zones": _zones_specs}
 
 
 def specs(builder: str, n: int) -> list[Spec]:

@@ -6,6 +6,7 @@ import shutil
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,3 +96,17 @@ def read_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
         monkeypatch.setattr(partition, "_READ_AHEAD_ROWS", 0)
         monkeypatch.setattr(partition, "_READ_AHEAD_ARRAY_ROWS", 0)
     return str(request.param)
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A SeaweedFS S3 server on 127.0.0.1 for the whole session (``tests/s3server.py``),
+    stopped after; tests write under prefixes of their own in its bucket."""
+    from s3server import S3Server
+
+    server = S3Server(tmp_path_factory.mktemp("s3"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -96,7 +96,17 @@ def _given(value: Any) -> bool:
     "--parquet",
     "parquet_path",
     metavar="PATH",
-    help="Import the export -f parquet files at PATH: a directory, a file or a partition stem.",
+    help="Import the export -f parquet files at PATH: a directory, a file or a partition stem; "
+    "local or in object storage (s3://BUCKET/PREFIX, gs://, az://, abfs://).",
+)
+@click.option(
+    "--storage-option",
+    "storage_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="With --parquet URI: a client option, as Polars' storage_options names it "
+    "(aws_region=…, aws_endpoint_url=…); repeatable. Credentials default to the AWS_* "
+    "(GOOGLE_*, AZURE_*) environment.",
 )
 @click.option(
     "--owner-id", type=int, help="Owner id (with --sqlite/--parquet: overrides every row)."
@@ -292,6 +302,8 @@ def _add_interchange(ctx: click.Context, source: str, path: str, kw: dict[str, A
                 "the directory, file or stem instead"
             )
         raise click.UsageError("\n".join(lines), ctx)
+    if source != "--parquet" and kw["storage_options"]:
+        raise click.UsageError("--storage-option goes with --parquet URI", ctx)
     if source == "--parquet" and _given(kw["table_prefix"]):
         raise click.UsageError(
             "--table-prefix cannot be used with --parquet: it names SQLite tables; name the "
@@ -318,7 +330,12 @@ def _add_interchange(ctx: click.Context, source: str, path: str, kw: dict[str, A
     }
     with _open_store(ctx, read_only=False) as store, _Progress(ctx, "import") as bar:
         if source == "--parquet":
-            result = store.import_parquet(path, progress=bar, **common)
+            from ..interchange.parquet.storage import parse_storage_options
+
+            options = parse_storage_options(kw["storage_options"])
+            result = store.import_parquet(
+                path, progress=bar, storage_options=options or None, **common
+            )
         else:
             result = store.import_sqlite(
                 path, table_prefix=kw["table_prefix"] or "", progress=bar, **common

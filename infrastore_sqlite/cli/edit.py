@@ -39,7 +39,15 @@ _DIFF_TABLE = tuple(
     "--parquet",
     "parquet_path",
     metavar="PATH",
-    help="The export -f parquet files: a directory, a file or a partition stem.",
+    help="The export -f parquet files: a directory, a file or a partition stem (local or a "
+    "URI: s3://BUCKET/PREFIX, gs://, az://).",
+)
+@click.option(
+    "--storage-option",
+    "storage_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="With --parquet URI: a client option, as for add --parquet; repeatable.",
 )
 @click.option(
     "--table-prefix", default="", metavar="P", help="--sqlite: the prefix the export used."
@@ -57,6 +65,7 @@ def diff(
     parquet_path: str | None,
     table_prefix: str,
     exit_code: bool,
+    storage_options: tuple[str, ...],
 ) -> None:
     """Show what importing a file with add --sqlite/--parquet --replace would do; write nothing.
 
@@ -76,7 +85,10 @@ def diff(
         )
     with _open_store(ctx, read_only=True) as store, _Progress(ctx, "diff") as bar:
         if parquet_path:
-            entries = store.diff_parquet(parquet_path, progress=bar)
+            from ..interchange.parquet.storage import parse_storage_options
+
+            options = parse_storage_options(storage_options) or None
+            entries = store.diff_parquet(parquet_path, progress=bar, storage_options=options)
         else:
             entries = store.diff_sqlite(sqlite_file, table_prefix=table_prefix, progress=bar)
     _emit_rows(ctx, entries, columns=list(DIFF_KEYS), table_columns=_DIFF_TABLE, fmt=fmt)

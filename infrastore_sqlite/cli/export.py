@@ -125,8 +125,27 @@ SUMMARY_FORMATS = TABLE_FORMATS
     "--dir",
     "dir_",
     metavar="DIR",
-    help="With -f parquet: the directory for the Parquet files; with -f csv, json or jsonl "
-    "and no --db: one file per series (created if absent; files are only added).",
+    help="With -f parquet: the directory for the Parquet files (created if absent; files are "
+    "only added unless --overwrite), or an object-storage prefix (s3://BUCKET/PREFIX, gs://, "
+    "az://, abfs://); with -f csv, json or jsonl and no --db: one file per series (created if "
+    "absent; files are only added).",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    metavar="N",
+    help="With -f parquet: write partitions from N worker processes (the same files as one; "
+    "a worker's failure fails the export and leaves nothing).",
+)
+@click.option(
+    "--storage-option",
+    "storage_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="With an object-storage --dir: a client option, as Polars' storage_options names it "
+    "(aws_region=…, aws_endpoint_url=…); repeatable. Credentials default to the AWS_* "
+    "(GOOGLE_*, AZURE_*) environment.",
 )
 @click.option(
     "--table-prefix",
@@ -143,7 +162,8 @@ SUMMARY_FORMATS = TABLE_FORMATS
 @click.option(
     "--overwrite",
     is_flag=True,
-    help="Replace an existing --db file (built beside it, swapped in when complete).",
+    help="Replace an existing --db file (built beside it, swapped in when complete); with "
+    "-f parquet, replace the files of the same names in --dir.",
 )
 @click.option(
     "--include-derived",
@@ -169,6 +189,8 @@ def export(
     overwrite: bool,
     dry_run: bool,
     summary: str | None,
+    storage_options: tuple[str, ...],
+    jobs: int,
     **kw: Any,
 ) -> None:
     """Export the selected series to one SQLite database (-f sqlite --db FILE) or to
@@ -212,15 +234,16 @@ def export(
         elif db is None:
             raise click.UsageError("export -f sqlite needs --db FILE", ctx)
     if fmt == "parquet":
-        if overwrite:
-            raise click.UsageError(
-                "--overwrite replaces a --db file; -f parquet only adds files to --dir "
-                "(remove the old files first)",
-                ctx,
-            )
+        where = {"overwrite": overwrite, "storage_options": storage_options, "jobs": jobs}
         _export_parquet(ctx, dir_, db, table_prefix, summary, time_range, include_derived,
-                        dry_run, filters)  # fmt: skip
+                        dry_run, filters, where)  # fmt: skip
         return
+    if storage_options:
+        raise click.UsageError("--storage-option goes with -f parquet --dir URI", ctx)
+    if jobs != 1:
+        raise click.UsageError(
+            "--jobs goes with -f parquet: -f sqlite writes one file, which has one writer", ctx
+        )
     if db is None and fmt in SERIES_FILE_FORMATS:
         _export_series(ctx, fmt, dir_, summary, time_range,
                        {"table_prefix": table_prefix, "overwrite": overwrite,
@@ -313,8 +336,10 @@ def _export_parquet(
     include_derived: bool,
     dry_run: bool,
     filters: dict[str, Any],
+    where: dict[str, Any],
 ) -> None:
-    """``export -f parquet --dir DIR``: the usage errors, then the library, then the rows."""
+    """``export -f parquet --dir DIR``: the usage errors, then the library, then the rows.
+    ``where`` holds ``overwrite``, the ``--storage-option`` texts and ``jobs``."""
     if db is not None:
         raise click.UsageError(
             "--db names a SQLite database, which -f parquet does not write: use -f parquet "
@@ -330,12 +355,14 @@ def _export_parquet(
     if directory is None:
         raise click.UsageError("export -f parquet needs --dir DIR", ctx)
     from ..interchange.parquet.export import SUMMARY_KEYS
+    from ..interchange.parquet.storage import parse_storage_options
 
     on_interrupt(
         ctx,
-        f"interrupted: nothing was written to {directory} (the Parquet files are renamed "
-        "into place only when every partition is complete)",
+        f"interrupted: nothing was written to {directory} (the files appear only when every "
+        "partition is complete; what was under way is removed)",
     )
+    options = parse_storage_options(where["storage_options"])
     with _open_store(ctx, read_only=True) as store, _Progress(ctx, "export") as bar:
         parts = store.export_parquet(
             directory,
@@ -343,6 +370,9 @@ def _export_parquet(
             include_derived=include_derived,
             dry_run=dry_run,
             progress=bar,
+            overwrite=where["overwrite"],
+            storage_options=options or None,
+            jobs=where["jobs"],
             **filters,
         )
     shown = summary or "table"

@@ -27,6 +27,7 @@ def diff_parquet(
     *,
     overrides: Mapping[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Compare every series of the Parquet files at ``path`` with the store; write nothing.
 
@@ -35,11 +36,13 @@ def diff_parquet(
     store
         The store the files would be imported into (read-only is fine).
     path
-        A directory, a file or a partition stem, as for ``import_parquet``.
+        A directory, a file or a partition stem, local or a URI, as for ``import_parquet``.
     overrides
         As for ``import_parquet``: the series are compared as the import would file them.
     progress
         Called as ``progress(done_rows, total_rows)``.
+    storage_options
+        As for ``import_parquet``, when ``path`` is an object-storage URI.
 
     Returns
     -------
@@ -59,4 +62,5 @@ def diff_parquet(
         path,
         overrides=overrides,
         progress=progress,
+        storage_options=storage_options,
     )

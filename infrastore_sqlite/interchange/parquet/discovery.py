@@ -1,15 +1,21 @@
 """Finding the Parquet form's partitions at a path (a directory, a file or a stem), and
 checking their footers (``parquet-layout.md`` §5, §7): nothing here reads values.
+
+The path may be an object-storage URI (``storage.py``): a prefix is listed once, a
+footer read with ranged requests, and an export's manifest, when there is one, checked
+against what the listing shows.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from ...errors import InvalidParameterError, StorageError
 from ...model import TimeSeriesType
@@ -28,6 +34,7 @@ from .layout import (
     TYPE_KEY,
     require_pyarrow,
 )
+from .storage import MANIFEST, ObjectPath, locate, open_input
 
 __all__ = ["Found", "Partition", "discover"]
 
@@ -44,7 +51,7 @@ class Partition:
     alone) has ``type`` None until the inline flags and its metadata decide it."""
 
     stem: str
-    files: dict[str, Path]
+    files: dict[str, Path | ObjectPath]
     type: TimeSeriesType | None
     footers: dict[str, dict[str, str]] = field(default_factory=dict)
     #: Each file's Parquet metadata as discovery read it (the reader opens the file with
@@ -73,8 +80,10 @@ def _role_of(name: str) -> tuple[str, str] | None:
     return None
 
 
-def discover(path: str | os.PathLike[str]) -> Found:
-    """The partitions at ``path`` (a directory, a file or a stem), by stem.
+def discover(
+    path: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
+) -> Found:
+    """The partitions at ``path`` (a directory, a file or a stem, local or a URI), by stem.
 
     Raises
     ------
@@ -83,7 +92,9 @@ def discover(path: str | os.PathLike[str]) -> Found:
         a footer that says another format or disagrees with its siblings.
     """
     where = os.fspath(path)
-    p = Path(where)
+    p = locate(where, storage_options)
+    if isinstance(p, Path) and where.lower().startswith("file://"):
+        where = os.fspath(p)  # a file:// URI as the path it names
     if p.is_dir():
         return _discover_dir(p, where)
     if p.is_file():
@@ -92,8 +103,8 @@ def discover(path: str | os.PathLike[str]) -> Found:
             # Any other .parquet file is a foreign values file.
             return Found(where, [_foreign(p, p.name.removesuffix(".parquet"), None)])
         return Found(where, [_partition(p.parent, split[0], where, named=True)])
-    values = Path(where + _SUFFIXES["values"])
-    if values.is_file() or any(Path(where + s).is_file() for s in _SUFFIXES.values()):
+    values = p.parent / (p.name + _SUFFIXES["values"])
+    if any((p.parent / (p.name + s)).is_file() for s in _SUFFIXES.values()):
         return Found(where, [_partition(p.parent, p.name, where, named=True)])
     raise InvalidParameterError(
         f"{where} is neither a directory, a file nor a partition stem (no "
@@ -102,13 +113,16 @@ def discover(path: str | os.PathLike[str]) -> Found:
     )
 
 
-def _discover_dir(d: Path, where: str) -> Found:
+def _discover_dir(d: Path | ObjectPath, where: str) -> Found:
     stems: dict[str, set[str]] = {}
     ignored: list[str] = []
-    for name in sorted(os.listdir(d), key=lambda n: n.encode()):
+    names = d.listdir() if isinstance(d, ObjectPath) else os.listdir(d)
+    if MANIFEST in names:
+        _check_manifest(d / MANIFEST, names)
+    for name in sorted(names, key=lambda n: n.encode()):
         split = _role_of(name)
         if split is None or not (d / name).is_file():
-            if not name.startswith("."):
+            if not name.startswith(".") and name != MANIFEST:
                 ignored.append(name)
             continue
         stems.setdefault(split[0], set()).add(split[1])
@@ -143,7 +157,41 @@ def _discover_dir(d: Path, where: str) -> Found:
     return found
 
 
-def _partition(d: Path, stem: str, where: str, *, named: bool) -> Partition:
+def _check_manifest(manifest: Path | ObjectPath, names: list[str]) -> None:
+    """Refuse a directory whose files are not those its manifest lists, at their sizes (a
+    file missing or truncated since the export)."""
+    try:
+        listed = orjson.loads(manifest.read_bytes())["files"]
+        wanted = {str(f["name"]): int(f["size"]) for f in listed}
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise InvalidParameterError(
+            f"{manifest} is not a manifest this build reads ({exc}); remove it to import "
+            "the files without it",
+            table=str(manifest),
+        ) from None
+    except OSError as exc:
+        raise StorageError(f"reading {manifest} failed: {exc}", table=str(manifest)) from exc
+    d = manifest.parent
+    for name, size in wanted.items():
+        have = (d / name).size() if isinstance(d, ObjectPath) else _local_size(d / name)
+        if have != size:
+            state = "is missing" if have is None else f"holds {have} bytes"
+            raise InvalidParameterError(
+                f"{d / name} {state}, but the export's manifest {manifest.name} lists "
+                f"{size} bytes: the copy is incomplete; export again (or copy the file "
+                "again) before importing",
+                table=str(d / name),
+            )
+
+
+def _local_size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
+
+
+def _partition(d: Path | ObjectPath, stem: str, where: str, *, named: bool) -> Partition:
     files = {role: d / f"{stem}{suffix}" for role, suffix in _SUFFIXES.items()}
     have = {role for role, f in files.items() if f.is_file()}
     if "values" not in have:
@@ -163,7 +211,7 @@ def _partition(d: Path, stem: str, where: str, *, named: bool) -> Partition:
     return Partition(stem, files, tst, footers, metadata)
 
 
-def _foreign(values: Path, stem: str, arrays: Path | None) -> Partition:
+def _foreign(values: Any, stem: str, arrays: Any) -> Partition:
     files = {"values": values} if arrays is None else {"values": values, "arrays": arrays}
     metadata = {"values": _metadata(values)}
     footers = {"values": _footer(metadata["values"])}
@@ -173,11 +221,11 @@ def _foreign(values: Path, stem: str, arrays: Path | None) -> Partition:
     return Partition(stem, files, None, footers, metadata)
 
 
-def _metadata(path: Path) -> Any:
-    """A file's Parquet metadata (its footer, parsed)."""
+def _metadata(path: Path | ObjectPath) -> Any:
+    """A file's Parquet metadata (its footer, parsed; of an object, read by range)."""
     _, pq = require_pyarrow()
     with reading_errors(path):
-        return pq.read_metadata(path)
+        return pq.read_metadata(open_input(path))
 
 
 def _footer(metadata: Any) -> dict[str, str]:
@@ -191,7 +239,9 @@ def _footer(metadata: Any) -> dict[str, str]:
     }
 
 
-def _check_footers(stem: str, files: dict[str, Path], footers: dict[str, dict[str, str]]) -> None:
+def _check_footers(
+    stem: str, files: dict[str, Path | ObjectPath], footers: dict[str, dict[str, str]]
+) -> None:
     with_footer = [r for r in ROLES if FORMAT_KEY in footers.get(r, {})]
     for role in with_footer:
         meta = footers[role]
@@ -227,7 +277,7 @@ def _check_footers(stem: str, files: dict[str, Path], footers: dict[str, dict[st
 
 
 def _partition_type(
-    stem: str, files: dict[str, Path], footers: dict[str, dict[str, str]]
+    stem: str, files: dict[str, Path | ObjectPath], footers: dict[str, dict[str, str]]
 ) -> TimeSeriesType:
     for role in ROLES:
         name = footers[role].get(TYPE_KEY)
@@ -237,7 +287,7 @@ def _partition_type(
         # No footer (a query engine rewrote the files): the series rows say it.
         _, pq = require_pyarrow()
         with reading_errors(files["series"]):
-            pf = pq.ParquetFile(files["series"])
+            pf = pq.ParquetFile(open_input(files["series"]))
             if "time_series_type" not in pf.schema_arrow.names:
                 raise InvalidParameterError(
                     f"{files['series']} is missing column(s) a series file carries: "
@@ -263,7 +313,7 @@ def _partition_type(
 
 
 @contextlib.contextmanager
-def reading_errors(path: Path | str) -> Iterator[None]:
+def reading_errors(path: Path | ObjectPath | str) -> Iterator[None]:
     """pyarrow's and the OS's read errors as a StorageError naming the file."""
     import pyarrow
 

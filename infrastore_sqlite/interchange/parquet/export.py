@@ -9,22 +9,22 @@ end; a long array is a segment of its own. This thread cuts the segments at arra
 boundaries into row groups of at most ``ROW_GROUP_ROWS`` rows and hands each to an
 encoder thread, where pyarrow encodes and compresses without the GIL, so the three
 overlap. At most two row groups are held, one being encoded and the next (or one array,
-when a single array is longer than a group).
+when a single array is longer than a group). The columns themselves (a grid's key
+columns unexpanded, numpy as Arrow, the series and arrays tables) are ``encode.py``'s.
 
-Atomicity: every file is written under a temporary name in the target directory and
-renamed into place only after every partition succeeded, each partition's values file
-last; on any failure every file of the export is removed.
+Atomicity (``publish.py``): every file is written under a temporary name in the target
+directory and renamed into place only after every partition succeeded, each partition's
+values file last; in object storage each file is a multipart upload, completed once its
+partition's three files are encoded, and a manifest is put last. On any failure every
+file of the export is removed (uploads not completed are aborted).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import itertools
 import os
-import uuid
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
@@ -34,8 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...core.elements import pad
-from ...errors import IntegrityError, InvalidParameterError, StorageError
-from ...model import TimeSeriesType
+from ...errors import IntegrityError, StorageError
 from ..pipeline import Prefetch
 from ..plan import SUMMARY_KEYS as SQLITE_SUMMARY_KEYS
 from ..plan import (
@@ -44,19 +43,30 @@ from ..plan import (
     RowBlock,
     iter_partition_arrays,
     plan_export,
-    series_records,
+)
+from .encode import (
+    Column,
+    _arrays_table,
+    _arrow_array,
+    _bulk_coordinates,
+    _expanded,
+    _grid_of,
+    _hex_array,  # noqa: F401 - importable here, where it was written first
+    _repeat_into,
+    _Repeated,
+    _series_table,
 )
 from .layout import (
     ROLES,
     ROW_GROUP_ROWS,
-    arrays_schema,
     file_names,
     require_pyarrow,
-    series_column_names,
-    series_schema,
     values_schema,
     writer_options,
 )
+from .parallel import check_jobs, write_parallel
+from .publish import LocalPublisher, ObjectPublisher
+from .storage import ObjectPath, Upload, locate
 
 if TYPE_CHECKING:
     from ...store import Store
@@ -72,6 +82,9 @@ def export_parquet(
     include_derived: bool = False,
     dry_run: bool = False,
     progress: Progress | None = None,
+    overwrite: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+    jobs: int = 1,
     **filters: Any,
 ) -> list[dict[str, Any]]:
     """Export the series the filters select as Parquet files in ``directory``.
@@ -81,8 +94,15 @@ def export_parquet(
     store
         The source store.
     directory
-        Where the files go; created if absent (its parent must exist). The export only
-        adds files: it refuses when one it would create is already there.
+        Where the files go: a local directory (a path or ``file://``; created if absent,
+        its parent must exist) or an object-storage prefix (``s3://bucket/prefix``,
+        ``gs://``, ``az://``, ``abfs://``; needs ``pip install
+        'infrastore-sqlite[cloud]'``). The export adds files: it refuses when one it
+        would create is already there (or, in object storage, an earlier export's
+        manifest), unless ``overwrite``. Nothing appears unless everything was written:
+        local files under temporary names renamed at the end, objects as multipart
+        uploads completed a partition at a time and removed again on a failure, then a
+        manifest (``_infrastore_manifest.json``) put last.
     time_range
         ``(start, end)``, half-open; each series is clipped as ``read_by_ids_range`` does.
     include_derived
@@ -91,6 +111,15 @@ def export_parquet(
         Plan and check for existing files only: return the partitions, write nothing.
     progress
         Called as ``progress(rows_done, rows_total)`` while values are written.
+    overwrite
+        Replace files (objects) of the same names instead of refusing.
+    storage_options
+        For a URI: credentials, region, endpoint, … as for ``import_parquet``.
+    jobs
+        Worker processes writing partitions at once (``parallel.py``): the files are
+        those of ``jobs=1``, each worker's memory bounded as one export's; a worker's
+        failure fails the export and leaves nothing. ``progress`` is then called as each
+        worker finishes.
     **filters
         ``list_metadata``'s keywords.
 
@@ -112,6 +141,8 @@ def export_parquet(
         Writing a file failed; nothing of the export is left.
     """
     pa, pq = require_pyarrow()
+    check_jobs(jobs)
+    target = locate(directory, storage_options)
     plan = plan_export(
         store,
         time_range=time_range,
@@ -121,37 +152,26 @@ def export_parquet(
     )
     if not plan.partitions:
         return []
-    target = Path(directory)
-    _check_directory(target)
-    _check_collisions(target, plan)
+    publisher: LocalPublisher | ObjectPublisher
+    if isinstance(target, ObjectPath):
+        publisher = ObjectPublisher(target, plan, overwrite=overwrite)
+    else:
+        publisher = LocalPublisher(target, plan, overwrite=overwrite)
+    publisher.check()
     summary = _summary(directory, plan)
     if dry_run:
         return summary
-    created = not target.exists()
-    if created:
-        target.mkdir()
-    token = uuid.uuid4().hex[:8]
-    temps: dict[Path, Path] = {}  # final path -> temporary path, in rename order
-    for pp in plan.partitions:
-        names = file_names(pp.partition)
-        # Values last: "the partition exists" means "its values file exists".
-        for role in ("series", "arrays", "values"):
-            final = target / names[role]
-            temps[final] = target / f".{names[role]}.{token}.partial"
-    renamed: list[Path] = []
+    publisher.begin()
     try:
-        _write_files(pa, pq, store, plan, temps, target, progress)
-        # Someone may have created one of the names while we wrote: never replace it.
-        _check_collisions(target, plan)
-        for final, tmp in temps.items():
-            os.replace(tmp, final)
-            renamed.append(final)
+        if jobs > 1 and len(plan.partitions) > 1:
+            write_parallel(store, plan, publisher, jobs, time_range=time_range,
+                           include_derived=include_derived, storage_options=storage_options,
+                           progress=progress, filters=filters)  # fmt: skip
+        else:
+            _write_files(pa, pq, store, plan, publisher, progress)
+        publisher.commit()
     except BaseException:
-        for path in (*temps.values(), *renamed):
-            path.unlink(missing_ok=True)
-        if created:
-            with contextlib.suppress(OSError):
-                target.rmdir()  # only if empty: never anything we did not write
+        publisher.rollback()
         raise
     return summary
 
@@ -171,52 +191,17 @@ def _summary(directory: str | os.PathLike[str], plan: ExportPlan) -> list[dict[s
     return out
 
 
-# ---------------------------------------------------------------------- checks
-def _check_directory(target: Path) -> None:
-    if target.exists():
-        if not target.is_dir():
-            raise InvalidParameterError(
-                f"cannot export Parquet files into {target}: it is a file, not a directory. "
-                "Name a directory (it is created if absent)."
-            )
-    elif not target.parent.is_dir():
-        raise InvalidParameterError(
-            f"cannot create the directory {target}: its parent {target.parent} does not exist"
-        )
-
-
-def _check_collisions(target: Path, plan: ExportPlan) -> None:
-    """Refuse, naming every one, files the export would create that already exist
-    (compared case-insensitively, as Windows and macOS file systems do)."""
-    if not target.is_dir():
-        return
-    existing = {name.lower(): name for name in os.listdir(target)}
-    hits = [
-        existing[name.lower()]
-        for pp in plan.partitions
-        for name in file_names(pp.partition).values()
-        if name.lower() in existing
-    ]
-    if hits:
-        raise InvalidParameterError(
-            f"{target} already holds {len(hits)} of the files this export would create "
-            f"({', '.join(hits)}); nothing was written. Export into another directory, "
-            "or remove those files first.",
-            table=hits[0],
-        )
-
-
 # ---------------------------------------------------------------------- the files
 def _write_files(
     pa: ModuleType,
     pq: ModuleType,
     store: Store,
     plan: ExportPlan,
-    temps: dict[Path, Path],
-    target: Path,
+    publisher: LocalPublisher | ObjectPublisher,
     progress: Progress | None,
 ) -> None:
-    """Every partition's three files, under their temporary names."""
+    """Every partition's three files, where the publisher says (their temporary names,
+    or their uploads)."""
     total = plan.total_rows
     done = 0
     group: _Group | None = None
@@ -228,8 +213,7 @@ def _write_files(
         with Prefetch(_prepared(pa, store, plan)) as steps:
             for kind, pp, payload in steps:
                 if kind == "begin":
-                    path = temps[target / file_names(pp.partition)["values"]]
-                    group = _Group(pa, pq, pp, path, encoder)
+                    group = _Group(pa, pq, pp, publisher.sink(pp, "values"), encoder)
                 elif kind == "segments":
                     assert group is not None
                     for seg in payload:
@@ -240,11 +224,12 @@ def _write_files(
                     assert group is not None
                     done += group.close()
                     group = None
+                    publisher.finished(pp, "values")
                     if progress:
                         progress(done, total)
                 else:  # "series" or "arrays": the file's whole table
-                    path = temps[target / file_names(pp.partition)[kind]]
-                    _write_table(pa, pq, payload, path, kind)
+                    _write_table(pa, pq, payload, publisher.sink(pp, kind), kind)
+                    publisher.finished(pp, kind)
     finally:
         if group is not None:
             group.abandon()
@@ -362,101 +347,6 @@ def _segment(run: list[RowBlock], cells: Callable[[RowBlock], np.ndarray]) -> _S
     values = [cells(b) for b in run]
     columns["value"] = values[0] if k == 1 else np.concatenate(values)
     return _Segment(ids, counts, columns)
-
-
-#: What fixes a block's coordinates up to its anchor: its affine grid without the
-#: anchor, its rows, and its lanes' percentiles (the bytes of their float64 vector).
-_GridOf = tuple[int, int, int, int, int, bytes | None]
-
-
-def _grid_of(block: RowBlock) -> _GridOf | None:
-    a = block.affine
-    if a is None:
-        return None
-    lanes = None if block.lane_values is None else block.lane_values.tobytes()
-    return (a.interval_ms, a.resolution_ms, a.steps, a.lanes, block.n, lanes)
-
-
-def _bulk_coordinates(blocks: list[RowBlock], grid_of: _GridOf) -> dict[str, Column]:
-    """The key columns of blocks sharing one grid but their anchors, as
-    ``RowBlock.coordinates`` computes them for each (the same integer arithmetic)."""
-    first = blocks[0]
-    issue_off, stamp_off, lane = _offsets(*grid_of[:5])
-    anchors = np.fromiter((b.affine.anchor for b in blocks), dtype=np.int64, count=len(blocks))  # type: ignore[union-attr]
-    # timestamp = (anchor + j * interval) + h * resolution: int64 addition wraps the same
-    # way in any order, so adding the precomputed offset gives the same bits.
-    out: dict[str, Column] = {"timestamp": _Repeated(stamp_off, anchors)}
-    if first.tst.is_forecast:
-        out["issue_time"] = _Repeated(issue_off, anchors)
-    if first.tst is TimeSeriesType.Probabilistic:
-        assert first.lane_values is not None
-        out["percentile"] = _Repeated(first.lane_values[lane], count=len(blocks))
-    elif first.tst is TimeSeriesType.Scenarios:
-        out["scenario"] = _Repeated(lane, count=len(blocks))
-    return out
-
-
-class _Repeated:
-    """A key column of arrays on one grid, kept unexpanded until its row group is
-    written: each array's rows are ``base`` (one number per array, or none) plus the
-    grid's ``pattern``. A queued or gathering group so holds its values and little else.
-    """
-
-    __slots__ = ("base", "count", "pattern")
-
-    def __init__(self, pattern: np.ndarray, base: np.ndarray | None = None, count: int = 0) -> None:
-        self.pattern = pattern
-        self.base = base
-        self.count = count if base is None else int(base.size)
-
-    def arrays(self, start: int, end: int) -> _Repeated:
-        """The rows of arrays ``start`` to ``end`` (positions in this column)."""
-        if self.base is None:
-            return _Repeated(self.pattern, count=end - start)
-        return _Repeated(self.pattern, self.base[start:end])
-
-    @property
-    def rows(self) -> int:
-        return self.count * self.pattern.size
-
-    def expand(self, out: np.ndarray | None = None) -> np.ndarray:
-        """The column's rows: in ``out`` (``rows`` long) when given, else a new array."""
-        if out is None:
-            dtype = (
-                self.pattern.dtype if self.base is None else np.result_type(self.base, self.pattern)
-            )
-            out = np.empty(self.rows, dtype=dtype)
-        grid = out.reshape(self.count, self.pattern.size)
-        if self.base is None:
-            grid[:] = self.pattern
-        else:
-            np.add(self.base[:, None], self.pattern, out=grid)
-        return out
-
-
-#: A segment's column: its rows, or a key column kept unexpanded.
-Column = np.ndarray | _Repeated
-
-
-def _expanded(column: Column) -> np.ndarray:
-    return column.expand() if isinstance(column, _Repeated) else column
-
-
-@functools.lru_cache(maxsize=64)
-def _offsets(
-    interval_ms: int, resolution_ms: int, steps: int, lanes: int, n: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(issue offset, timestamp offset, lane) of each of ``n`` rows on an affine grid,
-    relative to its anchor (read-only: shared by every block on that grid)."""
-    r = np.arange(n, dtype=np.int64)
-    j = r // (steps * lanes)
-    h = (r // lanes) % steps
-    issue = j * interval_ms
-    stamp = issue + h * resolution_ms
-    lane = r % lanes
-    for a in (issue, stamp, lane):
-        a.flags.writeable = False
-    return issue, stamp, lane
 
 
 def _cells_of(pp: PartitionPlan) -> Callable[[RowBlock], np.ndarray]:
@@ -666,126 +556,6 @@ class _Group:
         return buffer[:rows]
 
 
-def _repeat_into(out: np.ndarray, ids: np.ndarray, counts: np.ndarray) -> None:
-    """``np.repeat(ids, counts)`` written into ``out`` (ascending ids, positive counts)."""
-    if counts.size and (counts == counts[0]).all():  # one length: a 2-D broadcast
-        out.reshape(ids.size, int(counts[0]))[:] = ids[:, None]
-        return
-    # Each array's first row carries the step from the previous id; a running sum then
-    # spreads every id over its rows.
-    out[:] = 0
-    out[0] = ids[0]
-    out[np.cumsum(counts[:-1])] = np.diff(ids)
-    np.cumsum(out, out=out)
-
-
-def _arrow_array(pa: ModuleType, data: np.ndarray, type_: Any) -> Any:
-    """A numpy column as an Arrow array of ``type_``: a primitive straight from its
-    buffer, a cell shape as fixed-size lists over the row-major leaf buffer.
-
-    Built from buffers rather than with ``pa.array``, which imports pandas on its first
-    call (a third of a second, and its memory) only to ask whether this is a pandas
-    object.
-    """
-    levels = []
-    t = type_
-    while pa.types.is_fixed_size_list(t):
-        levels.append(t)
-        t = t.value_type
-    flat = data.reshape(-1)
-    if pa.types.is_boolean(t):
-        buffer = np.packbits(flat, bitorder="little")
-    else:
-        dtype = np.int64 if pa.types.is_timestamp(t) else t.to_pandas_dtype()
-        buffer = np.ascontiguousarray(flat, dtype=np.dtype(dtype).newbyteorder("="))
-    arr = pa.Array.from_buffers(t, flat.shape[0], [None, pa.py_buffer(buffer)])
-    for level in reversed(levels):
-        arr = pa.FixedSizeListArray.from_arrays(arr, type=level)
-    return arr
-
-
-def _python_array(pa: ModuleType, values: Sequence[Any], type_: Any) -> Any:
-    """A column of Python values (the series and arrays files) as an Arrow array."""
-    if pa.types.is_string(type_):
-        n = len(values)
-        text = "".join(values)
-        if text.isascii():
-            # Every character one byte: the lengths are the strings' own, and the whole
-            # column encodes at once (no Python step per value).
-            data = text.encode("ascii")
-            lengths = np.fromiter(map(len, values), dtype=np.int64, count=n)
-        else:
-            encoded = [v.encode() for v in values]
-            data = b"".join(encoded)
-            lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=n)
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        if offsets[-1] < 2**31:
-            offsets = offsets.astype(np.int32)
-        else:
-            type_ = pa.large_string()  # not reached by any real series file
-        buffers = [None, pa.py_buffer(offsets), pa.py_buffer(np.frombuffer(data, np.uint8))]
-        return pa.Array.from_buffers(type_, n, buffers)
-    return _arrow_array(pa, np.asarray(values, dtype=np.int64), type_)
-
-
-# ---------------------------------------------------------------------- series, arrays
-def _series_table(pa: ModuleType, store: Store, pp: PartitionPlan) -> Any:
-    """The series file's table: one row per series, by array id, then id."""
-    key = pp.partition.key
-    schema = series_schema(pa, key, pp.width)
-    # The cell shape of this file, as the footer spells it (the catalog's E elsewhere).
-    shape = schema.metadata[b"element_shape"].decode()
-    at_shape = series_column_names(key.type).index("element_shape")
-    # The rows as tuples, a chunk at a time, then Arrow's compact columns: a big
-    # selection never holds its series rows as Python objects all at once.
-    records = series_records(store, pp, order="array")
-    batches = []
-    while chunk := list(itertools.islice(records, _SERIES_CHUNK)):
-        columns = list(zip(*chunk, strict=True))
-        columns[at_shape] = (shape,) * len(chunk)
-        arrays = [_python_array(pa, c, f.type) for c, f in zip(columns, schema, strict=True)]
-        batches.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
-    return pa.Table.from_batches(batches, schema=schema)
-
-
-# Series rows turned into Arrow columns at a time.
-_SERIES_CHUNK = 4096
-
-
-def _arrays_table(pa: ModuleType, pp: PartitionPlan) -> Any:
-    """The arrays file's table: one row per distinct array, by id (the plan's order)."""
-    schema = arrays_schema(pa, pp.partition.key, pp.width)
-    n = len(pp.hashes)
-    return pa.Table.from_arrays(
-        [
-            _arrow_array(pa, np.arange(1, n + 1, dtype=np.int64), pa.int64()),
-            _hex_array(pa, pp.hashes),
-            _python_array(pa, pp.axes, pa.string()),
-        ],
-        schema=schema,
-    )
-
-
-_HEX_DIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
-
-
-def _hex_array(pa: ModuleType, hashes: Sequence[bytes]) -> Any:
-    """The lowercase hex texts of equally long ``hashes`` as one Arrow string array,
-    spelled out in numpy (no Python string per hash)."""
-    n = len(hashes)
-    lengths = set(map(len, hashes))
-    if len(lengths) != 1 or not (width := lengths.pop()):  # none, or not all one length
-        return _python_array(pa, [h.hex() for h in hashes], pa.string())
-    raw = np.frombuffer(b"".join(hashes), dtype=np.uint8)
-    digits = np.empty((raw.size, 2), dtype=np.uint8)
-    digits[:, 0] = _HEX_DIGITS[raw >> 4]
-    digits[:, 1] = _HEX_DIGITS[raw & 15]
-    offsets = np.arange(0, 2 * width * n + 1, 2 * width, dtype=np.int32)
-    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(digits)]
-    return pa.Array.from_buffers(pa.string(), n, buffers)
-
-
 def _write_table(pa: ModuleType, pq: ModuleType, table: Any, path: Path, role: str) -> None:
     """One file in one row group."""
     with _storage_errors(path):
@@ -798,14 +568,19 @@ def _write_table(pa: ModuleType, pq: ModuleType, table: Any, path: Path, role: s
 
 
 @contextlib.contextmanager
-def _storage_errors(path: Path) -> Iterator[None]:
+def _storage_errors(path: Path | Upload) -> Iterator[None]:
     """pyarrow's and the OS's write errors as a StorageError naming the file."""
     import pyarrow
 
     try:
         yield
+    except StorageError as exc:  # an upload's, naming its URI already
+        raise StorageError(f"{exc}; nothing of the export was kept", table=exc.table) from exc
     except (OSError, pyarrow.ArrowException) as exc:
-        final = path.name.removeprefix(".").rsplit(".", 2)[0]
+        if isinstance(path, Upload):
+            where = path.uri
+        else:
+            where = str(path.parent / path.name.removeprefix(".").rsplit(".", 2)[0])
         raise StorageError(
-            f"writing {path.parent / final} failed: {exc}; nothing of the export was kept"
+            f"writing {where} failed: {exc}; nothing of the export was kept", table=where
         ) from exc

@@ -26,6 +26,7 @@ from .layout import (
     TYPE_KEY,
 )
 from .partition import PartitionReader
+from .storage import open_input
 
 __all__ = ["ForeignReader"]
 
@@ -45,7 +46,7 @@ class ForeignReader(PartitionReader):
     ) -> None:
         values = str(part.files["values"])
         with reading_errors(values):
-            pf = pq.ParquetFile(values)
+            pf = pq.ParquetFile(open_input(part.files["values"]))
         schema = pf.schema_arrow
         meta = part.footers["values"]
         names = schema.names

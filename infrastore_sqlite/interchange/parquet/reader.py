@@ -55,6 +55,7 @@ def import_parquet(
     progress: Progress | None = None,
     per_partition: bool = False,
     diff: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> list[int] | ImportReport:
     """Add every series of the Parquet files at ``path``.
 
@@ -66,7 +67,11 @@ def import_parquet(
         A directory (every ``*.values/series/arrays.parquet`` directly inside, grouped
         by stem; other files are ignored and listed in a dry run's report), a file
         (``<stem>.values.parquet`` and its siblings; a ``.series``/``.arrays`` file names
-        its partition) or a partition stem (``out/SingleTimeSeries.f64.utc``).
+        its partition) or a partition stem (``out/SingleTimeSeries.f64.utc``); local
+        (a path or ``file://``) or in object storage (``s3://bucket/prefix``, ``gs://``,
+        ``az://``, ``abfs://``), read with ranged requests, never downloaded whole. A
+        directory an export left a manifest in (``_infrastore_manifest.json``) is
+        checked against it first (a file missing or truncated is refused).
     skip_checksum
         Waive the comparison of each array with the arrays file's ``data_hash`` (after
         values were edited). The catalog always records the recomputed hash.
@@ -89,6 +94,14 @@ def import_parquet(
     diff
         With ``dry_run``: each series entry also says what ``on_conflict="replace"``
         would change.
+    storage_options
+        For a URI: credentials, region, endpoint, … in the names Polars'
+        ``storage_options`` takes (``aws_access_key_id``, ``aws_region``,
+        ``aws_endpoint_url``, ``aws_allow_http``, ``google_service_account``,
+        ``azure_storage_account_name``, …); what is not given comes from the environment
+        (``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, …) or an AWS profile's files
+        (``AWS_PROFILE`` or ``aws_profile``). Needs
+        ``pip install 'infrastore-sqlite[cloud]'``.
 
     Returns
     -------
@@ -116,7 +129,7 @@ def import_parquet(
         store._open()
     else:
         store._writable()
-    found = discover(path)
+    found = discover(path, storage_options)
     readers = [
         ForeignReader(pa, pq, p, found.where, opts)
         if p.foreign

@@ -22,11 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import InvalidParameterError
 from ...model import TimeSeriesType
 from ..importing import Options, build_group, first_specs, read_rows
 from .discovery import discover
 from .layout import require_pyarrow
 from .partition import PartitionReader
+from .storage import is_uri
 
 __all__ = ["rehash_parquet"]
 
@@ -55,8 +57,17 @@ def rehash_parquet(
     ------
     InvalidParameterError
         What the import would refuse in the values themselves (nulls, rows off the grid,
-        cells that do not fit the element type, ...). Nothing is written then.
+        cells that do not fit the element type, ...). Nothing is written then. Also an
+        object-storage URI: rehash rewrites files in place, which object storage cannot.
     """
+    if is_uri(directory):
+        where = os.fspath(directory)
+        raise InvalidParameterError(
+            f"rehash rewrites files in place and cannot rewrite {where} in object "
+            f"storage: copy it to a local directory, rehash --dir that directory, then "
+            f"export or copy the files back (with --overwrite)",
+            table=where,
+        )
     pa, pq = require_pyarrow()
     found = discover(directory)
     readers = [

@@ -1,0 +1,254 @@
+"""The Parquet export's columns: numpy made Arrow without a copy where it can be.
+
+Holds the key columns of arrays on one grid kept unexpanded (:class:`_Repeated`, built
+by :func:`_bulk_coordinates`), numpy columns as Arrow arrays straight from their buffers
+(:func:`_arrow_array`, :func:`_python_array`, :func:`_hex_array`), and the series and
+arrays files' tables. ``export.py`` lays out the values and writes the files with these.
+Imports ``interchange`` and below (the plan's blocks, the layout's schemas); pyarrow is
+handed in as a module by the caller.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...model import TimeSeriesType
+from ..plan import PartitionPlan, RowBlock, series_records
+from .layout import arrays_schema, series_column_names, series_schema
+
+if TYPE_CHECKING:
+    from ...store import Store
+
+__all__ = [
+    "Column",
+    "_Repeated",
+    "_arrays_table",
+    "_arrow_array",
+    "_bulk_coordinates",
+    "_expanded",
+    "_grid_of",
+    "_hex_array",
+    "_python_array",
+    "_repeat_into",
+    "_series_table",
+]
+
+
+#: What fixes a block's coordinates up to its anchor: its affine grid without the
+#: anchor, its rows, and its lanes' percentiles (the bytes of their float64 vector).
+_GridOf = tuple[int, int, int, int, int, bytes | None]
+
+
+def _grid_of(block: RowBlock) -> _GridOf | None:
+    a = block.affine
+    if a is None:
+        return None
+    lanes = None if block.lane_values is None else block.lane_values.tobytes()
+    return (a.interval_ms, a.resolution_ms, a.steps, a.lanes, block.n, lanes)
+
+
+def _bulk_coordinates(blocks: list[RowBlock], grid_of: _GridOf) -> dict[str, Column]:
+    """The key columns of blocks sharing one grid but their anchors, as
+    ``RowBlock.coordinates`` computes them for each (the same integer arithmetic)."""
+    first = blocks[0]
+    issue_off, stamp_off, lane = _offsets(*grid_of[:5])
+    anchors = np.fromiter((b.affine.anchor for b in blocks), dtype=np.int64, count=len(blocks))  # type: ignore[union-attr]
+    # timestamp = (anchor + j * interval) + h * resolution: int64 addition wraps the same
+    # way in any order, so adding the precomputed offset gives the same bits.
+    out: dict[str, Column] = {"timestamp": _Repeated(stamp_off, anchors)}
+    if first.tst.is_forecast:
+        out["issue_time"] = _Repeated(issue_off, anchors)
+    if first.tst is TimeSeriesType.Probabilistic:
+        assert first.lane_values is not None
+        out["percentile"] = _Repeated(first.lane_values[lane], count=len(blocks))
+    elif first.tst is TimeSeriesType.Scenarios:
+        out["scenario"] = _Repeated(lane, count=len(blocks))
+    return out
+
+
+class _Repeated:
+    """A key column of arrays on one grid, kept unexpanded until its row group is
+    written: each array's rows are ``base`` (one number per array, or none) plus the
+    grid's ``pattern``. A queued or gathering group so holds its values and little else.
+    """
+
+    __slots__ = ("base", "count", "pattern")
+
+    def __init__(self, pattern: np.ndarray, base: np.ndarray | None = None, count: int = 0) -> None:
+        self.pattern = pattern
+        self.base = base
+        self.count = count if base is None else int(base.size)
+
+    def arrays(self, start: int, end: int) -> _Repeated:
+        """The rows of arrays ``start`` to ``end`` (positions in this column)."""
+        if self.base is None:
+            return _Repeated(self.pattern, count=end - start)
+        return _Repeated(self.pattern, self.base[start:end])
+
+    @property
+    def rows(self) -> int:
+        return self.count * self.pattern.size
+
+    def expand(self, out: np.ndarray | None = None) -> np.ndarray:
+        """The column's rows: in ``out`` (``rows`` long) when given, else a new array."""
+        if out is None:
+            dtype = (
+                self.pattern.dtype if self.base is None else np.result_type(self.base, self.pattern)
+            )
+            out = np.empty(self.rows, dtype=dtype)
+        grid = out.reshape(self.count, self.pattern.size)
+        if self.base is None:
+            grid[:] = self.pattern
+        else:
+            np.add(self.base[:, None], self.pattern, out=grid)
+        return out
+
+
+#: A segment's column: its rows, or a key column kept unexpanded.
+Column = np.ndarray | _Repeated
+
+
+def _expanded(column: Column) -> np.ndarray:
+    return column.expand() if isinstance(column, _Repeated) else column
+
+
+@functools.lru_cache(maxsize=64)
+def _offsets(
+    interval_ms: int, resolution_ms: int, steps: int, lanes: int, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(issue offset, timestamp offset, lane) of each of ``n`` rows on an affine grid,
+    relative to its anchor (read-only: shared by every block on that grid)."""
+    r = np.arange(n, dtype=np.int64)
+    j = r // (steps * lanes)
+    h = (r // lanes) % steps
+    issue = j * interval_ms
+    stamp = issue + h * resolution_ms
+    lane = r % lanes
+    for a in (issue, stamp, lane):
+        a.flags.writeable = False
+    return issue, stamp, lane
+
+
+def _repeat_into(out: np.ndarray, ids: np.ndarray, counts: np.ndarray) -> None:
+    """``np.repeat(ids, counts)`` written into ``out`` (ascending ids, positive counts)."""
+    if counts.size and (counts == counts[0]).all():  # one length: a 2-D broadcast
+        out.reshape(ids.size, int(counts[0]))[:] = ids[:, None]
+        return
+    # Each array's first row carries the step from the previous id; a running sum then
+    # spreads every id over its rows.
+    out[:] = 0
+    out[0] = ids[0]
+    out[np.cumsum(counts[:-1])] = np.diff(ids)
+    np.cumsum(out, out=out)
+
+
+def _arrow_array(pa: ModuleType, data: np.ndarray, type_: Any) -> Any:
+    """A numpy column as an Arrow array of ``type_``: a primitive straight from its
+    buffer, a cell shape as fixed-size lists over the row-major leaf buffer.
+
+    Built from buffers rather than with ``pa.array``, which imports pandas on its first
+    call (a third of a second, and its memory) only to ask whether this is a pandas
+    object.
+    """
+    levels = []
+    t = type_
+    while pa.types.is_fixed_size_list(t):
+        levels.append(t)
+        t = t.value_type
+    flat = data.reshape(-1)
+    if pa.types.is_boolean(t):
+        buffer = np.packbits(flat, bitorder="little")
+    else:
+        dtype = np.int64 if pa.types.is_timestamp(t) else t.to_pandas_dtype()
+        buffer = np.ascontiguousarray(flat, dtype=np.dtype(dtype).newbyteorder("="))
+    arr = pa.Array.from_buffers(t, flat.shape[0], [None, pa.py_buffer(buffer)])
+    for level in reversed(levels):
+        arr = pa.FixedSizeListArray.from_arrays(arr, type=level)
+    return arr
+
+
+def _python_array(pa: ModuleType, values: Sequence[Any], type_: Any) -> Any:
+    """A column of Python values (the series and arrays files) as an Arrow array."""
+    if pa.types.is_string(type_):
+        n = len(values)
+        text = "".join(values)
+        if text.isascii():
+            # Every character one byte: the lengths are the strings' own, and the whole
+            # column encodes at once (no Python step per value).
+            data = text.encode("ascii")
+            lengths = np.fromiter(map(len, values), dtype=np.int64, count=n)
+        else:
+            encoded = [v.encode() for v in values]
+            data = b"".join(encoded)
+            lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=n)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        if offsets[-1] < 2**31:
+            offsets = offsets.astype(np.int32)
+        else:
+            type_ = pa.large_string()  # not reached by any real series file
+        buffers = [None, pa.py_buffer(offsets), pa.py_buffer(np.frombuffer(data, np.uint8))]
+        return pa.Array.from_buffers(type_, n, buffers)
+    return _arrow_array(pa, np.asarray(values, dtype=np.int64), type_)
+
+
+def _series_table(pa: ModuleType, store: Store, pp: PartitionPlan) -> Any:
+    """The series file's table: one row per series, by array id, then id."""
+    key = pp.partition.key
+    schema = series_schema(pa, key, pp.width)
+    # The cell shape of this file, as the footer spells it (the catalog's E elsewhere).
+    shape = schema.metadata[b"element_shape"].decode()
+    at_shape = series_column_names(key.type).index("element_shape")
+    # The rows as tuples, a chunk at a time, then Arrow's compact columns: a big
+    # selection never holds its series rows as Python objects all at once.
+    records = series_records(store, pp, order="array")
+    batches = []
+    while chunk := list(itertools.islice(records, _SERIES_CHUNK)):
+        columns = list(zip(*chunk, strict=True))
+        columns[at_shape] = (shape,) * len(chunk)
+        arrays = [_python_array(pa, c, f.type) for c, f in zip(columns, schema, strict=True)]
+        batches.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+# Series rows turned into Arrow columns at a time.
+_SERIES_CHUNK = 4096
+
+
+def _arrays_table(pa: ModuleType, pp: PartitionPlan) -> Any:
+    """The arrays file's table: one row per distinct array, by id (the plan's order)."""
+    schema = arrays_schema(pa, pp.partition.key, pp.width)
+    n = len(pp.hashes)
+    return pa.Table.from_arrays(
+        [
+            _arrow_array(pa, np.arange(1, n + 1, dtype=np.int64), pa.int64()),
+            _hex_array(pa, pp.hashes),
+            _python_array(pa, pp.axes, pa.string()),
+        ],
+        schema=schema,
+    )
+
+
+_HEX_DIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+
+
+def _hex_array(pa: ModuleType, hashes: Sequence[bytes]) -> Any:
+    """The lowercase hex texts of equally long ``hashes`` as one Arrow string array,
+    spelled out in numpy (no Python string per hash)."""
+    n = len(hashes)
+    lengths = set(map(len, hashes))
+    if len(lengths) != 1 or not (width := lengths.pop()):  # none, or not all one length
+        return _python_array(pa, [h.hex() for h in hashes], pa.string())
+    raw = np.frombuffer(b"".join(hashes), dtype=np.uint8)
+    digits = np.empty((raw.size, 2), dtype=np.uint8)
+    digits[:, 0] = _HEX_DIGITS[raw >> 4]
+    digits[:, 1] = _HEX_DIGITS[raw & 15]
+    offsets = np.arange(0, 2 * width * n + 1, 2 * width, dtype=np.int32)
+    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(digits)]
+    return pa.Array.from_buffers(pa.string(), n, buffers)

