@@ -543,11 +543,19 @@ class Store(StoreApi):
         include_derived: bool = False,
         dry_run: bool = False,
         progress: Callable[[int, int], None] | None = None,
+        overwrite: bool = False,
+        storage_options: Mapping[str, Any] | None = None,
+        jobs: int = 1,
         **filters: Any,
     ) -> list[dict[str, Any]]:
         """Export the selection as Parquet files in ``dir`` (three per partition); see
         :func:`infrastore_sqlite.interchange.parquet.export_parquet`. Needs pyarrow
-        (``pip install 'infrastore-sqlite[parquet]'``)."""
+        (``pip install 'infrastore-sqlite[parquet]'``).
+
+        ``dir`` is a local directory or an object-storage prefix (``s3://``, ``gs://``,
+        ``az://``, ``abfs://``, ``file://``; needs ``pip install 'infrastore-sqlite[cloud]'``),
+        with client options in ``storage_options`` (Polars' names). ``overwrite=True``
+        replaces files already there; ``jobs=N`` writes partitions from N processes."""
         from ..interchange.parquet import export_parquet
 
         return export_parquet(
@@ -557,6 +565,9 @@ class Store(StoreApi):
             include_derived=include_derived,
             dry_run=dry_run,
             progress=progress,
+            overwrite=overwrite,
+            storage_options=storage_options,
+            jobs=jobs,
             **filters,
         )
 
@@ -571,7 +582,8 @@ class Store(StoreApi):
         progress: Callable[[int, int], None] | None = None,
         **kwargs: Any,
     ) -> Any:
-        """Import Parquet files (a directory, a file or a partition stem); see
+        """Import Parquet files (a directory, a file or a partition stem, local or an
+        object-storage URI with ``storage_options=``); see
         :func:`infrastore_sqlite.interchange.parquet.import_parquet`. Needs pyarrow."""
         from ..interchange.parquet import import_parquet
 
@@ -594,7 +606,8 @@ class Store(StoreApi):
         return import_sqlite(self, path, **kwargs)
 
     def diff_parquet(self, path: str | Path, **kwargs: Any) -> list[dict[str, Any]]:
-        """What importing Parquet files would change; see :func:`diff_parquet`."""
+        """What importing Parquet files (local, or an object-storage URI with
+        ``storage_options=``) would change; see :func:`diff_parquet`."""
         from ..interchange.parquet import diff_parquet
 
         return diff_parquet(self, path, **kwargs)
