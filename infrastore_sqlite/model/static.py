@@ -84,7 +84,7 @@ class SingleTimeSeries(_Series):
         ----------
         values
             One logical value per step, in the shapes :meth:`decoded_values` returns
-            (see :func:`~infrastore_sqlite.elements.infer_element_type` for the table).
+            (see :func:`~infrastore_sqlite.core.elements.infer_element_type` for the table).
             Plain numbers are refused: pass them to the constructor as ``data``.
         element_type
             An assertion, refused when the values say otherwise; the only guide for
