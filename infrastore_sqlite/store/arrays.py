@@ -181,9 +181,17 @@ class ArrayFile:
                 compression, compression_level, shuffle
             )
             self._h5.create_group("pools")
-        elif "pools" not in self._h5:
-            self._h5.close()
-            raise StorageError(f"{self.path} is not an array file of a store (it has no pools)")
+        else:
+            try:
+                has_pools = "pools" in self._h5
+            except (OSError, RuntimeError, KeyError, ValueError) as exc:  # damaged metadata
+                self._h5.close()
+                raise StorageError(
+                    f"cannot open the array file {self.path}: {describe_os_error(exc)}"
+                ) from exc
+            if not has_pools:
+                self._h5.close()
+                raise StorageError(f"{self.path} is not an array file of a store (it has no pools)")
         self._pools: dict[str, h5py.Dataset] = {}
 
     @property
@@ -310,10 +318,34 @@ class ArrayFile:
         sweeps one timestep of many arrays holds one row of each, never the arrays.
         """
         self.sync()
-        ds = self._pool(name)
         n = len(slots)
         if n == 0:
             return []
+        try:
+            got, order = self._read_slabs(name, slots, part)
+        except StorageError:
+            raise
+        except (OSError, ValueError, IndexError, KeyError, RuntimeError, TypeError) as exc:
+            # HDF5 raises any of these on a damaged file: a bad object header, a chunk
+            # index that points nowhere, a chunk that does not decompress.
+            raise StorageError(
+                f"reading pool {name} in {self.path} failed: {describe_os_error(exc)}; "
+                "the file is damaged (run verify to list the series it holds)"
+            ) from exc
+        if order is None:
+            return got
+        out: list[np.ndarray | None] = [None] * n
+        for k, arr in zip(order.tolist(), got, strict=True):
+            out[k] = arr
+        return out  # type: ignore[return-value]
+
+    def _read_slabs(
+        self, name: str, slots: Sequence[int], part: tuple[Any, ...]
+    ) -> tuple[list[np.ndarray], np.ndarray | None]:
+        """:meth:`read`'s slab reads: the arrays in ascending slot order, and the order
+        that puts them back in the order asked (None: already in it)."""
+        ds = self._pool(name)
+        n = len(slots)
         given = np.asarray(slots, dtype=np.int64)
         gaps = np.diff(given)
         if (gaps > 0).all():  # ascending and distinct, as a batch of one add reads back
@@ -335,37 +367,37 @@ class ArrayFile:
         # (found for all slots at once); a run spanning more than `span` slots is cut.
         ends = np.flatnonzero((gaps > _SLAB_GAP) & (at[1:] // crow != at[:-1] // crow)) + 1
         got: list[np.ndarray] = []
+        start = 0
+        for stop in [*ends.tolist(), n]:
+            while start < stop:
+                lo = int(at[start])
+                cut = stop
+                if int(at[stop - 1]) - lo >= span:
+                    cut = start + max(1, int(np.searchsorted(at[start:stop], lo + span)))
+                hi = int(at[cut - 1]) + 1
+                slab = ds[(slice(lo, hi), *part)]
+                if len(slab) != hi - lo:  # h5py clips a slice past the end
+                    raise IndexError(f"slots {lo}..{hi - 1} are past the end of the pool")
+                if distinct and hi - lo == cut - start:
+                    got.extend(slab)  # every slot of the slab wanted: its rows, as views
+                else:
+                    # Views would keep the whole slab alive as long as the batch
+                    # holding them: when it spans unwanted slots, copy the wanted
+                    # ones out instead.
+                    got.extend(slab[k - lo].copy() for k in at[start:cut].tolist())
+                start = cut
+        return got, order
+
+    def row_bytes(self, name: str) -> int:
+        """Bytes of one array (one slot) of pool ``name``."""
+        self.sync()
         try:
-            start = 0
-            for stop in [*ends.tolist(), n]:
-                while start < stop:
-                    lo = int(at[start])
-                    cut = stop
-                    if int(at[stop - 1]) - lo >= span:
-                        cut = start + max(1, int(np.searchsorted(at[start:stop], lo + span)))
-                    hi = int(at[cut - 1]) + 1
-                    slab = ds[(slice(lo, hi), *part)]
-                    if len(slab) != hi - lo:  # h5py clips a slice past the end
-                        raise IndexError(f"slots {lo}..{hi - 1} are past the end of the pool")
-                    if distinct and hi - lo == cut - start:
-                        got.extend(slab)  # every slot of the slab wanted: its rows, as views
-                    else:
-                        # Views would keep the whole slab alive as long as the batch
-                        # holding them: when it spans unwanted slots, copy the wanted
-                        # ones out instead.
-                        got.extend(slab[k - lo].copy() for k in at[start:cut].tolist())
-                    start = cut
-        except (OSError, ValueError, IndexError, KeyError) as exc:
+            ds = self._pool(name)
+            return int(ds.dtype.itemsize * math.prod(ds.shape[1:]))
+        except (OSError, ValueError, KeyError, RuntimeError) as exc:
             raise StorageError(
-                f"reading pool {name} in {self.path} failed: {describe_os_error(exc)}; "
-                "the file is damaged (run verify to list the series it holds)"
+                f"reading pool {name} in {self.path} failed: {describe_os_error(exc)}"
             ) from exc
-        if order is None:
-            return got
-        out: list[np.ndarray | None] = [None] * n
-        for k, arr in zip(order.tolist(), got, strict=True):
-            out[k] = arr
-        return out  # type: ignore[return-value]
 
     def pools(self) -> Iterable[str]:
         return list(self.h5["pools"].keys())
