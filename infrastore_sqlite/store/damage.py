@@ -48,6 +48,7 @@ UNREADABLE = "unreadable"  # HDF5 cannot open the file or read the array
 NO_DATASET = "dataset missing"  # the file has no pool the catalog names
 HASH_MISMATCH = "hash mismatch"  # the bytes read no longer hash to the array's key
 NOT_HELD = "not in catalog"  # a series names an array the catalog has no row for
+BAD_ROW = "catalog row damaged"  # a series row whose fields no longer decode
 
 # Slots verified at once when a part read first checks whole arrays (bytes read).
 _VERIFY_BYTES = 64 * 1024 * 1024
@@ -284,12 +285,15 @@ class Diagnosis:
     lost_keys: set = field(default_factory=set, repr=False)
     #: The names of the damaged segments (not part of the report's dict).
     damaged_segments: list[str] = field(default_factory=list, repr=False)
+    #: Series ids whose catalog rows no longer decode, with why (not part of the dict).
+    bad_rows: dict[int, tuple] = field(default_factory=dict, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         """The report as plain JSON types (what ``verify -f json`` prints)."""
         out = asdict(self)
         out.pop("lost_keys")
         out.pop("damaged_segments")
+        out.pop("bad_rows")
         return out
 
 
@@ -301,7 +305,9 @@ def catalog_check(store: Store) -> list[str]:
         return [str(exc)]
     except Exception as exc:  # apsw errors raised while stepping the pragma's rows
         return [f"{type(exc).__name__}: {exc}"]
-    return [] if rows == ["ok"] else [str(r) for r in rows]
+    # integrity_check's first row may span lines ("*** in database main ***\n…"): one
+    # line per problem, as every report line is.
+    return [] if rows == ["ok"] else [" ".join(str(r).split()) for r in rows]
 
 
 def diagnose(store: Store, progress: Callable[[int, int], None] | None = None) -> Diagnosis:
@@ -326,6 +332,12 @@ def diagnose(store: Store, progress: Callable[[int, int], None] | None = None) -
             "SELECT DISTINCT timestamps_hash, 'timestamps' FROM time_series_associations "
             "WHERE timestamps_hash IS NOT NULL"
         ).fetchall()
+        # Arrays placed in a segment the catalog does not list (a damaged row).
+        stray = cat.execute(
+            "SELECT hash, kind, segment FROM arrays WHERE pool != '' AND segment NOT IN "
+            "(SELECT name FROM segments)"
+        ).fetchall()
+        report.bad_rows = bad_rows(cat)
     except Exception as exc:  # a catalog too damaged to list its own rows
         report.ok = False
         if not problems:
@@ -333,6 +345,12 @@ def diagnose(store: Store, progress: Callable[[int, int], None] | None = None) -
             report.errors.append(f"the catalog {cat_file} is damaged: {exc}")
         return report
     lost: dict[tuple[bytes, str], tuple[str, str, str]] = {}
+    for h, kind, segment in stray:
+        lost[(bytes(h), kind)] = (
+            str(segment),
+            MISSING,
+            "the catalog names a segment it does not list",
+        )
     for h, kind in wanted:
         if (bytes(h), kind) not in held:
             lost[(bytes(h), kind)] = ("", NOT_HELD, "the catalog has no row for the array")
@@ -385,8 +403,17 @@ def diagnose(store: Store, progress: Callable[[int, int], None] | None = None) -
             )
     report.checked = checked
     report.lost_keys = set(lost)
+    for sid, (detail, owner, otype, category, name) in sorted(report.bad_rows.items()):
+        report.series_lost.append(
+            LostSeries(
+                sid, _int(owner), str(otype), _category(category), "", str(name), [], BAD_ROW
+            )
+        )
+        report.errors.append(f"the catalog row of series id {sid} is damaged: {detail}")
     if lost:
         for r in series_naming(store, sorted({k[0] for k in lost})):
+            if r[0] in report.bad_rows:
+                continue
             keys = [(bytes(r[6]), "data")] + ([(bytes(r[7]), "timestamps")] if r[7] else [])
             keys = [k for k in keys if k in lost]
             where = sorted({str(segs.path(lost[k][0])) for k in keys if lost[k][0]})
@@ -409,6 +436,41 @@ def diagnose(store: Store, progress: Callable[[int, int], None] | None = None) -
             )
     report.ok = not report.errors
     return report
+
+
+def bad_rows(cat: Any) -> dict[int, tuple]:
+    """Series rows whose fields no longer decode (a damaged catalog page that SQLite's
+    own check does not see: a bit flipped inside a row): ``id -> (what is wrong,
+    owner_id, owner_type, owner_category, name)``."""
+    from ..core.elements import parse_element_type
+    from ..core.periods import as_period
+    from ..model import TimeSeriesType
+
+    out: dict[int, tuple] = {}
+    for sid, code, et, res, hor, itv, shape, *who in cat.execute(
+        "SELECT id, time_series_type, element_type, resolution, horizon, interval, "
+        "array_shape, owner_id, owner_type, owner_category, name FROM time_series_associations"
+    ):
+        try:
+            kind = TimeSeriesType.from_catalog_code(code)
+            parse_element_type(et)
+            if not kind.is_irregular:
+                as_period(res, what="resolution")
+            if kind.is_forecast:
+                as_period(hor, what="horizon")
+                as_period(itv, what="interval")
+            if not isinstance(orjson.loads(shape), list):
+                raise ValueError(f"array_shape {shape!r} is not a list")
+        except (TimeSeriesError, ValueError, KeyError, TypeError, orjson.JSONDecodeError) as exc:
+            out[int(sid)] = (str(exc), *who)
+    return out
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
 
 
 def _category(code: Any) -> str:

@@ -181,16 +181,14 @@ def _drop_lost(store: Store, found: Diagnosis) -> None:
     """Remove the series rows whose arrays are lost, the lost arrays' rows and the
     damaged segments' rows."""
     cat = store._catalog
-    hashes = sorted({k[0] for k in found.lost_keys})
-    if hashes:
-        ids = [s.id for s in found.series_lost]
-        rows = store.rows_by_ids(ids) if ids else []
-        if rows:
-            store._writing.remove_rows(rows)
-        cat.executemany(
-            "DELETE FROM arrays WHERE hash = ? AND kind = ?",
-            [(h, k) for h, k in sorted(found.lost_keys)],
-        )
+    # Rows that no longer decode cannot be made SeriesRow objects: deleted as they are.
+    cat.executemany(
+        "DELETE FROM time_series_associations WHERE id = ?", [(i,) for i in found.bad_rows]
+    )
+    ids = [s.id for s in found.series_lost if s.id not in found.bad_rows]
+    # remove_rows also frees what nothing names any more (arrays, feature maps).
+    store._writing.remove_rows(store.rows_by_ids(ids) if ids else [])
+    cat.executemany("DELETE FROM arrays WHERE hash = ? AND kind = ?", sorted(found.lost_keys))
     if found.damaged_segments:
         cat.executemany(
             "DELETE FROM segments WHERE name = ?", [(n,) for n in found.damaged_segments]
