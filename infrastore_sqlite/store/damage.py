@@ -187,7 +187,12 @@ def damage_error(
     store: Store, found: dict[tuple[bytes, str], tuple[str, str, str]]
 ) -> DamagedStoreError:
     """One line naming the series that ``found``'s arrays belong to and their files, with
-    the commands (or methods) to diagnose and repair the store."""
+    the commands (or methods) to diagnose and repair the store.
+
+    Every array of the damaged files is checked first, so the line names every series
+    those files damaged, not only the ones the failed read asked for (an export that
+    fails on its first partition names those of the later ones too)."""
+    found = {**found, **_whole_files(store, {v[0] for v in found.values() if v[0]})}
     hashes = sorted({k[0] for k in found})
     labels = [row_label(r) for r in series_naming(store, hashes)]
     files = sorted({str(store._segments.path(v[0])) for v in found.values() if v[0]})
@@ -208,6 +213,20 @@ def damage_error(
         key=files,
         terms=damage_terms(str(store.path)),
     )
+
+
+def _whole_files(
+    store: Store, names: Iterable[str]
+) -> dict[tuple[bytes, str], tuple[str, str, str]]:
+    """Every damaged array of segments ``names`` (a read met damage in them)."""
+    out: dict[tuple[bytes, str], tuple[str, str, str]] = {}
+    for name in names:
+        rows = store._catalog.execute(
+            "SELECT hash, kind, pool, slot FROM arrays WHERE segment = ? ORDER BY pool, slot",
+            (name,),
+        ).fetchall()
+        out.update(check_segment(store._segments, name, rows))
+    return out
 
 
 _SERIES_COLUMNS = (
