@@ -155,3 +155,17 @@ def test_repair_dry_run_then_repair(store: Path, world) -> None:
     assert "series_lost:" in done.stdout
     assert run("--store", s, "verify").exit_code == 0
     assert run("--store", s, "-f", "json", "repair").exit_code == 0  # nothing left to do
+
+
+def test_durability_md_damaged_store_commands_run_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from test_docs_commands import run as run_steps
+    from test_docs_commands import steps
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("INFRASTORE_STORE", raising=False)
+    text = (REPO_ROOT / "docs" / "durability.md").read_text(encoding="utf-8")
+    items = steps(text, section="## A damaged store")
+    assert [t.split()[3] for _, t, _ in items[2:]] == ["verify", "repair", "repair", "add"]
+    run_steps(tmp_path, items)
