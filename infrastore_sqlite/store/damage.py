@@ -19,8 +19,9 @@ than written, unreadable, a dataset missing, arrays that no longer hash to their
 every series that lost data, and the catalog's own ``PRAGMA integrity_check``. It never
 writes.
 
-May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`, and its
-siblings ``arrays``, ``segments``, ``rows`` (the ``Store`` only for type checking).
+May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
+:mod:`infrastore_sqlite.model`, apsw, and its siblings ``arrays``, ``segments`` (the
+``Store`` only for type checking).
 """
 
 from __future__ import annotations
@@ -30,11 +31,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import apsw
 import numpy as np
 import orjson
 
+from ..core.elements import parse_element_type
 from ..core.hashing import data_hashes, timestamps_hash
+from ..core.periods import as_period
 from ..errors import DamagedStoreError, StorageError, TimeSeriesError, damage_terms
+from ..model import OwnerCategory, TimeSeriesType
 from .arrays import describe_os_error
 from .segments import SegmentGone, Segments
 
@@ -238,8 +243,6 @@ def series_naming(store: Store, hashes: Iterable[bytes]) -> list[tuple]:
     """``(id, owner_id, owner_type, owner_category, type code, name, data_hash,
     timestamps_hash)`` of every series whose data or time axis is one of ``hashes``, in
     id order."""
-    import apsw
-
     hs = tuple(hashes)
     if not hs:
         return []
@@ -331,8 +334,6 @@ def catalog_check(store: Store) -> list[str]:
 
 def diagnose(store: Store, progress: Callable[[int, int], None] | None = None) -> Diagnosis:
     """``Store.diagnose``: check every segment file, array and the catalog (no writes)."""
-    from ..model import TimeSeriesType
-
     store._open()
     cat = store._catalog
     segs = store._segments
@@ -461,10 +462,6 @@ def bad_rows(cat: Any) -> dict[int, tuple]:
     """Series rows whose fields no longer decode (a damaged catalog page that SQLite's
     own check does not see: a bit flipped inside a row): ``id -> (what is wrong,
     owner_id, owner_type, owner_category, name)``."""
-    from ..core.elements import parse_element_type
-    from ..core.periods import as_period
-    from ..model import TimeSeriesType
-
     out: dict[int, tuple] = {}
     for sid, code, et, res, hor, itv, shape, *who in cat.execute(
         "SELECT id, time_series_type, element_type, resolution, horizon, interval, "
@@ -493,8 +490,6 @@ def _int(value: Any) -> int:
 
 
 def _category(code: Any) -> str:
-    from ..model import OwnerCategory
-
     try:
         return OwnerCategory(int(code)).name
     except (ValueError, TypeError):
@@ -527,8 +522,3 @@ def check_segment(
             except StorageError as exc:
                 found.update({k: (name, *_problem_of(exc)) for k in keys})
     return found
-
-
-def shape_of(text: str) -> list[int]:
-    """A catalog ``shape`` column as a list."""
-    return list(orjson.loads(text))

@@ -4,11 +4,13 @@
 where arrays are (``arrays`` rows: segment, pool, slot), reads distinct arrays grouped by
 segment and pool (:meth:`Reading.load`, retried when a merge moved them), in bounded
 batches (:meth:`Reading.iter_arrays`), and builds series objects from catalog rows
-without re-validation (:func:`series_from`, :func:`_series_of`).
+without re-validation (:func:`series_from`, :func:`_series_of`). Every array read is
+checked against its hash (``damage.read_group``); a damaged one fails the read with a
+``DamagedStoreError`` naming its series and file.
 
 May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
 :mod:`infrastore_sqlite.model`, and its siblings ``queries``, ``rows``, ``segments``,
-``api`` (``series_id``) (the ``Store`` only for type checking).
+``damage``, ``api`` (``series_id``) (the ``Store`` only for type checking).
 """
 
 from __future__ import annotations
