@@ -30,7 +30,7 @@ from ..core.elements import parse_element_type
 from ..core.gcpause import gc_paused
 from ..core.periods import as_period, divide
 from ..core.slicing import slice_range, slice_window
-from ..errors import InvalidParameterError
+from ..errors import DamagedStoreError, InvalidParameterError, damage_terms
 from ..model import SERIES_CLASSES, Deterministic, OwnerCategory, TimeSeriesType, _Series
 from .api import series_id
 from .damage import NOT_HELD, ArraysDamaged, damage_error, read_group
@@ -364,7 +364,22 @@ class Reading:
         names a missing id."""
         wanted, lookup = _id_lookup(ids)
         self._store._open()
-        found = (
+        try:
+            found = self._fields_by_id(lookup)
+        except UnicodeDecodeError as exc:  # a damaged catalog page inside a row's text
+            raise DamagedStoreError(
+                f"the catalog {self._store._catalog.path} is damaged: a row of the series "
+                f"asked for holds text that is not UTF-8 ({exc.reason}); run {{verify}} to "
+                "list every damaged series, then {repair} to set the damage aside",
+                terms=damage_terms(str(self._store.path)),
+            ) from None
+        if len(found) < len(set(wanted)):
+            raise missing_ids([i for i in wanted if i not in found])
+        return [found[i] for i in wanted]
+
+    def _fields_by_id(self, lookup: np.ndarray) -> dict[int, tuple]:
+        """:meth:`_read_fields`' query: the rows of the ids in ``lookup``, by id."""
+        return (
             {
                 r[0]: r
                 for r in self._store._catalog.execute(
@@ -377,9 +392,6 @@ class Reading:
             if lookup.size
             else {}
         )
-        if len(found) < len(set(wanted)):
-            raise missing_ids([i for i in wanted if i not in found])
-        return [found[i] for i in wanted]
 
     def _data_arrays(self, fields: list[tuple], final: bool) -> dict[bytes, np.ndarray]:
         """The stored data array of each of ``_read_fields``' rows, by data hash: each

@@ -40,7 +40,7 @@ import orjson
 
 from ..errors import IntegrityError, StorageError, damage_terms
 from .arrays import describe_os_error, fsync_path
-from .damage import ArraysDamaged, Diagnosis, catalog_check, diagnose, read_group
+from .damage import ArraysDamaged, Diagnosis, arrays_in, catalog_check, diagnose, read_group
 from .tracing import LOG
 
 if TYPE_CHECKING:
@@ -141,12 +141,7 @@ def _salvage(store: Store, found: Diagnosis) -> int:
     segs = store._segments
     copied = 0
     for name in found.damaged_segments:
-        rows = cat.execute(
-            "SELECT hash, kind, dtype, shape, pool, slot FROM arrays WHERE segment = ? "
-            "ORDER BY pool, slot",
-            (name,),
-        ).fetchall()
-        keep = [r for r in rows if (bytes(r[0]), r[1]) not in found.lost_keys]
+        keep = [r for r in arrays_in(cat, name) if (r[0], r[1]) not in found.lost_keys]
         for start in range(0, len(keep), _STEP):
             by_pool: dict[str, list[tuple]] = {}
             for r in keep[start : start + _STEP]:
@@ -155,7 +150,9 @@ def _salvage(store: Store, found: Diagnosis) -> int:
             for pool, group in by_pool.items():
                 keys = [(bytes(g[0]), g[1]) for g in group]
                 try:
-                    arrays = read_group(segs, name, pool, [g[5] for g in group], keys)
+                    arrays = read_group(
+                        segs, name, pool, [g[5] for g in group], keys, thorough=True
+                    )
                 except ArraysDamaged as exc:  # diagnose saw them whole: a changing file
                     found.lost_keys.update(exc.found)
                     group = [g for g, k in zip(group, keys, strict=True) if k not in exc.found]
@@ -167,6 +164,7 @@ def _salvage(store: Store, found: Diagnosis) -> int:
                         pool,
                         [g[5] for g in group],
                         [(bytes(g[0]), g[1]) for g in group],
+                        thorough=True,
                     )
                 target, first = segs.write(pool, group[0][2], orjson.loads(group[0][3]), arrays)
                 updates.extend((target, first + i, g[0], g[1]) for i, g in enumerate(group))

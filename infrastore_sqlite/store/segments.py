@@ -213,6 +213,13 @@ class Segments:
         """The arrays at ``slots`` of ``pool`` (only ``part`` of each; see ``ArrayFile.read``)."""
         return self.reader(name).read(pool, slots, part)
 
+    def read_checked(
+        self, name: str, pool: str, slots: Sequence[int]
+    ) -> tuple[list[np.ndarray], list[int] | None]:
+        """Whole arrays checked against the segment's checksums (``ArrayFile.read_checked``):
+        the arrays and the slots that do not match, or None for a segment without them."""
+        return self.reader(name).read_checked(pool, slots)
+
     def row_bytes(self, name: str, pool: str) -> int:
         """Bytes of one array (one slot) of ``pool`` in segment ``name``."""
         return self.reader(name).row_bytes(pool)
