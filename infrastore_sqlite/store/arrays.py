@@ -6,6 +6,10 @@ handful of datasets, not 100,000, and a batch read of many arrays becomes a few 
 of adjacent slots. Where each array lives is recorded in the catalog, which is the
 transactional half: a slot the catalog does not point at is free space.
 
+Beside each pool, ``sums/<pool>`` keeps two checksums per slot (:func:`slot_sums`),
+written with the arrays; :meth:`ArrayFile.read_checked` compares them in one vectorized
+pass per slab, so a read notices a damaged array (``damage.py`` decides what it is).
+
 Writes run in a background thread: h5py releases the GIL while HDF5 writes and
 compresses, so the caller goes on preparing the next arrays meanwhile. Every other use of
 the file (reads, flush, close, ``sync``) first waits for the writes queued before it, so
@@ -287,8 +291,10 @@ class ArrayFile:
         if name in group:
             ds = group[name]
         elif create:
+            # Chunked as its pool, so a slab's checksums come in as few chunks as its rows.
+            rows = self._pool(name).chunks[0]
             ds = group.create_dataset(
-                name, shape=(0, 2), maxshape=(None, 2), dtype=np.uint64, chunks=(4096, 2)
+                name, shape=(0, 2), maxshape=(None, 2), dtype=np.uint64, chunks=(rows, 2)
             )
         else:
             return None
@@ -384,15 +390,23 @@ class ArrayFile:
             sums = None  # a damaged checksum twin: the caller checks by content hash
         if sums is None:
             return self.read(name, slots), None
+        lo, hi = int(min(slots)), int(max(slots)) + 1
+        try:
+            # One read of the checksums of the whole slot range (16 bytes a slot) instead
+            # of one per slab: a read of many pools' arrays pays a call per pool, not more.
+            stored = sums[lo:hi] if (hi - lo) * 16 <= _SLAB_BYTES else None
+        except (OSError, ValueError, KeyError, RuntimeError, TypeError):
+            stored = None
         bad: list[int] = []
-        return self.read(name, slots, (), _check=(sums, bad)), bad
+        check = (sums if stored is None else stored, 0 if stored is None else lo, bad)
+        return self.read(name, slots, (), _check=check), bad
 
     def read(
         self,
         name: str,
         slots: Sequence[int],
         part: tuple[Any, ...] = (),
-        _check: tuple[h5py.Dataset, list[int]] | None = None,
+        _check: tuple[Any, int, list[int]] | None = None,
     ) -> list[np.ndarray]:
         """Read the arrays at ``slots`` (any order), each one a fresh array.
 
@@ -427,12 +441,13 @@ class ArrayFile:
         name: str,
         slots: Sequence[int],
         part: tuple[Any, ...],
-        check: tuple[h5py.Dataset, list[int]] | None = None,
+        check: tuple[Any, int, list[int]] | None = None,
     ) -> tuple[list[np.ndarray], np.ndarray | None]:
         """:meth:`read`'s slab reads: the arrays in ascending slot order, and the order
         that puts them back in the order asked (None: already in it). With ``check``
-        (the checksum twin, a list) each slab is checked and the wanted slots whose
-        checksum does not match are appended to the list."""
+        (the checksums: the twin dataset or those of slots from an offset on, the offset,
+        a list) each slab is checked and the wanted slots whose checksum does not match
+        are appended to the list."""
         ds = self._pool(name)
         n = len(slots)
         given = np.asarray(slots, dtype=np.int64)
@@ -481,11 +496,11 @@ class ArrayFile:
 
     @staticmethod
     def _check_slab(
-        check: tuple[h5py.Dataset, list[int]], slab: np.ndarray, lo: int, hi: int, wanted
+        check: tuple[Any, int, list[int]], slab: np.ndarray, lo: int, hi: int, wanted
     ) -> None:
         """Compare a slab's checksums with the stored ones; note the wanted slots that differ."""
-        sums, bad = check
-        stored = sums[lo:hi]
+        sums, offset, bad = check
+        stored = sums[lo - offset : hi - offset]
         if len(stored) != hi - lo:  # the twin is shorter: every slot past it is unchecked
             stored = np.concatenate([stored, np.zeros((hi - lo - len(stored), 2), np.uint64)])
         differ = (slot_sums(slab, np.arange(lo, hi)) != stored).any(axis=1)

@@ -1,12 +1,12 @@
 """A damaged store: reading around the damage, and the diagnosis ``verify`` prints.
 
-Every array a read returns is checked against its key (the SHA-256 content hash the
-catalog files it under: ``data_hash`` of a data array, ``timestamps_hash`` of a time
-axis), so a flipped bit, a zeroed range or a chunk HDF5 lost track of fails the read of
-the series concerned instead of handing back wrong numbers. HDF5's own Fletcher-32 chunk
-checksum was measured and not used: a chunk zeroed together with its checksum passes it
-(the checksum of zeros is zero), stores written before would carry none, and on the
-``mixed`` read benchmark it cost more than the hash (see docs/durability.md).
+Every array a read returns is checked: against the per-slot checksums its segment keeps
+beside each pool (``arrays.slot_sums``), and, where those differ or a segment written
+before them has none, against its key (the SHA-256 content hash the catalog files it
+under: ``data_hash`` of a data array, ``timestamps_hash`` of a time axis). A flipped bit,
+a zeroed range or a chunk HDF5 lost track of fails the read of the series concerned
+instead of handing back wrong numbers. Why not SHA-256 on every read, nor HDF5's
+Fletcher-32: docs/durability.md ("A damaged store").
 
 A read that meets damage is attributed array by array (:func:`read_group`: a slab that
 fails is read again one slot at a time), so the arrays of a damaged file that still read
