@@ -449,3 +449,22 @@ def test_reads_without_or_with_damaged_checksums(world, tmp_path: Path, drop: st
         seg.write_bytes(data)
         with Store.open(path, read_only=True) as s, pytest.raises(DamagedStoreError):
             s.read_by_id(victim)
+
+
+def test_compact_does_not_copy_a_damaged_array_under_fresh_checksums(world, tmp_path: Path) -> None:
+    path = fresh(world, tmp_path)
+    victim = 20
+    seg = segment_of(path, victim)
+    at = value_offset(path, victim)
+    data = bytearray(seg.read_bytes())
+    data[at + 3] ^= 0x04
+    seg.write_bytes(data)
+    with Store.open(path) as s:
+        with pytest.raises(DamagedStoreError, match=f"id {victim}\\)"):
+            s.compact()
+        assert len(segment_files(path)) == SEGMENTS  # nothing rewritten
+        assert [x.id for x in s.diagnose().series_lost] == [victim]
+        s.repair()
+        s.compact()
+        assert s.verify_integrity() == {"ok": True, "errors": []}
+        assert len(segment_files(path)) == 1
