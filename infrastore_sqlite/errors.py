@@ -71,6 +71,15 @@ def rehash_dir_term(directory: str) -> Term:
     )
 
 
+def damage_terms(store: str) -> dict[str, Term]:
+    """How to diagnose (``verify``) and repair (``repair``) the damaged store at ``store``."""
+    quoted = shlex.quote(store)
+    return {
+        "verify": Term(f"`infrastore-sqlite --store {quoted} verify`", "Store.diagnose()"),
+        "repair": Term(f"`infrastore-sqlite --store {quoted} repair`", "Store.repair()"),
+    }
+
+
 def render(
     template: str, terms: Mapping[str, Term], audience: Audience, command: str | None = None
 ) -> str:
@@ -201,6 +210,12 @@ class IntegrityError(TimeSeriesError):
     """Stored data disagrees with its recorded hash, or a catalog rule would be broken."""
 
 
+class DamagedStoreError(IntegrityError):
+    """A read met an array whose segment file is damaged or missing, or whose bytes no
+    longer hash to its key: ``series`` lists the series concerned (their labels), ``key``
+    the damaged files. The store's other series stay readable."""
+
+
 class StorageError(TimeSeriesError):
     """The HDF5 or SQLite layer failed (I/O, corruption, not a database)."""
 
@@ -250,6 +265,7 @@ __all__ = [
     "CatalogMigrationRequiredError",
     "CatalogTooNewError",
     "ConnectionError",
+    "DamagedStoreError",
     "DuplicateTimeSeriesError",
     "IncompatibleFormatError",
     "IntegrityError",

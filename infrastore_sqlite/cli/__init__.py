@@ -16,7 +16,7 @@ The package, by command group: :mod:`.base` (the global options, the store they 
 :mod:`.render` (output formats, progress, errors turned into the contract's messages and
 exit codes), :mod:`.options` (flag types and the shared selector options), then the
 commands — :mod:`.store_commands` (init, demo, list, get, info, transform, remove,
-verify), :mod:`.add`, :mod:`.export` (rehash, export) and :mod:`.edit` (diff, unshare:
+verify, repair), :mod:`.add`, :mod:`.export` (rehash, export) and :mod:`.edit` (diff, unshare:
 the edit loop back into a store). This module makes the group and
 registers the commands in ``--help`` order.
 
@@ -69,6 +69,7 @@ for _command in (
     store_commands.transform,
     store_commands.remove,
     store_commands.verify,
+    store_commands.repair,
     export.rehash,
     export.export,
     edit.diff,

@@ -1,11 +1,12 @@
 """The commands on the store itself: ``init``, ``demo``, ``list``, ``get``, ``info``,
-``transform``, ``remove``, ``verify``.
+``transform``, ``remove``, ``verify``, ``repair``.
 
 May import: the library, :mod:`.base`, :mod:`.render`, :mod:`.options`.
 """
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Mapping
 from datetime import datetime
@@ -20,6 +21,7 @@ from ..errors import (
 from ..interchange.series_files import series_meta, value_rows
 from ..store import Store, catalog_path
 from ..store.arrays import compression_spec
+from ..store.repair import restore_hint
 from .base import (
     _CANDIDATES_SHOWN,
     PROG,
@@ -460,18 +462,55 @@ def remove(ctx: click.Context, all_: bool, dry_run: bool, **kw: Any) -> None:
 @_global_options(hidden=True)
 @click.pass_context
 def verify(ctx: click.Context) -> None:
-    """Check every catalog row's array exists and re-hashes to its recorded hash.
+    """Check every segment file, every stored array against its hash, and the catalog.
 
-    Prints the report; the exit status is 1 when anything is wrong.
+    Names each damaged segment file and what is wrong with it (missing, truncated,
+    unreadable, a dataset missing, arrays whose bytes no longer hash to their key), every
+    series that lost data, and the catalog's own integrity check. Never writes. The exit
+    status is 1 when anything is wrong; `repair` then sets the damage aside.
     """
     _format(ctx)
     with _open_store(ctx, read_only=True) as store, _Progress(ctx, "verify", "array") as bar:
-        report = store.verify_integrity(progress=bar)
-    doc = {
-        "ok": bool(report.get("ok")),
-        "checked": report.get("checked"),
-        "errors": list(report.get("errors", [])),
-    }
-    _emit_doc(ctx, {**doc, **{k: v for k, v in report.items() if k not in doc}})
-    if not doc["ok"]:
+        found = store.diagnose(progress=bar)
+    doc = found.as_dict()
+    if _format(ctx) not in ("json", "jsonl"):
+        doc.pop("errors")  # the tables of segments and series say it, row by row
+    _emit_doc(ctx, doc)
+    if not found.ok:
+        _note(
+            ctx,
+            f"the store is damaged; `{PROG} --store {shlex.quote(str(store.path))} repair "
+            "--dry-run` shows what a repair keeps and loses",
+        )
         ctx.exit(1)
+
+
+# ---------------------------------------------------------------------------- repair
+
+
+@command(
+    epilog=_example(
+        f"{PROG} --store demo.h5 repair --dry-run",
+        f"{PROG} --store demo.h5 repair",
+    )
+)
+@click.option("--dry-run", is_flag=True, help="Report what would be kept and lost; change nothing.")
+@_global_options(hidden=True)
+@click.pass_context
+def repair(ctx: click.Context, dry_run: bool) -> None:
+    """Set damaged segment files aside and keep every array that still reads.
+
+    One write transaction: every array of a damaged segment that still reads and hashes
+    to its key is copied into a new segment; the series whose data is lost are removed
+    from the catalog (listed in the report, with how to add them back from an export);
+    the damaged files are moved into a damaged-<time> folder inside the store directory.
+    `verify` passes afterwards.
+    """
+    _format(ctx)
+    with _open_store(ctx, read_only=dry_run) as store:
+        report = store.repair(dry_run=dry_run)
+    if report["restore"]:
+        report["restore"] = restore_hint(str(store.path), "cli")
+    _emit_doc(ctx, report)
+    if report["restore"]:
+        _note(ctx, report["restore"])

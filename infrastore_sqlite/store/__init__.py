@@ -8,7 +8,9 @@
 * :mod:`.writing` — adds, replacements and removals: catalog rows and new arrays;
 * :mod:`.reading` — where arrays are, batched reads, series objects from rows;
 * :mod:`.queries` — catalog rows, metadata and counts;
-* :mod:`.maintenance` — verify, compact, transform, settings and size;
+* :mod:`.maintenance` — compact, transform, settings and size;
+* :mod:`.damage` / :mod:`.repair` — every read checked against its hash; a damaged
+  store diagnosed (``verify``) and repaired (damaged segments set aside);
 * :mod:`.catalog` — the SQLite catalog connection and the migrations lookup;
 * :mod:`.arrays` / :mod:`.segments` — the HDF5 array files and the segment directory;
 * :mod:`.api` — the store members built on the ones above (queries, attributes,

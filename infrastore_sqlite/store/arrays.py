@@ -6,6 +6,10 @@ handful of datasets, not 100,000, and a batch read of many arrays becomes a few 
 of adjacent slots. Where each array lives is recorded in the catalog, which is the
 transactional half: a slot the catalog does not point at is free space.
 
+Beside each pool, ``sums/<pool>`` keeps two checksums per slot (:func:`slot_sums`),
+written with the arrays; :meth:`ArrayFile.read_checked` compares them in one vectorized
+pass per slab, so a read notices a damaged array (``damage.py`` decides what it is).
+
 Writes run in a background thread: h5py releases the GIL while HDF5 writes and
 compresses, so the caller goes on preparing the next arrays meanwhile. Every other use of
 the file (reads, flush, close, ``sync``) first waits for the writes queued before it, so
@@ -51,6 +55,38 @@ _READ_CACHE_BYTES = 4 * 1024 * 1024
 # The access list of an unfiltered pool opened for reading: no chunk cache (see _pool).
 _NO_CACHE = h5py.h5p.create(h5py.h5p.DATASET_ACCESS)
 _NO_CACHE.set_chunk_cache(0, 0, 1.0)
+
+
+# Each pool has a twin ``sums/<pool>`` of two 64-bit checksums per slot (see
+# :func:`slot_sums`), written with the array; a read checks the arrays it returns against
+# them in one vectorized pass per slab. Segments written before have none: their reads
+# are checked by the content hash instead (``damage.read_group``).
+SUMS_GROUP = "sums"
+_SUM_K1 = np.uint64(0x9E3779B97F4A7C15)
+_SUM_K2 = np.uint64(0xC2B2AE3D27D4EB4F)
+
+
+def slot_sums(block: np.ndarray, slots: np.ndarray) -> np.ndarray:
+    """Two checksums per row of ``block`` (one array per row, as stored): ``(rows, 2)``.
+
+    Over the row's bytes as little-endian 32-bit words ``w`` (bytes, when the row is not
+    a whole number of words): ``sum(w) + K1 * (slot + 1)`` and ``sum(i * w_i) + K2 *
+    (slot + 1)``, modulo 2**64. A flipped bit changes the first, two flips of one bit
+    position in different words the second (a 32-bit word times an index below 2**32
+    cannot wrap to zero); the slot term makes a zeroed row or checksum never match (what
+    HDF5's Fletcher-32 misses: zeros checksum to zero), and a row read from another slot
+    neither.
+    """
+    m = block.shape[0]
+    raw = np.ascontiguousarray(block).reshape(m, -1).view(np.uint8)
+    words = raw.view("<u4") if raw.shape[1] % 4 == 0 else raw
+    index = np.arange(1, words.shape[1] + 1, dtype=np.uint64)
+    place = slots.astype(np.uint64) + np.uint64(1)
+    out = np.empty((m, 2), dtype=np.uint64)
+    out[:, 0] = words.sum(axis=1, dtype=np.uint64) + _SUM_K1 * place
+    out[:, 1] = np.einsum("ij,j->i", words, index, dtype=np.uint64, casting="unsafe")
+    out[:, 1] += _SUM_K2 * place
+    return out
 
 
 _ERRNO = re.compile(r"errno = (\d+)")
@@ -181,9 +217,18 @@ class ArrayFile:
                 compression, compression_level, shuffle
             )
             self._h5.create_group("pools")
-        elif "pools" not in self._h5:
-            self._h5.close()
-            raise StorageError(f"{self.path} is not an array file of a store (it has no pools)")
+            self._h5.create_group(SUMS_GROUP)
+        else:
+            try:
+                has_pools = "pools" in self._h5
+            except (OSError, RuntimeError, KeyError, ValueError) as exc:  # damaged metadata
+                self._h5.close()
+                raise StorageError(
+                    f"cannot open the array file {self.path}: {describe_os_error(exc)}"
+                ) from exc
+            if not has_pools:
+                self._h5.close()
+                raise StorageError(f"{self.path} is not an array file of a store (it has no pools)")
         self._pools: dict[str, h5py.Dataset] = {}
 
     @property
@@ -233,6 +278,29 @@ class ArrayFile:
         self._pools[name] = ds
         return ds
 
+    def _sums(self, name: str, *, create: bool = False) -> h5py.Dataset | None:
+        """The checksum twin of pool ``name`` (None: the file has none, as files written
+        before them)."""
+        key = SUMS_GROUP + "/" + name
+        ds = self._pools.get(key)
+        if ds is not None:
+            return ds
+        group = self._h5.get(SUMS_GROUP)
+        if group is None:
+            return None
+        if name in group:
+            ds = group[name]
+        elif create:
+            # Chunked as its pool, so a slab's checksums come in as few chunks as its rows.
+            rows = self._pool(name).chunks[0]
+            ds = group.create_dataset(
+                name, shape=(0, 2), maxshape=(None, 2), dtype=np.uint64, chunks=(rows, 2)
+            )
+        else:
+            return None
+        self._pools[key] = ds
+        return ds
+
     def write(
         self,
         name: str,
@@ -270,7 +338,13 @@ class ArrayFile:
             if ds.shape[0] < end:
                 ds.resize(max(end, ds.shape[0] + ds.shape[0] // 2), axis=0)
             block = arrays[0][None, ...] if len(arrays) == 1 else np.stack(arrays)
+            # As stored (the pool's dtype and byte order): what a read checks.
+            block = np.ascontiguousarray(block, dtype=ds.dtype)
             ds[first_slot:end] = block
+            sums = self._sums(name, create=True)
+            if sums.shape[0] < end:
+                sums.resize(ds.shape[0], axis=0)
+            sums[first_slot:end] = slot_sums(block, np.arange(first_slot, end))
         except (OSError, ValueError, TypeError) as exc:
             raise StorageError(
                 f"writing pool {name} in {self.path} failed: {describe_os_error(exc)}"
@@ -302,7 +376,38 @@ class ArrayFile:
         while self._pending:
             self._settle_oldest()
 
-    def read(self, name: str, slots: Sequence[int], part: tuple[Any, ...] = ()) -> list[np.ndarray]:
+    def read_checked(
+        self, name: str, slots: Sequence[int]
+    ) -> tuple[list[np.ndarray], list[int] | None]:
+        """:meth:`read` of whole arrays, checked against the pool's checksums: the arrays
+        and the slots whose checksum does not match (None: the pool has no checksums)."""
+        self.sync()
+        if not slots:
+            return [], []
+        try:
+            sums = self._sums(name)
+        except (OSError, ValueError, KeyError, RuntimeError, TypeError):
+            sums = None  # a damaged checksum twin: the caller checks by content hash
+        if sums is None:
+            return self.read(name, slots), None
+        lo, hi = int(min(slots)), int(max(slots)) + 1
+        try:
+            # One read of the checksums of the whole slot range (16 bytes a slot) instead
+            # of one per slab: a read of many pools' arrays pays a call per pool, not more.
+            stored = sums[lo:hi] if (hi - lo) * 16 <= _SLAB_BYTES else None
+        except (OSError, ValueError, KeyError, RuntimeError, TypeError):
+            stored = None
+        bad: list[int] = []
+        check = (sums if stored is None else stored, 0 if stored is None else lo, bad)
+        return self.read(name, slots, (), _check=check), bad
+
+    def read(
+        self,
+        name: str,
+        slots: Sequence[int],
+        part: tuple[Any, ...] = (),
+        _check: tuple[Any, int, list[int]] | None = None,
+    ) -> list[np.ndarray]:
         """Read the arrays at ``slots`` (any order), each one a fresh array.
 
         ``part`` selects within each array (numpy basic indexing, e.g. ``(7,)`` for row 7
@@ -310,10 +415,41 @@ class ArrayFile:
         sweeps one timestep of many arrays holds one row of each, never the arrays.
         """
         self.sync()
-        ds = self._pool(name)
         n = len(slots)
         if n == 0:
             return []
+        try:
+            got, order = self._read_slabs(name, slots, part, _check)
+        except StorageError:
+            raise
+        except (OSError, ValueError, IndexError, KeyError, RuntimeError, TypeError) as exc:
+            # HDF5 raises any of these on a damaged file: a bad object header, a chunk
+            # index that points nowhere, a chunk that does not decompress.
+            raise StorageError(
+                f"reading pool {name} in {self.path} failed: {describe_os_error(exc)}; "
+                "the file is damaged (run verify to list the series it holds)"
+            ) from exc
+        if order is None:
+            return got
+        out: list[np.ndarray | None] = [None] * n
+        for k, arr in zip(order.tolist(), got, strict=True):
+            out[k] = arr
+        return out  # type: ignore[return-value]
+
+    def _read_slabs(
+        self,
+        name: str,
+        slots: Sequence[int],
+        part: tuple[Any, ...],
+        check: tuple[Any, int, list[int]] | None = None,
+    ) -> tuple[list[np.ndarray], np.ndarray | None]:
+        """:meth:`read`'s slab reads: the arrays in ascending slot order, and the order
+        that puts them back in the order asked (None: already in it). With ``check``
+        (the checksums: the twin dataset or those of slots from an offset on, the offset,
+        a list) each slab is checked and the wanted slots whose checksum does not match
+        are appended to the list."""
+        ds = self._pool(name)
+        n = len(slots)
         given = np.asarray(slots, dtype=np.int64)
         gaps = np.diff(given)
         if (gaps > 0).all():  # ascending and distinct, as a batch of one add reads back
@@ -335,37 +471,53 @@ class ArrayFile:
         # (found for all slots at once); a run spanning more than `span` slots is cut.
         ends = np.flatnonzero((gaps > _SLAB_GAP) & (at[1:] // crow != at[:-1] // crow)) + 1
         got: list[np.ndarray] = []
+        start = 0
+        for stop in [*ends.tolist(), n]:
+            while start < stop:
+                lo = int(at[start])
+                cut = stop
+                if int(at[stop - 1]) - lo >= span:
+                    cut = start + max(1, int(np.searchsorted(at[start:stop], lo + span)))
+                hi = int(at[cut - 1]) + 1
+                slab = ds[(slice(lo, hi), *part)]
+                if len(slab) != hi - lo:  # h5py clips a slice past the end
+                    raise IndexError(f"slots {lo}..{hi - 1} are past the end of the pool")
+                if check is not None:
+                    self._check_slab(check, slab, lo, hi, at[start:cut])
+                if distinct and hi - lo == cut - start:
+                    got.extend(slab)  # every slot of the slab wanted: its rows, as views
+                else:
+                    # Views would keep the whole slab alive as long as the batch
+                    # holding them: when it spans unwanted slots, copy the wanted
+                    # ones out instead.
+                    got.extend(slab[k - lo].copy() for k in at[start:cut].tolist())
+                start = cut
+        return got, order
+
+    @staticmethod
+    def _check_slab(
+        check: tuple[Any, int, list[int]], slab: np.ndarray, lo: int, hi: int, wanted
+    ) -> None:
+        """Compare a slab's checksums with the stored ones; note the wanted slots that differ."""
+        sums, offset, bad = check
+        stored = sums[lo - offset : hi - offset]
+        if len(stored) != hi - lo:  # the twin is shorter: every slot past it is unchecked
+            stored = np.concatenate([stored, np.zeros((hi - lo - len(stored), 2), np.uint64)])
+        differ = (slot_sums(slab, np.arange(lo, hi)) != stored).any(axis=1)
+        if differ.any():
+            wanted_set = set(np.flatnonzero(differ) + lo)
+            bad.extend(int(k) for k in wanted if int(k) in wanted_set)
+
+    def row_bytes(self, name: str) -> int:
+        """Bytes of one array (one slot) of pool ``name``."""
+        self.sync()
         try:
-            start = 0
-            for stop in [*ends.tolist(), n]:
-                while start < stop:
-                    lo = int(at[start])
-                    cut = stop
-                    if int(at[stop - 1]) - lo >= span:
-                        cut = start + max(1, int(np.searchsorted(at[start:stop], lo + span)))
-                    hi = int(at[cut - 1]) + 1
-                    slab = ds[(slice(lo, hi), *part)]
-                    if len(slab) != hi - lo:  # h5py clips a slice past the end
-                        raise IndexError(f"slots {lo}..{hi - 1} are past the end of the pool")
-                    if distinct and hi - lo == cut - start:
-                        got.extend(slab)  # every slot of the slab wanted: its rows, as views
-                    else:
-                        # Views would keep the whole slab alive as long as the batch
-                        # holding them: when it spans unwanted slots, copy the wanted
-                        # ones out instead.
-                        got.extend(slab[k - lo].copy() for k in at[start:cut].tolist())
-                    start = cut
-        except (OSError, ValueError, IndexError, KeyError) as exc:
+            ds = self._pool(name)
+            return int(ds.dtype.itemsize * math.prod(ds.shape[1:]))
+        except (OSError, ValueError, KeyError, RuntimeError) as exc:
             raise StorageError(
-                f"reading pool {name} in {self.path} failed: {describe_os_error(exc)}; "
-                "the file is damaged (run verify to list the series it holds)"
+                f"reading pool {name} in {self.path} failed: {describe_os_error(exc)}"
             ) from exc
-        if order is None:
-            return got
-        out: list[np.ndarray | None] = [None] * n
-        for k, arr in zip(order.tolist(), got, strict=True):
-            out[k] = arr
-        return out  # type: ignore[return-value]
 
     def pools(self) -> Iterable[str]:
         return list(self.h5["pools"].keys())

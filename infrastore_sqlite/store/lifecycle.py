@@ -206,27 +206,41 @@ def open_store(
             generation=attrs.get(_GENERATION_KEY, ""),
             compression=attrs.get(_COMPRESSION_KEY, "deflate:3:shuffle"),
         )
-        first = catalog.scalar("SELECT min(name) FROM segments")
-        if first is not None:
-            # A catalog copied without its segments (or beside another store's) is
-            # refused at once; a damaged segment is verify's to report, not open's.
-            try:
-                segments.reader(first)
-            except SegmentGone:
-                raise MismatchedArtifactError(
-                    f"the catalog {cat} does not belong to the segments in {segments.dir}: "
-                    f"it names {first}, which is not there; restore the store directory as "
-                    "it was written, as a whole"
-                ) from None
-            except MismatchedArtifactError:
-                raise
-            except StorageError:
-                pass
+        _check_generation(cat, catalog, segments)
     except BaseException:
         catalog.close()
         raise
     LOG.info("opened the store %s%s", path, " read-only" if read_only else "")
     return cls(path, segments, catalog, read_only)
+
+
+def _check_generation(cat: Path, catalog: Catalog, segments: Segments) -> None:
+    """Refuse a catalog copied without its segments, or beside another store's.
+
+    The first segment file that opens must carry the catalog's generation. A missing or
+    damaged segment is skipped: it is ``verify``'s to report and ``repair``'s to set
+    aside, and the store's other series stay readable. Only when the catalog names
+    segments and not one of them is there is the catalog refused as not this store's.
+    """
+    names = [r[0] for r in catalog.execute("SELECT name FROM segments ORDER BY name")]
+    present = 0
+    for name in names:
+        try:
+            segments.reader(name)
+        except SegmentGone:
+            continue
+        except MismatchedArtifactError:
+            raise
+        except StorageError:
+            present += 1  # there, but damaged: verify names it
+            continue
+        return
+    if names and not present:
+        raise MismatchedArtifactError(
+            f"the catalog {cat} does not belong to the segments in {segments.dir}: it names "
+            f"{len(names)} segment files ({names[0]}, …) and none of them is there; restore "
+            "the store directory as it was written, as a whole"
+        )
 
 
 def close_store(store: Store) -> None:

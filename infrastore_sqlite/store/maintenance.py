@@ -1,7 +1,8 @@
-"""Maintenance of a store: verify, compact, transform, and its settings and size.
+"""Maintenance of a store: compact, transform, and its settings and size.
 
 :class:`Maintenance` is the store's collaborator for the work that is no add, read or
-removal: re-hashing every array against the catalog (``verify_integrity``), rewriting
+removal (checking and repairing a damaged store is ``damage.py``'s and ``repair.py``'s):
+rewriting
 the live arrays into one segment (``compact``, through ``transactions.py``), deriving
 DeterministicSingleTimeSeries views of stored SingleTimeSeries
 (``transform_single_time_series``), the write buffer and compression settings, and the
@@ -17,16 +18,14 @@ from __future__ import annotations
 import contextlib
 import operator
 import os
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
 
-from ..core.hashing import data_hash, timestamps_hash
 from ..core.periods import as_period, divide, grid, step
 from ..core.timeref import ms_to_rfc3339
-from ..errors import IntegrityError, InvalidParameterError, StorageError
+from ..errors import IntegrityError, InvalidParameterError
 from ..model import OwnerCategory, TimeSeriesType
 from .arrays import parse_compression
 from .rows import SeriesRow
@@ -57,7 +56,7 @@ def _check_calendar_windows(row: SeriesRow, res, itv, h: int, steps: int, count:
 
 
 class Maintenance:
-    """Verify, compact, transform, settings (see the module docstring)."""
+    """Compact, transform, settings (see the module docstring)."""
 
     __slots__ = ("_store",)
 
@@ -172,77 +171,6 @@ class Maintenance:
                 self._store._writing.insert_row(row, r.label)
                 created += 1
         return created
-
-    def verify(self, *, progress: Any = None) -> dict[str, Any]:
-        """Check that every catalog row's array (and time axis) exists and re-hashes to
-        the hash the catalog records.
-
-        Parameters
-        ----------
-        progress
-            Optional ``progress(done, total)`` callable, counted in distinct arrays.
-
-        Returns
-        -------
-        dict
-            ``{"ok": bool, "errors": [str, ...], "checked": n}``.
-        """
-        self._store._open()
-        errors: list[str] = []
-        rows = self._store._queries.select(order="t.data_hash, t.id")
-        held = {
-            (bytes(h), k) for h, k in self._store._catalog.execute("SELECT hash, kind FROM arrays")
-        }
-        readable = []
-        for row in rows:
-            if (row.data_hash, "data") not in held:
-                errors.append(
-                    f"{row.label} (id {row.id}) names array {row.data_hash.hex()}, which the "
-                    "store does not hold"
-                )
-            elif row.timestamps_hash and (row.timestamps_hash, "timestamps") not in held:
-                errors.append(
-                    f"{row.label} (id {row.id}) names a time axis the store does not hold"
-                )
-            else:
-                readable.append(row)
-        for (name,) in self._store._catalog.execute("SELECT name FROM segments ORDER BY name"):
-            if not self._store._segments.path(name).is_file():
-                errors.append(f"the segment file {self._store._segments.path(name)} is missing")
-        total = len({r.data_hash for r in readable})
-        checked = 0
-        seen: set[bytes] = set()
-        for batch in self._verify_batches(readable, errors):
-            for row, arr, ts in batch:
-                if row.data_hash in seen:
-                    continue
-                seen.add(row.data_hash)
-                checked += 1
-                actual = data_hash(arr)
-                if actual != row.data_hash:
-                    errors.append(
-                        f"array {row.data_hash.hex()} of {row.label} re-hashes to {actual.hex()}"
-                    )
-                if ts is not None and timestamps_hash(ts) != row.timestamps_hash:
-                    errors.append(f"the time axis of {row.label} does not match its hash")
-            if progress:
-                progress(checked, total)
-        return {"ok": not errors, "errors": errors, "checked": checked}
-
-    def _verify_batches(self, rows: list[SeriesRow], errors: list[str]) -> Iterator[list]:
-        """``iter_arrays`` for verify: a batch that cannot be read (a damaged segment file)
-        is reported, one series at a time, naming the file, and verify goes on."""
-        for group in self._store._reading.row_groups(rows):
-            try:
-                yield self._store._reading.read_batch(group, True)
-                continue
-            except StorageError:
-                pass
-            for row in group:
-                try:
-                    yield self._store._reading.read_batch([row], True)
-                except StorageError as exc:
-                    errors.append(f"{row.label} (id {row.id}) cannot be read: {exc}")
 
     def write_buffer_bytes(self) -> int:
         """How many bytes of array writes may queue ahead of the background writer.

@@ -4,11 +4,13 @@
 where arrays are (``arrays`` rows: segment, pool, slot), reads distinct arrays grouped by
 segment and pool (:meth:`Reading.load`, retried when a merge moved them), in bounded
 batches (:meth:`Reading.iter_arrays`), and builds series objects from catalog rows
-without re-validation (:func:`series_from`, :func:`_series_of`).
+without re-validation (:func:`series_from`, :func:`_series_of`). Every array read is
+checked against its hash (``damage.read_group``); a damaged one fails the read with a
+``DamagedStoreError`` naming its series and file.
 
 May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
 :mod:`infrastore_sqlite.model`, and its siblings ``queries``, ``rows``, ``segments``,
-``api`` (``series_id``) (the ``Store`` only for type checking).
+``damage``, ``api`` (``series_id``) (the ``Store`` only for type checking).
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ from ..core.elements import parse_element_type
 from ..core.gcpause import gc_paused
 from ..core.periods import as_period, divide
 from ..core.slicing import slice_range, slice_window
-from ..errors import IntegrityError, InvalidParameterError
+from ..errors import DamagedStoreError, InvalidParameterError, damage_terms
 from ..model import SERIES_CLASSES, Deterministic, OwnerCategory, TimeSeriesType, _Series
 from .api import series_id
+from .damage import NOT_HELD, ArraysDamaged, damage_error, read_group
 from .queries import _INT64_MAX, _INT64_MIN, check_owner, missing_ids
 from .rows import SeriesRow, decode_shape
 from .segments import SegmentGone
@@ -41,6 +44,8 @@ if TYPE_CHECKING:
 _DEFAULT_BATCH_BYTES = 64 * 1024 * 1024
 
 _SCAN_FROM = 2000  # arrays wanted at once before a table scan is considered
+# Places (segment, slot) whose whole array a part read has checked, kept up to this many.
+_VERIFIED_MAX = 1_000_000
 _IRREGULAR = frozenset(t for t in TimeSeriesType if t.is_irregular)
 _FORECAST_TYPES = frozenset(t for t in TimeSeriesType if t.is_forecast)
 
@@ -88,12 +93,10 @@ def _id_lookup(ids: Sequence[int]) -> tuple[list[int], np.ndarray]:
     return wanted, np.array([i for i in wanted if _INT64_MIN <= i <= _INT64_MAX], dtype=np.int64)
 
 
-def _missing_array(h: bytes, kind: str) -> IntegrityError:
-    """The refusal of a catalog row whose array the store does not hold."""
-    return IntegrityError(
-        f"the catalog names an array {h.hex()[:12]} ({kind}) that the store does not "
-        "hold; run verify to list every damaged series",
-        key=h.hex(),
+def _missing_array(*keys: tuple[bytes, str]) -> ArraysDamaged:
+    """Catalog rows name arrays the store does not hold (``Reading`` names the series)."""
+    return ArraysDamaged(
+        {k: ("", NOT_HELD, f"array {k[0].hex()[:12]} ({k[1]}) is not held") for k in keys}
     )
 
 
@@ -183,17 +186,21 @@ def _materialize_windows(src: np.ndarray, res, hor, itv, count: int) -> np.ndarr
 class Reading:
     """Finds and reads the stored arrays and makes series of them (see the module docstring)."""
 
-    __slots__ = ("_store",)
+    __slots__ = ("_store", "_verified")
 
     def __init__(self, store: Store) -> None:
         self._store = store
+        # Places whose whole array a part read checked already (segments never change).
+        self._verified: set[tuple[str, int]] = set()
 
     def locations(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], tuple]:
-        """Where each of ``keys`` is stored; IntegrityError names one the catalog lacks."""
+        """Where each of ``keys`` is stored; DamagedStoreError names the series of any
+        the catalog lacks."""
         keys = set(keys)
         found = self.found_locations(keys)
         if len(found) < len(keys):
-            raise _missing_array(*next(k for k in keys if k not in found))
+            damage = _missing_array(*(k for k in keys if k not in found))
+            raise damage_error(self._store, damage.found)
         return found
 
     def found_locations(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], tuple]:
@@ -232,21 +239,34 @@ class Reading:
         ``part`` reads only that selection of each array (``ArrayFile.read``).
 
         A segment merged away since the catalog named it sends the read back to the
-        catalog for the arrays' new places (the newest committed snapshot).
+        catalog for the arrays' new places (the newest committed snapshot); one still
+        missing on the last try is damage. Every array is checked against its key:
+        :class:`~infrastore_sqlite.errors.DamagedStoreError` names the series of every
+        damaged array the read met.
         """
         keys = set(keys)
-        for attempt in range(3):
-            try:
-                return self._load_once(keys, part)
-            except SegmentGone:
-                if attempt == 2 or self._store._catalog.in_transaction:
-                    raise
+        try:
+            for attempt in range(3):
+                final = attempt == 2 or self._store._catalog.in_transaction
+                try:
+                    return self._load_once(keys, part, final=final)
+                except SegmentGone:
+                    if final:
+                        raise
+        except ArraysDamaged as exc:
+            raise damage_error(self._store, exc.found) from None
         raise AssertionError("unreachable")
 
     def _load_once(
-        self, keys: set[tuple[bytes, str]], part: tuple = (), places: dict | None = None
+        self,
+        keys: set[tuple[bytes, str]],
+        part: tuple = (),
+        places: dict | None = None,
+        *,
+        final: bool = True,
     ) -> dict[tuple[bytes, str], np.ndarray]:
-        """One try of :meth:`load` (``places``: the keys' places, when already known)."""
+        """One try of :meth:`load` (``places``: the keys' places, when already known;
+        ``final``: a missing segment is damage, not a merge to retry after)."""
         locs = self.locations(keys) if places is None else places
         by_pool: dict[tuple[str, str], list[tuple[bytes, str]]] = {}
         out: dict[tuple[bytes, str], np.ndarray] = {}
@@ -257,9 +277,27 @@ class Reading:
                 out[key] = np.zeros(orjson.loads(shape), dtype=NUMPY_DTYPES[dtype])[part]
             else:
                 by_pool.setdefault((segment, pool), []).append(key)
+        found: dict[tuple[bytes, str], tuple[str, str, str]] = {}
+        if part and len(self._verified) > _VERIFIED_MAX:
+            self._verified.clear()
         for (segment, pool), group in by_pool.items():
-            arrays = self._store._segments.read(segment, pool, [locs[k][3] for k in group], part)
+            try:
+                arrays = read_group(
+                    self._store._segments,
+                    segment,
+                    pool,
+                    [locs[k][3] for k in group],
+                    group,
+                    part,
+                    verified=self._verified,
+                    gone_is_missing=final,
+                )
+            except ArraysDamaged as exc:  # the other groups are read still: name them all
+                found.update(exc.found)
+                continue
             out.update(zip(group, arrays, strict=True))
+        if found:
+            raise ArraysDamaged(found)
         return out
 
     def iter_arrays(
@@ -326,7 +364,22 @@ class Reading:
         names a missing id."""
         wanted, lookup = _id_lookup(ids)
         self._store._open()
-        found = (
+        try:
+            found = self._fields_by_id(lookup)
+        except UnicodeDecodeError as exc:  # a damaged catalog page inside a row's text
+            raise DamagedStoreError(
+                f"the catalog {self._store._catalog.path} is damaged: a row of the series "
+                f"asked for holds text that is not UTF-8 ({exc.reason}); run {{verify}} to "
+                "list every damaged series, then {repair} to set the damage aside",
+                terms=damage_terms(str(self._store.path)),
+            ) from None
+        if len(found) < len(set(wanted)):
+            raise missing_ids([i for i in wanted if i not in found])
+        return [found[i] for i in wanted]
+
+    def _fields_by_id(self, lookup: np.ndarray) -> dict[int, tuple]:
+        """:meth:`_read_fields`' query: the rows of the ids in ``lookup``, by id."""
+        return (
             {
                 r[0]: r
                 for r in self._store._catalog.execute(
@@ -339,19 +392,19 @@ class Reading:
             if lookup.size
             else {}
         )
-        if len(found) < len(set(wanted)):
-            raise missing_ids([i for i in wanted if i not in found])
-        return [found[i] for i in wanted]
 
-    def _data_arrays(self, fields: list[tuple]) -> dict[bytes, np.ndarray]:
+    def _data_arrays(self, fields: list[tuple], final: bool) -> dict[bytes, np.ndarray]:
         """The stored data array of each of ``_read_fields``' rows, by data hash: each
-        distinct array read once, the slots of one segment's pool in one call.
+        distinct array read once, the slots of one segment's pool in one call, each
+        checked against its key (ArraysDamaged names those that fail).
 
-        Raises SegmentGone when a segment was merged away since the rows were read.
+        Raises SegmentGone when a segment was merged away since the rows were read
+        (unless ``final``: then a missing segment is damage).
         """
         out: dict[bytes, np.ndarray] = {}
         groups: dict[tuple[str, str], tuple[list[int], list[bytes]]] = {}
         empty: list[bytes] = []
+        missing: list[tuple[bytes, str]] = []
         for f in fields:
             h = f[_AT_DATA_HASH]
             if h in out:
@@ -360,7 +413,8 @@ class Reading:
             out[h] = None  # type: ignore[assignment]  # claimed; filled in below
             if not pool:
                 if pool is None:  # no arrays row: the catalog is damaged
-                    raise _missing_array(h, "data")
+                    missing.append((h, "data"))
+                    continue
                 empty.append(h)  # a zero-size array has no slot
                 continue
             key = (f[_AT_POOL + 2], pool)
@@ -371,8 +425,20 @@ class Reading:
             group[1].append(h)
         if empty:
             out.update((k[0], a) for k, a in self._load_once({(h, "data") for h in empty}).items())
+        found: dict[tuple[bytes, str], tuple[str, str, str]] = {}
+        if missing:
+            found.update(_missing_array(*missing).found)
+        segments = self._store._segments
         for (segment, pool), (slots, hashes) in groups.items():
-            out.update(zip(hashes, self._store._segments.read(segment, pool, slots), strict=True))
+            keys = [(h, "data") for h in hashes]
+            try:
+                arrays = read_group(segments, segment, pool, slots, keys, gone_is_missing=final)
+            except ArraysDamaged as exc:  # the other groups are read still: name them all
+                found.update(exc.found)
+                continue
+            out.update(zip(hashes, arrays, strict=True))
+        if found:
+            raise ArraysDamaged(found)
         return out
 
     def read_by_ids(
@@ -399,13 +465,17 @@ class Reading:
         for attempt in range(3):
             fields = self._read_fields(ids)
             # The places came with the rows; a segment merged away meanwhile sends the
-            # read back for the new ones, as load does.
+            # read back for the new ones, as load does (one still missing on the last
+            # try is damage).
+            final = attempt == 2 or self._store._catalog.in_transaction
             try:
-                arrays = self._data_arrays(fields)
+                arrays = self._data_arrays(fields, final)
                 break
             except SegmentGone:
-                if attempt == 2 or self._store._catalog.in_transaction:
+                if final:
                     raise
+            except ArraysDamaged as exc:
+                raise damage_error(self._store, exc.found) from None
         stamps = {(f[_AT_TS_HASH], "timestamps") for f in fields if f[_AT_TS_HASH]}
         times = {k[0]: a for k, a in self.load(stamps).items()} if stamps else {}
         out: list[_Series] = [

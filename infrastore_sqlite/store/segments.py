@@ -185,7 +185,13 @@ class Segments:
                 f"the segment {path} is gone; the catalog snapshot that named it is older "
                 "than a merge"
             ) from None
-        actual = f.h5.attrs.get("catalog_generation")
+        try:
+            actual = f.h5.attrs.get("catalog_generation")
+        except (OSError, RuntimeError, KeyError, ValueError) as exc:  # damaged metadata
+            f.close()
+            raise StorageError(
+                f"cannot open the array file {path}: {describe_os_error(exc)}"
+            ) from exc
         if isinstance(actual, bytes):
             actual = actual.decode()
         if actual != self.generation:
@@ -206,6 +212,23 @@ class Segments:
     ) -> list[np.ndarray]:
         """The arrays at ``slots`` of ``pool`` (only ``part`` of each; see ``ArrayFile.read``)."""
         return self.reader(name).read(pool, slots, part)
+
+    def read_checked(
+        self, name: str, pool: str, slots: Sequence[int]
+    ) -> tuple[list[np.ndarray], list[int] | None]:
+        """Whole arrays checked against the segment's checksums (``ArrayFile.read_checked``):
+        the arrays and the slots that do not match, or None for a segment without them."""
+        return self.reader(name).read_checked(pool, slots)
+
+    def row_bytes(self, name: str, pool: str) -> int:
+        """Bytes of one array (one slot) of ``pool`` in segment ``name``."""
+        return self.reader(name).row_bytes(pool)
+
+    def forget(self, name: str) -> None:
+        """Close this object's reader of segment ``name`` (it is being set aside)."""
+        f = self._readers.pop(name, None)
+        if f is not None:
+            f.close()
 
     # ------------------------------------------------------------------ writing
     def write(self, pool: str, dtype: str, shape: Sequence[int], arrays: Sequence[np.ndarray]):

@@ -19,8 +19,10 @@ one does it:
 * ``self._reading`` (``reading.Reading``) — where arrays are, batched reads, series
   objects;
 * ``self._queries`` (``queries.Queries``) — catalog rows, metadata and counts;
-* ``self._maintenance`` (``maintenance.Maintenance``) — verify, compact, transform,
+* ``self._maintenance`` (``maintenance.Maintenance``) — compact, transform,
   settings and size;
+* ``damage`` and ``repair`` — a damaged store diagnosed (``verify_integrity``,
+  ``diagnose``) and repaired (``repair``);
 * :class:`~.api.StoreApi` (the base class) — the reference's members built on the ones
   here (discovery, summaries, readers, owners, attributes, copies).
 
@@ -41,7 +43,7 @@ import numpy as np
 
 from ..errors import InvalidParameterError, ReadOnlyStoreError
 from ..model import OwnerCategory, _Series
-from . import lifecycle
+from . import damage, lifecycle, repair
 from .api import StoreApi, Transaction
 from .catalog import Catalog
 from .lifecycle import DEFAULT_TIMEOUT, catalog_path
@@ -417,20 +419,63 @@ class Store(StoreApi):
         )
 
     def verify_integrity(self, *, progress: Any = None) -> dict[str, Any]:
-        """Check that every catalog row's array (and time axis) exists and re-hashes to
-        the hash the catalog records.
+        """Check every segment file, every array against its hash and the catalog.
 
         Parameters
         ----------
         progress
-            Optional ``progress(done, total)`` callable, counted in distinct arrays.
+            Optional ``progress(done, total)`` callable, counted in arrays.
 
         Returns
         -------
         dict
-            ``{"ok": bool, "errors": [str, ...], "checked": n}``.
+            ``{"ok": bool, "errors": [str, ...]}``, as the reference returns; one line per
+            problem (:meth:`diagnose` has the same findings as structured fields).
         """
-        return self._maintenance.verify(progress=progress)
+        found = damage.diagnose(self, progress)
+        return {"ok": found.ok, "errors": list(found.errors)}
+
+    def diagnose(self, *, progress: Any = None) -> damage.Diagnosis:
+        """What is damaged in the store, and which series lost data. Never writes.
+
+        Parameters
+        ----------
+        progress
+            Optional ``progress(done, total)`` callable, counted in arrays.
+
+        Returns
+        -------
+        Diagnosis
+            ``ok``; ``segments``: each damaged segment file with what is wrong
+            (``missing``, ``truncated``, ``unreadable``, ``dataset missing``, ``hash
+            mismatch``) and how many of its arrays are lost; ``series_lost``: every series
+            that lost data (id, owner, type, name, files); ``catalog``: SQLite's integrity
+            check of the catalog; ``errors``: one line per problem; ``as_dict()`` gives
+            it all as JSON types.
+        """
+        return damage.diagnose(self, progress)
+
+    def repair(self, *, dry_run: bool = False) -> dict[str, Any]:
+        """Set damaged segments aside, salvage what still reads, drop the lost series.
+
+        One write transaction (all or nothing, under the write lock): every array of a
+        damaged segment that reads and re-hashes to its key is copied into a new segment;
+        the series whose data is lost are removed from the catalog; the damaged files are
+        moved into ``<store>/damaged-<UTC time>/``. ``diagnose`` passes afterwards.
+
+        Parameters
+        ----------
+        dry_run
+            Report what would be kept and lost; change nothing.
+
+        Returns
+        -------
+        dict
+            ``set_aside`` (files), ``folder``, ``series_kept``, ``series_lost`` (id,
+            owner, type, name of each), ``arrays_lost``, ``arrays_salvaged``,
+            ``restore`` (how to add the lost series back from an export).
+        """
+        return repair.repair(self, dry_run=dry_run)
 
     @property
     def write_buffer_bytes(self) -> int:

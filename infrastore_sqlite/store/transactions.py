@@ -8,7 +8,8 @@ follows a commit: deleting the segments a merge emptied and merging tiers of sma
 segments (:meth:`Transactions.rewrite`, which ``compact`` also uses). See
 docs/durability.md.
 
-May import: :mod:`infrastore_sqlite.errors` and its siblings ``segments``, ``tracing``
+May import: :mod:`infrastore_sqlite.errors` and its siblings ``segments``, ``damage``
+(checked reads), ``tracing``
 (the ``Store`` only for type checking).
 """
 
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..errors import InvalidParameterError, TimeSeriesError
+from .damage import ArraysDamaged, damage_error, read_group
 from .segments import merge_candidates
 from .tracing import LOG
 
@@ -152,7 +154,10 @@ class Transactions:
                         by_pool.setdefault(r[4], []).append(r)
                     updates = []
                     for pool, group in by_pool.items():
-                        arrays = self._store._segments.read(segment, pool, [g[5] for g in group])
+                        # Checked like every read: a merge must not copy damaged bytes
+                        # into a new segment under fresh checksums (it fails instead,
+                        # naming the damage; repair sets it aside).
+                        arrays = self._read_checked(segment, pool, group)
                         dtype, shape = group[0][2], orjson.loads(group[0][3])
                         target, first = self._store._segments.write(pool, dtype, shape, arrays)
                         updates.extend((target, first + i, g[0], g[1]) for i, g in enumerate(group))
@@ -170,6 +175,14 @@ class Transactions:
             "datasets_dropped": len(pools_before) - len(pools_after),
             "bytes_reclaimed": max(0, int(before[1]) - int(after or 0)),
         }
+
+    def _read_checked(self, segment: str, pool: str, group: list[tuple]) -> list:
+        """The arrays of ``group`` (``arrays`` rows) in ``segment``'s ``pool``, checked."""
+        keys = [(bytes(g[0]), g[1]) for g in group]
+        try:
+            return read_group(self._store._segments, segment, pool, [g[5] for g in group], keys)
+        except ArraysDamaged as exc:
+            raise damage_error(self._store, exc.found) from None
 
     def begin(self) -> None:
         """:meth:`Store.begin_transaction`: a block entered, left by :meth:`commit` or

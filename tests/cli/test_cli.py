@@ -473,7 +473,16 @@ def test_remove_needs_a_selector(demo: str) -> None:
 
 
 def test_verify_ok_and_damaged(demo: str) -> None:
-    assert js("--store", demo, "verify") == {"ok": True, "checked": 11, "errors": []}
+    sound = js("--store", demo, "verify")
+    assert (sound["ok"], sound["errors"], sound["segments"], sound["series_lost"]) == (
+        True,
+        [],
+        [],
+        [],
+    )
+    assert (sound["series"], sound["catalog"]["ok"]) == (14, True)
+    # every stored array read and re-hashed: 11 distinct value arrays and 3 time axes
+    assert sound["checked"] == 14
     (segment,) = (Path(demo) / "segments").iterdir()  # the demo is one bulk add
     with h5py.File(segment, "r+") as h5:
         names: list[str] = []

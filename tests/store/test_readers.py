@@ -141,7 +141,10 @@ def test_reader_matches_the_reference(calls, tmp_path):
 
 
 def test_a_read_fetches_one_row_of_each_array(tmp_path, monkeypatch):
-    """Memory follows the columns, not the series' length: HDF5 is asked for one row."""
+    """Memory follows the columns, not the series' length: HDF5 is asked for one row.
+
+    The first read of an array checks it whole against its hash, once per open store
+    (docs/durability.md: a read never returns a damaged value); later reads take one row."""
     s = ours.Store.create(tmp_path / "s")
     n = 50_000
     for owner in range(3):
@@ -155,14 +158,18 @@ def test_a_read_fetches_one_row_of_each_array(tmp_path, monkeypatch):
     seen = []
     real = ArrayFile.read
 
-    def spy(self, name, slots, part=()):
-        got = real(self, name, slots, part)
+    def spy(self, name, slots, part=(), **check):
+        got = real(self, name, slots, part, **check)
         seen.extend(a.nbytes for a in got)
         return got
 
     monkeypatch.setattr(ArrayFile, "read", spy)
     s.static_read(r, T + 40_000 * H)
     assert r.group_values(0).tolist() == [40_000.0, 40_001.0, 40_002.0]
+    assert sorted(seen) == [8] * 3 + [8 * n] * 3  # each array checked whole once, then a row
+    seen.clear()
+    s.static_read(r, T + 40_001 * H)
+    assert r.group_values(0).tolist() == [40_001.0, 40_002.0, 40_003.0]
     assert seen and max(seen) == 8  # one float64 per array, not the 50,000-step array
 
 

@@ -34,6 +34,7 @@ from infrastore_sqlite import (
     TimeSeriesType,
 )
 from infrastore_sqlite.core.hashing import data_hash_hex
+from infrastore_sqlite.errors import DamagedStoreError
 from infrastore_sqlite.store import catalog_path
 from tests.bitpatterns import SPECIAL_F32, SPECIAL_F64
 
@@ -666,8 +667,10 @@ def test_compact_keeps_every_live_array(store: Store) -> None:
     for name, i in ids.items():
         assert store.read_by_id(i).data.tobytes() == arrays[name].tobytes()
     assert store.read_by_id(ns).timestamps == [T0, T0 + H]
-    report = store.verify_integrity()
-    assert report == {"ok": True, "errors": [], "checked": 21}
+    # the reference's keys only; diagnose counts the arrays it read: 20 + the ns series'
+    # values and time axis
+    assert store.verify_integrity() == {"ok": True, "errors": []}
+    assert store.diagnose().checked == 22
     with pytest.raises(InvalidParameterError, match="inside a transaction"), store.transaction():
         store.compact()
 
@@ -695,7 +698,7 @@ def test_compact_report(store: Store) -> None:
 
 def test_verify_integrity_finds_tampered_arrays(store: Store, store_path: Path) -> None:
     i = add(store, sts("a", np.arange(4.0)))
-    add(store, sts("b", np.arange(4.0) + 1))
+    j = add(store, sts("b", np.arange(4.0) + 1))
     pool, slot, segment = store._catalog.execute(
         "SELECT pool, slot, segment FROM arrays WHERE hash = ?",
         (store.rows_by_ids([i])[0].data_hash,),
@@ -705,11 +708,18 @@ def test_verify_integrity_finds_tampered_arrays(store: Store, store_path: Path) 
         h5["pools"][pool][slot, 0] = 99.0
     with Store.open(store_path, read_only=True) as again:
         report = again.verify_integrity()
-        assert not report["ok"]
-        assert report["checked"] == 2
-        assert len(report["errors"]) == 1
-        assert "re-hashes to" in report["errors"][0]
-        assert again.read_by_id(i).data[0] == 99.0
+        assert not report["ok"] and set(report) == {"ok", "errors"}
+        found = again.diagnose()
+        assert found.checked == 2
+        assert [(s.file, s.problem, s.arrays_lost) for s in found.segments] == [
+            (str(store_path / "segments" / segment), "hash mismatch", 1)
+        ]
+        assert [(s.id, s.name, s.owner_id) for s in found.series_lost] == [(i, "a", 1)]
+        # the changed value is never returned: the read fails, naming the series and file
+        with pytest.raises(DamagedStoreError, match=r"cannot read 'a' \(owner 1, id 1\)") as e:
+            again.read_by_id(i)
+        assert segment in str(e.value) and "Store.diagnose()" in str(e.value)
+        assert again.read_by_id(j).data.tolist() == [1.0, 2.0, 3.0, 4.0]
 
 
 def test_verify_names_a_damaged_segment_file(store: Store, store_path: Path) -> None:
@@ -723,16 +733,19 @@ def test_verify_names_a_damaged_segment_file(store: Store, store_path: Path) -> 
     damaged.write_bytes(damaged.read_bytes()[:1500])
     with Store.open(store_path, read_only=True) as again:
         report = again.verify_integrity()
-        assert not report["ok"] and report["checked"] == 1
-        (error,) = report["errors"]
-        assert "'b' (owner 1)" in error and str(damaged) in error and "\n" not in error
+        assert not report["ok"]
+        assert all("\n" not in e for e in report["errors"])
+        assert any(str(damaged) in e and "truncated" in e for e in report["errors"])
+        assert any("'b' (owner 1, id 2)" in e for e in report["errors"])
+        (lost,) = again.diagnose().series_lost
+        assert (lost.id, lost.files) == (j, [str(damaged)])
         assert again.read_by_id(i).data.tolist() == [0.0, 1.0, 2.0, 3.0]
 
 
 def test_missing_array_location_is_an_integrity_error(store: Store) -> None:
     i = add(store, sts())
     store._catalog.execute("DELETE FROM arrays")
-    with pytest.raises(IntegrityError, match="does not hold; run verify"):
+    with pytest.raises(IntegrityError, match=r"does not hold; run Store\.diagnose"):
         store.read_by_id(i)
 
 
