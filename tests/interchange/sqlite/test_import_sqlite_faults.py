@@ -560,8 +560,17 @@ def test_empty_descriptors_and_features_read_back_as_absent(db, dst):
             r"rowid 2: a `value` cell is a blob",
         ),
         (
+            # Text where a number belongs is named as such, not as broken JSON (issue 24).
             f"UPDATE {STS}_values SET value = 'abc' WHERE rowid = 2",
-            r"rowid 2: a `value` cell is not JSON",
+            rf"in {STS}_values, rowid 2: a `value` cell holds the text 'abc' where a number "
+            r"belongs \(the `value` column of a scalar f64 partition is REAL: a number, or NULL "
+            r"for NaN\); write a number in that cell, or export the file again$",
+        ),
+        (
+            f"UPDATE {INTS}_values SET value = '5 x' WHERE rowid = 3",
+            rf"in {INTS}_values, rowid 3: a `value` cell holds the text '5 x' where an integer "
+            r"belongs \(the `value` column of a scalar i32 partition is INTEGER\); write an "
+            r"integer in that cell, or export the file again$",
         ),
     ],
 )
