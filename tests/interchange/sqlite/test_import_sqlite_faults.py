@@ -630,19 +630,69 @@ def test_not_a_database(dst, tmp_path):
 
 
 def test_nothing_found(dst, db):
+    """What the file holds instead decides the way out (issue 24): another prefix is
+    suggested only when partitions are there."""
+    partitions = len(_all_values_tables(db))
     refused(
         dst,
         db,
         InvalidParameterError,
-        q('holds no exported partitions under the table prefix "zz_"'),
+        q(
+            'holds no exported partitions under the table prefix "zz_", but it holds '
+            f'{partitions} without a prefix: to import them, pass table_prefix=""'
+        )
+        + "$",
+        table_prefix="zz_",
+    )
+    # One partition moved under a prefix of its own: both prefixes are named, the one
+    # holding more first.
+    moved = f"{STS}_values", f"{STS}_series", f"{STS}_arrays"
+    edit(db, *(f"ALTER TABLE {n} RENAME TO b_{n}" for n in moved))
+    refused(
+        dst,
+        db,
+        InvalidParameterError,
+        q(
+            f'but it holds {partitions - 1} without a prefix and 1 under the table prefix "b_": '
+            "to import them, pass table_prefix=\"\", or pass table_prefix='b_'"
+        ),
         table_prefix="zz_",
     )
     edit(db, *(f"DROP TABLE {n}" for n in _all_values_tables(db)))
-    refused(
+    error = refused(
         dst,
         db,
         InvalidParameterError,
-        q("holds no exported partitions without a table prefix (pass the prefix the export used)"),
+        q(f"{db} is not an export: it holds no exported partitions under any table prefix"),
+    )
+    # The first five of the tables it does hold, and what to do: the file the export writes.
+    conn = apsw.Connection(str(db))
+    tables = sorted(n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'"))
+    conn.close()
+    assert len(tables) > 5
+    assert str(error).endswith(
+        f"the tables it holds: {', '.join(tables[:5])}, … and {len(tables) - 5} more. "
+        "Name a file written by Store.export_sqlite"
+    )
+    assert error.render("cli").endswith(
+        "Name a file written by `infrastore-sqlite export -f sqlite --db FILE`"
+    )
+    assert "--table-prefix" not in error.render("cli")
+
+
+def test_an_empty_file_is_not_an_export(dst, tmp_path):
+    empty = tmp_path / "empty.db"
+    apsw.Connection(str(empty)).execute("CREATE TABLE t (x); DROP TABLE t")
+    refused(
+        dst,
+        empty,
+        InvalidParameterError,
+        "^"
+        + q(
+            f"{empty} holds no tables at all, so no exported partition; name a file written "
+            "by Store.export_sqlite"
+        )
+        + "$",
     )
 
 
