@@ -42,8 +42,15 @@ def fmt_ms(ms: int) -> str:
         return f"{int(ms)} ms since the epoch"
 
 
+def short_hash(data_hash: str) -> str:
+    """``abcdef012345…``: the first 12 hex characters of a hash, as a message shows it
+    (enough to tell arrays apart; 64 characters would fill a line of their own)."""
+    return f"{data_hash[:12]}…" if len(data_hash) > 12 else data_hash
+
+
 def key_text(key: tuple[str, str]) -> str:
-    return f"({key[0][:12]}, {key[1]})"
+    """``(abcdef012345…, R24/2024-01-01T00:00:00Z/PT1H)``: an array key in a message."""
+    return f"({short_hash(key[0])}, {key[1]})"
 
 
 @dataclass(slots=True)
