@@ -216,3 +216,33 @@ def test_ctrl_c_line_shortens_the_list_after_eight() -> None:
         f"{', '.join(names[:8])}, … and 2 more), P10_values was rolled back; resume with "
         "`again --ignore`"
     )
+
+
+def test_an_os_error_part_way_names_what_committed(
+    exported, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error of the environment (a full disk) after some partitions committed lists
+    them and the command that resumes, as a refusal does."""
+    db = exported[1]
+    store = _fresh(tmp_path)
+    seen = {"n": 0}
+
+    def tick(self: render._Progress, done: int, total: int) -> None:
+        seen["n"] += 1
+        if seen["n"] > 2:
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(render._Progress, "__call__", tick)
+    r = run("--store", store, "add", "--sqlite", str(db))
+    assert r.exit_code == 1
+    lines = r.stderr.splitlines()
+    assert lines[0] == "Error: [Errno 28] No space left on device"
+    assert re.fullmatch(
+        r"\d partition\(s\) before it were committed and stay \(\d+ series\): \S+_values"
+        r"(, \S+_values)*\.",
+        lines[1],
+    ), lines
+    assert (
+        lines[2]
+        == f"Once the cause is fixed, resume with: infrastore-sqlite --store {store} add --sqlite {db} --ignore"
+    )
