@@ -49,6 +49,7 @@ ZONELESS = Term("--zoneless", "zoneless=True")
 ZONED_RETRY = Term("`{command} --zoned`", "pass zoneless=False")
 OVERWRITE = Term("--overwrite", "overwrite=True")
 OTHER_PREFIX = Term("--table-prefix P", 'table_prefix="P"')
+EXPORT_SQLITE = Term("`infrastore-sqlite export -f sqlite --db FILE`", "Store.export_sqlite")
 DIFF = Term("`infrastore-sqlite diff --sqlite FILE`", "Store.diff_sqlite")
 READ_ONLY_OPEN = Term(
     "the reading commands (list, get, info, export, verify)", "Store.open(path, read_only=True)"

@@ -29,8 +29,10 @@ from .options import CATEGORY, DURATION, INSTANT, TYPE_NAME, _features
 from .render import (
     _command_line,
     _emit_doc,
+    _partial_report,
     _partition_summary,
     _Progress,
+    _shown,
     command,
     on_interrupt,
 )
@@ -389,11 +391,36 @@ def _declare_interrupt(ctx: click.Context, kw: dict[str, Any], *, interchange: b
     else:
         # --replace is safe to run again as it is; otherwise --ignore skips what is there.
         again = _command_line(ctx) + ("" if kw["replace"] or kw["ignore"] else " --ignore")
-        on_interrupt(
-            ctx,
+        first = _command_line(ctx)
+        on_interrupt(ctx, lambda exc: _interrupted_import(exc, first, again))
+
+
+def _interrupted_import(exc: KeyboardInterrupt, first: str, again: str) -> str:
+    """The Ctrl-C line of ``add --sqlite`` / ``--parquet``: which partitions committed
+    (from the report the import hangs on the interrupt) and ``again``, which resumes; or,
+    when none did, that ``first`` (the command as given) starts over."""
+    report = _partial_report(exc)
+    if report is None:
+        # Stopped before the first partition began (opening the store or the file) or
+        # after the last was reported: the report is not there to say which stayed.
+        return (
             "interrupted: the partitions committed before Ctrl-C stay in the store (`list` "
-            f"shows them), the one in progress was rolled back; resume with `{again}`",
+            f"shows them), the one in progress was rolled back; resume with `{again}`"
         )
+    parts = report["partitions"]
+    done = [p["values_table"] for p in parts if p["status"] == "committed"]
+    stopped = [p["values_table"] for p in parts if p["status"] == "failed"]
+    rolled = f"{stopped[0]} was rolled back" if stopped else "nothing was in progress"
+    if not done:
+        return (
+            f"interrupted: no partition had been committed, so nothing was added ({rolled}); "
+            f"run `{first}` to start again"
+        )
+    return (
+        f"interrupted: {len(done)} partition(s) committed before Ctrl-C stay in the store "
+        f"({report['committed_series']} series: {_shown(done)}), {rolled}; resume with "
+        f"`{again}`"
+    )
 
 
 def _add_csv(ctx: click.Context, path: str, kw: dict[str, Any]) -> None:

@@ -38,9 +38,21 @@ _ARGV = "infrastore_sqlite.argv"
 _ON_INTERRUPT = "infrastore_sqlite.on_interrupt"
 
 
-def on_interrupt(ctx: click.Context, message: str) -> None:
-    """Declare the line Ctrl-C prints while this command runs (instead of ``Aborted.``)."""
+def on_interrupt(ctx: click.Context, message: str | Callable[[KeyboardInterrupt], str]) -> None:
+    """Declare the line Ctrl-C prints while this command runs (instead of ``Aborted.``).
+
+    ``message`` may be a function of the interrupt, for a line that depends on how far
+    the command got (an import's report rides on the exception, see
+    :func:`_partial_report`).
+    """
     ctx.meta[_ON_INTERRUPT] = message
+
+
+def _shown(names: Sequence[str], limit: int = 8) -> str:
+    """``a, b, c`` — the first ``limit`` of ``names`` and how many more, as every list
+    a message prints is shortened."""
+    more = len(names) - limit
+    return ", ".join(names[:limit]) + (f", … and {more} more" if more > 0 else "")
 
 
 def _command_line(ctx: click.Context) -> str:
@@ -97,8 +109,8 @@ def _print_error(ctx: click.Context, message: str, extra: Mapping[str, Any] | No
                 why = "--ignore skips the series already in the store and adds the rest"
             click.echo(
                 f"{len(done)} partition(s) before it were committed and stay "
-                f"({extra['committed_series']} series: "
-                f"{', '.join(p['values_table'] for p in done)}).\n"
+                f"({extra['committed_series']} series): "
+                f"{_shown([p['values_table'] for p in done])}.\n"
                 f"Once the cause is fixed, resume with: {again}\n({why})",
                 err=True,
             )
@@ -162,11 +174,12 @@ class _Group(click.Group):
                 os.dup2(devnull, sys.stdout.fileno())
             ctx.exit(1)
         except OSError as exc:  # the environment (a permission, a full disk), not a bug
-            _print_error(ctx, str(exc))
+            _print_error(ctx, str(exc), _partial_report(exc))
             ctx.exit(1)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             # One line: what the interrupted command leaves behind, as it declared it.
-            click.echo(ctx.meta.get(_ON_INTERRUPT, "Aborted."), err=True)
+            line = ctx.meta.get(_ON_INTERRUPT, "Aborted.")
+            click.echo(line(exc) if callable(line) else line, err=True)
             ctx.exit(130)
         except Exception as exc:
             where = exc.__traceback__

@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import apsw
 import pytest
 from test_cli_contract import _env, _on_a_terminal, check, registry, run  # noqa: F401
 
@@ -173,16 +174,44 @@ def test_ctrl_c_in_an_import_names_the_command_that_resumes(
         r = run("--store", str(copy), "add", "--sqlite", str(db))
     assert r.exit_code == 130
     (line,) = r.stderr.strip().splitlines()
-    assert line.startswith("interrupted: the partitions committed before Ctrl-C stay")
-    resume = line.split("resume with `", 1)[1].rstrip("`")
-    assert resume.endswith(f"add --sqlite {db} --ignore")
+    # The line names the partitions that committed (from the report the import hangs on
+    # the interrupt), the one rolled back, and the command that resumes.
     with Store.open(copy, read_only=True) as store:
         partial = len(store.list_metadata())
     assert 0 < partial < 14
+    committed = _first_partitions(db, partial)
+    assert line.startswith(
+        f"interrupted: {len(committed)} partition(s) committed before Ctrl-C stay in the store "
+        f"({partial} series: {', '.join(committed)}), "
+    ), line
+    assert " was rolled back; resume with `" in line
+    resume = line.split("resume with `", 1)[1].rstrip("`")
+    assert resume.endswith(f"add --sqlite {db} --ignore")
     again = run(*resume.split()[1:])
     assert again.exit_code == 0, again.stderr
     with Store.open(copy, read_only=True) as store:
         assert len(store.list_metadata()) == 14
+
+
+def _first_partitions(db: Path, series: int) -> list[str]:
+    """The values tables of the file's first partitions in import order (binary order of
+    the names) that hold ``series`` series between them."""
+    conn = apsw.Connection(str(db))
+    try:
+        names = sorted(
+            (n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")),
+            key=str.encode,
+        )
+        out, total = [], 0
+        for name in (n for n in names if n.endswith("_values")):
+            if total == series:
+                return out
+            out.append(name)
+            total += conn.execute(f'SELECT count(*) FROM "{name[: -len("_values")]}_series"').get
+    finally:
+        conn.close()
+    assert total == series, (out, total)
+    return out
 
 
 def test_a_real_sigint_prints_one_line(tmp_path: Path) -> None:

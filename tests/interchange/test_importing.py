@@ -266,7 +266,7 @@ def test_an_off_grid_row_is_named_in_the_containers_words(numbered: bool, row: s
         build_group(where, group, [spec], Options())
     assert str(refused.value) == (
         f"series {spec.label} does not sit on a PT1H grid anchored at 2024-01-01 00:00:00 UTC "
-        f"(array ({'ab' * 6}, axis) in {where.values}, {row} is at 2024-01-01 00:00:00.001 "
+        f"(array ({'ab' * 6}…, axis) in {where.values}, {row} is at 2024-01-01 00:00:00.001 "
         "UTC, between two steps)"
     )
 

@@ -29,7 +29,7 @@ from ..filing import (
 )
 from .building import Built, hash_built
 from .options import Context
-from .places import PartitionSource, key_text
+from .places import PartitionSource, short_hash
 from .report import PartitionResult
 from .specs import Spec
 
@@ -234,12 +234,18 @@ class _Settle:
                 # One comparison serves the checksum refusal and a diff's ``hash_stale``.
                 stale = checksum and b.hash_hex != key[0]
                 if stale and not skip:
+                    # A table can be edited in place; a file is rewritten by the rehash.
+                    by_hand = (
+                        f"or UPDATE `data_hash` in {tables.arrays}"
+                        if tables.word == "table"
+                        else f"which rewrites `data_hash` in {tables.arrays}"
+                    )
                     raise InvalidParameterError(
                         f"series {spec.label} does not match its recorded data_hash: the file "
-                        f"says {key[0]} and its rows hash to {b.hash_hex} (array "
-                        f"{key_text(key)} in {tables.arrays}). Values edited in a query "
-                        "engine need the hash recomputed: run {rehash} (or UPDATE the "
-                        "arrays table), or pass {no_checksum} to waive the comparison.",
+                        f"says {short_hash(key[0])} and its rows hash to "
+                        f"{short_hash(b.hash_hex)} (time axis {key[1]}). Values edited in a "
+                        "query engine need the hash recomputed: run {rehash} ("
+                        f"{by_hand}), or pass {{no_checksum}} to waive the comparison.",
                         terms={"rehash": self.source.rehash, "no_checksum": NO_CHECKSUM},
                         table=tables.arrays,
                         key=key,

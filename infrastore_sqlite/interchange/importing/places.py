@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import shlex
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from ...core.timeref import ms_to_axis_instant
-from ...errors import TRANSFORM, InvalidParameterError, Term
+from ...errors import EXPORT_SQLITE, TRANSFORM, InvalidParameterError, Term
 from ...model import TimeSeriesType
 from ..layout import series_columns, values_key_columns
 
@@ -41,8 +42,15 @@ def fmt_ms(ms: int) -> str:
         return f"{int(ms)} ms since the epoch"
 
 
+def short_hash(data_hash: str) -> str:
+    """``abcdef012345…``: the first 12 hex characters of a hash, as a message shows it
+    (enough to tell arrays apart; 64 characters would fill a line of their own)."""
+    return f"{data_hash[:12]}…" if len(data_hash) > 12 else data_hash
+
+
 def key_text(key: tuple[str, str]) -> str:
-    return f"({key[0][:12]}, {key[1]})"
+    """``(abcdef012345…, R24/2024-01-01T00:00:00Z/PT1H)``: an array key in a message."""
+    return f"({short_hash(key[0])}, {key[1]})"
 
 
 @dataclass(slots=True)
@@ -185,14 +193,64 @@ def derived_refused(name: str) -> InvalidParameterError:
     )
 
 
-def no_partitions(where: str, prefix: str, *, word: str = "table") -> InvalidParameterError:
-    if prefix:
-        return InvalidParameterError(
-            f'{where} holds no exported partitions under the {word} prefix "{prefix}"'
+def no_partitions(
+    where: str,
+    prefix: str,
+    *,
+    word: str = "table",
+    others: Mapping[str, int] | None = None,
+    holds: Sequence[str] = (),
+) -> InvalidParameterError:
+    """Nothing to import under ``prefix``, and why, from what the container found.
+
+    Parameters
+    ----------
+    where
+        The container as the caller named it.
+    prefix
+        The prefix asked for (``""``: none).
+    word
+        What the container calls one of a partition's places (``"table"``).
+    others
+        The other prefixes under which partitions were found, with how many each: the
+        refusal then suggests passing one. Empty when there are none anywhere.
+    holds
+        The names the container holds (its tables), of which a few are shown when no
+        partition exists under any prefix: the file is then not an export at all.
+    """
+    under = f'under the {word} prefix "{prefix}"' if prefix else f"without a {word} prefix"
+    if others:
+        # Most partitions first: the likeliest prefix is the first way out named.
+        found = sorted(others.items(), key=lambda item: (-item[1], item[0]))[:4]
+        shown = " and ".join(
+            f'{n} under the {word} prefix "{p}"' if p else f"{n} without a prefix" for p, n in found
         )
+        terms = {
+            f"fix{i}": Term(f"pass --table-prefix {shlex.quote(p)}", f"pass table_prefix={p!r}")
+            if p
+            else Term("leave out --table-prefix", 'pass table_prefix=""')
+            for i, (p, _) in enumerate(found)
+        }
+        fixes = ", or ".join("{" + slot + "}" for slot in terms)
+        return InvalidParameterError(
+            f"{where} holds no exported partitions {under}, but it holds {shown}: to import "
+            f"them, {fixes}",
+            terms=terms,
+        )
+    if not holds:
+        return InvalidParameterError(
+            f"{where} holds no {word}s at all, so no exported partition; name a file written "
+            "by {export}",
+            terms={"export": EXPORT_SQLITE},
+        )
+    more = len(holds) - 5
+    listed = ", ".join(sorted(holds)[:5]) + (f", … and {more} more" if more > 0 else "")
     return InvalidParameterError(
-        f"{where} holds no exported partitions without a {word} prefix (pass the prefix "
-        "the export used)"
+        f"{where} is not an export: it holds no exported partitions under any {word} prefix "
+        f"(a partition is three {word}s, <Type>_<element type>_<time reference>_values, "
+        f"_series and _arrays, under one prefix); the {word}s it holds: {listed}. Name a "
+        "file written by {export}",
+        terms={"export": EXPORT_SQLITE},
     )
 
 

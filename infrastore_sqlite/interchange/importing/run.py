@@ -58,18 +58,28 @@ def _fill_entry(entry: dict[str, Any], result: PartitionResult, ids: list[int]) 
 def _run_per_partition(
     ctx: Context, sources: Sequence[PartitionSource], report: ImportReport
 ) -> ImportReport:
-    for source, entry in zip(sources, report.partitions, strict=True):
-        try:
+    """One transaction per partition; whatever stops the run carries the report.
+
+    Any exception, KeyboardInterrupt included (BaseException): the partitions committed
+    before it stay, and a caller that prints what is left (the CLI's Ctrl-C line, its
+    error's list) finds them in ``exc.report``.
+    """
+    entry: dict[str, Any] | None = None
+    try:
+        for source, entry in zip(sources, report.partitions, strict=True):
             with ctx.store.transaction():
                 result, ids = import_partition(ctx, source, write=True)
-        except TimeSeriesError as exc:
+            entry["status"] = "committed"
+            _fill_entry(entry, result, ids)
+            entry = None  # filled: a stop from here on belongs to no partition
+        ctx.finish()
+    except BaseException as exc:
+        if entry is not None:
             entry["status"] = "failed"
-            entry["error"] = str(exc)
-            exc.report = report  # type: ignore[attr-defined]
-            raise
-        entry["status"] = "committed"
-        _fill_entry(entry, result, ids)
-    ctx.finish()
+            entry["error"] = str(exc) or type(exc).__name__
+        # Every exception instance takes attributes (BaseException has a __dict__).
+        exc.report = report  # type: ignore[attr-defined]
+        raise
     return report
 
 

@@ -454,6 +454,43 @@ def test_not_json_message_has_a_position() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("dtype", "cells", "message"),
+    [
+        (
+            "f64",
+            [1.0, "abc"],
+            "a `value` cell holds the text 'abc' where a number belongs (the `value` column "
+            "of a scalar f64 partition is REAL: a number, or NULL for NaN); write a number in "
+            "that cell, or export the file again",
+        ),
+        (
+            "u8",
+            [3, ""],
+            "a `value` cell holds the text '' where an integer belongs (the `value` column "
+            "of a scalar u8 partition is INTEGER); write an integer in that cell, or export "
+            "the file again",
+        ),
+        (
+            "bool",
+            ["x" * 50],
+            f"a `value` cell holds the text '{'x' * 40}'… where 0 or 1 belongs (the `value` "
+            "column of a scalar bool partition is INTEGER); write 0 or 1 in that cell, or "
+            "export the file again",
+        ),
+        # JSON text that is no number keeps its own words; only broken JSON is reworded.
+        ("f64", ['"5.5"'], holds('"5.5"')),
+    ],
+)
+def test_text_where_a_number_belongs(dtype: str, cells: list, message: str) -> None:
+    """A caller that knows the partition is scalar hears about text, not JSON (issue 24);
+    without ``scalar`` the reference's words stay."""
+    with raises(message):
+        decode_cells(cells, dtype, scalar=True)
+    with raises(NOT_JSON if message.startswith("a `value` cell holds the text") else message):
+        decode_cells(cells, dtype)
+
+
 def test_scalar_fast_path_refuses_ints_out_of_range_naming_the_first() -> None:
     with raises("70000 does not fit a u16"):
         decode_scalar_cells([1, 2, 70000, -5], "u16")

@@ -150,8 +150,8 @@ def test_edited_value_fails_the_checksum(db, dst):
         dst,
         db,
         InvalidParameterError,
-        r"series 'sts2?' .* does not match its recorded data_hash: the file says [0-9a-f]{64} and "
-        r"its rows hash to [0-9a-f]{64}",
+        r"series 'sts2?' .* does not match its recorded data_hash: the file says [0-9a-f]{12}… "
+        r"and its rows hash to [0-9a-f]{12}… \(time axis ",
     )
     assert "skip_checksum=True" in str(err) and "rehash_sqlite" in str(err)
     assert "--no-checksum" in err.render("cli") and "infrastore-sqlite rehash" in err.render("cli")
@@ -354,7 +354,7 @@ def test_series_row_whose_array_has_no_values(db, dst):
         dst,
         db,
         InvalidParameterError,
-        r"a series row names an array \([0-9a-f]{12}, R6/2024-01-01T00:00:00Z/PT1H\) the values file does not hold",
+        r"a series row names an array \([0-9a-f]{12}…, R6/2024-01-01T00:00:00Z/PT1H\) the values file does not hold",
     )
 
 
@@ -364,7 +364,7 @@ def test_values_group_no_series_claims(db, dst):
         dst,
         db,
         InvalidParameterError,
-        r"the values file holds an array \([0-9a-f]{12}, R6/.*\) that no series row names",
+        r"the values file holds an array \([0-9a-f]{12}…, R6/.*\) that no series row names",
     )
 
 
@@ -529,7 +529,7 @@ def test_empty_descriptors_and_features_read_back_as_absent(db, dst):
     [
         (
             f"UPDATE {INTS}_values SET value = 3000000000 WHERE rowid = 2",
-            rf"array \([0-9a-f]{{12}}, R4/.*\) in {INTS}_values, rowid 2: 3000000000 does not fit a i32",
+            rf"array \([0-9a-f]{{12}}…, R4/.*\) in {INTS}_values, rowid 2: 3000000000 does not fit a i32",
         ),
         (
             f"UPDATE {INTS}_values SET value = 1.5 WHERE rowid = 3",
@@ -560,8 +560,17 @@ def test_empty_descriptors_and_features_read_back_as_absent(db, dst):
             r"rowid 2: a `value` cell is a blob",
         ),
         (
+            # Text where a number belongs is named as such, not as broken JSON (issue 24).
             f"UPDATE {STS}_values SET value = 'abc' WHERE rowid = 2",
-            r"rowid 2: a `value` cell is not JSON",
+            rf"in {STS}_values, rowid 2: a `value` cell holds the text 'abc' where a number "
+            r"belongs \(the `value` column of a scalar f64 partition is REAL: a number, or NULL "
+            r"for NaN\); write a number in that cell, or export the file again$",
+        ),
+        (
+            f"UPDATE {INTS}_values SET value = '5 x' WHERE rowid = 3",
+            rf"in {INTS}_values, rowid 3: a `value` cell holds the text '5 x' where an integer "
+            r"belongs \(the `value` column of a scalar i32 partition is INTEGER\); write an "
+            r"integer in that cell, or export the file again$",
         ),
     ],
 )
@@ -621,19 +630,69 @@ def test_not_a_database(dst, tmp_path):
 
 
 def test_nothing_found(dst, db):
+    """What the file holds instead decides the way out (issue 24): another prefix is
+    suggested only when partitions are there."""
+    partitions = len(_all_values_tables(db))
     refused(
         dst,
         db,
         InvalidParameterError,
-        q('holds no exported partitions under the table prefix "zz_"'),
+        q(
+            'holds no exported partitions under the table prefix "zz_", but it holds '
+            f'{partitions} without a prefix: to import them, pass table_prefix=""'
+        )
+        + "$",
+        table_prefix="zz_",
+    )
+    # One partition moved under a prefix of its own: both prefixes are named, the one
+    # holding more first.
+    moved = f"{STS}_values", f"{STS}_series", f"{STS}_arrays"
+    edit(db, *(f"ALTER TABLE {n} RENAME TO b_{n}" for n in moved))
+    refused(
+        dst,
+        db,
+        InvalidParameterError,
+        q(
+            f'but it holds {partitions - 1} without a prefix and 1 under the table prefix "b_": '
+            "to import them, pass table_prefix=\"\", or pass table_prefix='b_'"
+        ),
         table_prefix="zz_",
     )
     edit(db, *(f"DROP TABLE {n}" for n in _all_values_tables(db)))
-    refused(
+    error = refused(
         dst,
         db,
         InvalidParameterError,
-        q("holds no exported partitions without a table prefix (pass the prefix the export used)"),
+        q(f"{db} is not an export: it holds no exported partitions under any table prefix"),
+    )
+    # The first five of the tables it does hold, and what to do: the file the export writes.
+    conn = apsw.Connection(str(db))
+    tables = sorted(n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'"))
+    conn.close()
+    assert len(tables) > 5
+    assert str(error).endswith(
+        f"the tables it holds: {', '.join(tables[:5])}, … and {len(tables) - 5} more. "
+        "Name a file written by Store.export_sqlite"
+    )
+    assert error.render("cli").endswith(
+        "Name a file written by `infrastore-sqlite export -f sqlite --db FILE`"
+    )
+    assert "--table-prefix" not in error.render("cli")
+
+
+def test_an_empty_file_is_not_an_export(dst, tmp_path):
+    empty = tmp_path / "empty.db"
+    apsw.Connection(str(empty)).execute("CREATE TABLE t (x); DROP TABLE t")
+    refused(
+        dst,
+        empty,
+        InvalidParameterError,
+        "^"
+        + q(
+            f"{empty} holds no tables at all, so no exported partition; name a file written "
+            "by Store.export_sqlite"
+        )
+        + "$",
     )
 
 

@@ -140,7 +140,11 @@ def _refuse_oversized(cells: Sequence, element_shape: Sequence[int]) -> None:
 
 
 def decode_cells(
-    cells: Sequence, dtype: str, *, element_shape: Sequence[int] | None = None
+    cells: Sequence,
+    dtype: str,
+    *,
+    element_shape: Sequence[int] | None = None,
+    scalar: bool = False,
 ) -> np.ndarray:
     """Decode the ``value`` cells of one array, whatever they hold.
 
@@ -163,6 +167,11 @@ def decode_cells(
         The per-step shape the cells should hold, when the caller knows it: a text or
         blob cell longer than such an element can need (:func:`max_cell_bytes`) is then
         refused before anything is parsed. ``None`` checks no size.
+    scalar
+        True when the caller knows the partition is scalar (its ``value`` column is REAL
+        or INTEGER): a text cell that is not JSON is then refused as text where a number
+        belongs, naming the text and what to write instead. False keeps the reference's
+        words (``a `value` cell is not JSON: …``).
 
     Raises
     ------
@@ -180,7 +189,7 @@ def decode_cells(
     if element_shape is not None:
         _refuse_oversized(cells, element_shape)
     out = _json_fast(cells, name) if type(cells[0]) is str else _scalar_fast(cells, name)
-    return out if out is not None else _decode_slow(cells, name)
+    return out if out is not None else _decode_slow(cells, name, scalar=scalar)
 
 
 def decode_scalar_cells(cells: Sequence, dtype: str) -> np.ndarray:

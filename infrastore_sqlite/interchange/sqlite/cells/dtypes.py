@@ -46,6 +46,13 @@ _NAN = math.nan
 _MAX_ELEMENT_DIMS = 32
 
 _NOT_JSON = "a `value` cell is not JSON: {}"
+# The same cell in a scalar partition, where the layout writes a number and a JSON text
+# is only tolerated (as the reference reads it): "not JSON" would send the reader
+# looking for JSON that was never meant to be there.
+_TEXT_FOR_NUMBER = (
+    "a `value` cell holds the text {} where {} belongs (the `value` column of a scalar "
+    "{} partition is {}{}); write {} in that cell, or export the file again"
+)
 _BLOB = "a `value` cell is a blob; the layout writes numbers or JSON text"
 _HOLDS = "a `value` cell holds {}, not a number"
 _RAGGED = "a `value` cell is a ragged JSON array"
@@ -123,6 +130,34 @@ def sql_value_type(dtype: str, element_shape: tuple[int, ...]) -> str:
     if tuple(element_shape):
         return "TEXT"
     return "REAL" if dt.kind == "f" else "INTEGER"
+
+
+def text_for_number(cell: str, dtype: str) -> InvalidParameterError:
+    """The refusal of a text cell that is not JSON where a scalar ``dtype`` partition
+    holds numbers: the text (its first 40 characters), what belongs there, what to do.
+
+    Parameters
+    ----------
+    cell
+        The text found.
+    dtype
+        The partition's dtype (``'f64'`` ...), which says what belongs there.
+
+    Returns
+    -------
+    InvalidParameterError
+        To raise; the caller adds the table, row and series.
+    """
+    shown = repr(cell[:40]) + ("…" if len(cell) > 40 else "")
+    if dtype == "bool":
+        what, null = "0 or 1", ""
+    elif _check_dtype(dtype).kind == "f":
+        what, null = "a number", ": a number, or NULL for NaN"
+    else:
+        what, null = "an integer", ""
+    return InvalidParameterError(
+        _TEXT_FOR_NUMBER.format(shown, what, dtype, sql_value_type(dtype, ()), null, what)
+    )
 
 
 def _fmt_shape(shape: tuple[int, ...]) -> str:

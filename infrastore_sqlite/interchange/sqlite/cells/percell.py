@@ -37,6 +37,7 @@ from .dtypes import (
     _SHAPES,
     DTYPES,
     _fmt_shape,
+    text_for_number,
 )
 
 # ---------------------------------------------------------------------------------------
@@ -228,14 +229,23 @@ def _narrow_f32(values: np.ndarray) -> np.ndarray:
         return values.astype(np.float32)
 
 
-def _decode_slow(cells: Sequence, name: str) -> np.ndarray:
-    """Decode cell by cell, reporting the first offending cell in order."""
+def _decode_slow(cells: Sequence, name: str, *, scalar: bool = False) -> np.ndarray:
+    """Decode cell by cell, reporting the first offending cell in order.
+
+    With ``scalar`` (the caller knows the partition holds numbers) a text cell that is
+    not JSON is named as text where a number belongs, not as broken JSON.
+    """
     from_json, from_real = _converters(name)
     flat: list = []
     first: tuple[int, ...] | None = None
     for cell in cells:
         if type(cell) is str:
-            value = _parse_json(cell)
+            try:
+                value = _parse_json(cell)
+            except InvalidParameterError:
+                if scalar:
+                    raise text_for_number(cell, name) from None
+                raise
             shape = _json_shape(value)
             if len(shape) > _MAX_ELEMENT_DIMS:
                 raise InvalidParameterError(

@@ -110,7 +110,8 @@ def import_sqlite(
     per_partition
         Commit one transaction per partition (the CLI) and return an
         :class:`ImportReport`; a failing partition leaves those before it committed, and
-        the exception it raises carries the report as ``exc.report``.
+        the exception it raises carries the report as ``exc.report`` (any exception,
+        KeyboardInterrupt included: the CLI's Ctrl-C line names the committed partitions).
     on_conflict
         What to do with a series whose identity (owner id and category, type, name,
         resolution, interval, features) the store already holds: ``"error"`` (the

@@ -31,11 +31,15 @@ def _floats_only(cells: list) -> np.ndarray | None:
     return None
 
 
-def _decode(cells: list, dtype: str, *, fused: bool = False) -> np.ndarray | None:
+def _decode(
+    cells: list, dtype: str, *, fused: bool = False, scalar: bool = False
+) -> np.ndarray | None:
     """Decode one group's value cells.
 
     With ``fused`` the cells come from the query that checks the grid as it reads: a
     row that failed the check comes back as a blob sentinel, and the answer is None.
+    ``scalar`` says the partition holds numbers (:func:`..cells.decode_cells` then
+    names a stray text as text where a number belongs).
     """
     if dtype == "f64":
         arr = _floats_only(cells)
@@ -46,7 +50,7 @@ def _decode(cells: list, dtype: str, *, fused: bool = False) -> np.ndarray | Non
         return np.fromiter(cells, dtype=np.float64, count=len(cells))
     if fused and bytes in types:
         return None
-    return decode_cells(cells, dtype)
+    return decode_cells(cells, dtype, scalar=scalar)
 
 
 def _bad_cell(cells: list, dtype: str) -> int | None:

@@ -245,7 +245,9 @@ class GroupReader(ValuesLookup):
 
         group = Group(key, [a for a, _ in spans], n, np.empty(0), rowids=rowids)
         try:
-            group.values = _decode(got["value"], dtype)
+            # The series rows declare a scalar element: the layout's column holds numbers.
+            scalar = self.place.cell_shape == ()
+            group.values = _decode(got["value"], dtype, scalar=scalar)
         except InvalidParameterError as exc:
             i = _bad_cell(got["value"], dtype)
             raise bad_value(self.place, key, rowids(), i, exc) from None

@@ -25,7 +25,7 @@ from infrastore_sqlite.interchange.importing import (
     no_partitions,
     rows_as_batches,
 )
-from infrastore_sqlite.interchange.layout import type_of_table
+from infrastore_sqlite.interchange.layout import TYPE_NAMES, type_of_table, validate_prefix
 from infrastore_sqlite.model import TimeSeriesType
 
 from ..schema import q
@@ -65,8 +65,52 @@ def discover(
             next(t.values for t in found if t.type is TimeSeriesType.DeterministicSingleTimeSeries)
         )
     if not found:
-        raise no_partitions(where, prefix)
+        # Say what the file does hold: partitions under another prefix, or none at all.
+        others = _prefixes(tables, lower)
+        others.pop(prefix, None)
+        raise no_partitions(where, prefix, others=others, holds=tables)
     return found
+
+
+def _prefixes(tables: list[str], lower: dict[str, str]) -> dict[str, int]:
+    """Every prefix under which ``tables`` hold a partition (a values table with its
+    series and arrays tables), with the number of partitions under it.
+
+    A values table is read under each prefix its name allows (everything before a type
+    name), so ``p_SingleTimeSeries_f64_utc_values`` counts under ``p_``. Asked only when
+    the prefix given found nothing, to say what to pass instead.
+    """
+    counts: dict[str, int] = {}
+    for name in tables:
+        if not name.endswith("_values"):
+            continue
+        for tname in TYPE_NAMES:
+            at = name.find(tname + "_")
+            while at != -1:
+                prefix = name[:at]
+                base = name[at : -len("_values")]
+                if (
+                    _valid(prefix)
+                    and type_of_table(name, prefix, "_values") is not None
+                    and f"{prefix}{base}_series".lower() in lower
+                    and f"{prefix}{base}_arrays".lower() in lower
+                ):
+                    counts[prefix] = counts.get(prefix, 0) + 1
+                    break
+                at = name.find(tname + "_", at + 1)
+            else:
+                continue
+            break
+    return counts
+
+
+def _valid(prefix: str) -> bool:
+    """True when the import takes ``prefix`` (a suggestion must be one it takes)."""
+    try:
+        validate_prefix(prefix)
+    except InvalidParameterError:
+        return False
+    return True
 
 
 def _column(conn: apsw.Connection, sql: str, params: Any = ()) -> list:
