@@ -9,7 +9,7 @@ a test) can tell *what* was refused without parsing text.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -95,6 +95,13 @@ def render(
             spelled = spelled.replace("{command}", command or "infrastore-sqlite …")
         template = template.replace("{" + slot + "}", spelled)
     return template
+
+
+def shown(names: Sequence[str], limit: int = 8) -> str:
+    """``a, b, c`` — the first ``limit`` of ``names`` and how many more (``, … and 3
+    more``): every list a message prints is shortened this way."""
+    more = len(names) - limit
+    return ", ".join(names[:limit]) + (f", … and {more} more" if more > 0 else "")
 
 
 def _sentence(message: str) -> str:

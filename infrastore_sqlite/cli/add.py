@@ -20,9 +20,7 @@ from ..csvinput import (
     read_owner_map,
     read_wide_csv,
 )
-from ..errors import (
-    InvalidParameterError,
-)
+from ..errors import InvalidParameterError, shown
 from ..interchange.filing import OUTCOMES
 from .base import PROG, _example, _format, _global_options, _open_store
 from .options import CATEGORY, DURATION, INSTANT, TYPE_NAME, _features
@@ -32,7 +30,6 @@ from .render import (
     _partial_report,
     _partition_summary,
     _Progress,
-    _shown,
     command,
     on_interrupt,
 )
@@ -418,7 +415,7 @@ def _interrupted_import(exc: KeyboardInterrupt, first: str, again: str) -> str:
         )
     return (
         f"interrupted: {len(done)} partition(s) committed before Ctrl-C stay in the store "
-        f"({report['committed_series']} series: {_shown(done)}), {rolled}; resume with "
+        f"({report['committed_series']} series: {shown(done)}), {rolled}; resume with "
         f"`{again}`"
     )
 

@@ -23,9 +23,7 @@ import click
 import numpy as np
 import orjson
 
-from ..errors import (
-    TimeSeriesError,
-)
+from ..errors import TimeSeriesError, shown
 from ..interchange.filing import OUTCOMES
 from .base import DEBUG_ENV, EXPORT_FORMATS, PROG, _Ambiguous, _format, _globals
 
@@ -46,13 +44,6 @@ def on_interrupt(ctx: click.Context, message: str | Callable[[KeyboardInterrupt]
     :func:`_partial_report`).
     """
     ctx.meta[_ON_INTERRUPT] = message
-
-
-def _shown(names: Sequence[str], limit: int = 8) -> str:
-    """``a, b, c`` — the first ``limit`` of ``names`` and how many more, as every list
-    a message prints is shortened."""
-    more = len(names) - limit
-    return ", ".join(names[:limit]) + (f", … and {more} more" if more > 0 else "")
 
 
 def _command_line(ctx: click.Context) -> str:
@@ -110,7 +101,7 @@ def _print_error(ctx: click.Context, message: str, extra: Mapping[str, Any] | No
             click.echo(
                 f"{len(done)} partition(s) before it were committed and stay "
                 f"({extra['committed_series']} series): "
-                f"{_shown([p['values_table'] for p in done])}.\n"
+                f"{shown([p['values_table'] for p in done])}.\n"
                 f"Once the cause is fixed, resume with: {again}\n({why})",
                 err=True,
             )

@@ -246,3 +246,28 @@ def test_an_os_error_part_way_names_what_committed(
         lines[2]
         == f"Once the cause is fixed, resume with: infrastore-sqlite --store {store} add --sqlite {db} --ignore"
     )
+
+
+# ------------------------------------------------------- a Parquet file cut short, files there
+def test_a_parquet_file_cut_short_is_named_with_the_way_out(exported, tmp_path: Path) -> None:
+    _, _, pq_dir = exported
+    cut = tmp_path / "pq"
+    shutil.copytree(pq_dir, cut)
+    values = cut / "SingleTimeSeries.f64.utc.values.parquet"
+    values.write_bytes(values.read_bytes()[: values.stat().st_size // 2])
+    line = _error(run("--store", _fresh(tmp_path), "add", "--parquet", str(cut)))
+    assert str(values) in line
+    assert "export it again" in line
+
+
+def test_parquet_files_already_there_are_listed_shortened(exported, tmp_path: Path) -> None:
+    demo, _, pq_dir = exported
+    target = tmp_path / "pq"
+    shutil.copytree(pq_dir, target)
+    line = _error(run("--store", str(demo), "export", "-f", "parquet", "--dir", str(target)))
+    held = len(list(pq_dir.glob("*.parquet")))
+    assert held > 8
+    assert f"already holds {held} of the files" in line
+    assert f"… and {held - 8} more" in line
+    assert line.count(".parquet") == 8
+    assert "--overwrite" in line

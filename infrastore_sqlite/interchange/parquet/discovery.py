@@ -320,4 +320,8 @@ def reading_errors(path: Path | ObjectPath | str) -> Iterator[None]:
     try:
         yield
     except (OSError, pyarrow.ArrowException) as exc:
-        raise StorageError(f"reading {path} failed: {exc}", table=str(path)) from exc
+        raise StorageError(
+            f"reading {path} failed: {exc}; if the file was cut short or damaged, export it "
+            "again (or copy it again from where it was exported)",
+            table=str(path),
+        ) from exc

@@ -202,7 +202,8 @@ class PartitionReader:
             yield
         except (OSError, self.pa.ArrowException) as exc:
             raise StorageError(
-                f"reading {self.files['values']} (and its series and arrays files) failed: {exc}",
+                f"reading {self.files['values']} (and its series and arrays files) failed: "
+                f"{exc}; if a file was cut short or damaged, export it again",
                 table=self.files["values"],
             ) from exc
 

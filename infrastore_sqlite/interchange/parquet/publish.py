@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from ..._version import __version__
-from ...errors import InvalidParameterError
+from ...errors import InvalidParameterError, shown
 from ..plan import ExportPlan, PartitionPlan
 from .layout import file_names
 from .storage import MANIFEST, ObjectPath, Upload
@@ -204,7 +204,7 @@ def _refuse_collisions(where: str, existing: list[str], plan: ExportPlan) -> Non
     if hits:
         raise InvalidParameterError(
             f"{where} already holds {len(hits)} of the files this export would create "
-            f"({', '.join(hits)}); nothing was written. Export into another directory, "
+            f"({shown(hits)}); nothing was written. Export into another directory, "
             "remove those files first, or pass --overwrite (overwrite=True) to replace them.",
             table=hits[0],
         )

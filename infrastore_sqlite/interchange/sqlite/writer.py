@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 import numpy as np
 
-from ...errors import OTHER_PREFIX, OVERWRITE, InvalidParameterError, TimeSeriesError
+from ...errors import OTHER_PREFIX, OVERWRITE, InvalidParameterError, TimeSeriesError, shown
 from ...model import TimeSeriesType
 from ...store.segments import remove_tree, stale_work_dirs, work_dir
 from ..layout import (
@@ -288,10 +288,9 @@ def _check_collisions(conn: apsw.Connection, plan: ExportPlan, prefix: str, wher
         if entry is not None and not _is_our_view(entry):
             hits.append(name)
     if hits:
-        shown = ", ".join(hits[:8]) + (f", … and {len(hits) - 8} more" if len(hits) > 8 else "")
         raise InvalidParameterError(
             f"the database already holds {len(hits)} of the names this export would create "
-            f"({shown}); nothing was written. Three ways out:\n"
+            f"({shown(hits)}); nothing was written. Three ways out:\n"
             f"  - {{overwrite}}: replace {where} with this export (built beside it, swapped in "
             "when complete; everything the file held goes);\n"
             "  - {table_prefix}: add this export beside the old tables under another "

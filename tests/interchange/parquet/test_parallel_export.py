@@ -17,7 +17,7 @@ from varied_store import add, build_varied, new_store, sts
 
 from infrastore_sqlite import Store
 from infrastore_sqlite.cli import PROG, cli
-from infrastore_sqlite.errors import InvalidParameterError, StorageError
+from infrastore_sqlite.errors import DamagedStoreError, InvalidParameterError
 from infrastore_sqlite.interchange.parquet import export_parquet
 from infrastore_sqlite.interchange.parquet.parallel import deal
 from infrastore_sqlite.interchange.parquet.storage import MANIFEST, locate
@@ -91,18 +91,19 @@ def test_workers_write_the_same_objects_and_manifest(
 def test_one_worker_failing_leaves_nothing_in_a_directory(broken: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     with Store.open(broken, read_only=True) as s:
-        with pytest.raises(StorageError, match="cannot open the array file"):
+        # The worker's read fails on the damaged segment, naming the series and the file.
+        with pytest.raises(DamagedStoreError, match=r"cannot read 'b' .* is damaged"):
             export_parquet(s, out, jobs=2)
         assert not out.exists()
         out.mkdir()
-        with pytest.raises(StorageError):
+        with pytest.raises(DamagedStoreError):
             export_parquet(s, out, jobs=2)
     assert list(out.iterdir()) == []
 
 
 def test_one_worker_failing_leaves_nothing_in_object_storage(broken: Path, s3_server: Any) -> None:
     prefix = f"broken-{uuid.uuid4().hex[:8]}"
-    with Store.open(broken, read_only=True) as s, pytest.raises(StorageError):
+    with Store.open(broken, read_only=True) as s, pytest.raises(DamagedStoreError):
         export_parquet(s, f"s3://infrastore/{prefix}/", storage_options=s3_server.options, jobs=2)
     assert locate(f"s3://infrastore/{prefix}", s3_server.options).listdir() == []
 
