@@ -34,6 +34,10 @@ from ..errors import (
 from .arrays import describe_os_error
 
 _STEP = re.compile(r"^(\d{4})_[A-Za-z0-9_]+\.sql$")
+# The page cache, in KiB: every connection starts with _CACHE_KIB; a writer's grows with
+# the catalog up to _WRITE_CACHE_KIB (see Catalog._size_cache).
+_CACHE_KIB = 8000
+_WRITE_CACHE_KIB = 32 * 1024
 
 
 def _migrations_root() -> Any:
@@ -117,7 +121,8 @@ class Catalog:
                 self.conn.execute("PRAGMA journal_mode=WAL").fetchall()
                 self.conn.execute("PRAGMA synchronous=FULL")
             self.conn.execute("PRAGMA foreign_keys=OFF")
-            self.conn.execute("PRAGMA cache_size=-8000")
+            self.conn.execute(f"PRAGMA cache_size=-{_CACHE_KIB}")
+            self._cache_kib = _CACHE_KIB
         except apsw.BusyError as exc:
             self.close()
             raise self._busy() from exc
@@ -299,6 +304,7 @@ class Catalog:
             ) from exc
         self._depth = 1
         try:
+            self._size_cache()
             yield
         except BaseException:
             self._depth = 0
@@ -312,6 +318,29 @@ class Catalog:
             raise StorageError(
                 f"the catalog commit to {self.path} failed: {self._describe(exc)}; nothing was changed"
             ) from exc
+
+    def _size_cache(self) -> None:
+        """Grow the page cache with the catalog, up to ``_WRITE_CACHE_KIB``.
+
+        A bulk add inserts rows keyed by content hashes (``arrays``, ``ts_data_hash``):
+        they land all over those B-trees, so once the trees outgrow the cache every
+        insert reads pages back from the file, and the cost per series grew with the
+        store (issue 26: a 300,000-series store built in 20,000-series adds took 39 µs
+        of CPU per series with 8 MB of cache, 35 µs with 32 MB, no less with 64 MB).
+        Readers keep the small cache; a writer's never shrinks while it is open (each
+        write would otherwise read its pages back) and is bounded, so memory does not
+        grow with the store past it.
+        """
+        if self._cache_kib >= _WRITE_CACHE_KIB:
+            return
+        # Only a speed-up: a pragma that fails must not fail the write.
+        with contextlib.suppress(apsw.Error):
+            pages = self.conn.execute("PRAGMA page_count").fetchone()[0]
+            page_size = self.conn.execute("PRAGMA page_size").fetchone()[0]
+            want = min(_WRITE_CACHE_KIB, pages * page_size // 1024)
+            if want > self._cache_kib:
+                self.conn.execute(f"PRAGMA cache_size=-{int(want)}")
+                self._cache_kib = want
 
     def _rollback(self) -> None:
         # After a failed COMMIT (disk full, I/O error) SQLite may already have ended the

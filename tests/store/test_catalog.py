@@ -182,3 +182,48 @@ def test_catalog_checks(cat: Catalog) -> None:
         cat.execute(
             "INSERT INTO feature_sets (features_hash, key, value_kind) VALUES (x'00', 'k', 'list')"
         )
+
+
+def test_a_writers_cache_grows_with_the_catalog_up_to_its_bound(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Issue 26: a bulk add's hash-keyed B-trees must fit the cache as the store grows."""
+    from infrastore_sqlite.store import catalog as catalog_module
+
+    def cache_kib(c: Catalog) -> int:
+        return -c.scalar("PRAGMA cache_size")
+
+    monkeypatch.setattr(catalog_module, "_WRITE_CACHE_KIB", 200)
+    c = Catalog(tmp_path / "c.sqlite", create=True)
+    try:
+        start = cache_kib(c)
+        with c.transaction():  # a small catalog keeps the starting cache
+            _put(c, "small")
+        assert cache_kib(c) == start
+        monkeypatch.setattr(catalog_module, "_CACHE_KIB", 16)
+        c._cache_kib = 16
+        c.execute("PRAGMA cache_size=-16")
+        with c.transaction():
+            c.executemany(
+                "INSERT INTO store_attributes (key, value) VALUES (?, ?)",
+                [(f"k{i}", "x" * 200) for i in range(300)],
+            )
+        with c.transaction():  # sized at the start of the next write: the catalog's size
+            _put(c, "after")
+        size_kib = c.scalar("PRAGMA page_count") * c.scalar("PRAGMA page_size") // 1024
+        assert 16 < cache_kib(c) <= size_kib
+        with c.transaction():
+            c.executemany(
+                "INSERT INTO store_attributes (key, value) VALUES (?, ?)",
+                [(f"m{i}", "x" * 200) for i in range(2000)],
+            )
+        with c.transaction():
+            _put(c, "bounded")
+        assert cache_kib(c) == 200  # bounded, however large the catalog grows
+    finally:
+        c.close()
+    reader = Catalog(tmp_path / "c.sqlite", read_only=True)
+    try:
+        assert cache_kib(reader) == catalog_module._CACHE_KIB  # readers keep the small one
+    finally:
+        reader.close()

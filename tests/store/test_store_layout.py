@@ -93,6 +93,13 @@ def test_tiers_and_merge_candidates() -> None:
     assert merge_candidates([*small, ("big", 10**8), ("s7", 100)]) == sorted(
         [n for n, _ in small] + ["s7"]
     )
+    # Eight segments of 13 MiB (eight bulk adds of 10,000 series) stay as they are: a
+    # merge would only rewrite them, a stall growing with the store (issue 26).
+    big = [(f"b{i}", 13 * 2**20) for i in range(8)]
+    assert merge_candidates(big) == []
+    # Eight of 1 MiB still become one of 8 MiB, which then stays.
+    mid = [(f"m{i}", 2**20) for i in range(8)]
+    assert merge_candidates([*big, *mid]) == sorted(n for n, _ in mid)
 
 
 def test_many_single_adds_stay_a_few_segments(store: Store, store_path) -> None:
