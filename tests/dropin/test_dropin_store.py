@@ -540,14 +540,7 @@ TRANSACTIONS = [
     Case("add owner id str", _add(owner_id="1")),
     Case("add owner id negative", _add(owner_id=-1)),
     Case("add owner type int", _add(owner_type=2)),
-    Case(
-        "add owner category None",
-        _add(category=None),
-        xfail="infrastore_sqlite/model.py OwnerCategory.coerce ('unknown owner_category "
-        "None') raises InvalidParameterError; the reference raises TypeError "
-        "(\"'None' is not an instance of 'OwnerCategory'\"): raise ParameterTypeError for a "
-        "value that is neither an OwnerCategory nor a str",
-    ),
+    Case("add owner category None", _add(category=None)),
     Case("add features not a dict", _add(features=[1])),
     Case("add features nested", _add(features={"a": {"b": 1}})),
     Case("add features reserved", _add(features={"id": 1})),
