@@ -19,7 +19,6 @@ H = timedelta(hours=1)
 _READERS = "infrastore_sqlite/store/readers.py"
 
 
-
 def _fleet(lib: Any, ctx: Ctx, make: Any, owners: tuple[int, ...] = (20, 10, 15)) -> Any:
     """A store whose series (``make(lib, owner)``) are added in ``owners`` order."""
     s = ctx.store()
