@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 #: Attribute keys the store keeps for itself (its catalog generation): never listed.
 _INTERNAL_PREFIX = "infrastore_sqlite."
+_RESERVED_PREFIX = "infrastore."  # the reference's own keys: refused on set and remove
 
 
 class Transaction:
@@ -407,7 +408,7 @@ class StoreApi:
     # ------------------------------------------------------------------ attributes
     def set_store_attribute(self, key: str, value: str) -> None:
         """Record a free-form ``key`` → ``value`` pair with the store (replacing one)."""
-        _attribute_key(key)
+        _attribute_key(key, writing=True)
         if not isinstance(value, str):
             raise TypeError(f"a store attribute's value is a str, not {type(value).__name__}")
         with self.transaction():  # type: ignore[attr-defined]
@@ -433,7 +434,7 @@ class StoreApi:
 
     def remove_store_attribute(self, key: str) -> bool:
         """Forget ``key``; returns whether it was recorded."""
-        _attribute_key(key)
+        _attribute_key(key, writing=True)
         with self.transaction():  # type: ignore[attr-defined]
             self._catalog.execute(  # type: ignore[attr-defined]
                 "DELETE FROM store_attributes WHERE key = ?", (key,)
@@ -635,9 +636,21 @@ def _both_or_neither(what: str, owner_id: Any, owner_category: Any) -> None:
         raise InvalidParameterError(f"{what} requires both owner_id and owner_category, or neither")
 
 
-def _attribute_key(key: Any) -> None:
+def _attribute_key(key: Any, writing: bool = False) -> None:
+    """Refuse a key the caller may not use; ``writing`` for set and remove.
+
+    Set and remove also refuse, as the reference does, an empty key and one under the
+    reference's reserved ``infrastore.`` prefix (a get of those simply finds nothing).
+    """
     if not isinstance(key, str):
         raise TypeError(f"a store attribute's key is a str, not {type(key).__name__}")
+    if writing and not key:
+        raise InvalidParameterError("store attribute key must not be empty; name the attribute")
+    if writing and key.startswith(_RESERVED_PREFIX):
+        raise InvalidParameterError(
+            f"store attribute key {key!r} uses the reserved {_RESERVED_PREFIX!r} prefix; "
+            "choose another key"
+        )
     if key.startswith(_INTERNAL_PREFIX):
         raise InvalidParameterError(
             f"store attribute keys starting with {_INTERNAL_PREFIX!r} are the store's own; "

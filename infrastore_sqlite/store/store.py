@@ -183,8 +183,10 @@ class Store(StoreApi):
         self.close()
 
     def __repr__(self) -> str:
-        where = "in-memory" if self._scratch is not None else repr(str(self.path))
-        return f"Store({where}, read_only={self._read_only})"
+        # The reference's spelling: the path unquoted, and ', closed' once closed.
+        where = "in-memory" if self._scratch is not None else str(self.path)
+        closed = ", closed" if self._segments is None else ""
+        return f"Store({where}, read_only={self._read_only}{closed})"
 
     @property
     def read_only(self) -> bool:

@@ -270,12 +270,6 @@ def _create(**kw: Any) -> Any:
     )
 
 
-_CREATE_REFUSED = (
-    f"{_STORE} Store.create: the reference refuses in_memory=True with overwrite=True "
-    "(InvalidParameterError 'overwrite=True is meaningless for an in-memory store: there is "
-    "no artifact to replace') and with catalog='attached' (InvalidParameterError 'an "
-    "in-memory store has no file for CatalogMode::Attached to sit beside')"
-)
 _MEMORY = (
     f"{_STORE} Store.create/open: catalog='memory' for an on-disk store (catalog in RAM, "
     "written by persist_catalog/persist_to/close) is refused here; provide it or mark "
@@ -324,11 +318,6 @@ def _closed(call: Any) -> Any:
     return run
 
 
-_REPR = (
-    f"{_STORE} Store.__repr__: the reference shows the path unquoted and adds ', closed' "
-    "after close(): 'Store(/path/s.h5, read_only=False, closed)'; in memory "
-    "'Store(in-memory, read_only=False)'"
-)
 CREATE = [
     Case("create default", _create()),
     Case("create compression none", _create(compression="none")),
@@ -340,12 +329,10 @@ CREATE = [
     Case(
         "create in memory overwrite",
         lambda lib, ctx: ctx.keep(lib.Store.create(in_memory=True, overwrite=True)).read_only,
-        xfail=_CREATE_REFUSED,
     ),
     Case(
         "create in memory attached",
         lambda lib, ctx: ctx.keep(lib.Store.create(in_memory=True, catalog="attached")).read_only,
-        xfail=_CREATE_REFUSED,
     ),
     Case("create catalog memory on disk", _create(catalog="memory"), xfail=_MEMORY),
     Case("create where a store is", _exists_twice),
@@ -377,7 +364,6 @@ CREATE = [
         lambda lib, ctx: (
             lambda s: (s.close(), repr(s).replace(str(ctx.dir), "DIR").replace("'", ""))[1]
         )(filled(lib, ctx)),
-        xfail=_REPR,
     ),
     Case("closed list_metadata", _closed(lambda lib, s: s.list_metadata())),
     Case("closed read_by_id", _closed(lambda lib, s: s.read_by_id(1))),
@@ -386,13 +372,6 @@ CREATE = [
 ]
 
 # ------------------------------------------------------------------ attributes, integrity
-_ATTR_KEYS = (
-    f"{_API} set_store_attribute / remove_store_attribute: the reference refuses an empty "
-    "key (InvalidParameterError 'store attribute key must not be empty') and a key "
-    "starting with 'infrastore.' (InvalidParameterError \"store attribute key "
-    "'infrastore.x' uses the reserved 'infrastore.' prefix\"), on set and on remove; "
-    "get_store_attribute answers None for both"
-)
 
 
 def _attrs(call: Any) -> Any:
@@ -424,25 +403,21 @@ ATTRIBUTES = [
         "attribute empty key",
         _attrs(lambda s: s.set_store_attribute("", "v")),
         words=("must not be empty",),
-        xfail=_ATTR_KEYS,
     ),
     Case(
         "attribute reserved key",
         _attrs(lambda s: s.set_store_attribute("infrastore.x", "v")),
         words=("reserved 'infrastore.' prefix",),
-        xfail=_ATTR_KEYS,
     ),
     Case(
         "attribute remove reserved key",
         _attrs(lambda s: s.remove_store_attribute("infrastore.x")),
         words=("reserved 'infrastore.' prefix",),
-        xfail=_ATTR_KEYS,
     ),
     Case(
         "attribute remove empty key",
         _attrs(lambda s: s.remove_store_attribute("")),
         words=("must not be empty",),
-        xfail=_ATTR_KEYS,
     ),
     Case(
         "attribute get odd keys",
@@ -511,12 +486,6 @@ TRANSACTIONS = [
     Case(
         "close with an open transaction",
         _close_open_transaction,
-        xfail=f"{_STORE} Store.close with a transaction begun by begin_transaction() and not "
-        "ended: the values agree (the reference drops the open transaction), but the "
-        "transaction's generator (_transaction_block) is left to the garbage collector and "
-        "fails in its cleanup (\"'NoneType' object has no attribute 'discard'\": "
-        "self._segments is None after close), which Python prints as 'Exception ignored'. "
-        "close() should roll an open transaction back itself and close its generator",
         collect=True,
     ),
     Case("add ok", _add()),
