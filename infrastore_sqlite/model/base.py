@@ -213,14 +213,20 @@ def _reference_for(ts: Any, explicit: str | None) -> str | None:
 def _anchor_ms(initial_timestamp: Any) -> int:
     if isinstance(initial_timestamp, datetime | np.datetime64):
         return datetime_to_ms(initial_timestamp, what="initial_timestamp")
+    # The reference's words, which callers match on.
     raise InvalidParameterError(
-        f"initial_timestamp must be a datetime, not {type(initial_timestamp).__name__}"
+        f"initial_timestamp: expected a datetime, got {type(initial_timestamp).__name__}"
     )
 
 
 def _positive(period: Period, what: str) -> Period:
+    """``period``, refused unless positive (in the words of a sub-millisecond refusal:
+    PT0S, from a timedelta of a few microseconds too, is no whole number of ms)."""
     if not period.is_positive:
-        raise InvalidParameterError(f"{what} must be positive, got {period}")
+        raise InvalidParameterError(
+            f"{what} {period} is not a positive whole number of milliseconds; the store "
+            "cannot represent it"
+        )
     return period
 
 

@@ -48,9 +48,10 @@ class _Forecast(_Series):
     ) -> None:
         tr = _reference_for(initial_timestamp, kw.pop("time_reference", None))
         self._initial_ms = _anchor_ms(initial_timestamp)
-        res = _positive(as_period(resolution, what="resolution"), "resolution")
-        hor = _positive(as_period(horizon, what="horizon"), "horizon")
-        itv = as_period(interval, what="interval")
+        # exact=True: a sub-millisecond part is refused, never truncated into another grid.
+        res = _positive(as_period(resolution, what="resolution", exact=True), "resolution")
+        hor = _positive(as_period(horizon, what="horizon", exact=True), "horizon")
+        itv = as_period(interval, what="interval", exact=True)
         if not isinstance(count, int | np.integer) or isinstance(count, bool):
             raise ParameterTypeError(f"count must be a non-negative integer, got {count!r}")
         if count < 0:

@@ -58,7 +58,10 @@ class SingleTimeSeries(_Series):
     ) -> None:
         tr = _reference_for(initial_timestamp, time_reference)
         self._initial_ms = _anchor_ms(initial_timestamp)
-        self._resolution = _positive(as_period(resolution, what="resolution"), "resolution")
+        # exact=True: 1500 µs truncated to PT0.001S would be a silently wrong grid.
+        self._resolution = _positive(
+            as_period(resolution, what="resolution", exact=True), "resolution"
+        )
         check_period_for_reference(self._resolution, tr, what="resolution")
         self._init_common(data, name, **_keywords(locals(), time_reference=tr))
 
