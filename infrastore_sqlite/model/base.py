@@ -29,6 +29,7 @@ from ..core.periods import Period
 from ..core.timeref import (
     datetime_to_ms,
     ms_to_datetime,
+    ms_to_rfc3339,
     normalize_time_reference,
     resolve_time_reference,
 )
@@ -177,10 +178,17 @@ class _Series:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
+        # The reference's fields and order (an irregular series shows its length).
         return (
-            f'{type(self).__name__}(name="{self.name}", shape={list(self._data.shape)}, '
-            f"element_type={self._et}, time_reference={self._tr or 'unspecified'})"
+            f'{type(self).__name__}(name="{self.name}", length={len(self)}, '
+            f"shape={list(self._data.shape)}, time_reference={self._tr or 'unspecified'})"
         )
+
+
+def _wall_utc(ms: int) -> str:
+    """An instant as the reference's reprs show it: the UTC wall clock, ``… 07:00:00 UTC``
+    for midnight in Denver, a zoneless instant read as UTC."""
+    return ms_to_rfc3339(ms)[: -len("+00:00")].replace("T", " ") + " UTC"
 
 
 def _keywords(scope: dict[str, Any], **override: Any) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from .base import (
     _reference_for,
     _Series,
     _values_data,
+    _wall_utc,
 )
 from .kinds import TimeSeriesType
 
@@ -225,7 +226,8 @@ class SingleTimeSeries(_Series):
 
     def __repr__(self) -> str:
         return (
-            f'SingleTimeSeries(name="{self.name}", initial_timestamp={self.initial_timestamp}, '
+            f'SingleTimeSeries(name="{self.name}", '
+            f"initial_timestamp={_wall_utc(self._initial_ms)}, "
             f"length={self.length}, resolution={self.resolution}, shape={list(self._data.shape)}, "
             f"time_reference={self._tr or 'unspecified'})"
         )

@@ -92,18 +92,8 @@ CONSTRUCT = [
     for zone in ZONES
 ]
 
-_REPR = (
-    f"{'infrastore_sqlite/model.py'} __repr__ of the series classes: the reference shows "
-    "initial_timestamp as the UTC wall clock with ' UTC' ('2024-01-01 07:00:00 UTC' for "
-    "midnight in Denver, '2024-01-01 00:00:00 UTC' for a zoneless midnight); a forecast's "
-    "fields in the order count, horizon, interval, resolution[, percentiles], shape, "
-    "time_reference; an irregular series as name, length, shape, time_reference (no "
-    "element_type)"
-)
 REPR = [
-    Case(
-        f"repr {kind} {zone}", lambda lib, ctx, k=kind, z=zone: repr(KINDS[k](lib, z)), xfail=_REPR
-    )
+    Case(f"repr {kind} {zone}", lambda lib, ctx, k=kind, z=zone: repr(KINDS[k](lib, z)))
     for kind in ("single", "nonsequential", "persistent", "deterministic", "probabilistic")
     for zone in ("naive", "denver")
 ]
