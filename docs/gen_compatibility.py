@@ -31,6 +31,12 @@ _AUTO = (
     "typical float values' bytes and would cost most of a bulk add's time"
 )
 
+_SUB_MS = (
+    "chosen: the store holds instants and periods in whole milliseconds, so such a series "
+    "could never be stored; refusing it at once keeps an object whose grid the store "
+    "cannot represent from being used (sliced, compared, exported to Arrow) first"
+)
+
 #: Behaviour a signature cannot show: name -> (how it differs, why).
 BEHAVIOUR: dict[str, tuple[str, str]] = {
     "OwnerCategory": (
@@ -61,11 +67,15 @@ BEHAVIOUR: dict[str, tuple[str, str]] = {
         "the store is a directory (catalog and immutable segment files); `timeout=` seconds a "
         "write waits for another process's write; "
         "`in_memory=True` keeps the store in a private temporary directory, removed on "
-        '`close` (persist_to keeps a copy); `catalog="memory"` only with it; '
+        '`close` (persist_to keeps a copy); `catalog="memory"` only with it (refused for an '
+        "on-disk store, where the reference holds the catalog in RAM until "
+        "`persist_catalog` or `close`); "
         '`compression="auto"` (the default) DEFLATEs integer and bool arrays and stores '
         'float arrays uncompressed (`"deflate"` compresses every array)',
         f"{_DIRECTORY}; the HDF5 side has no RAM-only mode here, and a scratch directory "
-        f"gives the same lifetime; {_AUTO}",
+        "gives the same lifetime; a RAM catalog over on-disk segments would lose every "
+        "commit since the last persist to a kill, which docs/durability.md promises never "
+        f"happens; {_AUTO}",
     ),
     "Store.get_compression": (
         "a store created with the default compression reports `'auto'` (the reference's "
@@ -125,6 +135,26 @@ BEHAVIOUR: dict[str, tuple[str, str]] = {
         "(a stderr handler at the level the directives give); `RUST_LOG` is not read",
         "there is no Rust tracing here; the directive strings are read the same way",
     ),
+    "SingleTimeSeries": (
+        "a sub-millisecond `initial_timestamp`, or a `resolution` that is no positive whole "
+        "number of milliseconds (`PT0S`, a timedelta of 1 or 1500 µs), is refused when the "
+        "series is built (`InvalidParameterError`, in the words the reference uses at "
+        "`add_time_series`), not when it is added",
+        _SUB_MS,
+    ),
+    "NonSequentialTimeSeries": (
+        "a sub-millisecond timestamp is refused when the series is built (naming it, as the "
+        "reference's `add_time_series` does), not when it is added",
+        _SUB_MS,
+    ),
+    "PersistentTimeSeries": ("as `NonSequentialTimeSeries`", "as there"),
+    "Deterministic": (
+        "a sub-millisecond `initial_timestamp`, `resolution`, `horizon` or `interval` is "
+        "refused when the forecast is built, as for `SingleTimeSeries`",
+        _SUB_MS,
+    ),
+    "Probabilistic": ("as `Deterministic`", "as there"),
+    "Scenarios": ("as `Deterministic`", "as there"),
     "SingleTimeSeries.name": (
         "constructors refuse an empty name",
         "chosen, as for `Store.add_time_series`",

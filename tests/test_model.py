@@ -170,9 +170,13 @@ def test_explicit_time_reference_is_normalized() -> None:
     assert naive.initial_timestamp == datetime(2024, 1, 1, 5, tzinfo=UTC)
 
 
-def test_timedelta_resolution_is_truncated_to_milliseconds() -> None:
-    ts = SingleTimeSeries(T0, timedelta(microseconds=1500), np.zeros(2), "x")
-    assert ts.resolution == "PT0.001S"
+def test_sub_millisecond_timedelta_resolution_is_refused() -> None:
+    # Truncating 1500 µs to PT0.001S would put every value on another grid, silently.
+    with pytest.raises(InvalidParameterError, match="not a positive whole number of millis"):
+        SingleTimeSeries(T0, timedelta(microseconds=1500), np.zeros(2), "x")
+    assert SingleTimeSeries(T0, timedelta(milliseconds=2), np.zeros(2), "x").resolution == (
+        "PT0.002S"
+    )
 
 
 def test_calendar_resolution_clamps_to_month_end() -> None:
@@ -199,11 +203,11 @@ def test_from_timestamps_infers_the_resolution() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"resolution": "PT0S"}, "resolution must be positive"),
-        ({"resolution": "-PT1H"}, "resolution must be positive"),
+        ({"resolution": "PT0S"}, "resolution PT0S is not a positive whole number"),
+        ({"resolution": "-PT1H"}, "resolution -PT1H is not a positive whole number"),
         ({"resolution": "1h"}, "did you mean 'PT1H'"),
         ({"initial": T0 + timedelta(microseconds=5)}, "finer than a millisecond"),
-        ({"initial": "2024-01-01T00:00:00Z"}, "must be a datetime"),
+        ({"initial": "2024-01-01T00:00:00Z"}, "expected a datetime, got str"),
         ({"time_reference": "bad zone!"}, "not shaped like an IANA name"),
         ({"time_reference": "America/Denver", "resolution": "P1D"}, "P1D resolution cannot"),
         ({"time_reference": "America/Denver", "resolution": "P1M"}, "P1M resolution cannot"),
@@ -394,7 +398,10 @@ def test_deterministic_layout() -> None:
         (("PT2H", "PT3H", "PT1H", 1, np.zeros((1, 1))), "not a whole multiple"),
         (("PT1H", "PT2H", "PT0S", 2, np.zeros((2, 2))), "PT0S only for a single window"),
         (("PT1H", "PT2H", "-PT1H", 1, np.zeros((2, 1))), "interval must be positive"),
-        (("PT1H", "PT0S", "PT1H", 1, np.zeros((0, 1))), "horizon must be positive"),
+        (
+            ("PT1H", "PT0S", "PT1H", 1, np.zeros((0, 1))),
+            "horizon PT0S is not a positive whole number",
+        ),
         (("PT1H", "PT2H", "PT1H", -1, np.zeros((2, 0))), "count must be a non-negative integer"),
         (("PT1H", "PT2H", "PT1H", 1.0, np.zeros((2, 1))), "count must be a non-negative integer"),
         (("PT1H", "P1M", "PT1H", 1, np.zeros((2, 1))), "different kinds of period"),

@@ -29,6 +29,7 @@ from ..core.periods import Period
 from ..core.timeref import (
     datetime_to_ms,
     ms_to_datetime,
+    ms_to_rfc3339,
     normalize_time_reference,
     resolve_time_reference,
 )
@@ -177,10 +178,17 @@ class _Series:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
+        # The reference's fields and order (an irregular series shows its length).
         return (
-            f'{type(self).__name__}(name="{self.name}", shape={list(self._data.shape)}, '
-            f"element_type={self._et}, time_reference={self._tr or 'unspecified'})"
+            f'{type(self).__name__}(name="{self.name}", length={len(self)}, '
+            f"shape={list(self._data.shape)}, time_reference={self._tr or 'unspecified'})"
         )
+
+
+def _wall_utc(ms: int) -> str:
+    """An instant as the reference's reprs show it: the UTC wall clock, ``… 07:00:00 UTC``
+    for midnight in Denver, a zoneless instant read as UTC."""
+    return ms_to_rfc3339(ms)[: -len("+00:00")].replace("T", " ") + " UTC"
 
 
 def _keywords(scope: dict[str, Any], **override: Any) -> dict[str, Any]:
@@ -213,14 +221,20 @@ def _reference_for(ts: Any, explicit: str | None) -> str | None:
 def _anchor_ms(initial_timestamp: Any) -> int:
     if isinstance(initial_timestamp, datetime | np.datetime64):
         return datetime_to_ms(initial_timestamp, what="initial_timestamp")
+    # The reference's words, which callers match on.
     raise InvalidParameterError(
-        f"initial_timestamp must be a datetime, not {type(initial_timestamp).__name__}"
+        f"initial_timestamp: expected a datetime, got {type(initial_timestamp).__name__}"
     )
 
 
 def _positive(period: Period, what: str) -> Period:
+    """``period``, refused unless positive (in the words of a sub-millisecond refusal:
+    PT0S, from a timedelta of a few microseconds too, is no whole number of ms)."""
     if not period.is_positive:
-        raise InvalidParameterError(f"{what} must be positive, got {period}")
+        raise InvalidParameterError(
+            f"{what} {period} is not a positive whole number of milliseconds; the store "
+            "cannot represent it"
+        )
     return period
 
 

@@ -27,6 +27,7 @@ from .base import (
     _reference_for,
     _Series,
     _values_data,
+    _wall_utc,
 )
 from .kinds import TimeSeriesType
 
@@ -48,9 +49,10 @@ class _Forecast(_Series):
     ) -> None:
         tr = _reference_for(initial_timestamp, kw.pop("time_reference", None))
         self._initial_ms = _anchor_ms(initial_timestamp)
-        res = _positive(as_period(resolution, what="resolution"), "resolution")
-        hor = _positive(as_period(horizon, what="horizon"), "horizon")
-        itv = as_period(interval, what="interval")
+        # exact=True: a sub-millisecond part is refused, never truncated into another grid.
+        res = _positive(as_period(resolution, what="resolution", exact=True), "resolution")
+        hor = _positive(as_period(horizon, what="horizon", exact=True), "horizon")
+        itv = as_period(interval, what="interval", exact=True)
         if not isinstance(count, int | np.integer) or isinstance(count, bool):
             raise ParameterTypeError(f"count must be a non-negative integer, got {count!r}")
         if count < 0:
@@ -129,11 +131,14 @@ class _Forecast(_Series):
         )
 
     def __repr__(self) -> str:
+        # The reference's fields and order; the percentiles of a Probabilistic too.
+        lanes = getattr(self, "_percentiles", None)
+        pct = "" if lanes is None else f"percentiles={list(lanes)}, "
         return (
-            f'{type(self).__name__}(name="{self.name}", initial_timestamp={self.initial_timestamp}, '
-            f"resolution={self.resolution}, horizon={self.horizon}, interval={self.interval}, "
-            f"count={self.count}, shape={list(self._data.shape)}, "
-            f"time_reference={self._tr or 'unspecified'})"
+            f'{type(self).__name__}(name="{self.name}", '
+            f"initial_timestamp={_wall_utc(self._initial_ms)}, count={self.count}, "
+            f"horizon={self.horizon}, interval={self.interval}, resolution={self.resolution}, "
+            f"{pct}shape={list(self._data.shape)}, time_reference={self._tr or 'unspecified'})"
         )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 
-from ..errors import InvalidParameterError
+from ..errors import InvalidParameterError, ParameterTypeError
 
 
 class TimeSeriesType(enum.IntEnum):
@@ -123,6 +123,11 @@ class OwnerCategory(enum.IntEnum):
             )
         if isinstance(value, int) and value in (0, 1):
             return cls(value)
+        if not isinstance(value, int):  # a wrong type, as the reference's TypeError says
+            raise ParameterTypeError(
+                f"owner_category must be an OwnerCategory or its name, got {value!r} "
+                "(Component or SupplementalAttribute)"
+            )
         raise InvalidParameterError(
             f"unknown owner_category {value!r}; expected Component or SupplementalAttribute"
         )

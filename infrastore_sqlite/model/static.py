@@ -31,6 +31,7 @@ from .base import (
     _reference_for,
     _Series,
     _values_data,
+    _wall_utc,
 )
 from .kinds import TimeSeriesType
 
@@ -58,7 +59,10 @@ class SingleTimeSeries(_Series):
     ) -> None:
         tr = _reference_for(initial_timestamp, time_reference)
         self._initial_ms = _anchor_ms(initial_timestamp)
-        self._resolution = _positive(as_period(resolution, what="resolution"), "resolution")
+        # exact=True: 1500 µs truncated to PT0.001S would be a silently wrong grid.
+        self._resolution = _positive(
+            as_period(resolution, what="resolution", exact=True), "resolution"
+        )
         check_period_for_reference(self._resolution, tr, what="resolution")
         self._init_common(data, name, **_keywords(locals(), time_reference=tr))
 
@@ -222,7 +226,8 @@ class SingleTimeSeries(_Series):
 
     def __repr__(self) -> str:
         return (
-            f'SingleTimeSeries(name="{self.name}", initial_timestamp={self.initial_timestamp}, '
+            f'SingleTimeSeries(name="{self.name}", '
+            f"initial_timestamp={_wall_utc(self._initial_ms)}, "
             f"length={self.length}, resolution={self.resolution}, shape={list(self._data.shape)}, "
             f"time_reference={self._tr or 'unspecified'})"
         )

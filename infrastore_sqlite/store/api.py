@@ -23,8 +23,10 @@ import numpy as np
 
 from ..core.hashing import features_hash, validate_features
 from ..core.periods import as_period
+from ..core.timeref import ms_to_rfc3339
 from ..errors import (
     DuplicateTimeSeriesError,
+    IntegrityError,
     InvalidParameterError,
     IoError,
     NotFoundError,
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
 
 #: Attribute keys the store keeps for itself (its catalog generation): never listed.
 _INTERNAL_PREFIX = "infrastore_sqlite."
+_RESERVED_PREFIX = "infrastore."  # the reference's own keys: refused on set and remove
 
 
 class Transaction:
@@ -156,7 +159,7 @@ class StoreApi:
         forecast (by id) with that resolution and interval; all None when there is none."""
         for r in self.iter_select_rows(resolution=resolution, interval=interval):
             if r.type.is_forecast:
-                m = r.metadata()
+                m = {**r.metadata(), "initial_timestamp": ms_to_rfc3339(r.initial_ms)}
                 return {k: m[k] for k in _FORECAST_PARAMETERS}
         return dict.fromkeys(_FORECAST_PARAMETERS)
 
@@ -275,7 +278,7 @@ class StoreApi:
 
     def time_series_count_summary(self) -> list[dict[str, Any]]:
         """Series counted per owner type, category, type and complete time axis."""
-        return _grouped(self.iter_select_rows(), _summary_key, _SUMMARY_FIELDS)
+        return _grouped(self.iter_select_rows(), _summary_key, _SUMMARY_FIELDS, utc_text=False)
 
     def static_summary(self) -> list[dict[str, Any]]:
         """Static series counted per owner type, category, type, name and grid."""
@@ -288,16 +291,37 @@ class StoreApi:
         return _grouped(rows, _forecast_key, _FORECAST_FIELDS)
 
     def check_static_consistency(self, resolution: Any = None) -> list[dict[str, Any]]:
-        """The distinct grids (resolution, initial timestamp, length) of the regular
-        series; one entry means every SingleTimeSeries shares one time axis."""
-        grids = set()
+        """The one grid (resolution, initial timestamp, length) of the regular series at
+        each resolution, by resolution text.
+
+        Raises
+        ------
+        IntegrityError
+            When the series at one resolution do not share one (initial timestamp, length)
+            pair: a reader over them would need a window (``build_static_reader(...,
+            window_start=)``), so the caller must hear it rather than get two rows.
+        """
+        grids: dict[str, set[tuple[int, int]]] = {}
         for r in self.iter_select_rows(
             time_series_type=TimeSeriesType.SingleTimeSeries, resolution=resolution
         ):
-            m = r.metadata()
-            grids.add((m["resolution"], m["initial_timestamp"], m["length"]))
-        keys = ("resolution", "initial_timestamp", "length")
-        return [dict(zip(keys, g, strict=True)) for g in sorted(grids)]
+            grids.setdefault(r.resolution, set()).add((int(r.initial_ms), r.length))
+        out = []
+        for res in sorted(grids):
+            pairs = sorted(grids[res])
+            if len(pairs) > 1:
+                (a, n), (b, m) = pairs[:2]
+                raise IntegrityError(
+                    f"SingleTimeSeries at resolution {res} have more than one "
+                    f"(initial_timestamp, length) pair: ({_wall(a)}, {n}) vs ({_wall(b)}, {m}); "
+                    "filter to one grid (initial_timestamp=, length=) or read them through "
+                    "build_static_reader(..., window_start=)"
+                )
+            ((start, length),) = pairs
+            out.append(
+                {"resolution": res, "initial_timestamp": ms_to_rfc3339(start), "length": length}
+            )
+        return out
 
     # ------------------------------------------------------------------ arrays
     def count_array_references(self, data_hash: str) -> dict[str, Any]:
@@ -384,7 +408,7 @@ class StoreApi:
     # ------------------------------------------------------------------ attributes
     def set_store_attribute(self, key: str, value: str) -> None:
         """Record a free-form ``key`` → ``value`` pair with the store (replacing one)."""
-        _attribute_key(key)
+        _attribute_key(key, writing=True)
         if not isinstance(value, str):
             raise TypeError(f"a store attribute's value is a str, not {type(value).__name__}")
         with self.transaction():  # type: ignore[attr-defined]
@@ -410,7 +434,7 @@ class StoreApi:
 
     def remove_store_attribute(self, key: str) -> bool:
         """Forget ``key``; returns whether it was recorded."""
-        _attribute_key(key)
+        _attribute_key(key, writing=True)
         with self.transaction():  # type: ignore[attr-defined]
             self._catalog.execute(  # type: ignore[attr-defined]
                 "DELETE FROM store_attributes WHERE key = ?", (key,)
@@ -463,7 +487,7 @@ class StoreApi:
             arrays = self.num_distinct_arrays()  # type: ignore[attr-defined]
             lines.append(f"Time series: {total} associations over {arrays} distinct arrays")
             width = max(len(n) for n in counts) + 2
-            order = sorted(counts, key=lambda n: TimeSeriesType[n].catalog_code)
+            order = sorted(counts, key=lambda n: int(TimeSeriesType[n]))
             lines += [f"  {n:<{width}}{counts[n]}" for n in order]
         else:
             lines.append("Time series: none")
@@ -548,14 +572,23 @@ _STATIC_FIELDS = (*_WHO, "resolution", "time_step_count")
 _FORECAST_FIELDS = (*_WHO, "resolution", "horizon", "interval", "window_count")
 
 
-def _fields(r: SeriesRow) -> dict[str, Any]:
+def _fields(r: SeriesRow, utc_text: bool) -> dict[str, Any]:
     m = r.metadata()
+    if utc_text and r.initial_ms is not None:
+        # The static and forecast summaries spell it as the reference does: UTC with
+        # '+00:00', a zoneless one too (the count summary keeps list_metadata's spelling).
+        m["initial_timestamp"] = ms_to_rfc3339(r.initial_ms)
     return {
         **m,
         "time_step_count": r.length,
         "window_count": r.count,
         "timestamps_hash": r.timestamps_hash.hex() if r.timestamps_hash else None,
     }
+
+
+def _wall(ms: int) -> str:
+    """An instant as the reference's messages show it: ``2024-01-01 00:00:00 UTC``."""
+    return ms_to_rfc3339(ms)[: -len("+00:00")].replace("T", " ") + " UTC"
 
 
 def _summary_key(r: SeriesRow) -> tuple:
@@ -566,13 +599,16 @@ _static_key = _forecast_key = _summary_key
 
 
 def _grouped(
-    rows: Iterable[SeriesRow], order: Callable[[SeriesRow], tuple], fields: tuple[str, ...]
+    rows: Iterable[SeriesRow],
+    order: Callable[[SeriesRow], tuple],
+    fields: tuple[str, ...],
+    utc_text: bool = True,
 ) -> list[dict[str, Any]]:
     """Rows counted per the values of ``fields``, groups in ``order`` then first sight."""
     counts: dict[tuple, int] = {}
     first: dict[tuple, tuple] = {}
     for r in rows:
-        f = _fields(r)
+        f = _fields(r, utc_text)
         group = tuple(f[k] for k in fields)
         counts[group] = counts.get(group, 0) + 1
         first.setdefault(group, (*order(r), r.id))
@@ -600,9 +636,21 @@ def _both_or_neither(what: str, owner_id: Any, owner_category: Any) -> None:
         raise InvalidParameterError(f"{what} requires both owner_id and owner_category, or neither")
 
 
-def _attribute_key(key: Any) -> None:
+def _attribute_key(key: Any, writing: bool = False) -> None:
+    """Refuse a key the caller may not use; ``writing`` for set and remove.
+
+    Set and remove also refuse, as the reference does, an empty key and one under the
+    reference's reserved ``infrastore.`` prefix (a get of those simply finds nothing).
+    """
     if not isinstance(key, str):
         raise TypeError(f"a store attribute's key is a str, not {type(key).__name__}")
+    if writing and not key:
+        raise InvalidParameterError("store attribute key must not be empty; name the attribute")
+    if writing and key.startswith(_RESERVED_PREFIX):
+        raise InvalidParameterError(
+            f"store attribute key {key!r} uses the reserved {_RESERVED_PREFIX!r} prefix; "
+            "choose another key"
+        )
     if key.startswith(_INTERNAL_PREFIX):
         raise InvalidParameterError(
             f"store attribute keys starting with {_INTERNAL_PREFIX!r} are the store's own; "

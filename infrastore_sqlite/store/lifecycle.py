@@ -77,6 +77,16 @@ def create_store(
     directory built under a work name and renamed into place, then opened with ``cls``."""
     if catalog not in (None, "attached", "memory"):
         raise InvalidParameterError(f"unknown catalog {catalog!r}; expected 'attached' or 'memory'")
+    if in_memory and overwrite:
+        raise InvalidParameterError(
+            "overwrite=True is meaningless for an in-memory store: there is no artifact to "
+            "replace; drop overwrite= or give Store.create a path"
+        )
+    if in_memory and catalog == "attached":
+        raise InvalidParameterError(
+            'an in-memory store has no file for catalog="attached" to sit beside; drop '
+            'catalog= (or pass catalog="memory") with in_memory=True'
+        )
     if in_memory:
         scratch = Path(tempfile.mkdtemp(prefix="infrastore-sqlite-memory-"))
         try:
@@ -247,6 +257,15 @@ def close_store(store: Store) -> None:
     """Close the store (anything uncommitted is rolled back). Safe to call twice."""
     if store._segments is not None:
         LOG.debug("closing the store %s", store.path)
+        try:
+            store._transactions.abandon()
+        finally:
+            _close_files(store)
+
+
+def _close_files(store: Store) -> None:
+    """The segments and the catalog closed; a scratch store's directory removed."""
+    if store._segments is not None:
         try:
             store._segments.close()
         finally:

@@ -96,7 +96,7 @@ def check_item(
     # The exact-type tests first: they are what a plain dict of plain values passes,
     # at a fraction of the cost of the general (ABC) checks behind them.
     if type(item) is not dict and not isinstance(item, Mapping):
-        raise InvalidParameterError(
+        raise ParameterTypeError(
             f"bulk item {index} must be a dict with owner_id, owner_type, owner_category, "
             "time_series and optionally features"
         )

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core.elements import NUMPY_DTYPES
+from ..core.elements import DTYPE_NAMES, NUMPY_DTYPES
 from ..core.periods import Period, as_period, divide, grid, grid_index, step
 from ..core.timeref import datetime_to_ms, ms_to_axis_instant, ms_to_datetime, ms_to_datetimes
 from ..errors import InvalidParameterError
@@ -343,6 +343,18 @@ class ForecastReader:
 
 
 # ---------------------------------------------------------------------- building
+def _owner_order(r: SeriesRow) -> tuple:
+    """The order of a reader's columns and entries: the reference's, not insertion order.
+
+    Callers zip a reader's columns with their owners; the reference lays them out by owner
+    id, then owner category (Component first), then name, then features (none first, then
+    by key and value), so ours must too or one owner's values land under another's name.
+    The catalog id breaks what is left of a tie. Sorted once, when the reader is built.
+    """
+    feats = tuple(sorted((str(k), str(v)) for k, v in r.features.items()))
+    return (r.owner_id, int(r.owner_category), r.name, feats, r.id)
+
+
 def build_static_reader(
     store: Store,
     resolution: Any,
@@ -383,7 +395,7 @@ def build_static_reader(
         )
     if regular:
         filters = dict(filters, resolution=resolution)
-    rows = sorted(store.select_rows(time_series_type=kind, **filters), key=lambda r: r.id)
+    rows = sorted(store.select_rows(time_series_type=kind, **filters), key=_owner_order)
     if not rows:
         raise InvalidParameterError(f"{what}: no {kind.name} match the filter")
     tr = _axis_reference(rows, what)
@@ -468,6 +480,18 @@ def build_static_reader(
             members.append([])
         groups[order[g]]["ids"].append(r.id)
         members[order[g]].append(r)
+    # The groups in the reference's order too (probed): by dtype in DTYPE_NAMES order
+    # (f64, f32, i64, i32, …), then element type, then element shape.
+    rank = sorted(
+        range(len(groups)),
+        key=lambda i: (
+            DTYPE_NAMES.index(groups[i]["dtype"]),
+            groups[i]["element_type"],
+            groups[i]["element_shape"],
+        ),
+    )
+    groups = [groups[i] for i in rank]
+    members = [members[i] for i in rank]
     return StaticReader(
         kind=kind,
         time_reference=tr,
@@ -535,7 +559,7 @@ def build_forecast_reader(
         for k in kinds
         for r in store.select_rows(time_series_type=k, resolution=resolution, **filters)
     }
-    rows = [by_id[i] for i in sorted(by_id)]
+    rows = sorted(by_id.values(), key=_owner_order)
     if not rows:
         raise InvalidParameterError(f"{what}: no forecasts match the filter")
     tr = _axis_reference(rows, what)

@@ -65,6 +65,15 @@ from .tracing import LOG
 from .transactions import Transactions
 from .writing import Writing
 
+# Store.compact's keys, in the reference's order.
+_COMPACT_KEYS = (
+    "slots_reclaimed",
+    "datasets_dropped",
+    "feature_sets_reclaimed",
+    "timestamp_sets_reclaimed",
+    "bytes_reclaimed",
+)
+
 
 class Store(StoreApi):
     """A content-addressed time-series store (HDF5 segments + SQLite catalog).
@@ -176,8 +185,10 @@ class Store(StoreApi):
         self.close()
 
     def __repr__(self) -> str:
-        where = "in-memory" if self._scratch is not None else repr(str(self.path))
-        return f"Store({where}, read_only={self._read_only})"
+        # The reference's spelling: the path unquoted, and ', closed' once closed.
+        where = "in-memory" if self._scratch is not None else str(self.path)
+        closed = ", closed" if self._segments is None else ""
+        return f"Store({where}, read_only={self._read_only}{closed})"
 
     @property
     def read_only(self) -> bool:
@@ -519,8 +530,10 @@ class Store(StoreApi):
         """Rewrite the live arrays into one segment, reclaiming removed arrays' space.
 
         Like every write it is one transaction: a failure leaves the store as it was.
+        The keys come in the reference's order (callers print or compare the dict).
         """
-        return self._maintenance.compact()
+        report = self._maintenance.compact()
+        return {k: report[k] for k in _COMPACT_KEYS}
 
     # ------------------------------------------------------------------ the rooms' entry points
     # What StoreApi, the readers (``readers.py``) and the interchange layer (plan, filing,

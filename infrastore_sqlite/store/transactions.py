@@ -204,3 +204,13 @@ class Transactions:
         cm = self._open_tx.pop()
         with contextlib.suppress(_Rollback):
             cm.__exit__(_Rollback, _Rollback(), None)
+
+    def abandon(self) -> None:
+        """At close: every block begun and not ended, rolled back, innermost first.
+
+        The reference drops such a transaction at close; ending its generator here, while
+        the segments are still open, keeps its cleanup out of the garbage collector's hands
+        (which would run it after close, on a store with nothing left to clean).
+        """
+        while self._open_tx:
+            self.rollback()

@@ -18,19 +18,6 @@ T0 = datetime(2024, 1, 1)
 H = timedelta(hours=1)
 _READERS = "infrastore_sqlite/store/readers.py"
 
-_ORDER = (
-    f"{_READERS} build_static_reader (rows sorted by r.id) and build_forecast_reader "
-    "(rows by sorted id): StaticReader.groups lists a group's ids, and "
-    "group_values its columns, in catalog id (insertion) order; the reference orders them "
-    "by owner id (ids [2, 3, 1] for owners 20, 10, 15 added in that order; an irregular "
-    "cohort's group_values(0) is [10, 20], not [20, 10]): a caller zipping values with "
-    "owners gets one owner's values under another's name. The same for ForecastReader."
-    "entries / entry_values (entries [2, 1] for owners 11, 10 added in that order). Sort "
-    "the rows before the columns are laid out by the reference's key, as probed: owner "
-    "id, then owner category (Component first), then name, then features (none first, "
-    "then {'k': '1'} before {'k': '2'}); owner_type does not order them"
-)
-
 
 def _fleet(lib: Any, ctx: Ctx, make: Any, owners: tuple[int, ...] = (20, 10, 15)) -> Any:
     """A store whose series (``make(lib, owner)``) are added in ``owners`` order."""
@@ -72,11 +59,10 @@ def _mixed(lib: Any, owner: int) -> Any:
 STATIC = [
     Case("static one owner", _static(_regular, (10,), resolution="PT1H")),
     Case("static owners in order", _static(_regular, (10, 15, 20), resolution="PT1H")),
-    Case("static owners out of order", _static(_regular, resolution="PT1H"), xfail=_ORDER),
+    Case("static owners out of order", _static(_regular, resolution="PT1H")),
     Case(
         "static two groups",
         _static(_mixed, (14, 11, 12, 13), resolution=H),
-        xfail=_ORDER,
     ),
     Case(
         "static irregular cohort",
@@ -86,7 +72,6 @@ STATIC = [
             ),
             time_series_type="NonSequentialTimeSeries",
         ),
-        xfail=_ORDER,
     ),
     Case(
         "static persistent cohort",
@@ -190,7 +175,7 @@ def _forecasts(owners: tuple[int, ...], **kw: Any) -> Any:
 FORECAST = [
     Case("forecast one owner", _forecasts((10,))),
     Case("forecast owners in order", _forecasts((10, 11))),
-    Case("forecast owners out of order", _forecasts((11, 10)), xfail=_ORDER),
+    Case("forecast owners out of order", _forecasts((11, 10))),
     Case("forecast filtered", _forecasts((11, 10), owner_id=10)),
     Case(
         "forecast entry slot out of range",

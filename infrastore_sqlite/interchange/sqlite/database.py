@@ -27,11 +27,18 @@ def open_database(
     Raises
     ------
     InvalidParameterError
-        The file is missing (unless ``create``) or is not an SQLite database.
+        The file is missing (unless ``create``), or a directory to be read.
     StorageError
-        SQLite cannot open or read it.
+        The file is not an SQLite database, a directory is to be written, or SQLite
+        cannot open or read it (the reference's class for each: a caller's ``except
+        StorageError`` catches them in both packages).
     """
     p = Path(path)
+    if not create and not read_only and p.is_dir():
+        raise StorageError(
+            f"cannot open {path} as a database: it is a directory; name a file (a new one, "
+            "or an existing database)"
+        )
     if not create and not p.is_file():
         raise InvalidParameterError(f"{path} is not a file")
     if read_only:
@@ -43,7 +50,7 @@ def open_database(
         conn.setbusytimeout(5000)
         conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
     except apsw.NotADBError as exc:
-        raise InvalidParameterError(f"{path} is not an SQLite database; {not_a_db_hint}") from exc
+        raise StorageError(f"{path} is not an SQLite database; {not_a_db_hint}") from exc
     except apsw.ReadOnlyError as exc:
         journal = Path(str(p) + "-journal")
         if read_only and journal.exists():

@@ -10,7 +10,7 @@ import apsw
 import numpy as np
 import pytest
 
-from infrastore_sqlite import InvalidParameterError, SingleTimeSeries, Store
+from infrastore_sqlite import InvalidParameterError, SingleTimeSeries, StorageError, Store
 
 T0 = datetime(2024, 7, 1, tzinfo=UTC)
 
@@ -83,6 +83,6 @@ def test_overwrite_replaces_only_a_database(store: Store, tmp_path) -> None:
     add(store, 1, [1, 2])
     notes = tmp_path / "notes.txt"
     notes.write_text("not a database, " * 100)
-    with pytest.raises(InvalidParameterError, match="not an SQLite database"):
+    with pytest.raises(StorageError, match="not an SQLite database"):
         store.export_sqlite(notes, overwrite=True)
     assert notes.read_text().startswith("not a database")

@@ -17,7 +17,7 @@ import pytest
 from conftest import copy_of, drop_additions, exported_db
 
 import infrastore_sqlite as I
-from infrastore_sqlite.errors import DuplicateTimeSeriesError, InvalidParameterError
+from infrastore_sqlite.errors import DuplicateTimeSeriesError, InvalidParameterError, StorageError
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 MS0 = int(T0.timestamp() * 1000)
@@ -626,7 +626,7 @@ def test_missing_file(dst, tmp_path):
 def test_not_a_database(dst, tmp_path):
     junk = tmp_path / "junk.db"
     junk.write_text("not sqlite at all " * 100)
-    refused(dst, junk, InvalidParameterError, "is not an SQLite database")
+    refused(dst, junk, StorageError, "is not an SQLite database")
 
 
 def test_nothing_found(dst, db):
