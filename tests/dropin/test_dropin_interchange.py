@@ -78,12 +78,6 @@ def _empty_db(lib: Any, ctx: Ctx) -> Any:
     return ctx.store().import_sqlite(path)
 
 
-_STORAGE = (
-    "infrastore_sqlite/interchange/sqlite/writer.py export_sqlite (its check that the target's "
-    "directory exists, before the work file is made) raises InvalidParameterError; the "
-    "reference raises StorageError ('sqlite: unable to open database file: PATH'): raise "
-    "StorageError there (writer.py is another helper's file)"
-)
 CASES = [
     Case("export everything", _export()),
     Case("export with a prefix", _export(table_prefix="x_")),
@@ -97,7 +91,7 @@ CASES = [
     Case("export round trip", _round_trip),
     Case("export twice into one file", _twice),
     Case("export into a non-database", _not_a_database("export_sqlite")),
-    Case("export into a missing directory", _missing_directory("export_sqlite"), xfail=_STORAGE),
+    Case("export into a missing directory", _missing_directory("export_sqlite")),
     Case("export into a directory", _directory("export_sqlite")),
     Case("import a non-database", _not_a_database("import_sqlite")),
     Case("import a missing file", _missing_directory("import_sqlite")),

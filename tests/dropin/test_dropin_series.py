@@ -104,17 +104,10 @@ ARROW = [
     for zone in ZONES
 ]
 
-_WINDOWS_UTC = (
-    "to_arrow_windows: infrastore_sqlite/interchange/parquet/arrow.py windows_to_arrow writes "
-    "the issue_time metadata with the series' own offset; the reference writes an aware "
-    "issue time in UTC (when.astimezone(UTC).isoformat(): '2024-01-01T07:00:00+00:00' for "
-    "midnight in Denver), a zoneless one as is"
-)
 WINDOWS = [
     Case(
         f"to_arrow_windows {zone}",
         lambda lib, ctx, z=zone: list(_det(lib, z).to_arrow_windows().items()),
-        xfail=_WINDOWS_UTC if zone in ("offset", "denver") else None,
     )
     for zone in ZONES
 ]

@@ -13,7 +13,7 @@ pyarrow is optional (the ``parquet`` extra) and imported only when a table is as
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -130,7 +130,8 @@ def windows_to_arrow(series: Deterministic) -> dict[datetime, Any]:
                 INTERVAL: series.interval,
                 HORIZON: series.horizon,
                 COUNT: str(series.count),
-                ISSUE_TIME: when.isoformat(),
+                # In UTC, as the reference spells it, whatever the series' time reference.
+                ISSUE_TIME: (when.astimezone(UTC) if when.tzinfo else when).isoformat(),
             },
         )
         ms = grid(int(issue), series.resolution_period, series.steps)

@@ -31,7 +31,14 @@ from typing import TYPE_CHECKING, Any
 import apsw
 import numpy as np
 
-from ...errors import OTHER_PREFIX, OVERWRITE, InvalidParameterError, TimeSeriesError, shown
+from ...errors import (
+    OTHER_PREFIX,
+    OVERWRITE,
+    InvalidParameterError,
+    StorageError,
+    TimeSeriesError,
+    shown,
+)
 from ...model import TimeSeriesType
 from ...store.segments import remove_tree, stale_work_dirs, work_dir
 from ..layout import (
@@ -159,8 +166,10 @@ def export_sqlite(
     if dry_run:
         return plan.summary()
     if not target.parent.exists():
-        raise InvalidParameterError(
-            f"cannot create {target}: the directory {target.parent} does not exist"
+        # StorageError, as the reference raises: the file system said no, not the arguments.
+        raise StorageError(
+            f"cannot create {target}: the directory {target.parent} does not exist",
+            table=str(target),
         )
     for stale in stale_work_dirs(target.parent, target.name, "partial"):
         remove_tree(stale)
