@@ -122,12 +122,13 @@ def _median(xs: list[float]) -> float | None:
 
 
 def measure(
-    runner: run.Runner, builder: str, n: int, ops: list[str], rounds: int
+    runner: run.Runner, builder: str, n: int, ops: list[str], rounds: int, ref: bool = True
 ) -> list[dict[str, Any]]:
-    """Every op at one store size: both implementations alternately, ``rounds`` each."""
+    """Every op at one store size: both implementations alternately, ``rounds`` each
+    (ours alone with ``ref=False``)."""
     records = []
     for op in ops:
-        impls = ["ours", "ref"] if op in REF_OPS else ["ours"]
+        impls = ["ours", "ref"] if op in REF_OPS and ref else ["ours"]
         runs: dict[str, list[dict[str, Any]]] = {impl: [] for impl in impls}
         errors: dict[str, str] = {}
         for r in range(rounds):
@@ -267,6 +268,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--year", action="store_true", help="also 20,000 and 50,000 × 8,760 values")
     p.add_argument("--year-sizes", help="series counts of 8,760 values (implies --year)")
     p.add_argument("--ops", help=f"operations, from {','.join(OPS)} (default all)")
+    p.add_argument(
+        "--ours-only", action="store_true", help="skip the reference (memory checks of ours)"
+    )
     p.add_argument("--rounds", type=int, default=1, help="runs per implementation (default 1)")
     p.add_argument("--json", metavar="OUT", help="write all results as JSON")
     p.add_argument("--markdown", metavar="OUT", help="write the report as markdown tables")
@@ -314,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for builder, n in cases:
             runner.log(f"[{builder} n={n}]")
-            records += measure(runner, builder, n, ops, args.rounds)
+            records += measure(runner, builder, n, ops, args.rounds, not args.ours_only)
     finally:
         if tmp is not None:
             tmp.cleanup()
