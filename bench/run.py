@@ -212,16 +212,33 @@ def child_main(spec: dict[str, Any]) -> None:
         out["rows"] = scenarios.summary(builder, n)["rows"]
     elif op == "read":
         ids = json.loads(Path(spec["ids"]).read_text())
+        if spec.get("limit"):
+            # bench/scale.py reads a spread-out selection, not the whole store.
+            step = max(1, len(ids) // spec["limit"])
+            ids = ids[::step][: spec["limit"]]
         store = mod.Store.open(spec["store"], read_only=True)
 
         def run_read():
             objs = store.read_by_ids(ids)
             return sum(int(o.data.size) for o in objs)
 
-        timed(run_read)
+        values = timed(run_read)
         store.close()
         out["series"] = len(ids)
-        out["rows"] = scenarios.summary(builder, n)["rows"]
+        out["rows"] = values if spec.get("limit") else scenarios.summary(builder, n)["rows"]
+    elif op == "info":
+        # The CLI's `info` (ours only: the reference has no CLI), in this process; click's
+        # standalone mode would exit, so it is off and the output is kept out of the way.
+        import io
+
+        from infrastore_sqlite.cli import cli
+        from infrastore_sqlite.cli.base import PROG
+
+        args = ["--store", spec["store"], "-f", "json", "info"]
+        with contextlib.redirect_stdout(io.StringIO()) as text:
+            timed(lambda: cli.main(args=args, prog_name=PROG, standalone_mode=False))
+        out["info"] = json.loads(text.getvalue())
+        out["series"], out["rows"] = spec["series"], spec["rows"]
     else:
         raise SystemExit(f"unknown op {op!r}")
     out["peak_rss_mb"] = _peak_rss_mb()

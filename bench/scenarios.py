@@ -17,10 +17,14 @@ Builders (``n`` is the builder's size parameter):
     and Scenarios forecasts.
 ``small``
     ``n`` hourly one-week (168 values) f64 SingleTimeSeries, every array distinct.
+``year``
+    ``n`` hourly one-year (8,760 values) f64 SingleTimeSeries, every array distinct (the
+    large stores of ``bench/scale.py``; built in chunks, never held whole).
 """
 
 from __future__ import annotations
 
+import itertools
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -35,13 +39,14 @@ T0 = datetime(2024, 1, 1, tzinfo=UTC)
 DENVER = ZoneInfo("America/Denver")
 T0_DENVER = datetime(2024, 1, 1, tzinfo=DENVER)
 
-BUILDERS = ("sts", "mixed", "small")
+BUILDERS = ("sts", "mixed", "small", "year")
 
 # One size parameter per builder and size label (see the module docstring).
 SIZES: dict[str, dict[str, int]] = {
     "sts": {"quick": 100, "small": 400, "medium": 1000, "large": 2000},
     "mixed": {"quick": 4, "small": 40, "medium": 100, "large": 200},
     "small": {"quick": 1000, "small": 2000, "medium": 10000, "large": 20000},
+    "year": {"quick": 20, "small": 2000, "medium": 20000, "large": 50000},
 }
 
 # Each emits series of `ROWS_PER_UNIT` logical value rows per unit of `n` (for sts the
@@ -102,6 +107,18 @@ def _small_specs(n: int) -> Iterator[Spec]:
             kind="SingleTimeSeries",
             args=(T0, "PT1H", _profile(rng, SMALL_LEN), "max_active_power"),
             rows=SMALL_LEN,
+        )
+
+
+def _year_specs(n: int) -> Iterator[Spec]:
+    rng = _rng("year", n)
+    for k in range(n):
+        yield Spec(
+            owner_id=k + 1,
+            owner_type="Generator",
+            kind="SingleTimeSeries",
+            args=(T0, "PT1H", _profile(rng, STS_LEN), "max_active_power"),
+            rows=STS_LEN,
         )
 
 
@@ -203,15 +220,28 @@ def _zones_specs(n: int) -> Iterator[Spec]:
         )
 
 
-_SPECS = {"sts": _sts_specs, "mixed": _mixed_specs, "small": _small_specs, "zones": _zones_specs}
+_SPECS = {
+    "sts": _sts_specs,
+    "mixed": _mixed_specs,
+    "small": _small_specs,
+    "year": _year_specs,
+    "zones": _zones_specs,
+}
+
+
+def iter_specs(builder: str, n: int) -> Iterator[Spec]:
+    """The series of builder ``builder`` at size ``n``, one at a time (a year store of
+    50,000 series holds 3.5 GB of values: the builders must not hold them all)."""
+    try:
+        make = _SPECS[builder]
+    except KeyError:
+        raise ValueError(f"unknown builder {builder!r}; expected one of {BUILDERS}") from None
+    return make(n)
 
 
 def specs(builder: str, n: int) -> list[Spec]:
     """The series of builder ``builder`` at size ``n`` (deterministic for a given pair)."""
-    try:
-        return list(_SPECS[builder](n))
-    except KeyError:
-        raise ValueError(f"unknown builder {builder!r}; expected one of {BUILDERS}") from None
+    return list(iter_specs(builder, n))
 
 
 def build_items(mod: ModuleType, builder: str, n: int) -> list[dict[str, Any]]:
@@ -221,8 +251,11 @@ def build_items(mod: ModuleType, builder: str, n: int) -> list[dict[str, Any]]:
 
 def summary(builder: str, n: int) -> dict[str, int]:
     """Series count and logical value rows (each series' leading-dim product, summed)."""
-    ss = specs(builder, n)
-    return {"series": len(ss), "rows": sum(s.rows for s in ss)}
+    series = rows = 0
+    for s in iter_specs(builder, n):
+        series += 1
+        rows += s.rows
+    return {"series": series, "rows": rows}
 
 
 def build_store(mod: ModuleType, path: str, builder: str, n: int, chunk: int = 5000) -> list[int]:
@@ -230,10 +263,10 @@ def build_store(mod: ModuleType, path: str, builder: str, n: int, chunk: int = 5
     store = mod.Store.create(path)
     ids: list[int] = []
     try:
-        ss = specs(builder, n)
-        for start in range(0, len(ss), chunk):
-            items = _objects(mod, ss[start : start + chunk])
-            ids.extend(store.add_time_series_bulk(items))
+        it = iter_specs(builder, n)
+        # In chunks drawn from the generator, so only one chunk's arrays are alive.
+        while batch := list(itertools.islice(it, chunk)):
+            ids.extend(store.add_time_series_bulk(_objects(mod, batch)))
     finally:
         store.close()
     return ids
@@ -253,4 +286,13 @@ def _objects(mod: ModuleType, ss: list[Spec]) -> list[dict[str, Any]]:
     ]
 
 
-__all__ = ["BUILDERS", "SIZES", "Spec", "build_items", "build_store", "specs", "summary"]
+__all__ = [
+    "BUILDERS",
+    "SIZES",
+    "Spec",
+    "build_items",
+    "build_store",
+    "iter_specs",
+    "specs",
+    "summary",
+]

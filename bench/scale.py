@@ -1,0 +1,352 @@
+#!/usr/bin/env python
+"""The ``scale`` scenario (issue 26): ours beside the reference on stores of many series.
+
+Usage::
+
+    python bench/scale.py [--quick] [--year] [--sizes N,N,...] [--rounds N]
+                          [--json OUT] [--markdown OUT] [--workdir DIR]
+
+Stores (``bench/scenarios.py``): by default the ``small`` builder at 10,000, 100,000 and
+300,000 series of 168 hourly f64 values, every array distinct; ``--year`` adds the
+``year`` builder at 20,000 and 50,000 series of 8,760 values (175 M and 438 M rows).
+``--quick`` runs 200 and 1,000 series of 168 values (seconds; tests/test_bench.py).
+
+Each implementation builds its own store once, then every operation runs in a fresh child
+process of ``bench/run.py`` (``--child``), which reports wall and CPU seconds of the timed
+part and the process's peak RSS (``VmHWM``):
+
+``add``             build the series objects, ``add_time_series_bulk`` + ``close`` (timed)
+``read``            ``read_by_ids`` of 1,000 ids spread over the store, touch every ``data``
+``export``          ``export_sqlite`` of the whole store
+``import``          ``import_sqlite`` of the database the same implementation exported
+``export_parquet``  ours only: ``export_parquet`` of the whole store
+``import_parquet``  ours only: ``import_parquet`` of that export
+``info``            ours only: the CLI's ``info`` on the store
+
+Speedup = reference seconds / our seconds (> 1: ours is faster), beside the same ratio on
+CPU seconds (less disturbed by other load on the machine). The memory table gives each
+operation's peak RSS per store size and its growth from the smallest store to the largest
+of the ``small`` builder (issue 26, target 2: at most 50 MB from 10 k to 300 k series).
+
+The exit status is 0 only if every child run succeeded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+import run  # noqa: E402  (bench/run.py: the child process and its RSS/CPU machinery)
+import scenarios  # noqa: E402
+
+OPS = ("add", "read", "export", "import", "export_parquet", "import_parquet", "info")
+REF_OPS = frozenset({"add", "read", "export", "import"})  # what the reference can do
+DEFAULT_SIZES = (10_000, 100_000, 300_000)
+YEAR_SIZES = (20_000, 50_000)
+QUICK_SIZES = (200, 1_000)
+READ_N = 1_000
+GROWTH_TARGET_MB = 50.0
+# The operations target 2 holds to flat memory (add and read are reported, not judged).
+GROWTH_TARGET_OPS = frozenset({"export", "import", "export_parquet", "import_parquet", "info"})
+
+
+def _spec(runner: run.Runner, impl: str, builder: str, n: int, op: str) -> dict[str, Any]:
+    """The child's spec for one run; exports land in the store's home for the imports."""
+    store = runner.ensure_store(impl, builder, n)
+    home = runner.home(impl, builder, n)
+    scratch = runner.workdir / "scratch"
+    spec: dict[str, Any] = {"op": op, "impl": impl, "builder": builder, "n": n}
+    if op == "add":
+        spec["out"] = str(scratch / "added.h5")
+    elif op == "read":
+        spec.update(store, limit=READ_N)
+    elif op == "export":
+        spec.update(store, out=str(scratch / "export.db"))
+    elif op == "export_parquet":
+        spec.update(store, out=str(scratch / "export.parquet"))
+    elif op in ("import", "import_parquet"):
+        src = home / ("export.db" if op == "import" else "export.parquet")
+        if not src.exists():
+            # An import without its export round first (--ops import): make the source.
+            _run(runner, impl, builder, n, "export" if op == "import" else "export_parquet")
+        rows = json.loads((home / f"{src.name}.rows").read_text())
+        key = "db" if op == "import" else "src"
+        spec.update({key: str(src), "rows": rows, "out": str(scratch / "imported.h5")})
+    elif op == "info":
+        summary = scenarios.summary(builder, n)
+        spec.update(store, series=summary["series"], rows=summary["rows"])
+    return spec
+
+
+def _run(runner: run.Runner, impl: str, builder: str, n: int, op: str) -> dict[str, Any]:
+    """One child run of ``op``; an export's output is kept as the next import's source."""
+    scratch = runner.workdir / "scratch"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir()
+    try:
+        res = runner.child(_spec(runner, impl, builder, n, op))
+        if op in ("export", "export_parquet"):
+            home = runner.home(impl, builder, n)
+            name = "export.db" if op == "export" else "export.parquet"
+            kept = home / name
+            if kept.is_dir():
+                shutil.rmtree(kept)
+            kept.unlink(missing_ok=True)
+            shutil.move(str(scratch / name), kept)
+            (home / f"{name}.rows").write_text(json.dumps(res["rows"]))
+        if op in ("import", "import_parquet") and res["series"] != _series(builder, n):
+            # A partial import would look fast: it must give back every series.
+            raise run.ChildError(f"{op} returned {res['series']} ids, not {_series(builder, n)}")
+        return res
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _series(builder: str, n: int) -> int:
+    return n  # the small and year builders make one series per unit of n
+
+
+def _median(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+def measure(
+    runner: run.Runner, builder: str, n: int, ops: list[str], rounds: int, ref: bool = True
+) -> list[dict[str, Any]]:
+    """Every op at one store size: both implementations alternately, ``rounds`` each
+    (ours alone with ``ref=False``)."""
+    records = []
+    for op in ops:
+        impls = ["ours", "ref"] if op in REF_OPS and ref else ["ours"]
+        runs: dict[str, list[dict[str, Any]]] = {impl: [] for impl in impls}
+        errors: dict[str, str] = {}
+        for r in range(rounds):
+            for impl in impls if r % 2 == 0 else impls[::-1]:
+                if impl in errors:
+                    continue
+                try:
+                    res = _run(runner, impl, builder, n, op)
+                except run.ChildError as exc:
+                    errors[impl] = str(exc)
+                    runner._fail("scale", builder, n, op, impl, exc)
+                    continue
+                runs[impl].append(res)
+                runner.log(
+                    f"  {op:14} {impl:4} {builder} n={n}: {res['seconds']:.3f} s, "
+                    f"cpu {res['cpu_seconds']:.3f} s, peak {res['peak_rss_mb']:.0f} MB"
+                )
+        wall = _ratios(runs, "seconds")
+        cpu = _ratios(runs, "cpu_seconds")
+        for impl, rs in runs.items():
+            secs = [x["seconds"] for x in rs]
+            rows = rs[0]["rows"] if rs else None
+            med = _median(secs)
+            records.append(
+                {
+                    "builder": builder,
+                    "n": n,
+                    "op": op,
+                    "impl": impl,
+                    "seconds": secs,
+                    "seconds_median": med,
+                    "cpu_seconds": [x["cpu_seconds"] for x in rs],
+                    "cpu_seconds_median": _median([x["cpu_seconds"] for x in rs]),
+                    "rows": rows,
+                    "series": rs[0].get("series") if rs else None,
+                    "rows_per_s": rows / med if rows and med else None,
+                    "rss_mb": [round(x["peak_rss_mb"], 1) for x in rs],
+                    "rss_mb_median": _median([x["peak_rss_mb"] for x in rs]),
+                    "ratio": wall,
+                    "ratio_median": _median(wall),
+                    "cpu_ratio": cpu,
+                    "cpu_ratio_median": _median(cpu),
+                    "error": errors.get(impl),
+                }
+            )
+    return records
+
+
+def _ratios(runs: dict[str, list[dict[str, Any]]], field: str) -> list[float]:
+    """Per round, reference over ours (empty for the ops only ours has)."""
+    ours, ref = runs.get("ours", []), runs.get("ref", [])
+    return [b[field] / a[field] for a, b in zip(ours, ref, strict=False) if a[field] > 0]
+
+
+def memory_growth(records: list[dict[str, Any]], builder: str) -> list[dict[str, Any]]:
+    """Peak RSS per op and implementation at each size of ``builder``, and its growth."""
+    out = []
+    for op in OPS:
+        for impl in ("ours", "ref"):
+            by_n = {
+                r["n"]: r["rss_mb_median"]
+                for r in records
+                if r["builder"] == builder and r["op"] == op and r["impl"] == impl
+            }
+            if len(by_n) < 2 or None in by_n.values():
+                continue
+            lo, hi = min(by_n), max(by_n)
+            growth = by_n[hi] - by_n[lo]
+            judged = impl == "ours" and op in GROWTH_TARGET_OPS
+            out.append(
+                {
+                    "op": op,
+                    "impl": impl,
+                    "rss_mb": {str(k): round(v, 1) for k, v in sorted(by_n.items())},
+                    "growth_mb": round(growth, 1),
+                    "target_mb": GROWTH_TARGET_MB if judged else None,
+                    "met": growth <= GROWTH_TARGET_MB if judged else None,
+                }
+            )
+    return out
+
+
+def _fmt(v: float | None, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def report(doc: dict[str, Any], markdown: bool = False) -> str:
+    """The speed table (one row per store and op) and the memory-growth table."""
+    head = ["store", "op", "ours s", "ref s", "speedup", "CPU speedup"]
+    head += ["ours rows/s", "ref rows/s", "ours MB", "ref MB"]
+    body = []
+    pairs: dict[tuple[str, int, str], dict[str, dict]] = {}
+    for r in doc["results"]:
+        pairs.setdefault((r["builder"], r["n"], r["op"]), {})[r["impl"]] = r
+    for (builder, n, op), by in pairs.items():
+        o, f = by.get("ours", {}), by.get("ref", {})
+        body.append(
+            [
+                f"{builder} {n:,}",
+                op,
+                _fmt(o.get("seconds_median"), ".3f"),
+                _fmt(f.get("seconds_median"), ".3f"),
+                _fmt(o.get("ratio_median"), ".2f"),
+                _fmt(o.get("cpu_ratio_median"), ".2f"),
+                _fmt(o.get("rows_per_s"), ",.0f"),
+                _fmt(f.get("rows_per_s"), ",.0f"),
+                _fmt(o.get("rss_mb_median"), ".0f"),
+                _fmt(f.get("rss_mb_median"), ".0f"),
+            ]
+        )
+    mem_head = ["op", "impl", "peak RSS MB by series", "growth MB", "target"]
+    mem_body = [
+        [
+            m["op"],
+            m["impl"],
+            " / ".join(f"{k}: {v:.0f}" for k, v in m["rss_mb"].items()),
+            f"{m['growth_mb']:.1f}",
+            "-" if m["met"] is None else ("met" if m["met"] else "MISSED") + " (<= 50)",
+        ]
+        for m in doc["memory"]
+    ]
+    render = run.render_markdown if markdown else run.render_text
+    parts = ["speedup = reference s / ours (> 1: ours is faster)", render(head, body)]
+    if mem_body:
+        parts += ["peak RSS growth (issue 26, target 2)", render(mem_head, mem_body)]
+    if doc["failures"]:
+        parts.append(f"{len(doc['failures'])} failed run(s): see the JSON's failures")
+    return "\n\n".join(parts)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--quick", action="store_true", help="200 and 1,000 series (seconds)")
+    p.add_argument("--sizes", help="series counts of 168 values, e.g. 10000,100000")
+    p.add_argument("--year", action="store_true", help="also 20,000 and 50,000 × 8,760 values")
+    p.add_argument("--year-sizes", help="series counts of 8,760 values (implies --year)")
+    p.add_argument("--ops", help=f"operations, from {','.join(OPS)} (default all)")
+    p.add_argument(
+        "--ours-only", action="store_true", help="skip the reference (memory checks of ours)"
+    )
+    p.add_argument("--rounds", type=int, default=1, help="runs per implementation (default 1)")
+    p.add_argument("--json", metavar="OUT", help="write all results as JSON")
+    p.add_argument("--markdown", metavar="OUT", help="write the report as markdown tables")
+    p.add_argument("--workdir", help="where stores are built (kept); default a temporary directory")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    return p.parse_args(argv)
+
+
+def _counts(text: str | None, default: tuple[int, ...], flag: str) -> list[int]:
+    if not text:
+        return list(default)
+    try:
+        counts = [int(x) for x in text.split(",") if x]
+    except ValueError:
+        raise SystemExit(f"{flag}: expected comma-separated series counts, got {text!r}") from None
+    if not counts or min(counts) < 1:
+        raise SystemExit(f"{flag}: every series count must be at least 1, got {text!r}")
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    ops = [o for o in (args.ops or ",".join(OPS)).split(",") if o]
+    if set(ops) - set(OPS):
+        raise SystemExit(f"--ops: unknown op(s) {sorted(set(ops) - set(OPS))}; expected {OPS}")
+    if args.rounds < 1:
+        raise SystemExit("--rounds must be at least 1")
+    cases = [
+        ("small", n)
+        for n in _counts(args.sizes, QUICK_SIZES if args.quick else DEFAULT_SIZES, "--sizes")
+    ]
+    if args.year or args.year_sizes:
+        cases += [("year", n) for n in _counts(args.year_sizes, YEAR_SIZES, "--year-sizes")]
+    started = time.perf_counter()
+    load_start = os.getloadavg()
+    tmp = None
+    if args.workdir:
+        workdir = Path(args.workdir).resolve()
+        workdir.mkdir(parents=True, exist_ok=True)
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix="infrastore-scale-")
+        workdir = Path(tmp.name)
+    runner = run.Runner(workdir, verbose=not args.quiet)
+    records: list[dict[str, Any]] = []
+    try:
+        for builder, n in cases:
+            runner.log(f"[{builder} n={n}]")
+            records += measure(runner, builder, n, ops, args.rounds, not args.ours_only)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    doc = {
+        "meta": {
+            "command": " ".join(["python", "bench/scale.py", *(argv or sys.argv[1:])]),
+            "rounds": args.rounds,
+            "quick": bool(args.quick),
+            "read_n": READ_N,
+            "elapsed_seconds": round(time.perf_counter() - started, 1),
+            "machine": run.machine_info(),
+            # Other processes skew wall-clock times; the load says how much.
+            "loadavg_start": [round(x, 2) for x in load_start],
+            "loadavg_end": [round(x, 2) for x in os.getloadavg()],
+            "speedup": "reference seconds / our seconds, per round; > 1 means ours is faster",
+        },
+        "results": records,
+        "memory": memory_growth(records, "small"),
+        "failures": runner.failures,
+    }
+    print(report(doc))
+    print(f"\n({doc['meta']['elapsed_seconds']} s; load {doc['meta']['loadavg_start'][0]:.2f})")
+    if args.json:
+        Path(args.json).write_text(json.dumps(doc, indent=1, allow_nan=False))
+    if args.markdown:
+        Path(args.markdown).write_text(report(doc, markdown=True) + "\n")
+    return 1 if runner.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
