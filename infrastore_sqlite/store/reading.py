@@ -109,11 +109,8 @@ _READ_FIELDS = (
     "t.resolution, t.horizon, t.interval, t.count, t.percentiles_json, t.array_shape, "
     "t.data_hash, t.timestamps_hash"
 )
-_AT_DATA_HASH, _AT_TS_HASH, _AT_POOL = 17, 18, 19  # then the slot and the segment
-# A read row's (segment, pool), slot and data hash, taken out of many rows at once.
-_PLACE = operator.itemgetter(_AT_POOL + 2, _AT_POOL)
-_SLOT = operator.itemgetter(_AT_POOL + 1)
-_DATA_HASH = operator.itemgetter(_AT_DATA_HASH)
+# Then the data array's pool, slot and segment, and the time axis' (None: it has none).
+_AT_DATA_HASH, _AT_TS_HASH, _AT_POOL, _AT_TS_POOL = 17, 18, 19, 22
 _ID = operator.itemgetter(0)
 
 # What ``iter_select_fields`` may name: every catalog column (the id and the columns a
@@ -405,14 +402,41 @@ class Reading:
         if not lookup.size:
             return []
         return self._store._catalog.execute(
-            f"SELECT {_READ_FIELDS}, a.pool, a.slot, a.segment "
+            f"SELECT {_READ_FIELDS}, a.pool, a.slot, a.segment, s.pool, s.slot, s.segment "
             "FROM time_series_associations t LEFT JOIN arrays a "
-            "ON a.hash = t.data_hash AND a.kind = 'data' WHERE t.id IN carray(?) ORDER BY t.id",
+            "ON a.hash = t.data_hash AND a.kind = 'data' LEFT JOIN arrays s "
+            "ON s.hash = t.timestamps_hash AND s.kind = 'timestamps' "
+            "WHERE t.id IN carray(?) ORDER BY t.id",
             (apsw.carray(lookup),),
         ).fetchall()
 
-    def _data_arrays(self, fields: list[tuple], final: bool) -> dict[bytes, np.ndarray]:
-        """The stored data array of each of ``_read_fields``' rows, by data hash: each
+    def _stored_arrays(
+        self, fields: list[tuple], final: bool
+    ) -> tuple[dict[bytes, np.ndarray], dict[bytes, np.ndarray]]:
+        """The stored data array and time axis of each of ``_read_fields``' rows, by hash
+        (:meth:`_arrays_of`); ArraysDamaged names every damaged one of both."""
+        found: dict[tuple[bytes, str], tuple[str, str, str]] = {}
+        try:
+            arrays = self._arrays_of(fields, final, "data", _AT_DATA_HASH, _AT_POOL)
+        except ArraysDamaged as exc:  # the time axes are read still: name them all
+            found.update(exc.found)
+            arrays = {}
+        timed = [f for f in fields if f[_AT_TS_HASH]]
+        times: dict[bytes, np.ndarray] = {}
+        if timed:
+            try:
+                times = self._arrays_of(timed, final, "timestamps", _AT_TS_HASH, _AT_TS_POOL)
+            except ArraysDamaged as exc:
+                found.update(exc.found)
+        if found:
+            raise ArraysDamaged(found)
+        return arrays, times
+
+    def _arrays_of(
+        self, fields: list[tuple], final: bool, kind: str, at_hash: int, at_pool: int
+    ) -> dict[bytes, np.ndarray]:
+        """The stored arrays of ``kind`` of ``_read_fields``' rows, by hash (the hash in
+        column ``at_hash``, its pool, slot and segment from column ``at_pool`` on): each
         distinct array read once, the slots of one segment's pool in one call, each
         checked against its key (ArraysDamaged names those that fail).
 
@@ -425,38 +449,38 @@ class Reading:
         missing: list[tuple[bytes, str]] = []
         # One place per distinct array (a repeated hash has the same place): the rows
         # deduplicated, and their places taken apart, in C rather than a step per row.
-        distinct = list({f[_AT_DATA_HASH]: f for f in fields}.values())
-        places = set(map(_PLACE, distinct))
+        distinct = list({f[at_hash]: f for f in fields}.values())
+        places = set(map(operator.itemgetter(at_pool + 2, at_pool), distinct))
         if len(places) == 1 and next(iter(places))[1]:
             # The common case: every array in one pool of one segment.
             groups[next(iter(places))] = (
-                list(map(_SLOT, distinct)),
-                list(map(_DATA_HASH, distinct)),
+                list(map(operator.itemgetter(at_pool + 1), distinct)),
+                list(map(operator.itemgetter(at_hash), distinct)),
             )
         else:
             for f in distinct:
-                h = f[_AT_DATA_HASH]
-                pool = f[_AT_POOL]
+                h = f[at_hash]
+                pool = f[at_pool]
                 if not pool:
                     if pool is None:  # no arrays row: the catalog is damaged
-                        missing.append((h, "data"))
+                        missing.append((h, kind))
                         continue
                     empty.append(h)  # a zero-size array has no slot
                     continue
-                key = (f[_AT_POOL + 2], pool)
+                key = (f[at_pool + 2], pool)
                 group = groups.get(key)
                 if group is None:
                     group = groups[key] = ([], [])
-                group[0].append(f[_AT_POOL + 1])
+                group[0].append(f[at_pool + 1])
                 group[1].append(h)
         if empty:
-            out.update((k[0], a) for k, a in self._load_once({(h, "data") for h in empty}).items())
+            out.update((k[0], a) for k, a in self._load_once({(h, kind) for h in empty}).items())
         found: dict[tuple[bytes, str], tuple[str, str, str]] = {}
         if missing:
             found.update(_missing_array(*missing).found)
         segments = self._store._segments
         for (segment, pool), (slots, hashes) in groups.items():
-            keys = [(h, "data") for h in hashes]
+            keys = [(h, kind) for h in hashes]
             try:
                 arrays = read_group(segments, segment, pool, slots, keys, gone_is_missing=final)
             except ArraysDamaged as exc:  # the other groups are read still: name them all
@@ -495,15 +519,13 @@ class Reading:
             # try is damage).
             final = attempt == 2 or self._store._catalog.in_transaction
             try:
-                arrays = self._data_arrays(fields, final)
+                arrays, times = self._stored_arrays(fields, final)
                 break
             except SegmentGone:
                 if final:
                     raise
             except ArraysDamaged as exc:
                 raise damage_error(self._store, exc.found) from None
-        stamps = {(f[_AT_TS_HASH], "timestamps") for f in fields if f[_AT_TS_HASH]}
-        times = {k[0]: a for k, a in self.load(stamps).items()} if stamps else {}
         out: list[_Series] = [
             _series_of(
                 f,
