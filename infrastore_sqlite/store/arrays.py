@@ -62,6 +62,7 @@ _NO_CACHE.set_chunk_cache(0, 0, 1.0)
 # them in one vectorized pass per slab. Segments written before have none: their reads
 # are checked by the content hash instead (``damage.read_group``).
 SUMS_GROUP = "sums"
+_SUMS_DTYPE = np.dtype(np.uint64)  # as a read wants them (HDF5 converts, if need be)
 _SUM_K1 = np.uint64(0x9E3779B97F4A7C15)
 _SUM_K2 = np.uint64(0xC2B2AE3D27D4EB4F)
 
@@ -315,8 +316,11 @@ class ArrayFile:
         """``(dataset id, dtype, row shape, rows per chunk)`` of pool ``name``."""
         got = self._shapes.get(name)
         if got is None:
-            ds = self._pool(name)
-            got = (ds.id, ds.dtype, tuple(ds.shape[1:]), ds.chunks[0] if ds.chunks else 1)
+            dsid = self._pool(name).id
+            # The low-level calls: h5py's properties cost tens of microseconds each.
+            plist = dsid.get_create_plist()
+            crow = plist.get_chunk()[0] if plist.get_layout() == h5py.h5d.CHUNKED else 1
+            got = (dsid, dsid.dtype, tuple(dsid.shape[1:]), crow)
             self._shapes[name] = got
         return got
 
@@ -445,7 +449,7 @@ class ArrayFile:
         try:
             # One read of the checksums of the whole slot range (16 bytes a slot) instead
             # of one per slab: a read of many pools' arrays pays a call per pool, not more.
-            stored = _rows(sums.id, sums.dtype, lo, hi) if (hi - lo) * 16 <= _SLAB_BYTES else None
+            stored = _rows(sums.id, _SUMS_DTYPE, lo, hi) if (hi - lo) * 16 <= _SLAB_BYTES else None
         except (OSError, ValueError, KeyError, RuntimeError, TypeError):
             stored = None
         bad: list[int] = []
