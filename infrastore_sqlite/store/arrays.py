@@ -62,6 +62,7 @@ _NO_CACHE.set_chunk_cache(0, 0, 1.0)
 # them in one vectorized pass per slab. Segments written before have none: their reads
 # are checked by the content hash instead (``damage.read_group``).
 SUMS_GROUP = "sums"
+_SUMS_DTYPE = np.dtype(np.uint64)  # as a read wants them (HDF5 converts, if need be)
 _SUM_K1 = np.uint64(0x9E3779B97F4A7C15)
 _SUM_K2 = np.uint64(0xC2B2AE3D27D4EB4F)
 
@@ -86,6 +87,21 @@ def slot_sums(block: np.ndarray, slots: np.ndarray) -> np.ndarray:
     out[:, 0] = words.sum(axis=1, dtype=np.uint64) + _SUM_K1 * place
     out[:, 1] = np.einsum("ij,j->i", words, index, dtype=np.uint64, casting="unsafe")
     out[:, 1] += _SUM_K2 * place
+    return out
+
+
+def _rows(dsid: Any, dtype: np.dtype, lo: int, hi: int) -> np.ndarray:
+    """Rows ``lo`` to ``hi - 1`` of a dataset (fewer when it ends before ``hi``, as a
+    slice would), through HDF5's read call: h5py's slicing costs more per call than
+    reading a small slab does, and a read of many pools makes two calls per pool."""
+    space = dsid.get_space()
+    dims = space.shape
+    hi = min(hi, dims[0])
+    count = (max(0, hi - lo), *dims[1:])
+    out = np.empty(count, dtype=dtype)
+    if out.size:
+        space.select_hyperslab((lo, *(0 for _ in dims[1:])), count)
+        dsid.read(h5py.h5s.create_simple(count), space, out)
     return out
 
 
@@ -230,6 +246,10 @@ class ArrayFile:
                 self._h5.close()
                 raise StorageError(f"{self.path} is not an array file of a store (it has no pools)")
         self._pools: dict[str, h5py.Dataset] = {}
+        # (dataset id, dtype, row shape, rows per chunk) of each pool a read used: what
+        # a slab read needs, looked up once instead of through h5py's properties per call.
+        self._shapes: dict[str, tuple[Any, np.dtype, tuple[int, ...], int]] = {}
+        self._read_only = mode == "r"
 
     @property
     def h5(self) -> h5py.File:
@@ -251,17 +271,13 @@ class ArrayFile:
         ds = self._pools.get(name)
         if ds is not None:
             return ds
+        if self._read_only:
+            ds = self._open_for_reading(name)
+            self._pools[name] = ds
+            return ds
         group = self._h5["pools"]
         if name in group:
-            if self._h5.mode == "r" and not group[name].id.get_create_plist().get_nfilters():
-                # An unfiltered chunk is read straight from the file: a cache would only
-                # hold a copy of what the OS caches anyway (the export's scattered reads
-                # would fill it, a few MB per segment file, for nothing). Open handles of
-                # one dataset share one cache, so the handle that asked is gone (freed
-                # with the expression) before this one opens.
-                ds = h5py.Dataset(h5py.h5d.open(group.id, name.encode(), dapl=_NO_CACHE))
-            else:
-                ds = group[name]
+            ds = group[name]
         elif dtype is None or shape is None:
             raise StorageError(f"the array file {self.path} has no pool {name}; run verify")
         else:
@@ -278,12 +294,51 @@ class ArrayFile:
         self._pools[name] = ds
         return ds
 
+    def _open_for_reading(self, name: str) -> h5py.Dataset:
+        """Pool ``name`` of a file opened read-only (StorageError when it has none)."""
+        path = f"pools/{name}".encode()
+        try:
+            dsid = h5py.h5d.open(self._h5.id, path)
+        except KeyError:
+            raise StorageError(
+                f"the array file {self.path} has no pool {name}; run verify"
+            ) from None
+        if not dsid.get_create_plist().get_nfilters():
+            # An unfiltered chunk is read straight from the file: a cache would only hold
+            # a copy of what the OS caches anyway (the export's scattered reads would fill
+            # it, a few MB per segment file, for nothing). Open handles of one dataset
+            # share one cache, so the handle that asked is closed before this one opens.
+            dsid.close()
+            dsid = h5py.h5d.open(self._h5.id, path, dapl=_NO_CACHE)
+        return h5py.Dataset(dsid)
+
+    def _shape_of(self, name: str) -> tuple[Any, np.dtype, tuple[int, ...], int]:
+        """``(dataset id, dtype, row shape, rows per chunk)`` of pool ``name``."""
+        got = self._shapes.get(name)
+        if got is None:
+            dsid = self._pool(name).id
+            # The low-level calls: h5py's properties cost tens of microseconds each.
+            plist = dsid.get_create_plist()
+            crow = plist.get_chunk()[0] if plist.get_layout() == h5py.h5d.CHUNKED else 1
+            got = (dsid, dsid.dtype, tuple(dsid.shape[1:]), crow)
+            self._shapes[name] = got
+        return got
+
     def _sums(self, name: str, *, create: bool = False) -> h5py.Dataset | None:
         """The checksum twin of pool ``name`` (None: the file has none, as files written
         before them)."""
         key = SUMS_GROUP + "/" + name
         ds = self._pools.get(key)
         if ds is not None:
+            return ds
+        if not create:
+            # One low-level open of the path (KeyError: no twin, or no ``sums`` group
+            # at all, as in files written before them).
+            try:
+                ds = h5py.Dataset(h5py.h5d.open(self._h5.id, key.encode()))
+            except KeyError:
+                return None
+            self._pools[key] = ds
             return ds
         group = self._h5.get(SUMS_GROUP)
         if group is None:
@@ -394,7 +449,7 @@ class ArrayFile:
         try:
             # One read of the checksums of the whole slot range (16 bytes a slot) instead
             # of one per slab: a read of many pools' arrays pays a call per pool, not more.
-            stored = sums[lo:hi] if (hi - lo) * 16 <= _SLAB_BYTES else None
+            stored = _rows(sums.id, _SUMS_DTYPE, lo, hi) if (hi - lo) * 16 <= _SLAB_BYTES else None
         except (OSError, ValueError, KeyError, RuntimeError, TypeError):
             stored = None
         bad: list[int] = []
@@ -448,7 +503,7 @@ class ArrayFile:
         (the checksums: the twin dataset or those of slots from an offset on, the offset,
         a list) each slab is checked and the wanted slots whose checksum does not match
         are appended to the list."""
-        ds = self._pool(name)
+        dsid, dtype, row_shape, crow = self._shape_of(name)
         n = len(slots)
         given = np.asarray(slots, dtype=np.int64)
         gaps = np.diff(given)
@@ -462,10 +517,10 @@ class ArrayFile:
         distinct = bool((gaps > 0).all())
         # Slots sharing a chunk come in one read: a chunk is then decompressed once per
         # call, not once per array (a batch in hash order scatters over every chunk).
-        crow = ds.chunks[0] if ds.chunks else 1
         # How many slots one slab may span: a few chunks' worth, or what _SLAB_BYTES holds
         # of the selected part (one call per slab is what a read of many arrays costs).
-        row_bytes = max(1, ds.dtype.itemsize * math.prod(np.empty(ds.shape[1:])[part].shape))
+        part_shape = np.empty(row_shape)[part].shape if part else row_shape
+        row_bytes = max(1, dtype.itemsize * math.prod(part_shape))
         span = max(2 * crow, _SLAB_BYTES // row_bytes)
         # A run ends where the next slot is more than _SLAB_GAP away and in another chunk
         # (found for all slots at once); a run spanning more than `span` slots is cut.
@@ -479,7 +534,10 @@ class ArrayFile:
                 if int(at[stop - 1]) - lo >= span:
                     cut = start + max(1, int(np.searchsorted(at[start:stop], lo + span)))
                 hi = int(at[cut - 1]) + 1
-                slab = ds[(slice(lo, hi), *part)]
+                if part:
+                    slab = self._pool(name)[(slice(lo, hi), *part)]
+                else:
+                    slab = _rows(dsid, dtype, lo, hi)
                 if len(slab) != hi - lo:  # h5py clips a slice past the end
                     raise IndexError(f"slots {lo}..{hi - 1} are past the end of the pool")
                 if check is not None:

@@ -218,9 +218,15 @@ def damage_error(
     Every array of the damaged files is checked first, so the line names every series
     those files damaged, not only the ones the failed read asked for (an export that
     fails on its first partition names those of the later ones too)."""
+    met = {k[0] for k in found}
     found = {**found, **_whole_files(store, {v[0] for v in found.values() if v[0]})}
     hashes = sorted({k[0] for k in found})
-    labels = [row_label(r) for r in series_naming(store, hashes)]
+    rows = series_naming(store, hashes)
+    # The series whose arrays the read met first (the ones asked for are among them, and
+    # a read meets a data array and a time axis in different files at once), then the
+    # others of the damaged files; by id within each.
+    rows.sort(key=lambda r: bytes(r[6]) not in met and (r[7] is None or bytes(r[7]) not in met))
+    labels = [row_label(r) for r in rows]
     files = sorted({str(store._segments.path(v[0])) for v in found.values() if v[0]})
     problems = sorted({v[1] for v in found.values() if v[0]})
     shown = ", ".join(labels[:_NAMED])

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import operator
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -108,7 +109,9 @@ _READ_FIELDS = (
     "t.resolution, t.horizon, t.interval, t.count, t.percentiles_json, t.array_shape, "
     "t.data_hash, t.timestamps_hash"
 )
-_AT_DATA_HASH, _AT_TS_HASH, _AT_POOL = 17, 18, 19  # then the slot and the segment
+# Then the data array's pool, slot and segment, and the time axis' (None: it has none).
+_AT_DATA_HASH, _AT_TS_HASH, _AT_POOL, _AT_TS_POOL = 17, 18, 19, 22
+_ID = operator.itemgetter(0)
 
 # What ``iter_select_fields`` may name: every catalog column (the id and the columns a
 
@@ -117,7 +120,7 @@ def _series_of(f: tuple, stored: np.ndarray, ts_ms: np.ndarray | None, pad: bool
     """A series object from its ``_READ_FIELDS`` (a catalog row's: the type as its enum
     or catalog code, percentiles and array shape decoded or as catalog JSON text) and
     its stored array, with no re-validation: the values were checked when written."""
-    kind, cls, et, resolution, ragged = _series_kind(f[1], f[3], f[11])
+    cls, et, resolution, ragged, forecast, windows, probabilistic = _series_kind(f[1], f[3], f[11])
     arr = stored
     obj = cls.__new__(cls)
     # Plain attribute stores: a read builds one per series.
@@ -134,18 +137,18 @@ def _series_of(f: tuple, stored: np.ndarray, ts_ms: np.ndarray | None, pad: bool
     else:
         obj._initial_ms = f[10]
         obj._resolution = resolution
-    if kind in _FORECAST_TYPES:
+    if forecast:
         obj._horizon = _period(f[12], "horizon")
         obj._interval = _period(f[13], "interval")
         obj._count = f[14]
-        if kind is TimeSeriesType.DeterministicSingleTimeSeries:
+        if windows:
             arr = _materialize_windows(arr, resolution, obj._horizon, obj._interval, f[14])
     if pad and ragged:
         width = (f[16] if isinstance(f[16], tuple) else decode_shape(f[16]))[-1]
         if arr.shape[-1] != width:
             extra = np.zeros((*arr.shape[:-1], width - arr.shape[-1]), arr.dtype)
             arr = np.concatenate([arr, extra], axis=-1)
-    if kind is TimeSeriesType.Probabilistic:
+    if probabilistic:
         p = f[15]
         obj._percentiles = [] if not p else list(p if isinstance(p, list) else orjson.loads(p))
     obj._data = arr
@@ -155,12 +158,22 @@ def _series_of(f: tuple, stored: np.ndarray, ts_ms: np.ndarray | None, pad: bool
 # typed: an IntEnum member equals its int value, and a catalog code is not that value.
 @functools.lru_cache(maxsize=1024, typed=True)
 def _series_kind(type_: TimeSeriesType | int, element_type: str, resolution: str | None):
-    """``(type, class, element type, resolution period or None, ragged)`` for a catalog
-    row's type (enum or code), element type and resolution text, worked out once."""
+    """``(class, element type, resolution period or None, ragged, forecast, stored as
+    windows, probabilistic)`` for a catalog row's type (enum or code), element type and
+    resolution text, worked out once (a series built then asks no enum anything: an
+    Enum's hash is a Python call)."""
     kind = type_ if isinstance(type_, TimeSeriesType) else TimeSeriesType.from_catalog_code(type_)
     et = _element_type(element_type)
     period = None if kind in _IRREGULAR else _period(resolution, "resolution")
-    return kind, SERIES_CLASSES.get(kind, Deterministic), et, period, et.is_ragged
+    return (
+        SERIES_CLASSES.get(kind, Deterministic),
+        et,
+        period,
+        et.is_ragged,
+        kind in _FORECAST_TYPES,
+        kind is TimeSeriesType.DeterministicSingleTimeSeries,
+        kind is TimeSeriesType.Probabilistic,
+    )
 
 
 @functools.lru_cache(maxsize=256)
@@ -365,7 +378,7 @@ class Reading:
         wanted, lookup = _id_lookup(ids)
         self._store._open()
         try:
-            found = self._fields_by_id(lookup)
+            rows = self._fields_by_id(lookup)
         except UnicodeDecodeError as exc:  # a damaged catalog page inside a row's text
             raise DamagedStoreError(
                 f"the catalog {self._store._catalog.path} is damaged: a row of the series "
@@ -373,28 +386,57 @@ class Reading:
                 "list every damaged series, then {repair} to set the damage aside",
                 terms=damage_terms(str(self._store.path)),
             ) from None
+        got = list(map(_ID, rows))
+        if got == wanted:
+            # Distinct ids asked in ascending order (all of a store's, a list_metadata's)
+            # come back in that order: the rows are the answer as they are.
+            return rows
+        found = dict(zip(got, rows, strict=True))
         if len(found) < len(set(wanted)):
             raise missing_ids([i for i in wanted if i not in found])
         return [found[i] for i in wanted]
 
-    def _fields_by_id(self, lookup: np.ndarray) -> dict[int, tuple]:
-        """:meth:`_read_fields`' query: the rows of the ids in ``lookup``, by id."""
-        return (
-            {
-                r[0]: r
-                for r in self._store._catalog.execute(
-                    f"SELECT {_READ_FIELDS}, a.pool, a.slot, a.segment "
-                    "FROM time_series_associations t LEFT JOIN arrays a "
-                    "ON a.hash = t.data_hash AND a.kind = 'data' WHERE t.id IN carray(?)",
-                    (apsw.carray(lookup),),
-                )
-            }
-            if lookup.size
-            else {}
-        )
+    def _fields_by_id(self, lookup: np.ndarray) -> list[tuple]:
+        """:meth:`_read_fields`' query: the rows of the ids in ``lookup``, in id order
+        (fetched at once: stepping the cursor row by row from Python costs more)."""
+        if not lookup.size:
+            return []
+        return self._store._catalog.execute(
+            f"SELECT {_READ_FIELDS}, a.pool, a.slot, a.segment, s.pool, s.slot, s.segment "
+            "FROM time_series_associations t LEFT JOIN arrays a "
+            "ON a.hash = t.data_hash AND a.kind = 'data' LEFT JOIN arrays s "
+            "ON s.hash = t.timestamps_hash AND s.kind = 'timestamps' "
+            "WHERE t.id IN carray(?) ORDER BY t.id",
+            (apsw.carray(lookup),),
+        ).fetchall()
 
-    def _data_arrays(self, fields: list[tuple], final: bool) -> dict[bytes, np.ndarray]:
-        """The stored data array of each of ``_read_fields``' rows, by data hash: each
+    def _stored_arrays(
+        self, fields: list[tuple], final: bool
+    ) -> tuple[dict[bytes, np.ndarray], dict[bytes, np.ndarray]]:
+        """The stored data array and time axis of each of ``_read_fields``' rows, by hash
+        (:meth:`_arrays_of`); ArraysDamaged names every damaged one of both."""
+        found: dict[tuple[bytes, str], tuple[str, str, str]] = {}
+        try:
+            arrays = self._arrays_of(fields, final, "data", _AT_DATA_HASH, _AT_POOL)
+        except ArraysDamaged as exc:  # the time axes are read still: name them all
+            found.update(exc.found)
+            arrays = {}
+        timed = [f for f in fields if f[_AT_TS_HASH]]
+        times: dict[bytes, np.ndarray] = {}
+        if timed:
+            try:
+                times = self._arrays_of(timed, final, "timestamps", _AT_TS_HASH, _AT_TS_POOL)
+            except ArraysDamaged as exc:
+                found.update(exc.found)
+        if found:
+            raise ArraysDamaged(found)
+        return arrays, times
+
+    def _arrays_of(
+        self, fields: list[tuple], final: bool, kind: str, at_hash: int, at_pool: int
+    ) -> dict[bytes, np.ndarray]:
+        """The stored arrays of ``kind`` of ``_read_fields``' rows, by hash (the hash in
+        column ``at_hash``, its pool, slot and segment from column ``at_pool`` on): each
         distinct array read once, the slots of one segment's pool in one call, each
         checked against its key (ArraysDamaged names those that fail).
 
@@ -405,32 +447,40 @@ class Reading:
         groups: dict[tuple[str, str], tuple[list[int], list[bytes]]] = {}
         empty: list[bytes] = []
         missing: list[tuple[bytes, str]] = []
-        for f in fields:
-            h = f[_AT_DATA_HASH]
-            if h in out:
-                continue
-            pool = f[_AT_POOL]
-            out[h] = None  # type: ignore[assignment]  # claimed; filled in below
-            if not pool:
-                if pool is None:  # no arrays row: the catalog is damaged
-                    missing.append((h, "data"))
+        # One place per distinct array (a repeated hash has the same place): the rows
+        # deduplicated, and their places taken apart, in C rather than a step per row.
+        distinct = list({f[at_hash]: f for f in fields}.values())
+        places = set(map(operator.itemgetter(at_pool + 2, at_pool), distinct))
+        if len(places) == 1 and next(iter(places))[1]:
+            # The common case: every array in one pool of one segment.
+            groups[next(iter(places))] = (
+                list(map(operator.itemgetter(at_pool + 1), distinct)),
+                list(map(operator.itemgetter(at_hash), distinct)),
+            )
+        else:
+            for f in distinct:
+                h = f[at_hash]
+                pool = f[at_pool]
+                if not pool:
+                    if pool is None:  # no arrays row: the catalog is damaged
+                        missing.append((h, kind))
+                        continue
+                    empty.append(h)  # a zero-size array has no slot
                     continue
-                empty.append(h)  # a zero-size array has no slot
-                continue
-            key = (f[_AT_POOL + 2], pool)
-            group = groups.get(key)
-            if group is None:
-                group = groups[key] = ([], [])
-            group[0].append(f[_AT_POOL + 1])
-            group[1].append(h)
+                key = (f[at_pool + 2], pool)
+                group = groups.get(key)
+                if group is None:
+                    group = groups[key] = ([], [])
+                group[0].append(f[at_pool + 1])
+                group[1].append(h)
         if empty:
-            out.update((k[0], a) for k, a in self._load_once({(h, "data") for h in empty}).items())
+            out.update((k[0], a) for k, a in self._load_once({(h, kind) for h in empty}).items())
         found: dict[tuple[bytes, str], tuple[str, str, str]] = {}
         if missing:
             found.update(_missing_array(*missing).found)
         segments = self._store._segments
         for (segment, pool), (slots, hashes) in groups.items():
-            keys = [(h, "data") for h in hashes]
+            keys = [(h, kind) for h in hashes]
             try:
                 arrays = read_group(segments, segment, pool, slots, keys, gone_is_missing=final)
             except ArraysDamaged as exc:  # the other groups are read still: name them all
@@ -469,15 +519,13 @@ class Reading:
             # try is damage).
             final = attempt == 2 or self._store._catalog.in_transaction
             try:
-                arrays = self._data_arrays(fields, final)
+                arrays, times = self._stored_arrays(fields, final)
                 break
             except SegmentGone:
                 if final:
                     raise
             except ArraysDamaged as exc:
                 raise damage_error(self._store, exc.found) from None
-        stamps = {(f[_AT_TS_HASH], "timestamps") for f in fields if f[_AT_TS_HASH]}
-        times = {k[0]: a for k, a in self.load(stamps).items()} if stamps else {}
         out: list[_Series] = [
             _series_of(
                 f,

@@ -33,6 +33,7 @@ from damaged_store import (
 )
 
 from infrastore_sqlite import (
+    NonSequentialTimeSeries,
     Store,
     TimeSeriesError,
 )
@@ -107,6 +108,51 @@ def test_a_flipped_value_fails_the_read_naming_series_and_file(world, tmp_path: 
             (str(seg), "hash mismatch", 1)
         ]
         assert [x.id for x in found.series_lost] == [victim]
+
+
+def test_a_changed_time_axis_fails_a_bulk_read_naming_its_series(world, tmp_path: Path) -> None:
+    """read_by_ids reads the time axes beside the data arrays: a time axis whose values
+    changed under its checksums fails the read naming its series; the rest read back,
+    time axes included, as before the damage."""
+    import h5py
+
+    path = fresh(world, tmp_path)
+    ids = sorted(world[1])
+    with Store.open(path, read_only=True) as s:
+        before = {o.name + str(i): o for i, o in zip(ids, s.read_by_ids(ids), strict=True)}
+        axis, pool, slot, segment = s._catalog.execute(
+            "SELECT hash, pool, slot, segment FROM arrays WHERE kind = 'timestamps'"
+        ).fetchone()
+        # Every "events" series has the same time axis: one array, shared.
+        victims = [
+            r[0]
+            for r in s._catalog.execute(
+                "SELECT id FROM time_series_associations WHERE timestamps_hash = ?", (axis,)
+            )
+        ]
+    assert len(victims) == SEGMENTS
+    with h5py.File(path / "segments" / segment, "r+") as h5:
+        ds = h5["pools"][pool]
+        row = ds[slot]
+        row[3] += 1  # one timestamp a millisecond later; the checksums left as written
+        ds[slot] = row
+    with Store.open(path, read_only=True) as s:
+        with pytest.raises(DamagedStoreError) as err:
+            s.read_by_ids(ids)
+        assert err.value.series == [f"'events' (owner {o}, id {i})" for o, i in _owners(victims)]
+        others = [i for i in ids if i not in victims]
+        got = s.read_by_ids(others[::-1])
+        for i, o in zip(others[::-1], got, strict=True):
+            want = before[o.name + str(i)]
+            assert np.asarray(o.data).tobytes() == world[1][i][0]
+            assert not isinstance(o, NonSequentialTimeSeries)  # the damaged axis was theirs
+            assert o.name == want.name
+
+
+def _owners(ids: list[int]) -> list[tuple[int, int]]:
+    """``(owner id, id)`` of the "events" series ``ids`` of the world (segment k's
+    owners are 100 k + 0..5, its ids 6 k + 1..6; "events" is the fifth)."""
+    return [((i - 1) // PER_SEGMENT * 100 + 4, i) for i in ids]
 
 
 def test_a_missing_first_segment_leaves_the_others_readable(world, tmp_path: Path) -> None:
