@@ -57,9 +57,6 @@ from .plan_types import (
     _label,
 )
 from .series_rows import (
-    _ROWS_CHUNK as _ROWS_CHUNK,  # re-exported: a test sets it here
-)
-from .series_rows import (
     iter_rows,
     series_labels,
     series_records,

@@ -56,9 +56,11 @@ _ROWS_CHUNK = 4096
 
 
 def _series_fields(
-    store: Store, ids: Sequence[int] | np.ndarray, chunk: int = _ROWS_CHUNK
+    store: Store, ids: Sequence[int] | np.ndarray, chunk: int | None = None
 ) -> Iterator[tuple]:
-    """``_SERIES_FIELDS`` of each of ``ids``, in the order given, ``chunk`` at a time."""
+    """``_SERIES_FIELDS`` of each of ``ids``, in the order given, ``chunk`` at a time
+    (``_ROWS_CHUNK`` when not given, read at the call so a test can make it small)."""
+    chunk = chunk or _ROWS_CHUNK
     for start in range(0, len(ids), chunk):
         part = ids[start : start + chunk]
         if isinstance(part, np.ndarray):
@@ -71,10 +73,11 @@ def _series_fields(
 
 
 def _chunked_rows(
-    positions: np.ndarray, *columns: np.ndarray, chunk: int = _ROWS_CHUNK
+    positions: np.ndarray, *columns: np.ndarray, chunk: int | None = None
 ) -> Iterator[tuple[int, ...]]:
     """``(columns[0][p], columns[1][p], …)`` as Python ints for each of ``positions``,
-    converted ``chunk`` positions at a time."""
+    converted ``chunk`` positions at a time (``_ROWS_CHUNK`` when not given)."""
+    chunk = chunk or _ROWS_CHUNK
     for start in range(0, len(positions), chunk):
         take = positions[start : start + chunk]
         yield from zip(*(c[take].tolist() for c in columns), strict=True)

@@ -493,12 +493,12 @@ def test_shared_arrays_name_every_series_that_holds_them(store: Store) -> None:
 # ---------------------------------------------------------------------- series rows
 @pytest.mark.parametrize("chunk", [4096, 3], ids=["one-chunk", "many-chunks"])
 def test_series_records_are_series_values_as_tuples(store: Store, monkeypatch, chunk) -> None:
-    from infrastore_sqlite.interchange import plan as plan_module
+    from infrastore_sqlite.interchange import series_rows
     from infrastore_sqlite.interchange.layout import series_columns
     from infrastore_sqlite.interchange.plan import series_records, series_values
 
     # Rows are converted a chunk at a time: across chunk boundaries too, nothing moves.
-    monkeypatch.setattr(plan_module, "_ROWS_CHUNK", chunk)
+    monkeypatch.setattr(series_rows, "_ROWS_CHUNK", chunk)
 
     varied(store)
     _every_kind_of_static(store)
