@@ -173,24 +173,7 @@ class Maintenance:
         return created
 
     def write_buffer_bytes(self) -> int:
-        """How many bytes of array writes may queue ahead of the background writer.
-
-        Adds hand their arrays to one writer thread per store, which compresses and writes
-        them into the transaction's segment while the caller goes on; past this many
-        queued bytes an add waits for the writer. Raising it lets a burst of adds run
-        further ahead (the queued arrays are held in memory meanwhile); lowering it bounds
-        that memory. It belongs to this ``Store`` object and is not persisted (a reopened
-        store is back to the default, 16 MiB). Setting it applies to the writes that follow.
-
-        Raises
-        ------
-        InvalidParameterError
-            Zero.
-        OverflowError
-            A negative value, or one of 2**64 or more.
-        TypeError
-            A value that is not an integer.
-        """
+        """``Store.write_buffer_bytes`` (documented there): the writer's queue bound."""
         self._store._open()
         return int(self._store._segments.write_buffer_bytes)
 
