@@ -127,8 +127,13 @@ class S3Server:
         raise RuntimeError(f"weed mini did not answer in {timeout:.0f} s: {self.root}")
 
     def _bucket_ready(self) -> bool:
-        """Whether an authenticated request to the bucket succeeds (the S3 server is up
-        and has created the bucket)."""
+        """Whether the server serves the bucket: an authenticated listing succeeds and,
+        when the bucket already holds objects (a restart), they read back.
+
+        A listing alone is not enough after a restart: the S3 gateway and the filer answer
+        before the volume server has registered again, and a GET in that window returns
+        500 until it has.
+        """
         import obstore
         from obstore.store import S3Store
 
@@ -136,6 +141,10 @@ class S3Server:
             config = {k: v for k, v in self.options.items() if k != "aws_allow_http"}
             store = S3Store(BUCKET, config=config, client_options={"allow_http": True})
             obstore.list_with_delimiter(store, None)
+            # Every object of the first page reads (the test buckets hold small files):
+            # objects live on different volumes, and each must be served again.
+            for meta in next(iter(obstore.list(store, None, chunk_size=50)), []):
+                obstore.get(store, meta["path"]).bytes()
         except Exception:
             return False
         return True
