@@ -5,7 +5,11 @@ Values reach SQLite as buffers through apsw's ``carray`` binding: one statement 
 distinct array, or per run of short arrays on one grid, with array ids and fixed-period
 coordinates computed inside SQLite from the row number; irregular or calendar grids bind
 their coordinates through a temporary table keyed by row number. The ``array_id`` index
-is built after the rows are in.
+is created with the table, before the rows: they arrive in array_id order (the plan
+walks each partition's arrays in key order), so every index entry is an append at the
+right edge of the B-tree, whose path stays in the page cache. Built afterwards instead,
+the index went through SQLite's sorter, which spills to temporary files once the table
+outgrows the cache and made the export slow down with size.
 
 A worker thread reads the store and encodes the value cells (``pipeline.Prefetch``)
 while this thread runs the inserts, which release the GIL, so the two overlap.
@@ -117,8 +121,8 @@ def export_sqlite(
     progress
         Called as ``progress(rows_done, rows_total)`` while values are written. When it
         also has a ``phase(name)`` method, that is called as each step starts:
-        ``"writing values"``, ``"indexing <values table>"``, ``"writing series"``,
-        ``"writing views"`` (the CLI's bar shows them).
+        ``"writing values"``, ``"writing series"``, ``"writing views"`` (the CLI's bar
+        shows them; the index is filled with the rows, so it has no step of its own).
     **filters
         ``list_metadata``'s keywords.
 
@@ -382,6 +386,9 @@ def _write(
                     # Tables per partition, as they come (sqlite_master keeps the
                     # reference's order: each partition's tables, then its index).
                     _create_tables(conn, p)
+                    # The index before the rows, which come in array_id order: each
+                    # entry is appended (see the module docstring).
+                    conn.execute(index_ddl(p))
                     insert = writer.statement(p, p.key.type)
                 elif kind == "rows":
                     blocks, cells = payload
@@ -394,10 +401,6 @@ def _write(
                     done += sum(b.n for b in blocks)
                     if progress:
                         progress(done, total)
-                else:  # "end"
-                    _phase(progress, f"indexing {p.values_table}")
-                    conn.execute(index_ddl(p))
-                    _phase(progress, "writing values")
         # The arrays and series rows go in once the worker is done: executemany steps
         # SQLite once per row, and each step would wait for the GIL while the worker
         # holds it. (The worker made the rows of the smaller partitions while the last
@@ -458,7 +461,7 @@ def _array_rows(pp: PartitionPlan) -> Iterator[tuple[int, str, str]]:
 
 
 # One step of the export, as the worker hands it over: the partition it belongs to and
-# ("begin", None), ("rows", (blocks, cells)) or ("end", None). ``blocks`` are arrays of
+# ("begin", None) or ("rows", (blocks, cells)). ``blocks`` are arrays of
 # consecutive ids whose rows one statement writes (see _batches); ``cells`` their value
 # cells end to end, or None for a lone block holding a scalar -0.0.
 _Step = tuple[str, PartitionPlan, Any]
@@ -481,7 +484,6 @@ def _prepared(store: Store, plan: ExportPlan) -> Iterator[_Step]:
         yield ("begin", pp, None)
         for blocks, cells in _runs(store, plan, pp):
             yield ("rows", pp, (blocks, cells))
-        yield ("end", pp, None)
     budget = _TAIL_SERIES
     for pp in plan.partitions:
         if len(pp.ids) <= budget:

@@ -176,7 +176,8 @@ def test_faults_fire_mid_way(store: Store, out_dir: Path, monkeypatch: pytest.Mo
     real = export_module.index_ddl
 
     def spy(p: Any) -> str:
-        # Called once a partition's rows are in, just before its index is built.
+        # Called as each partition's tables are created: the third call comes once
+        # the rows of two partitions are in.
         seen.append(p.values_table)
         if len(seen) == 3:
             raise Boom("after two partitions")
