@@ -252,33 +252,14 @@ def _dir_bytes(path: str) -> int:
 
 
 def _parquet_floor(spec: dict[str, Any], timed) -> dict[str, Any]:
-    """pyarrow writing the tables of an earlier Parquet export from memory, with the
-    export's own writer settings and row-group target: what the export costs at best."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    """bench/parquet_floor.py: the store's arrays read with h5py and the same three
+    tables written with pyarrow and the export's settings, timed together; what it needs
+    to know first (from the catalog and an earlier Parquet export, ``src``) is not."""
+    import parquet_floor
 
-    from infrastore_sqlite.interchange.parquet.layout import ROW_GROUP_ROWS, writer_options
-
-    src, dst = Path(spec["src"]), Path(spec["out"])
-    dst.mkdir()
-    tables = []
-    for f in sorted(src.iterdir()):
-        table = pq.read_table(f)
-        role = f.name.rsplit(".", 2)[-2]
-        tables.append((dst / f.name, table, role))
-    rows = sum(t.num_rows for _, t, role in tables if role == "values")
-
-    def write_all() -> None:
-        for path, table, role in tables:
-            pq.write_table(
-                table,
-                path,
-                row_group_size=ROW_GROUP_ROWS if role == "values" else max(1, table.num_rows),
-                **writer_options(pq, pa, table.schema, role),
-            )
-
-    timed(write_all)
-    return {"rows": rows, "db_bytes": _dir_bytes(str(dst))}
+    write, rows = parquet_floor.prepare(spec["store"], spec["src"])
+    timed(lambda: write(spec["out"]))
+    return {"rows": rows, "db_bytes": _dir_bytes(spec["out"])}
 
 
 # ============================================================================ parent side
