@@ -5,8 +5,9 @@ every table as one buffer, and returns the write: a new file with the export's o
 size and pragmas, each values table filled by ``carray`` inserts (a run of arrays of one
 length on one grid is one statement, its array ids and coordinates computed from the row
 number; any other table binds its coordinates through temporary tables keyed by row
-number), the series and arrays tables by ``executemany``, the indexes and views built
-after, one transaction. No store is read, no cell encoded, no plan made: what is left is
+number), the series and arrays tables by ``executemany``, each index created with the
+tables (the rows come in array_id order, as the export writes them, so the index is
+filled by appends, as the export's is), the views after, one transaction. No store is read, no cell encoded, no plan made: what is left is
 what SQLite itself costs to write those rows.
 
 ``read_back(db)`` is the import's floor: the values of every values table read back into
@@ -149,7 +150,8 @@ def prepare_export(src: str) -> tuple[Callable[[str], None], int]:
         "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid"
     ).fetchall()
     tables = [(name, sql) for kind, name, sql in master if kind == "table"]
-    after = [sql for kind, _, sql in master if kind in ("index", "view")]
+    indexes = [sql for kind, _, sql in master if kind == "index"]
+    views = [sql for kind, _, sql in master if kind == "view"]
     steps: list[Callable[[apsw.Connection], None]] = []
     rows = 0
     for name, _ in tables:
@@ -174,9 +176,11 @@ def prepare_export(src: str) -> tuple[Callable[[str], None], int]:
         dst.execute("BEGIN")
         for _, sql in tables:
             dst.execute(sql)
+        for sql in indexes:  # before the rows, as the export does: filled by appends
+            dst.execute(sql)
         for step in steps:
             step(dst)
-        for sql in after:  # indexes after the rows are in
+        for sql in views:
             dst.execute(sql)
         dst.execute("COMMIT")
         dst.execute("PRAGMA journal_mode=DELETE").fetchall()
