@@ -243,10 +243,14 @@ def _write_files(
 # cost more in thread switches than the array itself (both sides run Python).
 _HANDOFF_ROWS = 1 << 16
 
-# Bytes of stored arrays read at a time. Smaller than the SQLite export's batches: the
-# rows read ahead here wait for a whole row group (the SQLite writer takes them as they
-# come), so a larger batch only adds to what is held beside the group being encoded.
-_READ_BATCH_BYTES = 1 << 20
+# Bytes of stored arrays read at a time. The plan walks arrays in key (hash) order and
+# the store's pools hold them in the order they were added, so a batch's slots are
+# scattered over the pools: the store reads each run of nearby slots in one call, and a
+# bigger batch makes the runs longer. On 100,000 series of 168 values reading every
+# array took 11.5 s of CPU in 1 MiB batches, 7.0 s in 4 MiB and 2.8 s in 16 MiB (1.9 s
+# in 64 MiB, for 86 MB more peak memory); on a store added in key order it changes
+# nothing. The SQLite export reads in the same batches (``writer._READ_BATCH_BYTES``).
+_READ_BATCH_BYTES = 16 << 20
 
 # Arrays of at least this many rows become segments of their own (their values reach
 # pyarrow uncopied, as one chunk); shorter ones are joined into runs, their values copied

@@ -474,6 +474,13 @@ _Step = tuple[str, PartitionPlan, Any]
 _BATCH_ROWS = 1 << 16
 
 
+# Bytes of stored arrays read at a time: large, so that the slots of a batch, scattered
+# over the store's pools (arrays come in key order, pools hold them in the order they
+# were added), lie close enough for the store to read runs of them in one call (see
+# the Parquet export's ``_READ_BATCH_BYTES``, which measured it, for the figures).
+_READ_BATCH_BYTES = 16 << 20
+
+
 # Series rows the worker makes ahead, in all (the rows of a partition are held until
 # the values are in, so this bounds what they cost in memory).
 _TAIL_SERIES = 8192
@@ -508,7 +515,7 @@ def _runs(
     # The first runs are shorter (each twice the last, up to _BATCH_ROWS): the writer
     # waits for the first one before its first statement.
     limit = _BATCH_ROWS // 8
-    for block in iter_partition_arrays(store, plan, pp):
+    for block in iter_partition_arrays(store, plan, pp, batch_bytes=_READ_BATCH_BYTES):
         if run and (not _joinable(run[-1], block) or rows + block.n > limit):
             yield from _encoded_run(run, vtype)
             run, rows = [], 0
