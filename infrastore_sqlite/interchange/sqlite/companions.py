@@ -25,7 +25,7 @@ parameters. May import: :mod:`infrastore_sqlite.interchange.layout`, :mod:`.sche
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
@@ -35,6 +35,7 @@ import apsw
 import orjson
 
 from ..._version import __version__
+from ...core.periods import Period
 from ...core.timeref import reference_kind, zone_info
 from ...errors import InvalidParameterError
 from ...model import TimeSeriesType
@@ -95,6 +96,10 @@ class CompanionSource:
     type: TimeSeriesType
     value_sql_type: str  # REAL, INTEGER or TEXT: the declared type of ``value``
     time_reference: str | None
+    #: ``(first_ms, last_ms)`` covering the partition's instants, for a zone reference
+    #: (its ISO text needs the zone's offset changes over that span only); None before
+    #: the tables are written, or for a reference with no offset changes.
+    span: tuple[int, int] | None = None
 
 
 def typed_view_name(prefix: str, value_sql_type: str) -> str:
@@ -162,11 +167,12 @@ def _key_names(s: CompanionSource) -> set[str]:
 
 def _flat_view(prefix: str, s: CompanionSource) -> str:
     series = [f"s.{c}" if c == alias else f"s.{c} AS {alias}" for c, alias in FLAT_SERIES_COLUMNS]
-    cols = [*series, "v.timestamp", f"{iso_sql('v.timestamp', s.time_reference)} AS timestamp_iso"]
+    iso = iso_sql("v.timestamp", s.time_reference, s.span)
+    cols = [*series, "v.timestamp", f"{iso} AS timestamp_iso"]
     for c, _ in values_key_columns(s.type):
         cols.append(f"v.{c}")
         if c == "issue_time":
-            cols.append(f"{iso_sql('v.issue_time', s.time_reference)} AS issue_time_iso")
+            cols.append(f"{iso_sql('v.issue_time', s.time_reference, s.span)} AS issue_time_iso")
     cols.append("v.value")
     return (
         f"CREATE VIEW {q(flat_view_name(prefix, s.base))} AS /* {COMPANION_MARKER} */ "
@@ -179,10 +185,14 @@ def _flat_view(prefix: str, s: CompanionSource) -> str:
 _FORMAT = "'%Y-%m-%dT%H:%M:%f'"
 
 
-def iso_sql(column: str, time_reference: str | None) -> str:
+def iso_sql(column: str, time_reference: str | None, span: tuple[int, int] | None = None) -> str:
     """SQL rendering the millisecond instant ``column`` as ISO-8601 text, as the
     reference reads it back: UTC with ``Z`` (utc, unspecified), at the fixed offset, in
-    the zone (its offset at that instant, 1970–2100), or a bare wall clock (zoneless)."""
+    the zone (its offset at that instant), or a bare wall clock (zoneless).
+
+    For a zone, the offsets are those of the UTC years ``span`` (first and last
+    millisecond) touches, or of 1970–2099 without one; an instant outside them is
+    rendered at the offset of the nearest edge, which still names the same instant."""
     kind = reference_kind(time_reference or None)
     if kind in ("utc", "unspecified"):
         return _at(column, 0, "Z")
@@ -193,8 +203,24 @@ def iso_sql(column: str, time_reference: str | None) -> str:
         sign = -1 if time_reference[0] == "-" else 1
         minutes = sign * (int(time_reference[1:3]) * 60 + int(time_reference[4:6]))
         return _at(column, minutes * 60, time_reference)
-    changes = zone_offsets(time_reference)
+    first, last = _years(span) if span is not None else (1970, 2099)
+    changes = zone_offsets(time_reference, first, last)
     return _tree(column, changes, 0, len(changes))
+
+
+def _years(span: tuple[int, int]) -> tuple[int, int]:
+    """The UTC years a millisecond span touches, kept where datetime and the tz
+    database answer (a span past them takes the edge year's offsets)."""
+
+    def year(ms: int) -> int:
+        ms = min(max(ms, _MIN_MS), _MAX_MS)
+        return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)).year
+
+    return year(span[0]), year(span[1])
+
+
+_MIN_MS = int(datetime(1900, 1, 1, tzinfo=UTC).timestamp()) * 1000
+_MAX_MS = int(datetime(2200, 1, 1, tzinfo=UTC).timestamp()) * 1000 - 1
 
 
 def _at(column: str, shift_s: int, suffix: str) -> str:
@@ -220,23 +246,42 @@ def _offset_text(seconds: int) -> str:
     return f"{sign}{minutes // 60:02d}:{minutes % 60:02d}"
 
 
-@lru_cache(maxsize=64)
-def zone_offsets(name: str) -> tuple[tuple[int, int], ...]:
-    """``(from_ms, offset_seconds)`` for each offset the zone takes from 1970 to 2100,
-    the first from the start of time. Found by stepping a day at a time and bisecting
-    each change to the second (zone rules change offsets at most a few times a year)."""
-    tz = zone_info(name)
-    if tz is None:
+@lru_cache(maxsize=256)
+def zone_offsets(
+    name: str, first_year: int = 1970, last_year: int = 2099
+) -> tuple[tuple[int, int], ...]:
+    """``(from_ms, offset_seconds)`` for each offset the zone takes in the UTC years
+    ``first_year`` to ``last_year``, the first from the start of time.
+
+    Cached per zone and span, and each year's changes per zone and year, for the
+    process: an export of a few zones over a year or two costs milliseconds, not the
+    ~60 ms a zone over 1970–2099 takes."""
+    if zone_info(name) is None:
         return ((0, 0),)
+    first_offset, _ = _year_changes(name, first_year)
+    out = [(-(1 << 62), first_offset)]
+    for year in range(first_year, last_year + 1):
+        out.extend(_year_changes(name, year)[1])
+    return tuple(out)
+
+
+@lru_cache(maxsize=4096)
+def _year_changes(name: str, year: int) -> tuple[int, tuple[tuple[int, int], ...]]:
+    """The zone's offset at the start of the UTC ``year`` and ``(from_ms, offset)`` for
+    each change in it (one at the next new year's instant included). Found by stepping
+    a day at a time and bisecting each change to the second (zone rules change offsets
+    at most a few times a year)."""
+    tz = zone_info(name)
+    assert tz is not None
 
     def offset(t: datetime) -> int:
         delta = t.astimezone(tz).utcoffset() or timedelta(0)
         return int(delta.total_seconds())
 
-    t = datetime(1970, 1, 1, tzinfo=UTC)
-    end = datetime(2100, 1, 1, tzinfo=UTC)
-    current = offset(t)
-    out = [(0, current)]
+    t = datetime(year, 1, 1, tzinfo=UTC)
+    end = datetime(year + 1, 1, 1, tzinfo=UTC)
+    start = current = offset(t)
+    out = []
     day = timedelta(days=1)
     while t < end:
         nxt = t + day
@@ -251,8 +296,7 @@ def zone_offsets(name: str) -> tuple[tuple[int, int], ...]:
             current = offset(nxt)
             out.append((int(hi.timestamp()) * 1000, current))
         t = nxt
-    out[0] = (-(1 << 62), out[0][1])
-    return tuple(out)
+    return start, tuple(out)
 
 
 # ---------------------------------------------------------------------- in a database
@@ -261,13 +305,67 @@ def rebuild_companions(
 ) -> None:
     """Drop our companion views under ``prefix`` and write them again over every
     partition there (the earlier exports' and this one's)."""
-    companions = _companion_sources(conn, prefix, earlier, plan)
+    companions = [
+        _with_span(conn, prefix, s) for s in _companion_sources(conn, prefix, earlier, plan)
+    ]
     for name in companion_names(prefix, companions):
         actual = _our_companion(conn, name)
         if actual is not None:
             conn.execute(f"DROP VIEW {q(actual)}")
     for sql in companion_sql(prefix, companions):
         conn.execute(sql)
+
+
+def _with_span(conn: apsw.Connection, prefix: str, s: CompanionSource) -> CompanionSource:
+    """``s`` with the span of its instants, for a zone reference (the others need none).
+
+    A grid's span comes from its series rows, one row per distinct grid (cheap: no
+    value row is read); it may reach a little past the last instant (the longest
+    series from the latest start), which only adds a year's offsets. The irregular
+    types have no grid, and a grid whose rows do not parse (another writer's file) is
+    not trusted: their values are scanned for the smallest and largest instant."""
+    if reference_kind(s.time_reference or None) != "zone":
+        return s
+    span = None
+    if not s.type.is_irregular:
+        try:
+            span = _grid_span(conn, q(prefix + s.base + "_series"), s.type.is_forecast)
+        except (InvalidParameterError, TypeError, ValueError):
+            span = None
+    if span is None:
+        row = conn.execute(
+            f"SELECT min(timestamp), max(timestamp) FROM {q(prefix + s.base + '_values')}"
+        ).fetchone()
+        span = (int(row[0]), int(row[1])) if row and row[0] is not None else None
+    return replace(s, span=span)
+
+
+def _grid_span(conn: apsw.Connection, series: str, forecast: bool) -> tuple[int, int] | None:
+    """First and (at least) last instant of the grids in the series table ``series``."""
+    if forecast:
+        grids = conn.execute(
+            "SELECT min(initial_timestamp), max(initial_timestamp), interval, horizon, "
+            f"max(count) FROM {series} GROUP BY interval, horizon"
+        ).fetchall()
+        ends = [
+            (lo, hi + max(n - 1, 0) * _upper_ms(interval) + _upper_ms(horizon))
+            for lo, hi, interval, horizon, n in grids
+        ]
+    else:
+        grids = conn.execute(
+            "SELECT min(initial_timestamp), max(initial_timestamp), resolution, max(length) "
+            f"FROM {series} GROUP BY resolution"
+        ).fetchall()
+        ends = [(lo, hi + max(n, 1) * _upper_ms(res)) for lo, hi, res, n in grids]
+    if not ends:
+        return None
+    return int(min(lo for lo, _ in ends)), int(max(hi for _, hi in ends))
+
+
+def _upper_ms(text: str) -> int:
+    """A period's length in ms, or for a calendar period an upper bound (31-day months)."""
+    period = Period.parse(text)
+    return period.months * 31 * 86_400_000 if period.calendar else period.ms
 
 
 def value_sql_type(p: Partition) -> str:
