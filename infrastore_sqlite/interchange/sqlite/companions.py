@@ -11,7 +11,8 @@ one type:
   a key column none of its partitions has is left out rather than read as all NULL);
 * ``<prefix>flat_<base>``: one per partition, its series joined to its values (the
   layout's "a view flattens it once"), with the instants also as ISO-8601 text in the
-  partition's time reference.
+  partition's time reference, written in SQL that SQLite and DuckDB both bind (DuckDB
+  types a view it cannot bind as all text).
 
 No companion name ends in ``_values``, ``_series`` or ``_arrays``, and every one is a
 view, so no import takes one for a partition. The provenance table
@@ -96,9 +97,8 @@ class CompanionSource:
     type: TimeSeriesType
     value_sql_type: str  # REAL, INTEGER or TEXT: the declared type of ``value``
     time_reference: str | None
-    #: ``(first_ms, last_ms)`` covering the partition's instants, for a zone reference
-    #: (its ISO text needs the zone's offset changes over that span only); None before
-    #: the tables are written, or for a reference with no offset changes.
+    #: ``(first_ms, last_ms)`` covering the partition's instants (its ISO text is built
+    #: over that span only); None before the tables are written.
     span: tuple[int, int] | None = None
 
 
@@ -182,7 +182,12 @@ def _flat_view(prefix: str, s: CompanionSource) -> str:
 
 
 # ---------------------------------------------------------------------- ISO-8601 text
-_FORMAT = "'%Y-%m-%dT%H:%M:%f'"
+# The ISO text is written in the SQL that SQLite and DuckDB share, so DuckDB's SQLite
+# reader (which binds a view's SQL in its own dialect, and types every column of a view
+# it cannot bind as text) reads the flat views typed: no ``strftime`` (the two disagree
+# on it), integer division spelled so both give the same integer (SQLite divides
+# integers to an integer, DuckDB to a double), and ``printf``, which both have.
+_DAY = 86_400_000
 
 
 def iso_sql(column: str, time_reference: str | None, span: tuple[int, int] | None = None) -> str:
@@ -190,27 +195,37 @@ def iso_sql(column: str, time_reference: str | None, span: tuple[int, int] | Non
     reference reads it back: UTC with ``Z`` (utc, unspecified), at the fixed offset, in
     the zone (its offset at that instant), or a bare wall clock (zoneless).
 
-    For a zone, the offsets are those of the UTC years ``span`` (first and last
-    millisecond) touches, or of 1970–2099 without one; an instant outside them is
-    rendered at the offset of the nearest edge, which still names the same instant."""
+    The text is built from the months of the UTC years ``span`` (first and last
+    millisecond) touches, or of 1970–2099 without one: a balanced CASE finds an
+    instant's month (and, in a zone, its offset) in about log2(months) tests, and the
+    day and time are arithmetic from the month's start. An instant outside those years
+    gives NULL (an export's span covers every instant it writes)."""
     kind = reference_kind(time_reference or None)
-    if kind in ("utc", "unspecified"):
-        return _at(column, 0, "Z")
-    if kind == "zoneless":
-        return _at(column, 0, "")
-    assert time_reference is not None
-    if kind == "offset":
+    first, last = _years(span) if span is not None else (1970, 2099)
+    if kind in ("utc", "unspecified", "zoneless"):
+        changes: Sequence[tuple[int, int]] = ((-(1 << 62), 0),)
+        suffix = None if kind == "zoneless" else "Z"
+    elif kind == "offset":
+        assert time_reference is not None
         sign = -1 if time_reference[0] == "-" else 1
         minutes = sign * (int(time_reference[1:3]) * 60 + int(time_reference[4:6]))
-        return _at(column, minutes * 60, time_reference)
-    first, last = _years(span) if span is not None else (1970, 2099)
-    changes = zone_offsets(time_reference, first, last)
-    return _tree(column, changes, 0, len(changes))
+        changes, suffix = ((-(1 << 62), minutes * 60),), time_reference
+    else:
+        assert time_reference is not None
+        changes, suffix = zone_offsets(time_reference, first, last), None
+    pieces = _pieces(changes, first, last)
+    lo, hi = _year_ms(first), _year_ms(last + 1)
+    tree = _tree(column, pieces, 0, len(pieces), suffix, kind == "zoneless")
+    return f"CASE WHEN {column} >= {lo} AND {column} < {hi} THEN {tree} END"
+
+
+def _year_ms(year: int) -> int:
+    return int(datetime(year, 1, 1, tzinfo=UTC).timestamp()) * 1000
 
 
 def _years(span: tuple[int, int]) -> tuple[int, int]:
     """The UTC years a millisecond span touches, kept where datetime and the tz
-    database answer (a span past them takes the edge year's offsets)."""
+    database answer (instants past them render as NULL)."""
 
     def year(ms: int) -> int:
         ms = min(max(ms, _MIN_MS), _MAX_MS)
@@ -219,25 +234,76 @@ def _years(span: tuple[int, int]) -> tuple[int, int]:
     return year(span[0]), year(span[1])
 
 
-_MIN_MS = int(datetime(1900, 1, 1, tzinfo=UTC).timestamp()) * 1000
-_MAX_MS = int(datetime(2200, 1, 1, tzinfo=UTC).timestamp()) * 1000 - 1
+_MIN_MS = _year_ms(1900)
+_MAX_MS = _year_ms(2200) - 1
 
 
-def _at(column: str, shift_s: int, suffix: str) -> str:
-    shifted = f"{column} / 1000.0" + (f" + {shift_s}" if shift_s else "")
-    tail = f" || '{suffix}'" if suffix else ""
-    return f"strftime({_FORMAT}, {shifted}, 'unixepoch'){tail}"
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    """Instants from ``start`` (UTC ms) on, up to the next piece: one offset, one month."""
+
+    start: int
+    offset: int  # seconds
+    month_start: int  # the month's first wall-clock instant minus the offset, in UTC ms
+    prefix: str  # "YYYY-MM-"
 
 
-def _tree(column: str, changes: Sequence[tuple[int, int]], lo: int, hi: int) -> str:
-    """A balanced CASE over the zone's offset changes: about log2(n) tests a row."""
+def _pieces(changes: Sequence[tuple[int, int]], first: int, last: int) -> list[_Piece]:
+    """The pieces covering the UTC years ``first``–``last``: each offset segment of
+    ``changes`` cut at the wall-clock month starts in it."""
+    lo, hi = _year_ms(first), _year_ms(last + 1)
+    # Wall-clock months from the December before to the January after: offsets are
+    # within a day, so these cover every instant of the years.
+    months = [(first - 1, 12)]
+    months += [(y, m) for y in range(first, last + 1) for m in range(1, 13)]
+    months += [(last + 1, 1), (last + 1, 2)]
+    walls = [int(datetime(y, m, 1, tzinfo=UTC).timestamp()) * 1000 for y, m in months]
+    out: list[_Piece] = []
+    bounds = [*(c[0] for c in changes[1:]), 1 << 62]
+    for (start, offset), end in zip(changes, bounds, strict=True):
+        a, b = max(start, lo), min(end, hi)
+        if a >= b:
+            continue
+        for i in range(len(months) - 1):
+            m_start, m_end = walls[i] - offset * 1000, walls[i + 1] - offset * 1000
+            p, q_ = max(a, m_start), min(b, m_end)
+            if p < q_:
+                y, m = months[i]
+                out.append(_Piece(p, offset, m_start, f"{y:04d}-{m:02d}-"))
+    return out
+
+
+def _div(a: str, b: int) -> str:
+    """``floor(a / b)`` for ``a >= 0``, the same integer in SQLite and DuckDB."""
+    return f"CAST(({a} - {a} % {b}) / {b} AS BIGINT)"
+
+
+def _leaf(column: str, piece: _Piece, suffix: str | None, zoneless: bool) -> str:
+    """The ISO text of an instant in ``piece``: day and time from the month's start."""
+    since = f"({column} - {piece.month_start})"  # >= 0 inside the piece
+    if suffix is None and not zoneless:
+        suffix = _offset_text(piece.offset)
+    parts = [
+        f"{_div(since, _DAY)} + 1",
+        _div(f"({since} % {_DAY})", 3_600_000),
+        _div(f"({since} % 3600000)", 60_000),
+        _div(f"({since} % 60000)", 1000),
+        f"{since} % 1000",
+    ]
+    fmt = f"{piece.prefix}%02dT%02d:%02d:%02d.%03d{suffix or ''}"
+    return f"printf('{fmt}', {', '.join(parts)})"
+
+
+def _tree(
+    column: str, pieces: Sequence[_Piece], lo: int, hi: int, suffix: str | None, zoneless: bool
+) -> str:
+    """A balanced CASE over the pieces: about log2(n) tests a row."""
     if hi - lo == 1:
-        offset = changes[lo][1]
-        return _at(column, offset, _offset_text(offset))
+        return _leaf(column, pieces[lo], suffix, zoneless)
     mid = (lo + hi) // 2
-    left = _tree(column, changes, lo, mid)
-    right = _tree(column, changes, mid, hi)
-    return f"CASE WHEN {column} < {changes[mid][0]} THEN {left} ELSE {right} END"
+    left = _tree(column, pieces, lo, mid, suffix, zoneless)
+    right = _tree(column, pieces, mid, hi, suffix, zoneless)
+    return f"CASE WHEN {column} < {pieces[mid].start} THEN {left} ELSE {right} END"
 
 
 def _offset_text(seconds: int) -> str:
@@ -257,7 +323,7 @@ def zone_offsets(
     process: an export of a few zones over a year or two costs milliseconds, not the
     ~60 ms a zone over 1970–2099 takes."""
     if zone_info(name) is None:
-        return ((0, 0),)
+        return ((-(1 << 62), 0),)  # shown in UTC, as the reference does
     first_offset, _ = _year_changes(name, first_year)
     out = [(-(1 << 62), first_offset)]
     for year in range(first_year, last_year + 1):
@@ -317,15 +383,13 @@ def rebuild_companions(
 
 
 def _with_span(conn: apsw.Connection, prefix: str, s: CompanionSource) -> CompanionSource:
-    """``s`` with the span of its instants, for a zone reference (the others need none).
+    """``s`` with the span of its instants (the flat view's ISO text covers it).
 
     A grid's span comes from its series rows, one row per distinct grid (cheap: no
     value row is read); it may reach a little past the last instant (the longest
     series from the latest start), which only adds a year's offsets. The irregular
     types have no grid, and a grid whose rows do not parse (another writer's file) is
     not trusted: their values are scanned for the smallest and largest instant."""
-    if reference_kind(s.time_reference or None) != "zone":
-        return s
     span = None
     if not s.type.is_irregular:
         try:
