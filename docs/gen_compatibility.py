@@ -317,10 +317,10 @@ def render() -> str:
         "",
         "```sh",
         "python -c \"import infrastore; infrastore.Store.open('ref.h5', read_only=True)"
-        ".export_sqlite('ref.db')\" && infrastore-sqlite --store NEW.h5 add --sqlite ref.db",
+        ".export_sqlite('ref.db')\" && infrastore-sqlite --store new-store add --sqlite ref.db",
         "```",
         "",
-        "(`NEW.h5` made first with `infrastore-sqlite --store NEW.h5 init`.) Derived "
+        "(`new-store` made first with `infrastore-sqlite --store new-store init`.) Derived "
         "forecast views (`DeterministicSingleTimeSeries`) stay behind, as `export_sqlite`'s "
         "`include_derived=False` does; re-derive them with `transform`.",
         "",

@@ -95,5 +95,5 @@ def test_interchange_md_runs_as_written(demo_dir: Path) -> None:
 def test_readme_command_line_quick_start_runs_as_written(demo_dir: Path) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     items = steps(readme, section="## Quick start: command line")
-    assert any("demo demo.h5" in t for _, t, _ in items)
+    assert any("demo demo-store" in t for _, t, _ in items)
     run(demo_dir, items)

@@ -25,7 +25,11 @@ def test_the_two_quick_starts_use_different_stores() -> None:
         re.findall(r'Store\.create\("([^"]+)"\)', _section(readme, "## Quick start: Python"))
     )
     cli = set(re.findall(r"--store (\S+)", _section(readme, "## Quick start: command line")))
-    cli |= set(re.findall(r"demo (\S+\.h5)", _section(readme, "## Quick start: command line")))
+    cli |= set(
+        re.findall(
+            r"infrastore-sqlite demo (\S+)", _section(readme, "## Quick start: command line")
+        )
+    )
     assert python and cli
     assert not python & cli, f"both quick starts create {python & cli} in one folder"
 
@@ -57,3 +61,56 @@ def test_the_import_report_says_how_ids_are_numbered() -> None:
 def test_the_readme_says_a_store_is_a_directory() -> None:
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     assert "A store is a directory" in readme and "h5ls" in readme
+
+
+# A path ending in ``.h5``: a store named like an HDF5 file (issue 24: stores are
+# directories, and an ``.h5`` name invites ``h5ls``).
+H5_NAME = re.compile(r"[\w./<>…*{}-]*\.h5\b")
+
+
+def _h5_store_names(text: str) -> list[str]:
+    """The ``*.h5`` names in ``text`` that are not the two things truly named so: the
+    reference's own store (``ref.h5``, only where the reference opens it) and the HDF5
+    segment files inside a store (``…/segments/….h5``). A bare ``.h5`` (the extension
+    spoken of) is not a name."""
+    hits = []
+    for line in text.splitlines():
+        for match in H5_NAME.finditer(line):
+            name = match.group(0)
+            if name == ".h5" or "segments/" in name:
+                continue
+            if name == "ref.h5" and "infrastore.Store.open('ref.h5'" in line:
+                continue
+            hits.append(f"{name} in {line.strip()[:100]!r}")
+    return hits
+
+
+def _help_texts() -> dict[str, str]:
+    """Every ``--help`` the command line prints: the group's and each command's."""
+    from click.testing import CliRunner
+
+    from infrastore_sqlite.cli import PROG, cli
+
+    out = {PROG: CliRunner().invoke(cli, ["--help"], prog_name=PROG).output}
+    for name in cli.list_commands(None):  # type: ignore[arg-type]
+        result = CliRunner().invoke(cli, [name, "--help"], prog_name=PROG)
+        assert result.exit_code == 0, (name, result.output)
+        out[f"{PROG} {name}"] = result.output
+    return out
+
+
+def test_the_h5_rule_finds_a_store_named_like_hdf5() -> None:
+    # The rule itself: what it lets through is narrow, and a store name is caught.
+    assert _h5_store_names("infrastore-sqlite --store demo.h5 info") == [
+        "demo.h5 in 'infrastore-sqlite --store demo.h5 info'"
+    ]
+    assert _h5_store_names('Store.create("grid.h5")')
+    assert _h5_store_names("python -c \"Store.open('ref.h5')\"")  # not the reference's open
+    assert _h5_store_names("demo-store/segments/3a2b.h5 and `.h5` files") == []
+
+
+def test_no_user_facing_example_names_a_store_h5() -> None:
+    texts = {page.name: page.read_text(encoding="utf-8") for page in PAGES}
+    texts.update(_help_texts())
+    hits = {where: found for where, text in texts.items() if (found := _h5_store_names(text))}
+    assert not hits, f"name stores like directories (demo-store), not *.h5: {hits}"

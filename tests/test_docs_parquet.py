@@ -98,6 +98,6 @@ def test_the_readme_parquet_line_runs(tmp_path: Path) -> None:
     ]
     assert len(lines) == 1
     with contextlib.chdir(tmp_path):
-        _cli(f"{PROG} demo demo.h5")
+        _cli(f"{PROG} demo demo-store")
         _cli(lines[0])
         assert (tmp_path / "parquet" / "SingleTimeSeries.f64.utc.series.parquet").exists()

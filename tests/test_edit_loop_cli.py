@@ -44,8 +44,8 @@ def state(path: Path) -> list[tuple]:
 def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("INFRASTORE_STORE", raising=False)
-    build_demo_store(tmp_path / "demo.h5").close()
-    run("--store", "demo.h5", "export", "-f", "sqlite", "--db", "demo.db")
+    build_demo_store(tmp_path / "demo-store").close()
+    run("--store", "demo-store", "export", "-f", "sqlite", "--db", "demo.db")
     return tmp_path
 
 
@@ -59,28 +59,28 @@ def edit(db: Path, owner: int) -> None:
 
 
 def get_103() -> list[list[str]]:
-    out = run("--store", "demo.h5", "-f", "csv", "get", "--owner-id", "103", "--type", "single")
+    out = run("--store", "demo-store", "-f", "csv", "get", "--owner-id", "103", "--type", "single")
     return [line.split(",") for line in out.stdout.splitlines()[1:]]
 
 
 def test_the_loop_on_the_command_line(demo: Path) -> None:
-    before = state(demo / "demo.h5")
+    before = state(demo / "demo-store")
     values_before = get_103()
     edit(demo / "demo.db", 103)
     diff = json.loads(
-        run("--store", "demo.h5", "-f", "json", "diff", "--sqlite", "demo.db").stdout
+        run("--store", "demo-store", "-f", "json", "diff", "--sqlite", "demo.db").stdout
     )["items"]
     changed = [e for e in diff if e["change"] != "unchanged"]
     assert [(e["owner_id"], e["change"], e["points"]) for e in changed] == [(103, "replaced", 8)]
     assert changed[0]["first_changed"] == "2024-07-01T00:00:00+00:00"
     assert changed[0]["last_changed"] == "2024-07-01T07:00:00+00:00"
     assert len(diff) == len(before)
-    run("--store", "demo.h5", "diff", "--sqlite", "demo.db", "--exit-code", code=1)
-    refused = run("--store", "demo.h5", "add", "--sqlite", "demo.db", "--replace", code=1)
+    run("--store", "demo-store", "diff", "--sqlite", "demo.db", "--exit-code", code=1)
+    refused = run("--store", "demo-store", "add", "--sqlite", "demo.db", "--replace", code=1)
     assert "`infrastore-sqlite rehash --db demo.db`" in refused.stderr
     assert "--no-checksum" in refused.stderr and "rehash_sqlite" not in refused.stderr
     run("rehash", "--db", "demo.db")
-    added = run("--store", "demo.h5", "-f", "json", "add", "--sqlite", "demo.db", "--replace")
+    added = run("--store", "demo-store", "-f", "json", "add", "--sqlite", "demo.db", "--replace")
     doc = json.loads(added.stdout)
     assert (doc["added"], doc["replaced"], doc["unchanged"], doc["skipped"]) == (
         0,
@@ -88,7 +88,7 @@ def test_the_loop_on_the_command_line(demo: Path) -> None:
         len(before) - 1,
         0,
     )
-    after = state(demo / "demo.h5")
+    after = state(demo / "demo-store")
     # Same ids in the same order; exactly one series differs (its values and data_hash).
     ids = [json.loads(m)["id"] for m, _ in after]
     assert ids == [json.loads(m)["id"] for m, _ in before]
@@ -97,42 +97,42 @@ def test_the_loop_on_the_command_line(demo: Path) -> None:
     values_after = get_103()
     assert [float(r[1]) for r in values_after[:8]] == [float(r[1]) + 1 for r in values_before[:8]]
     assert values_after[8:] == values_before[8:]
-    run("--store", "demo.h5", "verify")
-    run("--store", "demo.h5", "diff", "--sqlite", "demo.db", "--exit-code")
+    run("--store", "demo-store", "verify")
+    run("--store", "demo-store", "diff", "--sqlite", "demo.db", "--exit-code")
 
 
 def test_diff_names_the_rehash_a_stale_hash_needs(demo: Path) -> None:
-    unedited = run("--store", "demo.h5", "-f", "json", "diff", "--sqlite", "demo.db")
+    unedited = run("--store", "demo-store", "-f", "json", "diff", "--sqlite", "demo.db")
     assert not any(e["hash_stale"] for e in json.loads(unedited.stdout)["items"])
     assert "rehash" not in unedited.stderr
     edit(demo / "demo.db", 103)
-    stale = run("--store", "demo.h5", "-f", "json", "diff", "--sqlite", "demo.db")
+    stale = run("--store", "demo-store", "-f", "json", "diff", "--sqlite", "demo.db")
     items = json.loads(stale.stdout)["items"]
     assert [e["owner_id"] for e in items if e["hash_stale"]] == [103]
     (line,) = [ln for ln in stale.stderr.splitlines() if "data_hash" in ln]
     assert line.startswith("1 series'") and "`infrastore-sqlite rehash --db demo.db`" in line
     assert "rehash_sqlite" not in stale.stderr
-    quiet = run("-q", "--store", "demo.h5", "diff", "--sqlite", "demo.db")
+    quiet = run("-q", "--store", "demo-store", "diff", "--sqlite", "demo.db")
     assert quiet.stderr == ""
     run("rehash", "--db", "demo.db")
-    after = run("--store", "demo.h5", "-f", "json", "diff", "--sqlite", "demo.db")
+    after = run("--store", "demo-store", "-f", "json", "diff", "--sqlite", "demo.db")
     assert not any(e["hash_stale"] for e in json.loads(after.stdout)["items"])
     assert "rehash" not in after.stderr
 
 
 def test_the_default_refusal_names_the_flags(demo: Path) -> None:
-    refused = run("--store", "demo.h5", "add", "--sqlite", "demo.db", code=1)
+    refused = run("--store", "demo-store", "add", "--sqlite", "demo.db", code=1)
     assert "--replace" in refused.stderr and "--ignore" in refused.stderr
     assert "on_conflict" not in refused.stderr
     skipped = json.loads(
-        run("--store", "demo.h5", "-f", "json", "add", "--sqlite", "demo.db", "--ignore").stdout
+        run("--store", "demo-store", "-f", "json", "add", "--sqlite", "demo.db", "--ignore").stdout
     )
-    assert skipped["added"] == 0 and skipped["skipped"] == len(state(demo / "demo.h5"))
-    run("--store", "demo.h5", "add", "--sqlite", "demo.db", "--ignore", "--replace", code=2)
+    assert skipped["added"] == 0 and skipped["skipped"] == len(state(demo / "demo-store"))
+    run("--store", "demo-store", "add", "--sqlite", "demo.db", "--ignore", "--replace", code=2)
 
 
 def test_unshare_on_the_command_line_changes_only_the_chosen_owner(demo: Path) -> None:
-    before = state(demo / "demo.h5")
+    before = state(demo / "demo-store")
     out = json.loads(
         run(
             "-f", "json", "unshare", "--db", "demo.db", "--owner-id", "101", "--type", "single"
@@ -141,8 +141,8 @@ def test_unshare_on_the_command_line_changes_only_the_chosen_owner(demo: Path) -
     assert len(out["copies"]) == 1
     edit(demo / "demo.db", 101)
     run("rehash", "--db", "demo.db")
-    run("--store", "demo.h5", "add", "--sqlite", "demo.db", "--replace")
-    after = state(demo / "demo.h5")
+    run("--store", "demo-store", "add", "--sqlite", "demo.db", "--replace")
+    after = state(demo / "demo-store")
     changed = [json.loads(a[0])["owner_id"] for a, b in zip(after, before, strict=True) if a != b]
     assert changed == [101]
 
@@ -172,7 +172,7 @@ def test_a_killed_import_resumed_with_ignore_equals_an_uninterrupted_one(
     demo: Path, flag: str, source: str
 ) -> None:
     if flag == "--parquet":
-        run("--store", "demo.h5", "export", "-f", "parquet", "--dir", source)
+        run("--store", "demo-store", "export", "-f", "parquet", "--dir", source)
     run("init", "whole.h5")
     run("--store", "whole.h5", "add", flag, source)
     run("init", "killed.h5")

@@ -37,7 +37,7 @@ def test_readme_starts_with_the_two_commands() -> None:
     assert f"```sh\n{first}\n```" in before_sections
     assert f"```sh\n{second}\n```" in before_sections
     assert first.startswith("python -m venv .venv && .venv/bin/pip install . && ")
-    assert ".venv/bin/infrastore-sqlite demo demo.h5" in first
+    assert ".venv/bin/infrastore-sqlite demo demo-store" in first
     assert "export -f sqlite --db demo.db" in first
     assert second == (
         "python -m venv .venv && .venv/bin/pip install -e '.[test,interop]' && "

@@ -41,9 +41,9 @@ from .render import _Group
     cls=_Group,
     context_settings=_CONTEXT,
     epilog=_example(
-        f"{PROG} demo demo.h5",
-        f"{PROG} --store demo.h5 list --type single",
-        f"{PROG} --store demo.h5 export -f sqlite --db demo.db",
+        f"{PROG} demo demo-store",
+        f"{PROG} --store demo-store list --type single",
+        f"{PROG} --store demo-store export -f sqlite --db demo.db",
     ),
 )
 @click.version_option(__version__, "--version", prog_name=PROG)

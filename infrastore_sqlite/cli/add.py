@@ -65,18 +65,18 @@ def _given(value: Any) -> bool:
 
 @command(
     epilog=_example(
-        f"{PROG} --store demo.h5 export -f csv --dir wind --owner-id 201 --type single",
-        f"{PROG} --store demo.h5 add --csv wind/4_201_max_active_power.csv --owner-id 204 \\",
+        f"{PROG} --store demo-store export -f csv --dir wind --owner-id 201 --type single",
+        f"{PROG} --store demo-store add --csv wind/4_201_max_active_power.csv --owner-id 204 \\",
         "    --owner-type RenewableDispatch --name max_active_power --type single \\",
         "    --resolution PT1H --units pu --feature model_year=2030",
-        f"{PROG} --store demo.h5 export -f sqlite --db demo.db",
-        f"{PROG} --store copy.h5 init",
-        f"{PROG} --store copy.h5 add --sqlite demo.db --dry-run",
-        f"{PROG} --store copy.h5 add --sqlite demo.db --owner-type Imported",
-        f"{PROG} --store demo.h5 add --sqlite demo.db --replace",
-        f"{PROG} --store demo.h5 export -f parquet --dir out",
-        f"{PROG} --store copy2.h5 init",
-        f"{PROG} --store copy2.h5 add --parquet out",
+        f"{PROG} --store demo-store export -f sqlite --db demo.db",
+        f"{PROG} --store copy-store init",
+        f"{PROG} --store copy-store add --sqlite demo.db --dry-run",
+        f"{PROG} --store copy-store add --sqlite demo.db --owner-type Imported",
+        f"{PROG} --store demo-store add --sqlite demo.db --replace",
+        f"{PROG} --store demo-store export -f parquet --dir out",
+        f"{PROG} --store copy2-store init",
+        f"{PROG} --store copy2-store add --parquet out",
     )
 )
 @click.option(

@@ -180,7 +180,7 @@ def _store_path(ctx: click.Context, given: str | None = None) -> Path:
     if not path:
         raise click.UsageError(
             f"no store given: pass --store PATH or set {STORE_ENV} (create one with "
-            f"`{PROG} --store PATH init`, or try `{PROG} demo demo.h5`)",
+            f"`{PROG} --store PATH init`, or try `{PROG} demo demo-store`)",
             ctx,
         )
     return Path(path)

@@ -26,12 +26,12 @@ _DIFF_TABLE = tuple(
 
 @command(
     epilog=_example(
-        f"{PROG} --store demo.h5 export -f sqlite --db demo.db",
+        f"{PROG} --store demo-store export -f sqlite --db demo.db",
         "sqlite3 demo.db 'UPDATE SingleTimeSeries_f64_utc_values SET value = value * 1.1 "
         "WHERE array_id = 3 RETURNING value'",
-        f"{PROG} --store demo.h5 diff --sqlite demo.db",
-        f"{PROG} --store demo.h5 export -f parquet --dir pq",
-        f"{PROG} --store demo.h5 diff --parquet pq",
+        f"{PROG} --store demo-store diff --sqlite demo.db",
+        f"{PROG} --store demo-store export -f parquet --dir pq",
+        f"{PROG} --store demo-store diff --parquet pq",
     )
 )
 @click.option("--sqlite", "sqlite_file", metavar="FILE", help="The interchange database.")
@@ -120,7 +120,7 @@ def _stale_line(stale: list[dict[str, Any]], sqlite_file: str | None) -> str:
 
 @command(
     epilog=_example(
-        f"{PROG} --store demo.h5 export -f sqlite --db demo.db",
+        f"{PROG} --store demo-store export -f sqlite --db demo.db",
         f"{PROG} unshare --db demo.db --owner-id 101 --type single",
         "sqlite3 demo.db 'SELECT owner_id, array_id FROM SingleTimeSeries_f64_utc_series "
         "WHERE owner_id IN (101, 102)'",

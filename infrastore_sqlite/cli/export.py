@@ -41,13 +41,13 @@ from .store_commands import _one
 
 @command(
     epilog=_example(
-        f"{PROG} --store demo.h5 export -f sqlite --db demo.db",
+        f"{PROG} --store demo-store export -f sqlite --db demo.db",
         "sqlite3 demo.db 'UPDATE SingleTimeSeries_f64_utc_values SET value = value * 1.1 "
         "WHERE array_id = 1 RETURNING value'",
         f"{PROG} rehash --db demo.db",
-        f"{PROG} init copy.h5",
-        f"{PROG} --store copy.h5 add --sqlite demo.db",
-        f"{PROG} --store demo.h5 export -f parquet --dir pq",
+        f"{PROG} init copy-store",
+        f"{PROG} --store copy-store add --sqlite demo.db",
+        f"{PROG} --store demo-store export -f parquet --dir pq",
         f"{PROG} rehash --dir pq",
     )
 )
@@ -102,17 +102,17 @@ SUMMARY_FORMATS = TABLE_FORMATS
 
 @command(
     epilog=_example(
-        f"{PROG} --store demo.h5 export -f sqlite --db demo.db",
-        f"{PROG} --store demo.h5 export -f sqlite --db demo.db --overwrite --type single \\",
+        f"{PROG} --store demo-store export -f sqlite --db demo.db",
+        f"{PROG} --store demo-store export -f sqlite --db demo.db --overwrite --type single \\",
         "    --time-range 2024-07-02T00:00:00..2024-07-03T00:00:00",
-        f"{PROG} --store demo.h5 -f json export --db run1.db --table-prefix run1_ \\",
+        f"{PROG} --store demo-store -f json export --db run1.db --table-prefix run1_ \\",
         "    --owner-type RenewableDispatch \\",
         "    --time-range 2024-07-01T00:00:00Z..2024-07-02T00:00:00Z",
         "sqlite3 demo.db 'SELECT partition_name, count(*) FROM all_values GROUP BY 1'",
-        f"{PROG} --store demo.h5 export -f parquet --dir parquet --summary json",
-        f"{PROG} --store demo.h5 export -f csv --owner-id 101 --type single \\",
+        f"{PROG} --store demo-store export -f parquet --dir parquet --summary json",
+        f"{PROG} --store demo-store export -f csv --owner-id 101 --type single \\",
         "    --name max_active_power",
-        f"{PROG} --store demo.h5 export -f jsonl --dir series --owner-type PowerLoad",
+        f"{PROG} --store demo-store export -f jsonl --dir series --owner-type PowerLoad",
     )
 )
 @_selector_options(ids=False)

@@ -63,8 +63,8 @@ def _compression(text: str) -> tuple[str, int]:
 
 @command(
     epilog=_example(
-        f"{PROG} --store grid.h5 init --compression deflate:6",
-        f"{PROG} --store grid.h5 info",
+        f"{PROG} --store grid-store init --compression deflate:6",
+        f"{PROG} --store grid-store info",
     )
 )
 @click.argument("path", required=False, metavar="[PATH]")
@@ -117,9 +117,9 @@ def init(ctx: click.Context, path: str | None, compression: str, no_shuffle: boo
 
 @command(
     epilog=_example(
-        f"{PROG} demo demo.h5",
-        f"{PROG} --store demo.h5 list --owner-id 201",
-        f"{PROG} --store demo.h5 get --id 12 --limit 5",
+        f"{PROG} demo demo-store",
+        f"{PROG} --store demo-store list --owner-id 201",
+        f"{PROG} --store demo-store get --id 12 --limit 5",
     )
 )
 @click.argument("path", required=False, metavar="[PATH]")
@@ -178,8 +178,8 @@ _LIST_TABLE = (
 @command(
     "list",
     epilog=_example(
-        f"{PROG} --store demo.h5 list --type single --feature model_year=2030",
-        f"{PROG} --store demo.h5 -f json list --owner-id 201",
+        f"{PROG} --store demo-store list --type single --feature model_year=2030",
+        f"{PROG} --store demo-store -f json list --owner-id 201",
     ),
 )
 @_selector_options()
@@ -280,8 +280,8 @@ def _one(store: Store, kw: Mapping[str, Any]) -> Any:
 
 @command(
     epilog=_example(
-        f"{PROG} --store demo.h5 get --owner-id 301 --type single --limit 3",
-        f"{PROG} --store demo.h5 -f csv get --id 12 \\",
+        f"{PROG} --store demo-store get --owner-id 301 --type single --limit 3",
+        f"{PROG} --store demo-store -f csv get --id 12 \\",
         "    --time-range 2024-07-02T00:00:00Z..2024-07-03T00:00:00Z",
     )
 )
@@ -326,7 +326,9 @@ def get(
 # ---------------------------------------------------------------------------- info
 
 
-@command(epilog=_example(f"{PROG} --store demo.h5 info", f"{PROG} --store demo.h5 -f json info"))
+@command(
+    epilog=_example(f"{PROG} --store demo-store info", f"{PROG} --store demo-store -f json info")
+)
 @_global_options(hidden=True)
 @click.pass_context
 def info(ctx: click.Context) -> None:
@@ -365,8 +367,8 @@ def info(ctx: click.Context) -> None:
 
 @command(
     epilog=_example(
-        f"{PROG} --store demo.h5 transform --horizon PT12H --interval PT6H --resolution PT1H",
-        f"{PROG} --store demo.h5 list --type deterministic_single",
+        f"{PROG} --store demo-store transform --horizon PT12H --interval PT6H --resolution PT1H",
+        f"{PROG} --store demo-store list --type deterministic_single",
     )
 )
 @click.option("--horizon", type=DURATION, required=True, help="Window length (ISO-8601).")
@@ -413,8 +415,8 @@ def transform(
 
 @command(
     epilog=_example(
-        f"{PROG} --store demo.h5 remove --owner-id 203 --dry-run",
-        f"{PROG} --store demo.h5 -y remove --owner-id 203",
+        f"{PROG} --store demo-store remove --owner-id 203 --dry-run",
+        f"{PROG} --store demo-store -y remove --owner-id 203",
     )
 )
 @_selector_options()
@@ -457,7 +459,9 @@ def remove(ctx: click.Context, all_: bool, dry_run: bool, **kw: Any) -> None:
 
 
 @command(
-    epilog=_example(f"{PROG} --store demo.h5 verify", f"{PROG} --store demo.h5 -f json verify")
+    epilog=_example(
+        f"{PROG} --store demo-store verify", f"{PROG} --store demo-store -f json verify"
+    )
 )
 @_global_options(hidden=True)
 @click.pass_context
@@ -490,8 +494,8 @@ def verify(ctx: click.Context) -> None:
 
 @command(
     epilog=_example(
-        f"{PROG} --store demo.h5 repair --dry-run",
-        f"{PROG} --store demo.h5 repair",
+        f"{PROG} --store demo-store repair --dry-run",
+        f"{PROG} --store demo-store repair",
     )
 )
 @click.option("--dry-run", is_flag=True, help="Report what would be kept and lost; change nothing.")

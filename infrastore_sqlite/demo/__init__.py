@@ -9,7 +9,7 @@ than series::
 
     from infrastore_sqlite.demo import build_demo_store
 
-    with build_demo_store("demo.h5") as store:
+    with build_demo_store("demo-store") as store:
         print(store.counts_by_type(), store.num_distinct_arrays())
 """
 

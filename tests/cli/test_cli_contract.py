@@ -108,7 +108,7 @@ def test_no_store_given_wording(monkeypatch: pytest.MonkeyPatch) -> None:
     assert r.exit_code == 2
     assert r.stderr.endswith(
         "Error: no store given: pass --store PATH or set INFRASTORE_STORE (create one with "
-        "`infrastore-sqlite --store PATH init`, or try `infrastore-sqlite demo demo.h5`)\n"
+        "`infrastore-sqlite --store PATH init`, or try `infrastore-sqlite demo demo-store`)\n"
     )
 
 

@@ -84,8 +84,8 @@ def test_every_example_runs(name: str | None, tmp_path: Path, monkeypatch: pytes
     monkeypatch.delenv("INFRASTORE_STORE", raising=False)
     # No input files are put beside the examples: one that reads a file makes it first,
     # as a user who has only the demo store must (issue 24).
-    if not any(f"{PROG} demo demo.h5" in line for line in examples):
-        build_demo_store(tmp_path / "demo.h5").close()
+    if not any(f"{PROG} demo demo-store" in line for line in examples):
+        build_demo_store(tmp_path / "demo-store").close()
     for line in examples:
         words = shlex.split(line)
         if words[0] == "sqlite3":

@@ -189,3 +189,98 @@ def test_iso_text_agrees_with_python(reference: str) -> None:
         dt = ms_to_datetime(ms, reference)
         assert round(datetime.fromisoformat(text).timestamp() * 1000) == ms, (ms, text)
         assert text[-6:] == dt.isoformat()[-6:], (ms, text, dt.isoformat())
+
+
+def _ms(dt: datetime) -> int:
+    return round(dt.timestamp() * 1000)
+
+
+def _check_iso(reference: str, instants: list[int], span: tuple[int, int] | None) -> None:
+    """Inside the UTC years of ``span`` (1970–2099 without one) each instant's ISO text
+    from the SQL names that instant at the offset zoneinfo gives it; outside, NULL."""
+    import apsw
+
+    from infrastore_sqlite.core.timeref import ms_to_datetime
+    from infrastore_sqlite.interchange.sqlite.companions import iso_sql
+
+    conn = apsw.Connection(":memory:")
+    conn.execute("CREATE TABLE t (timestamp INTEGER)")
+    conn.executemany("INSERT INTO t VALUES (?)", [(ms,) for ms in instants])
+    sql = f"SELECT timestamp, {iso_sql('timestamp', reference, span)} FROM t"
+    first, last = (span[0], span[1]) if span else (0, _ms(datetime(2100, 1, 1, tzinfo=UTC)) - 1)
+    years = range(_utc(first).year, _utc(last).year + 1)
+    for ms, text in conn.execute(sql):
+        if _utc(ms).year not in years:
+            assert text is None, (ms, text)
+            continue
+        expected = ms_to_datetime(ms, reference).isoformat(timespec="milliseconds")
+        assert text == expected, (ms, text, expected)
+        assert round(datetime.fromisoformat(text).timestamp() * 1000) == ms, (ms, text)
+
+
+def _utc(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, UTC)
+
+
+@pytest.mark.parametrize(
+    ("reference", "change"),
+    [
+        ("America/Denver", datetime(2024, 11, 3, 8, tzinfo=UTC)),  # fall back
+        ("Australia/Sydney", datetime(2024, 4, 6, 16, tzinfo=UTC)),  # southern autumn
+        ("Europe/London", datetime(2025, 3, 30, 1, tzinfo=UTC)),  # spring forward
+    ],
+)
+def test_iso_text_over_a_data_span_across_a_dst_change(reference: str, change: datetime) -> None:
+    """The offsets are computed over the data's span only: a span across a DST change,
+    one ending exactly at the change, and one starting exactly at it all agree with
+    zoneinfo inside, and are NULL a year beyond (outside the span's years)."""
+    at = _ms(change)
+    hour, year = 3_600_000, 366 * 86_400_000
+    across = list(range(at - 48 * hour, at + 48 * hour, hour // 4))
+    _check_iso(reference, across, (across[0], across[-1]))
+    ending = [at - 3 * hour, at - 1, at]
+    _check_iso(reference, [*ending, at + year, at - year], (ending[0], at))
+    starting = [at, at + 1, at + 3 * hour]
+    _check_iso(reference, [*starting, at - year, at + year], (at, starting[-1]))
+
+
+def test_zone_offsets_cover_only_the_years_asked() -> None:
+    from infrastore_sqlite.interchange.sqlite.companions import zone_offsets
+
+    whole = zone_offsets("America/Denver")
+    one = zone_offsets("America/Denver", 2024, 2024)
+    in_2024 = [c for c in whole[1:] if _ms(datetime(2024, 1, 1, tzinfo=UTC)) <= c[0]]
+    in_2024 = [c for c in in_2024 if c[0] <= _ms(datetime(2025, 1, 1, tzinfo=UTC))]
+    assert len(one) == 3 and list(one[1:]) == in_2024  # spring forward, fall back
+    assert one[0][1] == -7 * 3600  # the offset before them: MST
+    assert len(whole) > 200  # 1970–2099: two changes a year, mostly
+
+
+def test_an_export_renders_a_zoned_forecast_across_fall_back(tmp_path: Path) -> None:
+    """The export's span comes from the series rows (a forecast: issue times, interval,
+    horizon); its windows cross Denver's fall-back night, the second issued at its instant."""
+    from zoneinfo import ZoneInfo
+
+    from infrastore_sqlite.core.timeref import ms_to_datetime
+
+    denver = ZoneInfo("America/Denver")
+    start = datetime(2024, 11, 2, 20, tzinfo=denver)
+    store = I.Store.create(tmp_path / "zoned-store")
+    data = np.arange(24.0).reshape(12, 2)  # two windows of 12 hours, 6 hours apart
+    store.add_time_series(
+        1, "Gen", "Component", I.Deterministic(start, "PT1H", "PT12H", "PT6H", 2, data, "f")
+    )
+    store.export_sqlite(tmp_path / "zoned.db")
+    store.close()
+    view = "flat_Deterministic_f64_America_Denver"
+    rows = _rows(
+        tmp_path / "zoned.db",
+        f"SELECT timestamp, timestamp_iso, issue_time, issue_time_iso FROM {view}",
+    )
+    assert len(rows) == 24
+    offsets = set()
+    for ts, ts_iso, issue, issue_iso in rows:
+        for ms, text in ((ts, ts_iso), (issue, issue_iso)):
+            assert text == ms_to_datetime(ms, "America/Denver").isoformat(timespec="milliseconds")
+            offsets.add(text[-6:])
+    assert offsets == {"-06:00", "-07:00"}
