@@ -380,8 +380,8 @@ class _Progress:
         self.bar.update(done - self.bar.n)
 
     def phase(self, name: str) -> None:
-        """The library's step (``writing values``, ``indexing <table>``, ``writing
-        views``): the bar's label says it, so a bar at 100 % while an index is built
+        """The library's step (``writing values``, ``writing series``, ``writing
+        views``): the bar's label says it, so a bar at 100 % while the last step runs
         does not read as stalled."""
         if not self.enabled:
             return

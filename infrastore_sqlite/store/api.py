@@ -671,7 +671,7 @@ def _renamed(series: Any, name: str) -> Any:
 #: The documented way across from a reference store (also in docs/compatibility.md).
 REFERENCE_WAY_ACROSS = (
     "python -c \"import infrastore; infrastore.Store.open('{path}', read_only=True)"
-    ".export_sqlite('{stem}.db')\" && infrastore-sqlite --store NEW.h5 add --sqlite {stem}.db"
+    ".export_sqlite('{stem}.db')\" && infrastore-sqlite --store new-store add --sqlite {stem}.db"
 )
 
 

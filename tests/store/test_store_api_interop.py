@@ -252,8 +252,8 @@ def test_a_reference_store_says_what_it_is_and_the_way_across_works(tmp_path, mo
     assert export[:2] == ["python", "-c"] and add[0] == "infrastore-sqlite"
     monkeypatch.chdir(tmp_path)
     exec(export[2], {})  # the reference's export_sqlite, in this interpreter
-    add[add.index("NEW.h5")] = str(tmp_path / "new.h5")
-    assert CliRunner().invoke(cli, ["--store", str(tmp_path / "new.h5"), "init"]).exit_code == 0
+    add[add.index("new-store")] = str(tmp_path / "new-store")
+    assert CliRunner().invoke(cli, ["--store", str(tmp_path / "new-store"), "init"]).exit_code == 0
     result = CliRunner().invoke(cli, add[1:])
     assert result.exit_code == 0, result.output
     with infrastore.Store.open(str(ref_path), read_only=True) as ref:
