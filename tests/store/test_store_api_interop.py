@@ -264,7 +264,7 @@ def test_a_reference_store_says_what_it_is_and_the_way_across_works(tmp_path, mo
             if m["time_series_type"] != "DeterministicSingleTimeSeries"
         ]
         want = sorted((m["owner_id"], m["name"], m["data_hash"]) for m in rows)
-    with infrastore_sqlite.Store.open(tmp_path / "new.h5", read_only=True) as ours:
+    with infrastore_sqlite.Store.open(tmp_path / "new-store", read_only=True) as ours:
         got = sorted((m["owner_id"], m["name"], m["data_hash"]) for m in ours.list_metadata())
     assert got == want
 
