@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import functools
 import math
+from array import array
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,13 @@ from ..core.elements import minimal_width, shrink
 from ..core.hashing import data_hash
 from ..core.periods import Period, as_period, grid, step
 from ..core.slicing import slice_range
-from ..errors import INCLUDE_DERIVED, TRANSFORM, ZONED_RETRY, InvalidParameterError
+from ..errors import (
+    INCLUDE_DERIVED,
+    TRANSFORM,
+    ZONED_RETRY,
+    IntegrityError,
+    InvalidParameterError,
+)
 from ..model import TimeSeriesType
 from ..store.rows import SeriesRow, decode_shape
 from .layout import (
@@ -48,10 +55,13 @@ from .layout import (
     value_shape_for,
 )
 from .plan_types import (
+    HASH_BYTES,
     SUMMARY_KEYS,
+    AxisColumn,
     ExportPlan,
     ExportSeries,
     ExportSummary,
+    HashColumn,
     PartitionPlan,
     SeriesRef,
     _label,
@@ -176,25 +186,52 @@ _DST = TimeSeriesType.DeterministicSingleTimeSeries
 
 
 class _Planned:
-    """The planned series as columns (lists while the catalog streams by)."""
+    """The planned series as columns, filled while the catalog streams by.
+
+    Numbers go in ``array('q')`` columns (8 bytes a value), hashes end to end in one
+    ``bytearray`` (32 bytes each), and the partition key and axis text of a series as a
+    code into the distinct ones: a series costs some 100 bytes here, not a few hundred
+    in Python objects. Names are not kept (a refusal reads the few it needs back).
+    """
 
     def __init__(self) -> None:
-        self.ids: list[int] = []
-        self.owners: list[int] = []
-        self.name_codes: list[int] = []
-        self.pkeys: list[PartitionKey] = []
-        self.hashes: list[bytes | None] = []
-        self.axes: list[str | None] = []
-        self.anchors: list[int] = []
-        self.counts: list[int] = []
-        self.rows: list[int] = []
-        self.widths: list[int] = []
+        self.ids = array("q")
+        self.owners = array("q")
+        self.pkey_codes = array("q")
+        self.axis_codes = array("q")
+        self.anchors = array("q")
+        self.counts = array("q")
+        self.rows = array("q")
+        self.widths = array("q")
+        self.hashes = bytearray()
+        self.pkeys: dict[PartitionKey, int] = {}
+        self.axes: dict[str, int] = {}
+
+    def axis_code(self, axis: str) -> int:
+        code = self.axes.get(axis)
+        if code is None:
+            code = self.axes[axis] = len(self.axes)
+        return code
+
+    def pkey_code(self, pkey: PartitionKey) -> int:
+        code = self.pkeys.get(pkey)
+        if code is None:
+            code = self.pkeys[pkey] = len(self.pkeys)
+        return code
 
     def set_key(self, pos: int, key: tuple) -> None:
         h, axis, anchor, n, rows, width = key
-        self.hashes[pos], self.axes[pos] = h, axis
+        self.hashes[HASH_BYTES * pos : HASH_BYTES * (pos + 1)] = h
+        self.axis_codes[pos] = self.axis_code(axis)
         self.anchors[pos] = 0 if anchor is None else anchor
         self.counts[pos], self.rows[pos], self.widths[pos] = n, rows, width
+
+    def column(self, name: str) -> np.ndarray:
+        """A column as an ``int64`` vector over the ``array``'s own buffer (no copy)."""
+        return np.frombuffer(getattr(self, name), dtype=np.int64)
+
+
+_NO_HASH = bytes(HASH_BYTES)  # the place of a hash that is read and set later
 
 
 # What a plan takes from a catalog row beside its id, owner, name and hashes: the
@@ -272,64 +309,63 @@ def plan_export(
     # keeps columns (ids, keys, grids), and a series' arrays are read only when its key
     # depends on them (a time_range slice, a materialized DST).
     planned = _Planned()
-    names: dict[str, int] = {}
-    to_read: list[int] = []  # positions in ``planned``
+    to_read = array("q")  # positions in ``planned``
     derived_left_out = 0
     aware = time_range is not None and time_range[0].tzinfo is not None
     zoneless: list[str] = []
     # Ragged composites are stored at their minimal width, which the catalog row (the
     # width the series was added with) does not record: looked up below, per array.
-    ragged: dict[int, bytes] = {}
+    ragged = array("q")
     classes: dict[tuple, Any] = {}
     head, tail = _CLASS_FIELDS
     # One loop step per selected series: the appends are bound once.
-    add_id, add_owner, add_name = (
+    add_id, add_owner, add_pkey, add_axis = (
         planned.ids.append,
         planned.owners.append,
-        planned.name_codes.append,
+        planned.pkey_codes.append,
+        planned.axis_codes.append,
     )
-    add_pkey, add_hash, add_axis = (
-        planned.pkeys.append,
-        planned.hashes.append,
-        planned.axes.append,
-    )
+    add_hash = planned.hashes.extend
     add_anchor, add_count, add_rows, add_width = (
         planned.anchors.append,
         planned.counts.append,
         planned.rows.append,
         planned.widths.append,
     )
+    axis_code = planned.axis_code
     for r in store.iter_select_fields(_PLAN_FIELDS, **filters):
         fields = r[head] + r[tail]
         c = classes.get(fields)
         if c is None:
             if len(classes) >= 65536:  # many distinct grids: keep the cache bounded
                 classes.clear()
-            c = classes[fields] = _row_class(fields, time_range, include_derived)
+            c = classes[fields] = _coded(
+                planned, _row_class(fields, time_range, include_derived), aware
+            )
         if c is _LEFT_OUT:
             derived_left_out += 1
             continue
-        pkey, read, axis, anchor, n, rows, width, is_ragged = c
-        sid, owner, name, h = r[0], r[1], r[2], r[7]
-        if aware and pkey.time_reference == "zoneless":
-            zoneless.append(_label(name, owner))
-        code = names.get(name)
-        if code is None:
-            code = names[name] = len(names)
+        pcode, read, acode, anchor, n, rows, width, is_ragged, is_zoneless = c
+        if is_zoneless:
+            zoneless.append(_label(r[2], r[1]))
         if read:
             to_read.append(len(planned.ids))
-        elif is_ragged:
-            ragged[len(planned.ids)] = h
-        add_id(sid)
-        add_owner(owner)
-        add_name(code)
-        add_pkey(pkey)
-        add_hash(h)
-        add_axis(r[8].hex() if axis is None and not read else axis)
+            add_hash(_NO_HASH)
+            add_axis(-1)
+        else:
+            if is_ragged:
+                ragged.append(len(planned.ids))
+            add_hash(r[7])
+            # The irregular types' axis is their timestamps hash (one per series).
+            add_axis(axis_code(r[8].hex()) if acode is None else acode)
+        add_id(r[0])
+        add_owner(r[1])
+        add_pkey(pcode)
         add_anchor(anchor)
         add_count(n)
         add_rows(rows)
         add_width(width)
+    del classes
     if zoneless:
         raise InvalidParameterError(
             f"{len(zoneless)} of the selected series are zoneless (wall clock only) and cannot "
@@ -340,7 +376,11 @@ def plan_export(
             series=zoneless,
             terms={"zoned": ZONED_RETRY},
         )
-    name_list = list(names)
+    if len(planned.hashes) != HASH_BYTES * len(planned.ids):
+        raise IntegrityError(
+            f"the catalog holds a data_hash that is not {HASH_BYTES} bytes long, so the "
+            "selection cannot be planned; verify_integrity names the damaged rows"
+        )
     if to_read:
         done = 0
         rows = iter_rows(store, [planned.ids[p] for p in to_read])
@@ -356,76 +396,113 @@ def plan_export(
                 progress(done, len(to_read))
     del to_read
     if ragged:
-        locations = store._locations({(h, "data") for h in ragged.values()})
+        hashes = {bytes(planned.hashes[HASH_BYTES * p : HASH_BYTES * (p + 1)]) for p in ragged}
+        locations = store._locations({(h, "data") for h in hashes})
         widths = {h: _width(orjson.loads(loc[1])) for (h, _), loc in locations.items()}
-        for pos, h in ragged.items():
-            planned.widths[pos] = widths[h]
+        for p in ragged:
+            planned.widths[p] = widths[bytes(planned.hashes[HASH_BYTES * p : HASH_BYTES * (p + 1)])]
     del ragged
 
-    empty = [
-        _label(name_list[planned.name_codes[p]], planned.owners[p])
-        for p, n in enumerate(planned.rows)
-        if n == 0
-    ]
-    if empty:
+    columns = {
+        c: planned.column(c)
+        for c in ("ids", "owners", "anchors", "counts", "rows", "widths", "axis_codes")
+    }
+    empty_at = np.flatnonzero(columns["rows"] == 0)
+    if empty_at.size:
+        empty = _labels(store, columns["ids"][empty_at])
         raise InvalidParameterError(
             f"{len(empty)} of the selected series hold no values and cannot be exported: "
             f"{', '.join(empty)}. Narrow the selection past them.",
             series=empty,
         )
 
-    by_key: dict[PartitionKey, list[int]] = {}
-    for pos, pkey in enumerate(planned.pkeys):
-        by_key.setdefault(pkey, []).append(pos)
-    columns = {
-        c: np.array(getattr(planned, c), dtype=np.int64)
-        for c in ("ids", "owners", "anchors", "counts", "name_codes", "rows")
-    }
+    pkey_codes = planned.column("pkey_codes")
+    by_key = {pkey: np.flatnonzero(pkey_codes == code) for pkey, code in planned.pkeys.items()}
+    del pkey_codes
+    # The distinct axis texts, and each one's rank in sorted order: keys compare as
+    # (hash bytes, axis text), and ranks compare as the texts do.
+    texts = list(planned.axes)
+    rank = np.empty(len(texts) + 1, dtype=np.int64)  # [-1]: never used (all keys are set)
+    rank[sorted(range(len(texts)), key=texts.__getitem__)] = np.arange(len(texts))
+    block = np.frombuffer(planned.hashes, dtype=np.uint8).reshape(-1, HASH_BYTES)
     partitions = [
-        _partition_plan(part, by_key.pop(part.key), planned, columns, name_list, store)
+        _partition_plan(part, by_key.pop(part.key), columns, block, rank, texts, store)
         for part in assign_names(by_key, table_prefix)
     ]
     return ExportPlan(partitions, time_range, include_derived, derived_left_out)
 
 
+def _coded(planned: _Planned, c: Any, aware: bool) -> Any:
+    """A ``_row_class`` with its partition key and axis as codes into ``planned``, and
+    whether its series are zoneless ones a range with offsets cannot clip."""
+    if c is _LEFT_OUT:
+        return c
+    pkey, read, axis, anchor, n, rows, width, ragged = c
+    acode = None if axis is None else planned.axis_code(axis)
+    zoneless = aware and pkey.time_reference == "zoneless"
+    return planned.pkey_code(pkey), read, acode, anchor, n, rows, width, ragged, zoneless
+
+
+def _labels(store: Store, ids: np.ndarray) -> list[str]:
+    """The labels of the series ``ids`` (ascending), names read from the catalog."""
+    return [
+        _label(name, owner)
+        for _, owner, name in store.iter_select_fields(("id", "owner_id", "name"), ids=ids.tolist())
+    ]
+
+
 def _partition_plan(
     part: Partition,
-    positions: list[int],
-    planned: _Planned,
+    take: np.ndarray,
     columns: dict[str, np.ndarray],
-    names: list[str],
+    block: np.ndarray,
+    rank: np.ndarray,
+    texts: list[str],
     store: Store,
 ) -> PartitionPlan:
-    """One partition's columns from its series' positions (catalog order) in ``planned``."""
-    first: dict[tuple[bytes, str], int] = {}
-    hashes, axes = planned.hashes, planned.axes
-    keys = []
-    for pos in positions:
-        k = (hashes[pos], axes[pos])
-        keys.append(k)
-        first.setdefault(k, pos)  # type: ignore[arg-type]
-    # Ids are the 1-based rank of the key, compared as byte strings (a hash's hex text
-    # sorts as its bytes; the axis texts are ASCII).
-    ordered = sorted(first)
-    ids = {k: i for i, k in enumerate(ordered, 1)}
-    take = np.array(positions, dtype=np.int64)
-    firsts = np.array([first[k] for k in ordered], dtype=np.int64)
+    """One partition's columns from its series' positions (ascending: catalog order).
+
+    Array ids are the 1-based rank of the key ``(data_hash, time_axis)`` compared as
+    byte strings (a hash's hex text sorts as its bytes; the axis texts are ASCII), found
+    by sorting the columns: the hash as four big-endian words, then the axis rank.
+    """
+    if len(take) == len(block):
+        # The whole selection is one partition: its columns are the plan's, uncopied.
+        def pick(column: np.ndarray) -> np.ndarray:
+            return column
+
+    else:
+
+        def pick(column: np.ndarray) -> np.ndarray:
+            return column[take]
+
+    hashes = pick(block)
+    words = hashes.view(">u8")
+    codes = pick(columns["axis_codes"])
+    ranks = rank[codes]
+    # Stable: among the series of one key, the first in catalog order comes first.
+    order = np.lexsort((ranks, words[:, 3], words[:, 2], words[:, 1], words[:, 0]))
+    sorted_words, sorted_ranks = words[order], ranks[order]
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = (sorted_words[1:] != sorted_words[:-1]).any(axis=1) | (
+        sorted_ranks[1:] != sorted_ranks[:-1]
+    )
+    aids = np.empty(len(order), dtype=np.int64)
+    aids[order] = np.cumsum(new)
     # Each array's first series, as a position among this partition's series.
-    local = np.searchsorted(take, firsts)  # positions are ascending (catalog order)
+    local = order[new]
     return PartitionPlan(
         part,
-        ids=columns["ids"][take],
-        owners=columns["owners"][take],
-        aids=np.array([ids[k] for k in keys], dtype=np.int64),
-        anchors=columns["anchors"][take],
-        counts=columns["counts"][take],
-        name_codes=columns["name_codes"][take],
-        names=names,
-        hashes=[k[0] for k in ordered],
-        axes=[k[1] for k in ordered],
-        array_rows=columns["rows"][firsts],
+        ids=pick(columns["ids"]),
+        owners=pick(columns["owners"]),
+        aids=aids,
+        anchors=pick(columns["anchors"]),
+        counts=pick(columns["counts"]),
+        hashes=HashColumn(np.ascontiguousarray(hashes[local])),
+        axes=AxisColumn(codes[local], texts),
+        array_rows=columns["rows"][take[local]],
         firsts=local,
-        width=max(planned.widths[p] for p in positions),
+        width=int(pick(columns["widths"]).max()),
         source=store,
     )
 
@@ -475,7 +552,14 @@ class RowBlock:
     affine: Affine | None
     tst: TimeSeriesType
     lanes: int = 1
-    labels: list[str] = field(default_factory=list)  # series sharing this array (catalog order)
+    #: Gives the labels of the series sharing this array (catalog order); called only
+    #: when a refusal names them, so an export holds no label per series.
+    label_source: Callable[[], list[str]] | None = None
+
+    @property
+    def labels(self) -> list[str]:
+        """The labels of the series sharing this array, catalog order."""
+        return [] if self.label_source is None else self.label_source()
 
     @property
     def n(self) -> int:
@@ -576,7 +660,7 @@ def iter_partition_arrays(
             aid += 1
             obj = export_object(store, row, stored, ts, plan.time_range)
             block = row_block(obj, pp.key(aid), aid)
-            block.labels = labels(aid)
+            block.label_source = functools.partial(labels, aid)
             yield block
 
 
@@ -591,8 +675,9 @@ def _static_arrays(
     """
     tst = TimeSeriesType.SingleTimeSeries
     step_bytes = 8 * max(1, math.prod(pp.partition.key.element_shape) or pp.width)
-    anchors = pp.anchors[pp.firsts].tolist()
-    rows = pp.array_rows.tolist()
+    # Bytes of the arrays up to each one: a batch's end is found by bisecting them (no
+    # Python value per array is made ahead of its batch).
+    ends = np.cumsum(pp.array_rows * step_bytes)
     grids: dict[tuple[int, str, int], Affine | np.ndarray] = {}
     start = 0
     n_arrays = len(pp.hashes)
@@ -600,15 +685,18 @@ def _static_arrays(
     # the writer waits for the first one before its first statement.
     limit = max(1, batch_bytes // 32)
     while start < n_arrays:
-        stop, size = start, 0
-        while stop < n_arrays and (stop == start or size + rows[stop] * step_bytes <= limit):
-            size += rows[stop] * step_bytes
-            stop += 1
+        before = int(ends[start - 1]) if start else 0
+        stop = max(start + 1, int(np.searchsorted(ends, before + limit, side="right")))
         limit = min(2 * limit, batch_bytes)
-        loaded = store._load({(h, "data") for h in pp.hashes[start:stop]})
+        # This batch's keys and grids as Python values once (the plan holds columns).
+        hashes, axes = pp.hashes[start:stop], pp.axes[start:stop]
+        anchors = pp.anchors[pp.firsts[start:stop]].tolist()
+        rows = pp.array_rows[start:stop].tolist()
+        loaded = store._load({(h, "data") for h in hashes})
         for k in range(start, stop):
-            h, axis, n = pp.hashes[k], pp.axes[k], rows[k]
-            g = (anchors[k], axis, n)
+            at = k - start
+            h, axis, n, anchor = hashes[at], axes[at], rows[at], anchors[at]
+            g = (anchor, axis, n)
             coords = grids.get(g)
             if coords is None:
                 if len(grids) >= 4096:
@@ -616,16 +704,14 @@ def _static_arrays(
                 res = _axis_resolution(axis)
                 res_ms = _fixed_ms(res)
                 coords = grids[g] = (
-                    Affine(anchors[k], 0, res_ms, n, 1)
-                    if res_ms is not None
-                    else grid(anchors[k], res, n)
+                    Affine(anchor, 0, res_ms, n, 1) if res_ms is not None else grid(anchor, res, n)
                 )
             values = loaded[(h, "data")]
             if isinstance(coords, Affine):
                 block = RowBlock((h.hex(), axis), k + 1, values, None, None, None, coords, tst)
             else:
                 block = RowBlock((h.hex(), axis), k + 1, values, coords, None, None, None, tst)
-            block.labels = labels(k + 1)
+            block.label_source = functools.partial(labels, k + 1)
             yield block
         del loaded
         start = stop

@@ -9,7 +9,7 @@ May import: :mod:`infrastore_sqlite.store` and below, :mod:`.layout`; never a co
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -69,8 +69,10 @@ class PartitionPlan:
     """One partition of a plan, held as compact columns rather than an object per series.
 
     Series are in catalog (id) order, arrays in array-id order (position ``k`` is array
-    id ``k + 1``). A plan of 20,000 series holds a few numpy vectors and one hash and
-    one (shared) axis text per distinct array.
+    id ``k + 1``). A plan holds a few numpy vectors: 40 bytes a series and 44 an array
+    (the hashes as one block of bytes, the axes as codes into their distinct texts), so
+    its memory does not grow by Python objects per series. Names are not held: the few
+    labels a refusal needs are read back from the catalog.
 
     Attributes
     ----------
@@ -78,10 +80,10 @@ class PartitionPlan:
         Per series (int64): catalog id, owner id, array id, the exported grid's first
         instant (0 for the irregular types, which have none) and its ``length`` or, for
         the forecast types, ``count``.
-    name_codes : numpy.ndarray
-        Per series: its name's index in ``names``.
-    hashes, axes : list
-        Per array: the ``data_hash`` (raw bytes) and the ``time_axis`` text of its key.
+    hashes, axes : Sequence
+        Per array: the ``data_hash`` (raw bytes) and the ``time_axis`` text of its key
+        (sequences over columns, :class:`HashColumn` and :class:`AxisColumn`; a list
+        does as well).
     array_rows, firsts : numpy.ndarray
         Per array: value rows, and the position (in the series vectors) of the first
         series in catalog order that holds it (the one its values are read through).
@@ -104,8 +106,6 @@ class PartitionPlan:
         "firsts",
         "hashes",
         "ids",
-        "name_codes",
-        "names",
         "owners",
         "partition",
         "rows",
@@ -122,10 +122,8 @@ class PartitionPlan:
         aids: np.ndarray,
         anchors: np.ndarray,
         counts: np.ndarray,
-        name_codes: np.ndarray,
-        names: list[str],
-        hashes: list[bytes],
-        axes: list[str],
+        hashes: Sequence[bytes],
+        axes: Sequence[str],
         array_rows: np.ndarray,
         firsts: np.ndarray,
         width: int,
@@ -134,7 +132,6 @@ class PartitionPlan:
         self.partition = partition
         self.ids, self.owners, self.aids = ids, owners, aids
         self.anchors, self.counts = anchors, counts
-        self.name_codes, self.names = name_codes, names
         self.hashes, self.axes = hashes, axes
         self.array_rows, self.firsts = array_rows, firsts
         self.rows = int(array_rows.sum())
@@ -154,16 +151,25 @@ class PartitionPlan:
 
     def label(self, position: int) -> str:
         """How errors name the series at ``position``: ``'load' (owner 1)``."""
-        return _label(self.names[self.name_codes[position]], int(self.owners[position]))
+        return self.labels_at(np.array([position], dtype=np.int64))[0]
+
+    def labels_at(self, positions: np.ndarray) -> list[str]:
+        """The labels of the series at ``positions``, in that order (their names read
+        back from the catalog: a refusal needs a few, the plan holds none)."""
+        ids = self.ids[positions].tolist()
+        owners = self.owners[positions].tolist()
+        if self.source is None:
+            raise ValueError("a partition plan without its store cannot name its series")
+        names = dict(self.source.iter_select_fields(("id", "name"), ids=ids))
+        return [_label(names[i], o) for i, o in zip(ids, owners, strict=True)]
 
     def labels_by_array(self) -> Callable[[int], list[str]]:
         """``labels(array_id)``: the labels of every series holding it, catalog order."""
         order = np.argsort(self.aids, kind="stable")  # catalog order within an array
-        bounds = np.searchsorted(self.aids[order], np.arange(1, len(self.hashes) + 2)).tolist()
-        positions = order.tolist()
+        bounds = np.searchsorted(self.aids[order], np.arange(1, len(self.hashes) + 2))
 
         def labels(array_id: int) -> list[str]:
-            return [self.label(p) for p in positions[bounds[array_id - 1] : bounds[array_id]]]
+            return self.labels_at(order[bounds[array_id - 1] : bounds[array_id]])
 
         return labels
 
@@ -184,10 +190,12 @@ class PartitionPlan:
         keys = [(h.hex(), axis) for h, axis in zip(self.hashes, self.axes, strict=True)]
         rows = self.array_rows.tolist()
         out = []
-        for sid, owner, code, aid, anchor, n in zip(
+        if self.source is None:
+            raise ValueError("a partition plan without its store cannot name its series")
+        names = dict(self.source.iter_select_fields(("id", "name"), ids=self.ids.tolist()))
+        for sid, owner, aid, anchor, n in zip(
             self.ids.tolist(),
             self.owners.tolist(),
-            self.name_codes.tolist(),
             self.aids.tolist(),
             self.anchors.tolist(),
             self.counts.tolist(),
@@ -195,7 +203,7 @@ class PartitionPlan:
         ):
             out.append(
                 ExportSeries(
-                    row=SeriesRef(sid, owner, self.names[code]),
+                    row=SeriesRef(sid, owner, names[sid]),
                     key=keys[aid - 1],
                     initial_ms=None if irregular else anchor,
                     length=None if forecast else n,
@@ -220,6 +228,63 @@ class PartitionPlan:
             self.rows,
         )
         return dict(zip(SUMMARY_KEYS, values, strict=True))
+
+
+#: Bytes of a ``data_hash`` (SHA-256).
+HASH_BYTES = 32
+# Rows a column spells out as Python values at a time while it is iterated.
+_CHUNK = 4096
+
+
+class HashColumn(Sequence[bytes]):
+    """Equally long byte strings held end to end in one numpy block (``uint8 [n, width]``),
+    read as a sequence of ``bytes``: 32 bytes a hash instead of a 65-byte object and its
+    pointer. Sorted, it is bisectable like the list it replaces."""
+
+    __slots__ = ("block",)
+
+    def __init__(self, block: np.ndarray) -> None:
+        self.block = block
+
+    def __len__(self) -> int:
+        return int(self.block.shape[0])
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            raw = self.block[i]
+            return _split(raw.tobytes(), raw.shape[1]) if raw.size else []
+        return self.block[i].tobytes()
+
+    def __iter__(self) -> Iterator[bytes]:
+        width = self.block.shape[1]
+        for start in range(0, len(self), _CHUNK):
+            yield from _split(self.block[start : start + _CHUNK].tobytes(), width)
+
+
+def _split(raw: bytes, width: int) -> list[bytes]:
+    return [raw[i : i + width] for i in range(0, len(raw), width)]
+
+
+class AxisColumn(Sequence[str]):
+    """Texts held as codes (``int64``) into the distinct ones: many arrays share a grid."""
+
+    __slots__ = ("codes", "texts")
+
+    def __init__(self, codes: np.ndarray, texts: Sequence[str]) -> None:
+        self.codes, self.texts = codes, texts
+
+    def __len__(self) -> int:
+        return int(self.codes.shape[0])
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self.texts[c] for c in self.codes[i].tolist()]
+        return self.texts[self.codes[i]]
+
+    def __iter__(self) -> Iterator[str]:
+        texts = self.texts
+        for start in range(0, len(self), _CHUNK):
+            yield from map(texts.__getitem__, self.codes[start : start + _CHUNK].tolist())
 
 
 class _ArrayIds(Mapping[tuple[str, str], int]):

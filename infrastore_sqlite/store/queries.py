@@ -234,3 +234,33 @@ class Queries:
         ):
             out[TimeSeriesType.from_catalog_code(code).name] = n
         return out
+
+    def series_tally(self) -> dict[str, Any]:
+        """How many series, owners and series per time reference the catalog holds.
+
+        Counted by SQLite (one pass, grouped): the store's summary needs the numbers,
+        not a row object per series, so its memory does not grow with the store.
+
+        Returns
+        -------
+        dict
+            ``series`` (int), ``owners`` (distinct owner category and id pairs, int) and
+            ``time_references`` (``{reference or "unspecified": series}``, sorted by key).
+        """
+        self._store._open()
+        catalog = self._store._catalog
+        refs: dict[str, int] = {}
+        for ref, n in catalog.execute(
+            "SELECT time_reference, count(*) FROM time_series_associations GROUP BY 1"
+        ):
+            key = ref or "unspecified"
+            refs[key] = refs.get(key, 0) + n
+        owners = catalog.scalar(
+            "SELECT count(*) FROM (SELECT DISTINCT owner_category, owner_id "
+            "FROM time_series_associations)"
+        )
+        return {
+            "series": sum(refs.values()),
+            "owners": int(owners),
+            "time_references": dict(sorted(refs.items())),
+        }

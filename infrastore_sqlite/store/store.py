@@ -337,6 +337,10 @@ class Store(StoreApi):
     def counts_by_type(self) -> dict[str, int]:
         return self._queries.counts_by_type()
 
+    def series_tally(self) -> dict[str, Any]:
+        """Series, owners and series per time reference, counted in the catalog."""
+        return self._queries.series_tally()
+
     # ------------------------------------------------------------------ reading
     def iter_arrays(
         self,

@@ -1302,3 +1302,32 @@ def test_features_hash_of_caches_by_exact_type_and_bits() -> None:
     for _ in range(2):  # the second pass is answered from the cache
         assert [_features_hash_of(m) for m in maps] == [features_hash(m) for m in maps]
     assert _features_hash_of({"a": 0.0}) != _features_hash_of({"a": -0.0})
+
+
+def test_series_tally_counts_what_the_rows_hold(tmp_path: Path) -> None:
+    """``series_tally`` (what ``info`` prints) agrees with counting the catalog rows."""
+    from tests.varied_store import build_varied, new_store
+
+    s = new_store(tmp_path / "varied.h5")
+    try:
+        build_varied(s)
+        rows = s.select_rows()
+        refs: dict[str, int] = {}
+        for r in rows:
+            refs[r.time_reference or "unspecified"] = (
+                refs.get(r.time_reference or "unspecified", 0) + 1
+            )
+        assert len(refs) > 1  # the store mixes references: the grouping is exercised
+        owners = {(r.owner_category, r.owner_id) for r in rows}
+        assert len(owners) > 1
+        assert s.series_tally() == {
+            "series": len(rows),
+            "owners": len(owners),
+            "time_references": dict(sorted(refs.items())),
+        }
+    finally:
+        s.close()
+
+
+def test_series_tally_of_an_empty_store(store: Store) -> None:
+    assert store.series_tally() == {"series": 0, "owners": 0, "time_references": {}}

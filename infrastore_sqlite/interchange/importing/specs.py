@@ -128,11 +128,14 @@ class SeriesRows:
         """``id -> (data_hash, time_axis)`` from the arrays rows ``(id, data_hash,
         time_axis)`` in the container's order; every cell checked."""
         out: dict[int, tuple[str, str]] = {}
+        # Many arrays share a grid: each distinct axis text is held once, not per array
+        # (the keys live as long as the partition's import).
+        axes: dict[str, str] = {}
         table = self.place.arrays
         for n, (aid, h, axis) in enumerate(rows, start=1):
             if type(aid) is not int or type(h) is not str or type(axis) is not str:
                 self._bad_array_row(n, aid, h, axis)
-            key = (h, axis)
+            key = (h, axes.setdefault(axis, axis))
             if out.setdefault(aid, key) != key:
                 raise InvalidParameterError(
                     f"{table} holds id {aid} twice with different keys; {TEXT_HINT}", table=table
