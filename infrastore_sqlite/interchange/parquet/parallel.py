@@ -99,7 +99,7 @@ def write_parallel(
     total, done = plan.total_rows, 0
     results: dict[int, list[dict[str, Any]]] = {}
     with ProcessPoolExecutor(
-        len(shares), mp_context=ctx, initializer=_init, initargs=(abort,)
+        len(shares), mp_context=ctx, initializer=_init, initargs=(abort, dict(os.environ))
     ) as pool:
         futures = {pool.submit(_work, job, share): share for share in shares}
         pending = set(futures)
@@ -160,9 +160,14 @@ def _context() -> Any:
     return ctx
 
 
-def _init(abort: Any) -> None:
+def _init(abort: Any, environ: dict[str, str]) -> None:
+    """A worker's start: the abort flag, and the caller's environment as it is now. A
+    worker forked from the fork server has the server's, as it was when the server
+    started: credentials and endpoints set since (``AWS_*``) would be missing."""
     global _abort
     _abort = abort
+    os.environ.clear()
+    os.environ.update(environ)
 
 
 def _work(job: dict[str, Any], share: list[int]) -> tuple[dict[int, list[dict]], int]:
