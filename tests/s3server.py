@@ -107,6 +107,9 @@ class S3Server:
             "-admin.ui=false",
             "-webdav=false",
             "-s3.port.iceberg=0",
+            # Off too: its port is a fixed number, so two servers on one machine (two test
+            # runs, or a test beside the bench) collided there and one exited.
+            "-s3.port.lance=0",
             f"-s3.config={self.root / 's3.json'}",
             f"-bucket={BUCKET}",
         ]

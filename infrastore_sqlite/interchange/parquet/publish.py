@@ -5,8 +5,9 @@ each file under a temporary name (``.<name>.<token>.partial``) in the target dir
 and renames them into place once every partition succeeded, each partition's values file
 last. :class:`ObjectPublisher` uploads each file to its final key as a multipart upload,
 which no listing shows until it completes; a partition's uploads complete together once
-its three files are encoded (values last), and a manifest (``_infrastore_manifest.json``:
-the partitions, files, sizes, keys) is put last. On a failure either removes what it
+its three files are encoded (values last), in a thread while the next partition is
+encoded, and a manifest (``_infrastore_manifest.json``: the partitions, files, sizes,
+keys) is put last. On a failure either removes what it
 published and aborts what it had not. Imports ``interchange`` and below, and
 ``storage.py``.
 """
@@ -17,6 +18,7 @@ import contextlib
 import datetime as dt
 import os
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +119,11 @@ class ObjectPublisher:
         self.open: dict[tuple[int, str], Upload] = {}
         self.published: list[ObjectPath] = []
         self.files: list[dict[str, Any]] = []
+        #: Completes the partitions' uploads, one partition after the other, while the
+        #: next is encoded (what is left of an upload when its file is encoded, a part,
+        #: goes up beside the encoding instead of after it).
+        self._completer: ThreadPoolExecutor | None = None
+        self._completing: list[Future[None]] = []
 
     def check(self) -> None:
         """Refuse files the export would create that are there already, and a manifest
@@ -140,18 +147,53 @@ class ObjectPublisher:
             (self.target / MANIFEST).delete()
 
     def sink(self, pp: PartitionPlan, role: str) -> Upload:
-        upload = (self.target / file_names(pp.partition)[role]).upload()
+        # Parts sized for the values file's rows at a generous 64 bytes each.
+        expected = 64 * int(pp.rows) if role == "values" else 0
+        upload = (self.target / file_names(pp.partition)[role]).upload(expected)
         self.open[id(pp), role] = upload
         return upload
 
     def finished(self, pp: PartitionPlan, role: str) -> None:
-        """After the partition's last file is encoded, complete its uploads, values last."""
+        """After the partition's last file is encoded, start completing its uploads,
+        values last (:meth:`settle` waits for them); an earlier partition's failure to
+        complete is raised here, so the export stops at once."""
         if role != "arrays":
             return
+        for fut in self._completing:
+            if fut.done() and fut.exception() is not None:
+                fut.result()
+        uploads = [(r, self.open.pop((id(pp), r))) for r in _ORDER]
+        if self._completer is None:
+            self._completer = ThreadPoolExecutor(1, thread_name_prefix="infrastore-sqlite-upload")
+        self._completing.append(self._completer.submit(self._complete, pp, uploads))
+
+    def settle(self) -> None:
+        """Wait until every finished partition's uploads completed; the first failure
+        is raised (after all of them stopped, so that a rollback finds them settled)."""
+        error: BaseException | None = None
+        for fut in self._completing:
+            try:
+                fut.result()
+            except BaseException as exc:
+                error = error or exc
+        self._completing.clear()
+        if self._completer is not None:
+            self._completer.shutdown()
+            self._completer = None
+        if error is not None:
+            raise error
+
+    def _complete(self, pp: PartitionPlan, uploads: list[tuple[str, Upload]]) -> None:
+        """Complete one partition's uploads in :data:`_ORDER`; on a failure abort the
+        rest (what completed is in ``published``, which a rollback removes)."""
         names = file_names(pp.partition)
-        for r in _ORDER:
-            upload = self.open.pop((id(pp), r))
-            upload.close()
+        for k, (r, upload) in enumerate(uploads):
+            try:
+                upload.close()
+            except BaseException:
+                for _, rest in uploads[k:]:
+                    rest.abort()
+                raise
             key = self.target / names[r]
             self.published.append(key)
             self.files.append(
@@ -165,6 +207,7 @@ class ObjectPublisher:
             )
 
     def commit(self) -> None:
+        self.settle()
         manifest = {
             "format": "infrastore-sqlite export manifest",
             "writer": f"infrastore-sqlite {__version__}",
@@ -182,6 +225,8 @@ class ObjectPublisher:
         self.target.bucket.forget(self.target.key)
 
     def rollback(self) -> None:
+        with contextlib.suppress(BaseException):
+            self.settle()
         for upload in self.open.values():
             upload.abort()
         self.open.clear()

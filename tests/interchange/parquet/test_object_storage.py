@@ -291,33 +291,41 @@ def test_rehash_refuses_a_uri_naming_the_local_route() -> None:
 def test_a_file_is_read_by_range_not_downloaded(
     s3_server: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Opening an 8 MB file reads its footer (a ranged read near its end), not the whole
-    object: what the import holds is what the local import holds."""
+    """Opening a 16 MB file fetches its footer's block (a ranged read near its end), not
+    the whole object; reading a row group fetches its blocks and the few ahead: what the
+    import holds beyond the local import is those blocks."""
     import pyarrow as pa
 
     from infrastore_sqlite.interchange.parquet import storage
 
     root = locate(f"s3://infrastore/{_prefix()}", s3_server.options)
     rng = np.random.default_rng(7)
-    table = pa.table({"value": rng.random(1_000_000)})
+    table = pa.table({"value": rng.random(2_000_000)})
     with root.joinpath("big.parquet").upload() as up:
         pq.write_table(table, up, row_group_size=100_000)
     fetched: list[int] = []
-    real = storage._Ranged.read
+    real = storage._Ranged._fetch
 
-    def counting(self: Any, n: int = -1) -> bytes:
-        data = real(self, n)
-        fetched.append(len(data))
+    def counting(self: Any, k: int) -> memoryview:
+        data = real(self, k)
+        fetched.append(data.nbytes)
         return data
 
-    monkeypatch.setattr(storage._Ranged, "read", counting)
+    monkeypatch.setattr(storage._Ranged, "_fetch", counting)
     obj = root / "big.parquet"
     pf = pq.ParquetFile(obj.open_input())
-    assert pf.metadata.num_row_groups == 10
-    assert obj.size() > 7_000_000 and sum(fetched) < 200_000
+    assert pf.metadata.num_row_groups == 20
+    size = obj.size()
+    assert size is not None and size > 15_000_000
+    footer = sum(fetched)
+    assert footer <= 2 * storage._BLOCK  # the footer's block (or two)
     first = pf.read_row_group(0).column("value").to_numpy()
     assert np.array_equal(first, table.column("value").to_numpy()[:100_000])
-    assert sum(fetched) < 2_000_000  # one row group (0.8 MB) and the footer
+    # The footer's blocks, the row group's (0.8 MB) and those fetched ahead of it.
+    group = pf.metadata.row_group(0).total_byte_size
+    ahead = (storage._BLOCKS_AHEAD + 1) * storage._BLOCK
+    assert sum(fetched) - footer <= group + ahead
+    assert sum(fetched) < size / 4
 
 
 # ------------------------------------------------------------------ engines read in place

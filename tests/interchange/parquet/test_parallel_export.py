@@ -88,6 +88,21 @@ def test_workers_write_the_same_objects_and_manifest(
     assert manifests[0]["files"] == manifests[1]["files"]
 
 
+def test_workers_see_the_environment_as_it_is_when_the_export_starts(
+    varied: Path, one_process: dict[str, bytes], s3_server: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The workers come from a fork server started by an earlier export; the server's
+    endpoint and keys, set in the AWS_* variables after it started, reach them."""
+    with Store.open(varied, read_only=True) as s:
+        export_parquet(s, tmp_path / "first", jobs=2)  # the fork server runs from here on
+        for key, value in s3_server.env.items():
+            monkeypatch.setenv(key, value)
+        prefix = f"env-{uuid.uuid4().hex[:8]}"
+        export_parquet(s, f"s3://infrastore/{prefix}/", jobs=2)
+    root = locate(f"s3://infrastore/{prefix}", s3_server.options)
+    assert sorted(root.listdir()) == sorted([*one_process, MANIFEST])
+
+
 def test_one_worker_failing_leaves_nothing_in_a_directory(broken: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     with Store.open(broken, read_only=True) as s:
