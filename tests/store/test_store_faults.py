@@ -423,8 +423,14 @@ def test_sigkill_at_random_instants(op, world, expected) -> None:
     for trial in range(KILLS_PER_OP):
         path = fresh_copy(world, f"kill_{op}.h5")
         delay = rng.uniform(0.0, duration)
+        began = time.perf_counter()
         status, err = forked(functools.partial(OPS[op], path, world), kill_after=delay)
-        killed += os.WIFSIGNALED(status)
+        if os.WIFSIGNALED(status):
+            killed += 1
+        else:
+            # It finished before the kill: the first run was slowed by other load on the
+            # machine. Aim the next kills within the fastest run seen, so they land.
+            duration = min(duration, time.perf_counter() - began)
         assert "Traceback" not in err, err
         check_state(op, path, before, after, f"{op} killed after {delay:.3f} s (trial {trial})")
         # and the next writer works on what the kill left
