@@ -293,8 +293,12 @@ def test_a_kill_during_repair_leaves_a_store_that_opens(world, tmp_path: Path) -
     killed = 0
     for _ in range(10):
         p = fresh_from(template, tmp_path)
+        began = time.perf_counter()
         status = _forked(run_repair, p, kill_after=rng.uniform(0, duration))
-        killed += os.WIFSIGNALED(status)
+        if os.WIFSIGNALED(status):
+            killed += 1
+        else:  # the first run was slowed by other load: aim within the fastest seen
+            duration = min(duration, time.perf_counter() - began)
         with Store.open(p) as s:
             s.repair()
             assert s.verify_integrity() == {"ok": True, "errors": []}
