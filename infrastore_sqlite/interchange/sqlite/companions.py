@@ -20,14 +20,15 @@ view, so no import takes one for a partition. The provenance table
 
 Every statement is built from validated names (:func:`.schema.q`); data goes in as bound
 parameters. May import: :mod:`infrastore_sqlite.interchange.layout`, :mod:`.schema`,
-:mod:`.isotext` (the ISO text's SQL), :mod:`infrastore_sqlite.core` and below.
+:mod:`infrastore_sqlite.core` and below.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,16 +37,12 @@ import orjson
 
 from ..._version import __version__
 from ...core.periods import Period
+from ...core.timeref import reference_kind, zone_info
 from ...errors import InvalidParameterError
 from ...model import TimeSeriesType
 from ..layout import Partition, values_key_columns
 from ..plan import ExportPlan
 from .cells import sql_value_type
-
-# iso_sql and zone_offsets: re-exported where callers found them before isotext existed.
-from .isotext import iso_sql as iso_sql
-from .isotext import iso_stages
-from .isotext import zone_offsets as zone_offsets
 from .schema import ViewSource, q
 
 if TYPE_CHECKING:
@@ -100,8 +97,8 @@ class CompanionSource:
     type: TimeSeriesType
     value_sql_type: str  # REAL, INTEGER or TEXT: the declared type of ``value``
     time_reference: str | None
-    #: ``(first_ms, last_ms)`` covering the partition's instants (a zone's offsets are
-    #: written for that span's UTC years only); None before the tables are written.
+    #: ``(first_ms, last_ms)`` covering the partition's instants (its ISO text is built
+    #: over that span only); None before the tables are written.
     span: tuple[int, int] | None = None
 
 
@@ -169,30 +166,203 @@ def _key_names(s: CompanionSource) -> set[str]:
 
 
 def _flat_view(prefix: str, s: CompanionSource) -> str:
-    """The flat view: the values (with the steps of their ISO text as columns of nested
-    derived tables, so no step's SQL is written twice) joined to their series."""
     series = [f"s.{c}" if c == alias else f"s.{c} AS {alias}" for c, alias in FLAT_SERIES_COLUMNS]
-    keys = [c for c, _ in values_key_columns(s.type)]
-    instants = [("timestamp", "ts_")] + [("issue_time", "it_")] * ("issue_time" in keys)
-    built = [iso_stages(f"v.{c}", name, s.time_reference, s.span) for c, name in instants]
-    # Every stage carries the values table's columns on, beside both instants' steps.
-    plain = ["array_id", "timestamp", *keys, "value"]
-    sql = f"FROM {q(prefix + s.base + '_values')} AS v"
-    for i in range(len(built[0][0])):
-        carried = [f"v.{c}" if i == 0 else f"x{i}.{c}" for c in plain]
-        steps = [f"{expr} AS {alias}" for stages, _ in built for alias, expr in stages[i]]
-        sql = f"SELECT {', '.join(carried + steps)} " + (sql if i == 0 else f"FROM ({sql}) AS x{i}")
-    cols = [*series, "x.timestamp", f"{built[0][1]} AS timestamp_iso"]
-    for c in keys:
-        cols.append(f"x.{c}")
+    iso = iso_sql("v.timestamp", s.time_reference, s.span)
+    cols = [*series, "v.timestamp", f"{iso} AS timestamp_iso"]
+    for c, _ in values_key_columns(s.type):
+        cols.append(f"v.{c}")
         if c == "issue_time":
-            cols.append(f"{built[1][1]} AS issue_time_iso")
-    cols.append("x.value")
+            cols.append(f"{iso_sql('v.issue_time', s.time_reference, s.span)} AS issue_time_iso")
+    cols.append("v.value")
     return (
         f"CREATE VIEW {q(flat_view_name(prefix, s.base))} AS /* {COMPANION_MARKER} */ "
-        f"SELECT {', '.join(cols)} FROM ({sql}) AS x "
+        f"SELECT {', '.join(cols)} FROM {q(prefix + s.base + '_values')} AS v "
         f"JOIN {q(prefix + s.base + '_series')} AS s USING (array_id)"
     )
+
+
+# ---------------------------------------------------------------------- ISO-8601 text
+# The ISO text is written in the SQL that SQLite and DuckDB share, so DuckDB's SQLite
+# reader (which binds a view's SQL in its own dialect, and types every column of a view
+# it cannot bind as text) reads the flat views typed: no ``strftime`` (the two disagree
+# on it), integer division spelled so both give the same integer (SQLite divides
+# integers to an integer, DuckDB to a double), and ``printf``, which both have.
+_DAY = 86_400_000
+
+
+def iso_sql(column: str, time_reference: str | None, span: tuple[int, int] | None = None) -> str:
+    """SQL rendering the millisecond instant ``column`` as ISO-8601 text, as the
+    reference reads it back: UTC with ``Z`` (utc, unspecified), at the fixed offset, in
+    the zone (its offset at that instant), or a bare wall clock (zoneless).
+
+    The text is built from the months of the UTC years ``span`` (first and last
+    millisecond) touches, or of 1970–2099 without one: a balanced CASE finds an
+    instant's month (and, in a zone, its offset) in about log2(months) tests, and the
+    day and time are arithmetic from the month's start. An instant outside those years
+    gives NULL (an export's span covers every instant it writes)."""
+    kind = reference_kind(time_reference or None)
+    first, last = _years(span) if span is not None else (1970, 2099)
+    if kind in ("utc", "unspecified", "zoneless"):
+        changes: Sequence[tuple[int, int]] = ((-(1 << 62), 0),)
+        suffix = None if kind == "zoneless" else "Z"
+    elif kind == "offset":
+        assert time_reference is not None
+        sign = -1 if time_reference[0] == "-" else 1
+        minutes = sign * (int(time_reference[1:3]) * 60 + int(time_reference[4:6]))
+        changes, suffix = ((-(1 << 62), minutes * 60),), time_reference
+    else:
+        assert time_reference is not None
+        changes, suffix = zone_offsets(time_reference, first, last), None
+    pieces = _pieces(changes, first, last)
+    lo, hi = _year_ms(first), _year_ms(last + 1)
+    tree = _tree(column, pieces, 0, len(pieces), suffix, kind == "zoneless")
+    return f"CASE WHEN {column} >= {lo} AND {column} < {hi} THEN {tree} END"
+
+
+def _year_ms(year: int) -> int:
+    return int(datetime(year, 1, 1, tzinfo=UTC).timestamp()) * 1000
+
+
+def _years(span: tuple[int, int]) -> tuple[int, int]:
+    """The UTC years a millisecond span touches, kept where datetime and the tz
+    database answer (instants past them render as NULL)."""
+
+    def year(ms: int) -> int:
+        ms = min(max(ms, _MIN_MS), _MAX_MS)
+        return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)).year
+
+    return year(span[0]), year(span[1])
+
+
+_MIN_MS = _year_ms(1900)
+_MAX_MS = _year_ms(2200) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    """Instants from ``start`` (UTC ms) on, up to the next piece: one offset, one month."""
+
+    start: int
+    offset: int  # seconds
+    month_start: int  # the month's first wall-clock instant minus the offset, in UTC ms
+    prefix: str  # "YYYY-MM-"
+
+
+def _pieces(changes: Sequence[tuple[int, int]], first: int, last: int) -> list[_Piece]:
+    """The pieces covering the UTC years ``first``–``last``: each offset segment of
+    ``changes`` cut at the wall-clock month starts in it."""
+    lo, hi = _year_ms(first), _year_ms(last + 1)
+    # Wall-clock months from the December before to the January after: offsets are
+    # within a day, so these cover every instant of the years.
+    months = [(first - 1, 12)]
+    months += [(y, m) for y in range(first, last + 1) for m in range(1, 13)]
+    months += [(last + 1, 1), (last + 1, 2)]
+    walls = [int(datetime(y, m, 1, tzinfo=UTC).timestamp()) * 1000 for y, m in months]
+    out: list[_Piece] = []
+    bounds = [*(c[0] for c in changes[1:]), 1 << 62]
+    for (start, offset), end in zip(changes, bounds, strict=True):
+        a, b = max(start, lo), min(end, hi)
+        if a >= b:
+            continue
+        for i in range(len(months) - 1):
+            m_start, m_end = walls[i] - offset * 1000, walls[i + 1] - offset * 1000
+            p, q_ = max(a, m_start), min(b, m_end)
+            if p < q_:
+                y, m = months[i]
+                out.append(_Piece(p, offset, m_start, f"{y:04d}-{m:02d}-"))
+    return out
+
+
+def _div(a: str, b: int) -> str:
+    """``floor(a / b)`` for ``a >= 0``, the same integer in SQLite and DuckDB."""
+    return f"CAST(({a} - {a} % {b}) / {b} AS BIGINT)"
+
+
+def _leaf(column: str, piece: _Piece, suffix: str | None, zoneless: bool) -> str:
+    """The ISO text of an instant in ``piece``: day and time from the month's start."""
+    since = f"({column} - {piece.month_start})"  # >= 0 inside the piece
+    if suffix is None and not zoneless:
+        suffix = _offset_text(piece.offset)
+    parts = [
+        f"{_div(since, _DAY)} + 1",
+        _div(f"({since} % {_DAY})", 3_600_000),
+        _div(f"({since} % 3600000)", 60_000),
+        _div(f"({since} % 60000)", 1000),
+        f"{since} % 1000",
+    ]
+    fmt = f"{piece.prefix}%02dT%02d:%02d:%02d.%03d{suffix or ''}"
+    return f"printf('{fmt}', {', '.join(parts)})"
+
+
+def _tree(
+    column: str, pieces: Sequence[_Piece], lo: int, hi: int, suffix: str | None, zoneless: bool
+) -> str:
+    """A balanced CASE over the pieces: about log2(n) tests a row."""
+    if hi - lo == 1:
+        return _leaf(column, pieces[lo], suffix, zoneless)
+    mid = (lo + hi) // 2
+    left = _tree(column, pieces, lo, mid, suffix, zoneless)
+    right = _tree(column, pieces, mid, hi, suffix, zoneless)
+    return f"CASE WHEN {column} < {pieces[mid].start} THEN {left} ELSE {right} END"
+
+
+def _offset_text(seconds: int) -> str:
+    sign = "-" if seconds < 0 else "+"
+    minutes = abs(seconds) // 60
+    return f"{sign}{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+@lru_cache(maxsize=256)
+def zone_offsets(
+    name: str, first_year: int = 1970, last_year: int = 2099
+) -> tuple[tuple[int, int], ...]:
+    """``(from_ms, offset_seconds)`` for each offset the zone takes in the UTC years
+    ``first_year`` to ``last_year``, the first from the start of time.
+
+    Cached per zone and span, and each year's changes per zone and year, for the
+    process: an export of a few zones over a year or two costs milliseconds, not the
+    ~60 ms a zone over 1970–2099 takes."""
+    if zone_info(name) is None:
+        return ((-(1 << 62), 0),)  # shown in UTC, as the reference does
+    first_offset, _ = _year_changes(name, first_year)
+    out = [(-(1 << 62), first_offset)]
+    for year in range(first_year, last_year + 1):
+        out.extend(_year_changes(name, year)[1])
+    return tuple(out)
+
+
+@lru_cache(maxsize=4096)
+def _year_changes(name: str, year: int) -> tuple[int, tuple[tuple[int, int], ...]]:
+    """The zone's offset at the start of the UTC ``year`` and ``(from_ms, offset)`` for
+    each change in it (one at the next new year's instant included). Found by stepping
+    a day at a time and bisecting each change to the second (zone rules change offsets
+    at most a few times a year)."""
+    tz = zone_info(name)
+    assert tz is not None
+
+    def offset(t: datetime) -> int:
+        delta = t.astimezone(tz).utcoffset() or timedelta(0)
+        return int(delta.total_seconds())
+
+    t = datetime(year, 1, 1, tzinfo=UTC)
+    end = datetime(year + 1, 1, 1, tzinfo=UTC)
+    start = current = offset(t)
+    out = []
+    day = timedelta(days=1)
+    while t < end:
+        nxt = t + day
+        if offset(nxt) != current:
+            lo, hi = t, nxt
+            while hi - lo > timedelta(seconds=1):
+                mid = lo + (hi - lo) / 2
+                if offset(mid) == current:
+                    lo = mid
+                else:
+                    hi = mid
+            current = offset(nxt)
+            out.append((int(hi.timestamp()) * 1000, current))
+        t = nxt
+    return start, tuple(out)
 
 
 # ---------------------------------------------------------------------- in a database
