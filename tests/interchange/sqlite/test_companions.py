@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_roundtrip_sqlite import T0, assert_same_store, build_varied
 
 import infrastore_sqlite as I
@@ -242,6 +244,37 @@ def test_iso_text_over_a_data_span_across_a_dst_change(reference: str, change: d
     _check_iso(reference, [*ending, at + year, at - year], (ending[0], at))
     starting = [at, at + 1, at + 3 * hour]
     _check_iso(reference, [*starting, at - year, at + year], (at, starting[-1]))
+
+
+_FIRST_1900 = _ms(datetime(1900, 1, 1, tzinfo=UTC))
+_LAST_2199 = _ms(datetime(2200, 1, 1, tzinfo=UTC)) - 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    instant=st.integers(_FIRST_1900, _LAST_2199),
+    reference=st.sampled_from(["utc", "+05:30", "-03:00", "America/Denver", "Europe/London"]),
+)
+def test_iso_text_matches_python_from_1900_to_2199(instant: int, reference: str) -> None:
+    """Any instant of 1900–2199, in a span around it (the instant and the next four
+    hours, so a DST change may fall inside), reads in SQLite as Python writes it: ``Z``
+    for UTC, the offset for a fixed offset or a zone, milliseconds always."""
+    import apsw
+
+    from infrastore_sqlite.core.timeref import ms_to_datetime
+    from infrastore_sqlite.interchange.sqlite.companions import iso_sql
+
+    instants = [instant + k * 3_600_000 for k in range(5) if instant + k * 3_600_000 <= _LAST_2199]
+    conn = apsw.Connection(":memory:")
+    conn.execute("CREATE TABLE t (timestamp INTEGER)")
+    conn.executemany("INSERT INTO t VALUES (?)", [(ms,) for ms in instants])
+    span = (instants[0], instants[-1])
+    sql = f"SELECT timestamp, {iso_sql('timestamp', reference, span)} FROM t"
+    for ms, text in conn.execute(sql):
+        expected = ms_to_datetime(ms, reference).isoformat(timespec="milliseconds")
+        if reference == "utc":
+            expected = expected.replace("+00:00", "Z")
+        assert text == expected, (ms, text, expected)
 
 
 def test_zone_offsets_cover_only_the_years_asked() -> None:
