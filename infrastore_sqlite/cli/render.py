@@ -15,16 +15,15 @@ import shlex
 import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import click
 import numpy as np
-import orjson
 
 from ..errors import TimeSeriesError, shown
 from ..interchange.filing import OUTCOMES
+from ..interchange.series_files import text_cell, to_json
 from .base import DEBUG_ENV, EXPORT_FORMATS, PROG, _Ambiguous, _format, _globals
 
 # Where the group keeps the arguments it was called with (for messages that show the
@@ -196,42 +195,18 @@ class _Group(click.Group):
 
 
 def _dumps(obj: Any, *, pretty: bool) -> str:
-    option = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
-    if pretty:
-        option |= orjson.OPT_INDENT_2
-    return orjson.dumps(obj, option=option, default=_json_default).decode()
-
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, Path):
-        return str(obj)
-    if isinstance(obj, datetime):
-        return obj.isoformat()
-    if isinstance(obj, np.generic):
-        return obj.item()
-    raise TypeError(f"cannot render {type(obj).__name__} as JSON")
+    return to_json(obj, pretty=pretty)
 
 
 def _cell(value: Any, *, table: bool) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool | np.bool_):
-        return "true" if value else "false"
-    if isinstance(value, float | np.floating):
-        f = float(value)
-        if f != f:
-            return "NaN"
-        if f in (float("inf"), float("-inf")):
-            return "inf" if f > 0 else "-inf"
-        return repr(f)
-    if isinstance(value, dict | list | tuple):
-        if table and not value:
+    """A value as a table (shortened lists) or CSV cell (whole) shows it."""
+    if table and isinstance(value, dict | list | tuple):
+        if not value:
             return "" if isinstance(value, dict) else "[]"
-        if table and isinstance(value, list | tuple) and len(value) > 12:
-            head = _dumps(list(value[:10]), pretty=False)[:-1]
+        if isinstance(value, list | tuple) and len(value) > 12:
+            head = to_json(list(value[:10]))[:-1]
             return f"{head},… ({len(value)} in all)]"
-        return _dumps(value, pretty=False)
-    return str(value)
+    return text_cell(value)
 
 
 def _flatten(doc: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -120,15 +120,18 @@ def json_default(obj: Any) -> Any:
     raise TypeError(f"cannot write {type(obj).__name__} as JSON")
 
 
-def _json(obj: Any, *, pretty: bool = False) -> str:
+def to_json(obj: Any, *, pretty: bool = False) -> str:
+    """``obj`` as JSON text (numpy values, non-string keys and :func:`json_default`'s
+    types included); indented when ``pretty``. The CLI renders its documents with it too."""
     option = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
     if pretty:
         option |= orjson.OPT_INDENT_2
     return orjson.dumps(obj, option=option, default=json_default).decode()
 
 
-def _csv_cell(value: Any) -> str:
-    """A cell as a spreadsheet reads it: ``NaN``, ``inf``, ``-inf``; floats round-trip."""
+def text_cell(value: Any) -> str:
+    """A cell as a spreadsheet reads it: ``NaN``, ``inf``, ``-inf``; floats round-trip;
+    lists and maps as JSON. The CLI's tables and CSV use it too."""
     if value is None:
         return ""
     if isinstance(value, bool | np.bool_):
@@ -141,7 +144,7 @@ def _csv_cell(value: Any) -> str:
             return "inf" if f > 0 else "-inf"
         return repr(f)
     if isinstance(value, dict | list | tuple):
-        return _json(value)
+        return to_json(value)
     return str(value)
 
 
@@ -158,15 +161,15 @@ def write_series(
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(columns)
         for row in rows:
-            writer.writerow([_csv_cell(row.get(c)) for c in columns])
+            writer.writerow([text_cell(row.get(c)) for c in columns])
     elif fmt == "json":
         out.write(
-            _json({"series": meta, "columns": list(columns), "items": list(rows)}, pretty=True)
+            to_json({"series": meta, "columns": list(columns), "items": list(rows)}, pretty=True)
         )
         out.write("\n")
     elif fmt == "jsonl":
         for row in rows:
-            out.write(_json(row))
+            out.write(to_json(row))
             out.write("\n")
     else:
         raise InvalidParameterError(
