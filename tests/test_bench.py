@@ -14,13 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_root import REPO_ROOT, run_bench
 
 pytest.importorskip("infrastore")
 
 pytestmark = pytest.mark.interop
 
-REPO = Path(__file__).resolve().parent.parent
-RUN = REPO / "bench" / "run.py"
 SCENARIO_OPS = {
     "sts": {"export", "import", "add", "read"},
     "mixed": {"export", "import", "add", "read"},
@@ -35,14 +34,7 @@ FLOOR_OPS = {"export", "import"}  # bench/sqlite_floor.py runs beside these
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
     tmp = tmp_path_factory.mktemp("bench")
     out = tmp / "tmp.json"
-    proc = subprocess.run(
-        [sys.executable, str(RUN), "--quick", "--quiet", "--json", str(out)],
-        cwd=str(tmp),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    return proc, out
+    return run_bench("run.py", "--json", str(out), cwd=tmp), out
 
 
 def test_quick_run_exits_zero(quick_run):
@@ -106,11 +98,11 @@ def test_memory_growth_is_reported(quick_run):
 
 
 def test_scenarios_are_deterministic():
-    sys.path.insert(0, str(REPO / "bench"))
+    sys.path.insert(0, str(REPO_ROOT / "bench"))
     try:
         import scenarios
     finally:
-        sys.path.remove(str(REPO / "bench"))
+        sys.path.remove(str(REPO_ROOT / "bench"))
     for builder in scenarios.BUILDERS:
         n = scenarios.SIZES[builder]["quick"]
         a, b = scenarios.specs(builder, n), scenarios.specs(builder, n)
@@ -141,21 +133,7 @@ def test_parquet_bench_runs_end_to_end(tmp_path: Path, mode: list[str], keys: tu
     """bench/parquet.py [--import] --quick: every store has its timings, finite ratios
     (the floor's on the scalar stores it covers; on ``mixed`` it is left out)."""
     out = tmp_path / "parquet.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "bench" / "parquet.py"),
-            *mode,
-            "--quick",
-            "--quiet",
-            "--json",
-            str(out),
-        ],
-        cwd=str(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_bench("parquet.py", *mode, "--json", str(out), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads(out.read_text())
     assert [r["store"] for r in doc["results"]] == ["sts 100", "mixed 4", "small 1k"]
@@ -183,11 +161,11 @@ def test_parquet_floor_writes_the_export_files_again(
     from infrastore_sqlite.interchange.parquet import export as parquet_export
     from infrastore_sqlite.interchange.parquet import layout as parquet_layout
 
-    sys.path.insert(0, str(REPO / "bench"))
+    sys.path.insert(0, str(REPO_ROOT / "bench"))
     try:
         import parquet_floor
     finally:
-        sys.path.remove(str(REPO / "bench"))
+        sys.path.remove(str(REPO_ROOT / "bench"))
     # Groups of at most 1,000 rows, for the export and the floor alike.
     monkeypatch.setattr(parquet_export, "ROW_GROUP_ROWS", 1000)
     monkeypatch.setattr(parquet_layout, "ROW_GROUP_ROWS", 1000)
@@ -219,11 +197,11 @@ def test_sqlite_floor_writes_the_export_tables_again(tmp_path: Path) -> None:
 
     from infrastore_sqlite import Deterministic, NonSequentialTimeSeries, SingleTimeSeries, Store
 
-    sys.path.insert(0, str(REPO / "bench"))
+    sys.path.insert(0, str(REPO_ROOT / "bench"))
     try:
         import sqlite_floor
     finally:
-        sys.path.remove(str(REPO / "bench"))
+        sys.path.remove(str(REPO_ROOT / "bench"))
     t0 = datetime(2024, 1, 1, tzinfo=UTC)
     special = np.array([np.nan, 0.25, np.inf, -np.inf, 1.5, 2.0])  # (-0.0: no SQLite REAL)
     with Store.create(tmp_path / "s.h5") as store:
@@ -258,16 +236,7 @@ def test_scale_bench_reports_every_column(tmp_path: Path) -> None:
     has one), each with finite seconds, CPU seconds, rows/s and peak RSS, wall and CPU
     speedups for the shared ops, and the RSS growth of every op judged by target 2."""
     out, md = tmp_path / "scale.json", tmp_path / "scale.md"
-    proc = subprocess.run(
-        [
-            *(sys.executable, str(REPO / "bench" / "scale.py"), "--quick", "--quiet"),
-            *("--json", str(out), "--markdown", str(md)),
-        ],
-        cwd=str(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_bench("scale.py", "--json", str(out), "--markdown", str(md), cwd=tmp_path)
     assert proc.returncode == 0, f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
     doc = json.loads(out.read_text())
     assert doc["failures"] == []

@@ -5,29 +5,14 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
-from repo_root import REPO_ROOT
+from repo_root import run_bench
 
 
 def test_objstore_bench_runs_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "objstore.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(REPO_ROOT / "bench" / "objstore.py"),
-            "--quick",
-            "--quiet",
-            "--json",
-            str(out),
-        ],
-        cwd=str(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_bench("objstore.py", "--json", str(out), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads(out.read_text())
     assert [r["store"] for r in doc["results"]] == ["sts 20"]
@@ -39,14 +24,7 @@ def test_objstore_bench_runs_end_to_end(tmp_path: Path) -> None:
 
 def test_objstore_bench_jobs_mode_runs_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "jobs.json"
-    script = str(REPO_ROOT / "bench" / "objstore.py")
-    proc = subprocess.run(
-        [sys.executable, script, "--jobs", "--quick", "--quiet", "--json", str(out)],
-        cwd=str(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_bench("objstore.py", "--jobs", "--json", str(out), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())["jobs"]
     assert result["partitions"] == 8 and result["rows"] > 0
