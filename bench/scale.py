@@ -12,7 +12,7 @@ Stores (``bench/scenarios.py``): by default the ``small`` builder at 10,000, 100
 ``--quick`` runs 200 and 1,000 series of 168 values (seconds; tests/test_bench.py).
 
 Each implementation builds its own store once, then every operation runs in a fresh child
-process of ``bench/run.py`` (``--child``), which reports wall and CPU seconds of the timed
+process (``bench/child.py``), which reports wall and CPU seconds of the timed
 part and the process's peak RSS (``VmHWM``):
 
 ``add``             build the series objects, ``add_time_series_bulk`` + ``close`` (timed)
@@ -47,7 +47,8 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-import run  # noqa: E402  (bench/run.py: the child process and its RSS/CPU machinery)
+import results  # noqa: E402  (bench/results.py: the table renderers)
+import run  # noqa: E402  (bench/run.py: the Runner of child processes)
 import scenarios  # noqa: E402
 
 OPS = ("add", "read", "export", "import", "export_parquet", "import_parquet", "info")
@@ -250,7 +251,7 @@ def report(doc: dict[str, Any], markdown: bool = False) -> str:
         ]
         for m in doc["memory"]
     ]
-    render = run.render_markdown if markdown else run.render_text
+    render = results.render_markdown if markdown else results.render_text
     parts = ["speedup = reference s / ours (> 1: ours is faster)", render(head, body)]
     if mem_body:
         parts += ["peak RSS growth (issue 26, target 2)", render(mem_head, mem_body)]
