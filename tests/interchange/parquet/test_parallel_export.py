@@ -19,7 +19,7 @@ from infrastore_sqlite import Store
 from infrastore_sqlite.cli import PROG, cli
 from infrastore_sqlite.errors import DamagedStoreError, InvalidParameterError
 from infrastore_sqlite.interchange.parquet import export_parquet
-from infrastore_sqlite.interchange.parquet.parallel import deal
+from infrastore_sqlite.interchange.parquet.parallel import order
 from infrastore_sqlite.interchange.parquet.storage import MANIFEST, locate
 
 
@@ -123,15 +123,21 @@ def test_one_worker_failing_leaves_nothing_in_object_storage(broken: Path, s3_se
     assert locate(f"s3://infrastore/{prefix}", s3_server.options).listdir() == []
 
 
-def test_partitions_are_dealt_by_rows() -> None:
+def test_partitions_are_handed_out_largest_first() -> None:
     from types import SimpleNamespace
 
-    plan = SimpleNamespace(partitions=[SimpleNamespace(rows=r) for r in (10, 500, 20, 480, 5)])
-    shares = deal(plan, 2)  # type: ignore[arg-type]
-    assert sorted(i for share in shares for i in share) == [0, 1, 2, 3, 4]
-    loads = sorted(sum(plan.partitions[i].rows for i in share) for share in shares)
-    assert loads == [505, 510]
-    assert deal(plan, 9) == [[1], [3], [2], [0], [4]]  # type: ignore[arg-type]  # none idle
+    plan = SimpleNamespace(partitions=[SimpleNamespace(rows=r) for r in (10, 500, 20, 500, 5)])
+    # By rows, descending; equal ones in partition order.
+    assert order(plan) == [1, 3, 2, 0, 4]  # type: ignore[arg-type]
+
+
+def test_more_jobs_than_partitions(
+    varied: Path, one_process: dict[str, bytes], tmp_path: Path
+) -> None:
+    out = tmp_path / "many"
+    with Store.open(varied, read_only=True) as s:
+        export_parquet(s, out, jobs=len(one_process))
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == one_process
 
 
 @pytest.mark.parametrize("jobs", [0, -1, 1.5, True])
