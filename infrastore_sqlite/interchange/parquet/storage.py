@@ -397,8 +397,16 @@ class _Ranged(io.RawIOBase):
                 return False
             self._stream = self._request(pos, self._end)
         assert self._stream is not None
-        with storage_errors(self._uri, "reading"):
+        try:
             piece = next(self._stream, None)
+        except Exception:
+            # A response cut off midway (obstore retries a request, not a broken stream):
+            # ask once more for the rest from here; a second failure is the reader's.
+            self._drop()
+            stream = self._request(pos, self._end)
+            with storage_errors(self._uri, "reading"):
+                piece = next(stream, None)
+            self._stream = stream
         if piece is None:  # the object is shorter than its listing said
             self._drop()
             return False

@@ -344,6 +344,48 @@ def test_a_file_is_read_by_range_not_downloaded(
     assert asked == [(10, 10 + storage._FIRST_WINDOW)]
 
 
+def test_a_response_cut_off_midway_is_asked_for_again_once(
+    s3_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A streamed response that breaks after its first piece is asked for again from
+    where it broke (the bytes read are the object's); one that breaks again is a
+    StorageError naming the object."""
+    from infrastore_sqlite.interchange.parquet import storage
+
+    root = locate(f"s3://infrastore/{_prefix()}", s3_server.options)
+    data = np.random.default_rng(3).bytes(3 * storage._FIRST_WINDOW)
+    with root.joinpath("cut.bin").upload() as up:
+        up.write(data)
+    real = storage._Ranged._request
+    #: How each next request breaks: after its first piece, or at once; None: it does not.
+    breaks: list[str] = ["after one"]
+
+    asked: list[int] = []
+
+    def cut(self: Any, start: int, end: int) -> Any:
+        asked.append(start)
+        pieces = real(self, start, end)
+        how = breaks.pop(0) if breaks else None
+        if how is None:
+            return pieces
+
+        def broken() -> Any:
+            if how == "after one":
+                yield next(pieces)
+            raise OSError("connection reset")
+
+        return broken()
+
+    monkeypatch.setattr(storage._Ranged, "_request", cut)
+    stream = (root / "cut.bin").open_input()
+    assert stream.read(len(data)) == data
+    assert breaks == [] and len(asked) == 2 and 0 < asked[1] < len(data)  # from the break
+    breaks[:] = ["after one", "at once"]
+    stream = (root / "cut.bin").open_input()
+    with pytest.raises(StorageError, match=r"reading s3://infrastore/.*cut\.bin failed"):
+        stream.read(len(data))
+
+
 # ------------------------------------------------------------------ engines read in place
 STEM = "SingleTimeSeries.f64.utc"
 JOIN = """
