@@ -22,10 +22,7 @@ import datetime as dt
 import io
 import os
 import posixpath
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -54,23 +51,21 @@ _SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss"})
 _CLIENT_OPTIONS = frozenset(
     {"allow_http", "allow_invalid_certificates", "timeout", "connect_timeout", "proxy_url"}
 )
-#: An object is read in blocks of this many bytes, each one ranged request, aligned
-#: to the block size: the small column chunks of a row group (array ids, instants) share
-#: a block with the start of the next, so they cost no request of their own. Small, so
-#: that the blocks held cost little memory (peak RSS of an sts 2,000 import, fresh
-#: processes: 1 MiB blocks 4 ahead 145 MB, 512 KiB 3 ahead 139, these 136, none ahead
-#: 134, the local import 119; obstore's client alone is 7.5 of the difference).
-_BLOCK = 256 << 10
-#: Blocks fetched ahead of the one read, in worker threads: a request to the server
-#: costs milliseconds however small (5-10 ms a MiB against the local test server), so
-#: one after another they dominated an import of long arrays (sts 2,000: 70 requests,
-#: 0.34 s of 0.62); fetched ahead they overlap each other and the decoding.
-_BLOCKS_AHEAD = 4
-#: Blocks an open object holds at most (fetched and fetching): what an import from
-#: object storage holds beyond the local one's.
-_BLOCKS_HELD = 5
-#: Threads fetching blocks, shared by every open object of the process.
-_FETCHERS = 4
+#: An object is read by ranged requests whose responses are streamed: pyarrow reads a
+#: file front to back (a row group's column chunks lie end to end, and the next row
+#: group's after them), so one response serves many reads, and while one part of it is
+#: decoded the server sends the next into the socket (the kernel's buffer, not this
+#: process's memory: read-ahead without threads or held blocks). A read where no
+#: response is open asks for this many bytes at least (or what it reads, if more)...
+_FIRST_WINDOW = 256 << 10
+#: ...and each request that continues the one before asks for twice as many, up to
+#: this: requests cost the server more than bytes (SeaweedFS on this machine, 30 MB
+#: read: 0.28 s of its CPU in 256 KiB requests, 0.06 s in 4 MiB ones), while a read
+#: that jumps elsewhere (a scan of one column) stays one short request.
+_MAX_WINDOW = 16 << 20
+#: A response is handed over in pieces of at least this many bytes (obstore gathers the
+#: network's smaller ones): at most one is held per open object.
+_CHUNK = 256 << 10
 #: Bytes buffered before a multipart upload sends a part, at least: S3's smallest part.
 #: Small parts start the upload early, so it runs beside the encoding and what is left
 #: to send when the file is encoded is one part (sts 2,000's 30 MB values file: 16 MiB
@@ -353,33 +348,24 @@ class ObjectPath:
             self.bucket.obstore.delete(self.bucket.store, self.key)
 
 
-def _fetchers() -> ThreadPoolExecutor:
-    """The process's block-fetching threads (started on the first read of an object;
-    obstore releases the GIL while a request is out)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(_FETCHERS, thread_name_prefix="infrastore-sqlite-fetch")
-        return _POOL
-
-
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
 class _Ranged(io.RawIOBase):
-    """An object as the seekable file pyarrow wraps, read in aligned blocks, each one
-    ranged request, with the blocks after the one read fetched ahead (never the whole
-    object: at most :data:`_BLOCKS_HELD` blocks are held)."""
+    """An object as the seekable file pyarrow wraps, read by ranged requests whose
+    responses are streamed (never the whole object, unless it is read whole: at most one
+    piece of :data:`_CHUNK` bytes is held, and the read being put together)."""
 
     def __init__(self, where: ObjectPath, size: int) -> None:
         self._where = where
         self._uri = str(where)
         self._size = size
         self._pos = 0
-        self._count = -(-size // _BLOCK)
-        #: Block index -> its bytes (being) fetched, least recently read first.
-        self._blocks: OrderedDict[int, Future[memoryview]] = OrderedDict()
+        #: The open response's pieces still to come, and where its range ends.
+        self._stream: Iterator[Any] | None = None
+        self._end = 0
+        #: The last piece taken from it, and its offset in the object.
+        self._piece = memoryview(b"")
+        self._at = 0
+        #: How many bytes the next request that continues the open one asks for.
+        self._window = _FIRST_WINDOW
 
     def readable(self) -> bool:
         return True
@@ -387,35 +373,50 @@ class _Ranged(io.RawIOBase):
     def seekable(self) -> bool:
         return True
 
-    def _fetch(self, k: int) -> memoryview:
+    def _request(self, start: int, end: int) -> Iterator[Any]:
+        """The pieces of bytes ``start:end`` of the object, streamed (one request)."""
         b = self._where.bucket
-        start = k * _BLOCK
-        end = min(start + _BLOCK, self._size)
-        # obstore's buffer itself, not a copy: only what pyarrow reads is copied out.
-        return memoryview(b.obstore.get_range(b.store, self._where.key, start=start, end=end))
-
-    def _block(self, k: int) -> memoryview:
-        """Block ``k``'s bytes; the next :data:`_BLOCKS_AHEAD` are started too."""
-        pool = _fetchers()
-        for n in range(k, min(k + 1 + _BLOCKS_AHEAD, self._count)):
-            if n in self._blocks:
-                self._blocks.move_to_end(n)
-            else:
-                self._blocks[n] = pool.submit(self._fetch, n)
-        # The least recently wanted go (blocks read before, by this stream or another),
-        # never the ones just asked for.
-        while len(self._blocks) > max(_BLOCKS_HELD, _BLOCKS_AHEAD + 1):
-            _, old = self._blocks.popitem(last=False)
-            old.cancel()
-        self._blocks.move_to_end(k)
-        fut = self._blocks[k]
         with storage_errors(self._uri, "reading"):
-            try:
-                data = fut.result()
-            except BaseException:
-                del self._blocks[k]  # read again if asked again, rather than re-raised
-                raise
-        return data
+            got = b.obstore.get(b.store, self._where.key, options={"range": (start, end)})
+            return iter(got.stream(min_chunk_size=_CHUNK))
+
+    def _next_piece(self, wanted: int) -> bool:
+        """Make the piece the one holding ``self._pos``: the open response's next one if
+        it continues there, else the first of a new request (for at least ``wanted``
+        bytes). False at the end of the object (or where it was cut short)."""
+        pos = self._pos
+        continues = self._stream is not None and pos == self._at + self._piece.nbytes
+        if not continues or pos >= self._end:
+            # A response read to its end, and the read goes on: ask for more next time;
+            # a jump elsewhere: reading front to back starts over.
+            over = continues
+            self._window = min(2 * self._window, _MAX_WINDOW) if over else _FIRST_WINDOW
+            self._drop()
+            self._end = min(self._size, pos + max(wanted, self._window))
+            if pos >= self._end:
+                return False
+            self._stream = self._request(pos, self._end)
+        assert self._stream is not None
+        try:
+            piece = next(self._stream, None)
+        except Exception:
+            # A response cut off midway (obstore retries a request, not a broken stream):
+            # ask once more for the rest from here; a second failure is the reader's.
+            self._drop()
+            stream = self._request(pos, self._end)
+            with storage_errors(self._uri, "reading"):
+                piece = next(stream, None)
+            self._stream = stream
+        if piece is None:  # the object is shorter than its listing said
+            self._drop()
+            return False
+        self._piece, self._at = memoryview(piece), pos
+        return True
+
+    def _drop(self) -> None:
+        """Close the open response (whatever of it is still to come is not read)."""
+        self._stream = None
+        self._piece = memoryview(b"")
 
     def read(self, n: int = -1) -> bytes | memoryview:
         if n is None or n < 0:
@@ -423,14 +424,15 @@ class _Ranged(io.RawIOBase):
         end = min(self._pos + n, self._size)
         parts = []
         while self._pos < end:
-            k, at = divmod(self._pos, _BLOCK)
-            data = self._block(k)
-            piece = data[at : at + end - self._pos]
-            if not piece.nbytes:  # the object is shorter than its listing said
-                break
+            at = self._pos - self._at
+            if not 0 <= at < self._piece.nbytes:
+                if not self._next_piece(end - self._pos):
+                    break
+                at = 0
+            piece = self._piece[at : at + end - self._pos]
             parts.append(piece)
             self._pos += piece.nbytes
-        # A read within one block is a view of it (pyarrow takes any buffer), not a copy.
+        # A read within one piece is a view of it (pyarrow takes any buffer), not a copy.
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def seek(self, offset: int, whence: int = 0) -> int:
@@ -442,9 +444,7 @@ class _Ranged(io.RawIOBase):
         return self._pos
 
     def close(self) -> None:
-        for fut in self._blocks.values():
-            fut.cancel()
-        self._blocks.clear()
+        self._drop()
         super().close()
 
 

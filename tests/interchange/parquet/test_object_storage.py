@@ -291,9 +291,10 @@ def test_rehash_refuses_a_uri_naming_the_local_route() -> None:
 def test_a_file_is_read_by_range_not_downloaded(
     s3_server: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Opening a 16 MB file fetches its footer's block (a ranged read near its end), not
-    the whole object; reading a row group fetches its blocks and the few ahead: what the
-    import holds beyond the local import is those blocks."""
+    """Opening a 16 MB file asks for its footer (a ranged read near its end), not the
+    whole object; reading a row group asks for its bytes and at most a window more; a
+    read that goes on where the last request ended asks for a larger one (fewer
+    requests), a jump elsewhere for a small one again."""
     import pyarrow as pa
 
     from infrastore_sqlite.interchange.parquet import storage
@@ -303,29 +304,86 @@ def test_a_file_is_read_by_range_not_downloaded(
     table = pa.table({"value": rng.random(2_000_000)})
     with root.joinpath("big.parquet").upload() as up:
         pq.write_table(table, up, row_group_size=100_000)
-    fetched: list[int] = []
-    real = storage._Ranged._fetch
+    asked: list[tuple[int, int]] = []
+    real = storage._Ranged._request
 
-    def counting(self: Any, k: int) -> memoryview:
-        data = real(self, k)
-        fetched.append(data.nbytes)
-        return data
+    def counting(self: Any, start: int, end: int) -> Any:
+        asked.append((start, end))
+        return real(self, start, end)
 
-    monkeypatch.setattr(storage._Ranged, "_fetch", counting)
+    monkeypatch.setattr(storage._Ranged, "_request", counting)
     obj = root / "big.parquet"
     pf = pq.ParquetFile(obj.open_input())
     assert pf.metadata.num_row_groups == 20
     size = obj.size()
     assert size is not None and size > 15_000_000
-    footer = sum(fetched)
-    assert footer <= 2 * storage._BLOCK  # the footer's block (or two)
+    assert len(asked) == 1 and asked[0][1] == size  # the footer, at the end
+    assert asked[0][1] - asked[0][0] <= storage._FIRST_WINDOW
     first = pf.read_row_group(0).column("value").to_numpy()
     assert np.array_equal(first, table.column("value").to_numpy()[:100_000])
-    # The footer's blocks, the row group's (0.8 MB) and those fetched ahead of it.
     group = pf.metadata.row_group(0).total_byte_size
-    ahead = (storage._BLOCKS_AHEAD + 1) * storage._BLOCK
-    assert sum(fetched) - footer <= group + ahead
-    assert sum(fetched) < size / 4
+    assert sum(e - s for s, e in asked[1:]) <= group + storage._FIRST_WINDOW
+    # Front to back, in a stream of 64 KiB reads: each request twice the one before.
+    asked.clear()
+    stream = obj.open_input()
+    whole = b"".join(iter(lambda: stream.read(64 << 10), b""))
+    assert len(whole) == size and whole == obj.read_bytes()
+    sizes = [e - s for s, e in asked]
+    assert [s for s, _ in asked] == [sum(sizes[:k]) for k in range(len(sizes))]
+    assert sizes[:3] == [
+        storage._FIRST_WINDOW,
+        2 * storage._FIRST_WINDOW,
+        4 * storage._FIRST_WINDOW,
+    ]
+    doublings = (storage._MAX_WINDOW // storage._FIRST_WINDOW).bit_length()
+    assert len(asked) <= 1 + doublings + size // storage._MAX_WINDOW
+    # A jump back to the start: one small request again, then the bytes from there.
+    asked.clear()
+    stream.seek(10)
+    assert stream.read(100) == whole[10:110]
+    assert asked == [(10, 10 + storage._FIRST_WINDOW)]
+
+
+def test_a_response_cut_off_midway_is_asked_for_again_once(
+    s3_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A streamed response that breaks after its first piece is asked for again from
+    where it broke (the bytes read are the object's); one that breaks again is a
+    StorageError naming the object."""
+    from infrastore_sqlite.interchange.parquet import storage
+
+    root = locate(f"s3://infrastore/{_prefix()}", s3_server.options)
+    data = np.random.default_rng(3).bytes(3 * storage._FIRST_WINDOW)
+    with root.joinpath("cut.bin").upload() as up:
+        up.write(data)
+    real = storage._Ranged._request
+    #: How each next request breaks: after its first piece, or at once; None: it does not.
+    breaks: list[str] = ["after one"]
+
+    asked: list[int] = []
+
+    def cut(self: Any, start: int, end: int) -> Any:
+        asked.append(start)
+        pieces = real(self, start, end)
+        how = breaks.pop(0) if breaks else None
+        if how is None:
+            return pieces
+
+        def broken() -> Any:
+            if how == "after one":
+                yield next(pieces)
+            raise OSError("connection reset")
+
+        return broken()
+
+    monkeypatch.setattr(storage._Ranged, "_request", cut)
+    stream = (root / "cut.bin").open_input()
+    assert stream.read(len(data)) == data
+    assert breaks == [] and len(asked) == 2 and 0 < asked[1] < len(data)  # from the break
+    breaks[:] = ["after one", "at once"]
+    stream = (root / "cut.bin").open_input()
+    with pytest.raises(StorageError, match=r"reading s3://infrastore/.*cut\.bin failed"):
+        stream.read(len(data))
 
 
 # ------------------------------------------------------------------ engines read in place

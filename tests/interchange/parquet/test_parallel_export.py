@@ -19,7 +19,7 @@ from infrastore_sqlite import Store
 from infrastore_sqlite.cli import PROG, cli
 from infrastore_sqlite.errors import DamagedStoreError, InvalidParameterError
 from infrastore_sqlite.interchange.parquet import export_parquet
-from infrastore_sqlite.interchange.parquet.parallel import deal
+from infrastore_sqlite.interchange.parquet.parallel import order
 from infrastore_sqlite.interchange.parquet.storage import MANIFEST, locate
 
 
@@ -42,19 +42,22 @@ def one_process(varied: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
     return {p.name: p.read_bytes() for p in out.iterdir()}
 
 
-@pytest.fixture
-def broken(tmp_path: Path) -> Path:
-    """A store of two partitions whose second one's array file is truncated: the worker
-    that writes it fails, the other one may well have finished."""
+@pytest.fixture(params=["small", "large"])
+def broken(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, str]:
+    """A store of two partitions, one of whose array file is truncated, and that series'
+    name: the small partition's (this process writes it: the workers take the largest
+    first) or the large one's (a worker writes it); the other writer may well finish."""
     path = tmp_path / "broken.h5"
     s = new_store(path)
-    add(s, sts("a", np.arange(5000.0)))
-    add(s, sts("b", np.arange(100, dtype=np.int64)))
+    series = {"a": sts("a", np.arange(5000.0)), "b": sts("b", np.arange(100, dtype=np.int64))}
+    damaged = "b" if request.param == "small" else "a"
+    for name in sorted(series, key=lambda n: n == damaged):  # the damaged one last
+        add(s, series[name])
     s.close()
     segments = sorted((path / "segments").iterdir(), key=lambda p: p.stat().st_mtime_ns)
     assert len(segments) == 2
     segments[-1].write_bytes(segments[-1].read_bytes()[:100])
-    return path
+    return path, damaged
 
 
 def test_workers_write_the_files_one_process_writes(
@@ -103,11 +106,13 @@ def test_workers_see_the_environment_as_it_is_when_the_export_starts(
     assert sorted(root.listdir()) == sorted([*one_process, MANIFEST])
 
 
-def test_one_worker_failing_leaves_nothing_in_a_directory(broken: Path, tmp_path: Path) -> None:
+def test_one_worker_failing_leaves_nothing_in_a_directory(
+    broken: tuple[Path, str], tmp_path: Path
+) -> None:
     out = tmp_path / "out"
-    with Store.open(broken, read_only=True) as s:
-        # The worker's read fails on the damaged segment, naming the series and the file.
-        with pytest.raises(DamagedStoreError, match=r"cannot read 'b' .* is damaged"):
+    with Store.open(broken[0], read_only=True) as s:
+        # The writer's read fails on the damaged segment, naming the series and the file.
+        with pytest.raises(DamagedStoreError, match=rf"cannot read '{broken[1]}' .* is damaged"):
             export_parquet(s, out, jobs=2)
         assert not out.exists()
         out.mkdir()
@@ -116,22 +121,30 @@ def test_one_worker_failing_leaves_nothing_in_a_directory(broken: Path, tmp_path
     assert list(out.iterdir()) == []
 
 
-def test_one_worker_failing_leaves_nothing_in_object_storage(broken: Path, s3_server: Any) -> None:
+def test_one_worker_failing_leaves_nothing_in_object_storage(
+    broken: tuple[Path, str], s3_server: Any
+) -> None:
     prefix = f"broken-{uuid.uuid4().hex[:8]}"
-    with Store.open(broken, read_only=True) as s, pytest.raises(DamagedStoreError):
+    with Store.open(broken[0], read_only=True) as s, pytest.raises(DamagedStoreError):
         export_parquet(s, f"s3://infrastore/{prefix}/", storage_options=s3_server.options, jobs=2)
     assert locate(f"s3://infrastore/{prefix}", s3_server.options).listdir() == []
 
 
-def test_partitions_are_dealt_by_rows() -> None:
+def test_partitions_are_handed_out_largest_first() -> None:
     from types import SimpleNamespace
 
-    plan = SimpleNamespace(partitions=[SimpleNamespace(rows=r) for r in (10, 500, 20, 480, 5)])
-    shares = deal(plan, 2)  # type: ignore[arg-type]
-    assert sorted(i for share in shares for i in share) == [0, 1, 2, 3, 4]
-    loads = sorted(sum(plan.partitions[i].rows for i in share) for share in shares)
-    assert loads == [505, 510]
-    assert deal(plan, 9) == [[1], [3], [2], [0], [4]]  # type: ignore[arg-type]  # none idle
+    plan = SimpleNamespace(partitions=[SimpleNamespace(rows=r) for r in (10, 500, 20, 500, 5)])
+    # By rows, descending; equal ones in partition order.
+    assert order(plan) == [1, 3, 2, 0, 4]  # type: ignore[arg-type]
+
+
+def test_more_jobs_than_partitions(
+    varied: Path, one_process: dict[str, bytes], tmp_path: Path
+) -> None:
+    out = tmp_path / "many"
+    with Store.open(varied, read_only=True) as s:
+        export_parquet(s, out, jobs=len(one_process))
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == one_process
 
 
 @pytest.mark.parametrize("jobs", [0, -1, 1.5, True])
