@@ -53,6 +53,20 @@ def _cpu_seconds() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
+def _tree_cpu_seconds() -> float:
+    """CPU of this process and of every process it started, the ones still alive (a
+    multiprocessing fork server, say) with what they reaped (its exited workers)."""
+    import psutil
+
+    total = _cpu_seconds()
+    for proc in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            t = proc.cpu_times()
+            total += t.user + t.system + t.children_user + t.children_system
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return total + ru.ru_utime + ru.ru_stime
+
+
 def _db_bytes(path: str) -> int:
     """The database file, plus a WAL beside it if one was left behind."""
     total = os.path.getsize(path)
@@ -107,7 +121,10 @@ def child_main(spec: dict[str, Any]) -> None:
         store = mod.Store.open(spec["store"], read_only=True)
         method = store.export_parquet if parquet else store.export_sqlite
         jobs = {"jobs": spec["jobs"]} if spec.get("jobs") else {}  # bench/objstore.py --jobs
+        tree0 = _tree_cpu_seconds() if jobs else 0.0
         parts = timed(lambda: method(spec["out"], **jobs))
+        if jobs:  # --jobs: the workers' CPU too (children of the fork server)
+            out["tree_cpu_seconds"] = _tree_cpu_seconds() - tree0
         store.close()
         out["rows"] = sum(int(p["rows"]) for p in parts)
         out["series"] = sum(int(p["series"]) for p in parts)
