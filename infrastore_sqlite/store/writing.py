@@ -35,7 +35,15 @@ from ..errors import (
 from ..model import TimeSeriesType
 from .api import series_id
 from .arrays import pool_name
-from .prepare import IDENTITY_COLUMNS, INSERT_COLUMNS, _dtype_of, _shape_json, prepare_bulk
+from .prepare import (
+    IDENTITY_COLUMNS,
+    INSERT_COLUMNS,
+    CatalogRow,
+    Prepared,
+    _dtype_of,
+    _shape_json,
+    prepare_bulk,
+)
 from .queries import check_owner
 from .rows import SeriesRow, feature_rows
 from .tracing import LOG
@@ -63,21 +71,14 @@ class Writing:
             with self._store.transaction():
                 return self.insert_prepared(prepared)
 
-    def insert_prepared(self, prepared: list[dict[str, Any]]) -> list[int]:
+    def insert_prepared(self, prepared: list[Prepared]) -> list[int]:
         """Prepared items filed in the running transaction: their new arrays, new feature
         maps, then their catalog rows (:meth:`_insert_rows`); returns the new ids in order."""
         if not prepared:
             return []
-        self.store_arrays(
-            [(p["row"]["data_hash"], "data", p["data"]) for p in prepared]
-            + [
-                (p["row"]["timestamps_hash"], "timestamps", p["timestamps"])
-                for p in prepared
-                if "timestamps" in p
-            ]
-        )
+        self.store_arrays(_array_entries(prepared))
         cat = self._store._catalog
-        features = {p["row"]["features_hash"]: p["features"] for p in prepared}
+        features = {p.row.features_hash: p.features for p in prepared}
         known = self._known_features(list(features))
         for fh, feats in features.items():
             if fh not in known:
@@ -106,7 +107,7 @@ class Writing:
             )
         return found
 
-    def _insert_rows(self, prepared: list[dict[str, Any]]) -> list[int]:
+    def _insert_rows(self, prepared: list[Prepared]) -> list[int]:
         """The catalog rows of ``prepared``, in order, in one statement; returns their ids.
 
         The rule that a Deterministic and a DeterministicSingleTimeSeries exclude each
@@ -119,7 +120,6 @@ class Writing:
             f"INSERT INTO time_series_associations ({', '.join(INSERT_COLUMNS)}) "
             f"VALUES ({', '.join('?' * len(INSERT_COLUMNS))})"
         )
-        values = operator.itemgetter(*INSERT_COLUMNS)  # a row dict's values, in C
         # AUTOINCREMENT numbers the rows of one writer consecutively from past the
         # highest id ever used, so the ids are known without RETURNING (which costs
         # SQLite four times the insert itself).
@@ -129,12 +129,12 @@ class Writing:
             "COALESCE((SELECT MAX(id) FROM time_series_associations), 0))"
         )
         try:
-            cat.executemany(sql, [values(p["row"]) for p in prepared])
+            cat.executemany(sql, [p.row for p in prepared])
         except apsw.ConstraintError as exc:
             done = cat.scalar(
                 "SELECT COUNT(*) FROM time_series_associations WHERE id >= ?", (first,)
             )
-            raise self._duplicate(prepared[done]) from exc
+            raise self._duplicate(prepared[done].row, prepared[done].label) from exc
         ids = list(range(first, first + len(prepared)))
         if cat.conn.last_insert_rowid() != ids[-1]:
             raise IntegrityError(
@@ -142,9 +142,7 @@ class Writing:
                 "verify, and report this"
             )
         family = [
-            sid
-            for sid, p in zip(ids, prepared, strict=True)
-            if p["row"]["time_series_type"] in (2, 3)
+            sid for sid, p in zip(ids, prepared, strict=True) if p.row.time_series_type in (2, 3)
         ]
         for start in range(0, len(family), 500):
             chunk = family[start : start + 500]
@@ -160,31 +158,33 @@ class Writing:
             if clash:
                 new_id, other = clash[0]
                 p = prepared[ids.index(new_id)]
-                raise self._family_clash(p["row"], p["label"], other)
+                raise self._family_clash(p.row, p.label, other)
         return ids
 
-    def _duplicate(self, p: dict[str, Any]) -> DuplicateTimeSeriesError:
+    @staticmethod
+    def _duplicate(row: CatalogRow, label: str) -> DuplicateTimeSeriesError:
         """The refusal of a series whose identity the catalog already holds."""
-        row, label = p["row"], p["label"]
         return DuplicateTimeSeriesError(
             f"a time series with that key already exists: {label}, "
-            f"{TimeSeriesType.from_catalog_code(row['time_series_type']).name}"
-            + (f" at {row['resolution']}" if row["resolution"] else "")
+            f"{TimeSeriesType.from_catalog_code(row.time_series_type).name}"
+            + (f" at {row.resolution}" if row.resolution else "")
             + "; remove it first, or give the new one another name or features",
             series=label,
         )
 
-    def insert_row(self, row: dict[str, Any], label: str) -> int:
-        """One catalog row, after the family rule; a clash of identity names the series."""
+    def insert_row(self, values: Mapping[str, Any], label: str) -> int:
+        """One catalog row (``values``: every :data:`INSERT_COLUMNS` by name), after the
+        family rule; a clash of identity names the series."""
+        row = CatalogRow(**values)
         self._check_family(row, label)
         sql = (
             f"INSERT INTO time_series_associations ({', '.join(INSERT_COLUMNS)}) "
             f"VALUES ({', '.join('?' * len(INSERT_COLUMNS))})"
         )
         try:
-            self._store._catalog.execute(sql, [row[c] for c in INSERT_COLUMNS])
+            self._store._catalog.execute(sql, row)
         except apsw.ConstraintError as exc:
-            raise self._duplicate({"row": row, "label": label}) from exc
+            raise self._duplicate(row, label) from exc
         return self._store._catalog.conn.last_insert_rowid()
 
     def rows_by_identity(
@@ -216,7 +216,7 @@ class Writing:
                 found[tuple(r[:7])] = dict(zip(wanted, r[7:], strict=True))
         return found
 
-    def replace_rows(self, replacing: list[tuple[int, dict[str, Any]]]) -> None:
+    def replace_rows(self, replacing: list[tuple[int, Prepared]]) -> None:
         """Update catalog rows in place from prepared items: each keeps its id.
 
         ``replacing`` holds ``(catalog id, prepared item)`` pairs whose identity is the
@@ -228,14 +228,7 @@ class Writing:
         """
         if not replacing:
             return
-        self.store_arrays(
-            [(p["row"]["data_hash"], "data", p["data"]) for _, p in replacing]
-            + [
-                (p["row"]["timestamps_hash"], "timestamps", p["timestamps"])
-                for _, p in replacing
-                if "timestamps" in p
-            ]
-        )
+        self.store_arrays(_array_entries([p for _, p in replacing]))
         cat = self._store._catalog
         old = {
             r[0]: r[1:]
@@ -250,20 +243,21 @@ class Writing:
             f"UPDATE time_series_associations SET {', '.join(f'{c} = ?' for c in columns)} "
             "WHERE id = ?"
         )
+        values = operator.itemgetter(*(INSERT_COLUMNS.index(c) for c in columns))
         for sid, p in replacing:
-            row = p["row"]
-            if row["time_series_type"] == TimeSeriesType.SingleTimeSeries.catalog_code:
-                self._follow_source(old[sid], row, p["label"])
-            cat.execute(sql, [*(row[c] for c in columns), sid])
+            row = p.row
+            if row.time_series_type == TimeSeriesType.SingleTimeSeries.catalog_code:
+                self._follow_source(old[sid], row, p.label)
+            cat.execute(sql, [*values(row), sid])
         self._sweep_arrays(
             [(v[0], "data") for v in old.values()]
             + [(v[1], "timestamps") for v in old.values() if v[1] is not None]
         )
 
-    def _follow_source(self, old: tuple, row: dict[str, Any], label: str) -> None:
+    def _follow_source(self, old: tuple, row: CatalogRow, label: str) -> None:
         """Point the derived forecasts of a replaced SingleTimeSeries at its new array."""
         old_hash, _ts, initial_ms, length, resolution = old
-        if old_hash == row["data_hash"]:
+        if old_hash == row.data_hash:
             return
         where = (
             "time_series_type = 3 AND data_hash = ? AND owner_id = ? AND owner_category = ? "
@@ -271,18 +265,18 @@ class Writing:
         )
         params = (
             old_hash,
-            row["owner_id"],
-            row["owner_category"],
-            row["name"],
+            row.owner_id,
+            row.owner_category,
+            row.name,
             resolution,
-            row["features_hash"],
+            row.features_hash,
         )
         derived = self._store._catalog.scalar(
             f"SELECT id FROM time_series_associations WHERE {where}", params
         )
         if derived is None:
             return
-        if (initial_ms, length) != (row["initial_ms"], row["length"]):
+        if (initial_ms, length) != (row.initial_ms, row.length):
             raise InvalidParameterError(
                 f"cannot replace {label}: it backs the DeterministicSingleTimeSeries id {derived}, "
                 "whose windows need the old grid; remove that one first ({remove}) and run "
@@ -294,10 +288,10 @@ class Writing:
             "UPDATE time_series_associations SET data_hash = ?, element_type = ?, "
             f"element_shape = ?, array_shape = ? WHERE {where}",
             (
-                row["data_hash"],
-                row["element_type"],
-                row["element_shape"],
-                row["array_shape"],
+                row.data_hash,
+                row.element_type,
+                row.element_shape,
+                row.array_shape,
                 *params,
             ),
         )
@@ -312,9 +306,9 @@ class Writing:
                 (h, kind, h),
             )
 
-    def _check_family(self, row: dict[str, Any], label: str) -> None:
+    def _check_family(self, row: CatalogRow, label: str) -> None:
         """Deterministic and DeterministicSingleTimeSeries exclude each other per family."""
-        code = row["time_series_type"]
+        code = row.time_series_type
         if code not in (2, 3):
             return
         other = 3 if code == 2 else 2
@@ -323,20 +317,20 @@ class Writing:
             " AND owner_category = ? AND name = ? AND resolution IS ? AND features_hash = ?",
             (
                 other,
-                row["owner_id"],
-                row["owner_category"],
-                row["name"],
-                row["resolution"],
-                row["features_hash"],
+                row.owner_id,
+                row.owner_category,
+                row.name,
+                row.resolution,
+                row.features_hash,
             ),
         )
         if clash is not None:
             raise self._family_clash(row, label, clash)
 
     @staticmethod
-    def _family_clash(row: dict[str, Any], label: str, clash: int) -> InvalidParameterError:
+    def _family_clash(row: CatalogRow, label: str, clash: int) -> InvalidParameterError:
         """The refusal of a series whose family already holds the other forecast kind."""
-        code = row["time_series_type"]
+        code = row.time_series_type
         kinds = ("Deterministic", "DeterministicSingleTimeSeries")
         return InvalidParameterError(
             f"{label} already has a {kinds[(5 - code) - 2]} (id {clash}) for the same owner, "
@@ -454,3 +448,14 @@ class Writing:
             "DELETE FROM feature_maps WHERE NOT EXISTS (SELECT 1 FROM time_series_associations t"
             " WHERE t.features_hash = feature_maps.features_hash)"
         )
+
+
+def _array_entries(prepared: Sequence[Prepared]) -> list[tuple[bytes, str, np.ndarray]]:
+    """``(hash, kind, array)`` of every array of ``prepared``: data, then timestamps."""
+    entries = [(p.row.data_hash, "data", p.data) for p in prepared]
+    entries.extend(
+        (p.row.timestamps_hash, "timestamps", p.timestamps)
+        for p in prepared
+        if p.timestamps is not None
+    )
+    return entries
