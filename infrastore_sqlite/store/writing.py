@@ -52,6 +52,9 @@ if TYPE_CHECKING:
     from .store import Store
 
 
+_FIRST = operator.itemgetter(0)
+
+
 class Writing:
     """Files, replaces and removes series rows and their arrays (see the module docstring)."""
 
@@ -339,47 +342,74 @@ class Writing:
             series=label,
         )
 
-    def store_arrays(self, entries: list[tuple[bytes, str, np.ndarray]]) -> None:
-        """Write every array the catalog does not yet hold into this transaction's
-        segment, pooled by dtype and shape, and record where each one went."""
-        held = self._store._reading.found_locations({(h, kind) for h, kind, _ in entries})
-        new: dict[tuple[bytes, str], np.ndarray] = {}
-        for h, kind, arr in entries:
-            if (h, kind) not in new and (h, kind) not in held:
-                new[(h, kind)] = arr
-        by_pool: dict[tuple, list[tuple[bytes, str, np.ndarray]]] = {}
-        for (h, kind), arr in new.items():
+    def store_arrays(self, arrays: dict[tuple[bytes, str], np.ndarray]) -> None:
+        """Write every array of ``arrays`` (``(hash, kind) -> array``, one per key) the
+        catalog does not yet hold into this transaction's segment, pooled by dtype and
+        shape, and record where each one went (``arrays`` is left holding only those)."""
+        for key in self._held(arrays):
+            del arrays[key]
+        by_pool: dict[tuple, list[tuple[bytes, str]]] = {}
+        for key, arr in arrays.items():
             # Empty arrays have no slot: they are all one "pool" of rows without a place.
-            key = (arr.dtype, arr.shape) if arr.size else ()
-            by_pool.setdefault(key, []).append((h, kind, arr))
-        rows = []
-        for key, group in by_pool.items():
-            if not key:
-                rows.extend(
-                    (h, kind, _dtype_of(a), _shape_json(a.shape), "", -1, "")
-                    for h, kind, a in group
-                )
+            pool = (arr.dtype, arr.shape) if arr.size else ()
+            group = by_pool.get(pool)
+            if group is None:
+                by_pool[pool] = [key]
+            else:
+                group.append(key)
+        rows: list[tuple] = []
+        for pool, keys in by_pool.items():
+            if not pool:
+                for h, kind in keys:
+                    arr = arrays[h, kind]
+                    rows.append((h, kind, _dtype_of(arr), _shape_json(arr.shape), "", -1, ""))
                 continue
-            dtype = _dtype_of(group[0][2])
-            shape = list(group[0][2].shape)
+            dtype = _dtype_of(arrays[keys[0]])
+            shape = list(pool[1])
             name = pool_name(dtype, shape)
             segment, first = self._store._segments.write(
-                name, dtype, shape, [a for _, _, a in group]
+                name, dtype, shape, [arrays[k] for k in keys]
             )
-            shape_text = _shape_json(tuple(shape))
+            shape_text = _shape_json(pool[1])
             rows.extend(
-                (h, kind, dtype, shape_text, name, first + i, segment)
-                for i, (h, kind, _) in enumerate(group)
+                (h, kind, dtype, shape_text, name, slot, segment)
+                for (h, kind), slot in zip(keys, range(first, first + len(keys)), strict=True)
             )
         # In key order: the table is clustered on (hash, kind), so sorted inserts fill
         # its pages one after another instead of splitting pages all over the tree.
-        # (hash, kind) is unique among them, so the plain tuple order is that order.
-        rows.sort()
+        # By the hash alone (the sort compares bytes, not tuples): a hash held as both
+        # kinds keeps its rows side by side.
+        rows.sort(key=_FIRST)
         self._store._catalog.executemany(
             "INSERT INTO arrays (hash, kind, dtype, shape, pool, slot, segment) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
+
+    def _held(self, keys: Iterable[tuple[bytes, str]]) -> list[tuple[bytes, str]]:
+        """Which of ``keys`` the catalog's ``arrays`` already holds.
+
+        One query per kind, the hashes bound as one carray and joined to the primary
+        key; only the hashes come back (where they are is not the writer's business).
+        """
+        by_kind: dict[str, list[bytes]] = {}
+        for h, kind in keys:
+            hashes = by_kind.get(kind)
+            if hashes is None:
+                by_kind[kind] = [h]
+            else:
+                hashes.append(h)
+        held: list[tuple[bytes, str]] = []
+        for kind, hashes in by_kind.items():
+            held.extend(
+                (r[0], kind)
+                for r in self._store._catalog.execute(
+                    "SELECT a.hash FROM carray(?) c JOIN arrays a "
+                    "ON a.hash = c.value AND a.kind = ?",
+                    (apsw.carray(tuple(hashes)), kind),
+                )
+            )
+        return held
 
     def remove_by_ids(self, ids: Sequence[int], owner_id: int | None, owner_category: Any) -> int:
         """:meth:`Store.remove_by_ids`: the rows found (and owner-guarded), then removed."""
@@ -450,12 +480,11 @@ class Writing:
         )
 
 
-def _array_entries(prepared: Sequence[Prepared]) -> list[tuple[bytes, str, np.ndarray]]:
-    """``(hash, kind, array)`` of every array of ``prepared``: data, then timestamps."""
-    entries = [(p.row.data_hash, "data", p.data) for p in prepared]
-    entries.extend(
-        (p.row.timestamps_hash, "timestamps", p.timestamps)
-        for p in prepared
-        if p.timestamps is not None
-    )
-    return entries
+def _array_entries(prepared: Sequence[Prepared]) -> dict[tuple[bytes, str], np.ndarray]:
+    """``(hash, kind) -> array`` of every array of ``prepared`` (data, then timestamps;
+    one entry per key: arrays of one key have one content)."""
+    arrays = {(p.row.data_hash, "data"): p.data for p in prepared}
+    for p in prepared:
+        if p.timestamps is not None:
+            arrays[p.row.timestamps_hash, "timestamps"] = p.timestamps
+    return arrays
