@@ -124,7 +124,10 @@ def prepare_bulk(items: Iterable[Mapping[str, Any]]) -> list[Prepared]:
     hashes: list[bytes | None] = [None] * len(checked)
     for i, h in zip(plain, data_hashes([checked[i][3]._data for i in plain]), strict=True):
         hashes[i] = h
-    return [row_for(*c, known_hash=h) for c, h in zip(checked, hashes, strict=True)]
+    return [
+        row_for(owner_id, owner_type, category, ts, feats, h)
+        for (owner_id, owner_type, category, ts, feats), h in zip(checked, hashes, strict=True)
+    ]
 
 
 def prepare(index: int, item: Mapping[str, Any]) -> Prepared:
@@ -290,12 +293,6 @@ ARRAY_FIELDS = (
     "data_hash",
 )
 
-# Where the ARRAY_FIELDS and the per-series names sit in a CatalogRow.
-_ARRAY_POSITIONS = tuple(INSERT_COLUMNS.index(c) for c in ARRAY_FIELDS)
-_OWNER_ID, _OWNER_TYPE, _NAME = (
-    INSERT_COLUMNS.index(c) for c in ("owner_id", "owner_type", "name")
-)
-
 
 def row_from_template(
     template: CatalogRow, owner_id: int, owner_type: str, name: str, values: tuple
@@ -303,13 +300,40 @@ def row_from_template(
     """``template`` with another owner, name and array (``values``: :func:`array_values`'
     first result): the row of a series that shares everything else with the template's,
     as :func:`row_for` would make it."""
-    row = list(template)
-    row[_OWNER_ID] = owner_id
-    row[_OWNER_TYPE] = owner_type
-    row[_NAME] = name
-    for i, v in zip(_ARRAY_POSITIONS, values, strict=True):
-        row[i] = v
-    return _new_row(CatalogRow, row)
+    t = template
+    (instant, initial_ms, length, count, ts_hash, pct_json, e_shape, a_shape, digest) = values
+    # One tuple display (an import makes one per series): the positions are
+    # INSERT_COLUMNS', the import's rows are checked against row_for's by a test.
+    return _new_row(
+        CatalogRow,
+        (
+            owner_id,
+            owner_type,
+            t[2],
+            t[3],
+            name,
+            instant,
+            initial_ms,
+            t[7],
+            length,
+            t[9],
+            t[10],
+            count,
+            ts_hash,
+            t[13],
+            t[14],
+            t[15],
+            t[16],
+            t[17],
+            t[18],
+            pct_json,
+            t[20],
+            e_shape,
+            a_shape,
+            digest,
+            t[24],
+        ),
+    )
 
 
 def array_values(

@@ -349,14 +349,20 @@ class Writing:
         for key in self._held(arrays):
             del arrays[key]
         by_pool: dict[tuple, list[tuple[bytes, str]]] = {}
+        last_dtype = last_shape = None
+        group: list[tuple[bytes, str]] = []
         for key, arr in arrays.items():
-            # Empty arrays have no slot: they are all one "pool" of rows without a place.
-            pool = (arr.dtype, arr.shape) if arr.size else ()
-            group = by_pool.get(pool)
-            if group is None:
-                by_pool[pool] = [key]
-            else:
+            dtype, shape = arr.dtype, arr.shape
+            # A batch's arrays mostly share one dtype object and shape: then the pool is
+            # the last one's, without hashing a dtype per array.
+            if dtype is last_dtype and shape == last_shape:
                 group.append(key)
+                continue
+            # Empty arrays have no slot: they are all one "pool" of rows without a place.
+            pool = (dtype, shape) if arr.size else ()
+            group = by_pool.setdefault(pool, [])
+            group.append(key)
+            last_dtype, last_shape = dtype, shape
         rows: list[tuple] = []
         for pool, keys in by_pool.items():
             if not pool:
