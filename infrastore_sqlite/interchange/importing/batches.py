@@ -161,9 +161,9 @@ class _Settle:
         The first series of each :attr:`Spec.part` is prepared by ``_row_for`` from a
         series object; the others, written, copy its row and put in what differs
         (owner id and type, name, and the fields of their array, which ``array_values``
-        gives as ``_row_for`` takes them): a few dict stores instead of a series object
-        and a 25-column row made by a series' own code. A dry run keeps the object (a
-        diff compares it).
+        gives as ``_row_for`` takes them, :func:`row_from_template`): one tuple display
+        instead of a series object and ``_row_for``. A dry run keeps the object (a diff
+        compares it).
         """
         template = self.templates.get(spec.part)
         if template is None or not self.filing.write:
