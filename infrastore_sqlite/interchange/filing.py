@@ -1,7 +1,7 @@
 """Filing imported series into a store: what happens when one is already there.
 
-An import turns each series of a file into a *prepared item* (``Store._row_for``: the
-catalog row, the arrays, the series object). :func:`file_items` files a batch of them
+An import turns each series of a file into a *prepared item* (``store.prepare.Prepared``:
+the catalog row, the arrays, the series object). :func:`file_items` files a batch of them
 under one ``on_conflict`` rule, and :func:`compare` says what filing one would change,
 which is also what ``diff`` reports. Nothing here knows the container the items came
 from.
@@ -26,6 +26,7 @@ import numpy as np
 
 from ..errors import IGNORE, REPLACE, DuplicateTimeSeriesError, InvalidParameterError
 from ..model import DESCRIPTORS
+from ..store.prepare import CatalogRow, Prepared
 from ..store.rows import instant_text
 from .plan import row_block
 
@@ -62,38 +63,38 @@ def check_on_conflict(value: Any) -> OnConflict:
     return value  # type: ignore[no-any-return]
 
 
-def identity(row: dict[str, Any]) -> tuple:
+def identity(row: CatalogRow) -> tuple:
     """A prepared row's identity, as the catalog's unique index spells it."""
     return (
-        row["owner_id"],
-        row["owner_category"],
-        row["time_series_type"],
-        row["name"],
-        row["resolution"] or "",
-        row["interval"] or "",
-        row["features_hash"],
+        row.owner_id,
+        row.owner_category,
+        row.time_series_type,
+        row.name,
+        row.resolution or "",
+        row.interval or "",
+        row.features_hash,
     )
 
 
-def stored_rows(store: Store, items: Sequence[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
+def stored_rows(store: Store, items: Sequence[Prepared]) -> dict[tuple, dict[str, Any]]:
     """The stored catalog row (``id`` and the compared columns) of every item already held."""
     if not store._holds_series():
         return {}  # an empty store (the usual first import) holds none: nothing to look up
-    keys = list(dict.fromkeys(identity(p["row"]) for p in items))
+    keys = list(dict.fromkeys(identity(p.row) for p in items))
     return store._rows_by_identity(keys, _COMPARED)
 
 
-def changed_columns(stored: dict[str, Any], row: dict[str, Any]) -> dict[str, list[str]]:
+def changed_columns(stored: dict[str, Any], row: CatalogRow) -> dict[str, list[str]]:
     """Which compared columns differ: ``{"values": [...], "grid": [...], "descriptors": [...]}``.
 
     A composite's padding is not content (its hash is over the minimal width), so
     ``array_shape`` alone never counts.
     """
     out: dict[str, list[str]] = {"values": [], "grid": [], "descriptors": []}
-    if stored["data_hash"] != row["data_hash"]:
+    if stored["data_hash"] != row.data_hash:
         out["values"].append("data_hash")
-    out["grid"] = [c for c in GRID_COLUMNS if stored[c] != row[c]]
-    out["descriptors"] = [c for c in DESCRIPTOR_COLUMNS if stored[c] != row[c]]
+    out["grid"] = [c for c in GRID_COLUMNS if stored[c] != getattr(row, c)]
+    out["descriptors"] = [c for c in DESCRIPTOR_COLUMNS if stored[c] != getattr(row, c)]
     return out
 
 
@@ -122,7 +123,7 @@ class Filed:
 
 def file_items(
     store: Store,
-    items: Sequence[dict[str, Any]],
+    items: Sequence[Prepared],
     on_conflict: OnConflict,
     *,
     filed: set[int] | None = None,
@@ -134,7 +135,7 @@ def file_items(
     store
         A writable store, in a transaction.
     items
-        Prepared items (``Store._row_for``), in the order the report lists them.
+        Prepared items (``store.prepare.Prepared``), in the order the report lists them.
     on_conflict
         ``"error"``, ``"replace"`` or ``"ignore"``; see the module docstring.
     filed
@@ -157,10 +158,10 @@ def file_items(
         return out
     outcomes: list[str] = []
     ids: list[int | None] = []
-    new: list[dict[str, Any]] = []
-    replacing: list[tuple[int, dict[str, Any]]] = []
+    new: list[Prepared] = []
+    replacing: list[tuple[int, Prepared]] = []
     for p in items:
-        row = p["row"]
+        row = p.row
         held = stored.get(identity(row))
         if held is None:
             outcomes.append("added")
@@ -169,13 +170,13 @@ def file_items(
             continue
         if held["id"] in filed:
             raise DuplicateTimeSeriesError(
-                f"a time series with that key already exists: {p['label']} appears twice in "
+                f"a time series with that key already exists: {p.label} appears twice in "
                 "the file (two series rows with one owner, type, name, resolution, interval "
                 "and features)",
-                series=p["label"],
+                series=p.label,
             )
         if on_conflict == "error":
-            raise conflict_error(p["label"], held["id"])
+            raise conflict_error(p.label, held["id"])
         ids.append(held["id"])
         if on_conflict == "ignore":
             outcomes.append("skipped")
@@ -192,7 +193,7 @@ def file_items(
 
 
 # ---------------------------------------------------------------------- diff
-def compare(store: Store, p: dict[str, Any], held: dict[str, Any] | None) -> dict[str, Any]:
+def compare(store: Store, p: Prepared, held: dict[str, Any] | None) -> dict[str, Any]:
     """What filing item ``p`` with ``on_conflict="replace"`` would do, in detail.
 
     Returns a dict: ``change`` (``added``, ``replaced`` or ``unchanged``), ``id`` (the
@@ -213,10 +214,10 @@ def compare(store: Store, p: dict[str, Any], held: dict[str, Any] | None) -> dic
     }
     if held is None:
         return entry
-    changed = changed_columns(held, p["row"])
+    changed = changed_columns(held, p.row)
     entry.update(id=held["id"], descriptors=changed["descriptors"], grid=changed["grid"])
     if changed["values"] or changed["grid"]:
-        points, first, last = changed_points(_stored_series(store, held["id"]), p["series"])
+        points, first, last = changed_points(_stored_series(store, held["id"]), p.series)
         entry.update(points=points, first_changed=first, last_changed=last)
     else:
         entry["points"] = 0

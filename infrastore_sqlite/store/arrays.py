@@ -370,7 +370,8 @@ class ArrayFile:
         """
         if self._writer is None:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="infrastore-sqlite-h5")
-        size = sum(int(a.nbytes) for a in arrays)
+        # All of one dtype and shape: one size each (not a sum over a batch's arrays).
+        size = len(arrays) * int(arrays[0].nbytes) if len(arrays) else 0
         # Report a failed write early, and keep the queue (the arrays it holds) bounded.
         # The bound is checked before this write is queued, not after: a write larger
         # than the bound (one bulk add of many series) is queued alone and the caller

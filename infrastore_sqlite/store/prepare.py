@@ -1,4 +1,4 @@
-"""A series prepared for the catalog: checks, catalog rows as dicts, array fields.
+"""A series prepared for the catalog: checks, catalog rows as tuples, array fields.
 
 What an add (or an import) makes of a series before anything is written: the bulk item
 checked (:func:`checked`), its catalog row in the catalog's column order
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import orjson
@@ -42,37 +42,80 @@ IDENTITY_COLUMNS = frozenset(
 _BULK_KEYS = frozenset({"owner_id", "owner_type", "owner_category", "time_series", "features"})
 _SERIES_TYPES = frozenset(SERIES_CLASSES.values())
 
-#: The catalog columns of a series row, in the catalog's order (a row dict's keys).
-INSERT_COLUMNS = (
-    "owner_id",
-    "owner_type",
-    "owner_category",
-    "time_series_type",
-    "name",
-    "initial_timestamp",
-    "initial_ms",
-    "resolution",
-    "length",
-    "horizon",
-    "interval",
-    "count",
-    "timestamps_hash",
-    "units",
-    "quantity_kind",
-    "unit_system",
-    "component_field",
-    "application_data",
-    "time_reference",
-    "percentiles_json",
-    "element_type",
-    "element_shape",
-    "array_shape",
-    "data_hash",
-    "features_hash",
-)
+
+class CatalogRow(NamedTuple):
+    """A series' catalog row, in the catalog's column order (:data:`INSERT_COLUMNS`).
+
+    A tuple, so a batch's rows go to ``executemany`` as they are; the fields are read by
+    name where one or two are wanted (the filing, the refusals).
+    """
+
+    owner_id: int
+    owner_type: str
+    owner_category: int
+    time_series_type: int
+    name: str
+    initial_timestamp: str | None
+    initial_ms: int | None
+    resolution: str | None
+    length: int
+    horizon: str | None
+    interval: str | None
+    count: int | None
+    timestamps_hash: bytes | None
+    units: str | None
+    quantity_kind: str | None
+    unit_system: str | None
+    component_field: str | None
+    application_data: str | None
+    time_reference: str
+    percentiles_json: str | None
+    element_type: str
+    element_shape: str
+    array_shape: str
+    data_hash: bytes
+    features_hash: bytes
 
 
-def prepare_bulk(items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+#: The catalog columns of a series row, in the catalog's order (a :class:`CatalogRow`'s).
+INSERT_COLUMNS: tuple[str, ...] = CatalogRow._fields
+
+# A CatalogRow made from a tuple of its values without the generated ``__new__``'s
+# Python call (a bulk add makes one per series; this is half the cost).
+_new_row = tuple.__new__
+
+
+class Prepared:
+    """A series prepared for the catalog: its :class:`CatalogRow` (``row``), its array as
+    stored (``data``), its timestamps (``timestamps``, None unless irregular), its feature
+    map (``features``) and, when made from one, its series object (``series``).
+
+    Slotted: an add or an import makes one per series.
+    """
+
+    __slots__ = ("data", "features", "row", "series", "timestamps")
+
+    def __init__(
+        self,
+        row: CatalogRow,
+        data: np.ndarray,
+        features: dict[str, Any],
+        timestamps: np.ndarray | None = None,
+        series: _Series | None = None,
+    ) -> None:
+        self.row = row
+        self.data = data
+        self.features = features
+        self.timestamps = timestamps
+        self.series = series
+
+    @property
+    def label(self) -> str:
+        """How a refusal names the series (:func:`series_label`); made only when asked."""
+        return series_label(self.row.name, self.row.owner_id)
+
+
+def prepare_bulk(items: Iterable[Mapping[str, Any]]) -> list[Prepared]:
     """Every bulk item checked and prepared, the plain arrays hashed in one batch
     (per-array hashing is most of what a small series costs); ragged arrays are
     shrunk and hashed by :func:`row_for`."""
@@ -81,10 +124,13 @@ def prepare_bulk(items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     hashes: list[bytes | None] = [None] * len(checked)
     for i, h in zip(plain, data_hashes([checked[i][3]._data for i in plain]), strict=True):
         hashes[i] = h
-    return [row_for(*c, known_hash=h) for c, h in zip(checked, hashes, strict=True)]
+    return [
+        row_for(owner_id, owner_type, category, ts, feats, h)
+        for (owner_id, owner_type, category, ts, feats), h in zip(checked, hashes, strict=True)
+    ]
 
 
-def prepare(index: int, item: Mapping[str, Any]) -> dict[str, Any]:
+def prepare(index: int, item: Mapping[str, Any]) -> Prepared:
     """One bulk item, checked and prepared (hashed on its own; see :func:`row_for`)."""
     return row_for(*check_item(index, item))
 
@@ -138,14 +184,12 @@ def row_for(
     ts: _Series,
     feats: dict[str, Any],
     known_hash: bytes | None = None,
-) -> dict[str, Any]:
-    """A series prepared for the catalog: its row (``row``, keys in the catalog's
-    column order), its arrays (``data``, ``timestamps``), ``features``, ``series`` and
-    ``label``. The fields of its array are :func:`array_values`' (an import fills the
-    rest of a row from a template, see ``interchange/importing.py``)."""
+) -> Prepared:
+    """A series prepared for the catalog (:class:`Prepared`): its row, its arrays, its
+    features and the series itself. The fields of its array are :func:`array_values'`
+    (an import fills the rest of a row from a template, see ``importing/batches.py``)."""
     et = ts._et
     code, gridded, forecast, irregular, probabilistic = _class_traits(type(ts))
-    name = ts.name
     (
         (instant, initial_ms, length, count, ts_hash, pct_json, e_shape, a_shape, digest),
         stored,
@@ -158,41 +202,39 @@ def row_for(
         ts._ts_ms if irregular else None,
         known_hash,
     )
-    # One dict display in the catalog's column order (a bulk add builds one per
+    # One tuple display in the catalog's column order (a bulk add builds one per
     # series); the slots are read directly, the properties would only return them.
-    row: dict[str, Any] = {
-        "owner_id": owner_id,
-        "owner_type": owner_type,
-        "owner_category": int(category),
-        "time_series_type": code,
-        "name": name,
-        "initial_timestamp": instant,
-        "initial_ms": initial_ms,
-        "resolution": _period_text(ts._resolution) if gridded else None,
-        "length": length,
-        "horizon": _period_text(ts._horizon) if forecast else None,
-        "interval": _period_text(ts._interval) if forecast else None,
-        "count": count,
-        "timestamps_hash": ts_hash,
-        "units": ts.units,
-        "quantity_kind": ts.quantity_kind,
-        "unit_system": ts.unit_system,
-        "component_field": ts.component_field,
-        "application_data": ts.application_data,
-        "time_reference": ts._tr,
-        "percentiles_json": pct_json,
-        "element_type": _element_text(et),
-        "element_shape": e_shape,
-        "array_shape": a_shape,
-        "data_hash": digest,
-        "features_hash": _features_hash_of(feats),
-    }
-    out = {"row": row, "data": stored, "features": feats}
-    if irregular:
-        out["timestamps"] = ts._ts_ms
-    out["series"] = ts
-    out["label"] = series_label(name, owner_id)
-    return out
+    row = _new_row(
+        CatalogRow,
+        (
+            owner_id,
+            owner_type,
+            int(category),
+            code,
+            ts.name,
+            instant,
+            initial_ms,
+            _period_text(ts._resolution) if gridded else None,
+            length,
+            _period_text(ts._horizon) if forecast else None,
+            _period_text(ts._interval) if forecast else None,
+            count,
+            ts_hash,
+            ts.units,
+            ts.quantity_kind,
+            ts.unit_system,
+            ts.component_field,
+            ts.application_data,
+            ts._tr,
+            pct_json,
+            _element_text(et),
+            e_shape,
+            a_shape,
+            digest,
+            _features_hash_of(feats),
+        ),
+    )
+    return Prepared(row, stored, feats, ts._ts_ms if irregular else None, ts)
 
 
 @functools.lru_cache(maxsize=64)
@@ -250,6 +292,48 @@ ARRAY_FIELDS = (
     "array_shape",
     "data_hash",
 )
+
+
+def row_from_template(
+    template: CatalogRow, owner_id: int, owner_type: str, name: str, values: tuple
+) -> CatalogRow:
+    """``template`` with another owner, name and array (``values``: :func:`array_values`'
+    first result): the row of a series that shares everything else with the template's,
+    as :func:`row_for` would make it."""
+    t = template
+    (instant, initial_ms, length, count, ts_hash, pct_json, e_shape, a_shape, digest) = values
+    # One tuple display (an import makes one per series): the positions are
+    # INSERT_COLUMNS', the import's rows are checked against row_for's by a test.
+    return _new_row(
+        CatalogRow,
+        (
+            owner_id,
+            owner_type,
+            t[2],
+            t[3],
+            name,
+            instant,
+            initial_ms,
+            t[7],
+            length,
+            t[9],
+            t[10],
+            count,
+            ts_hash,
+            t[13],
+            t[14],
+            t[15],
+            t[16],
+            t[17],
+            t[18],
+            pct_json,
+            t[20],
+            e_shape,
+            a_shape,
+            digest,
+            t[24],
+        ),
+    )
 
 
 def array_values(

@@ -220,8 +220,11 @@ class Reading:
         """Where each of ``keys`` the catalog holds is stored (absent keys are left out)."""
         keyset = keys if isinstance(keys, set | frozenset) else set(keys)
         found: dict[tuple[bytes, str], tuple] = {}
+        # The segments' slot count stands for the table's size (it counts the arrays
+        # ever written to the live segments: at least the table's, less empty arrays):
+        # a count(*) walks every page of the table, on every write.
         if len(keyset) >= _SCAN_FROM and len(keyset) * 4 >= self._store._catalog.scalar(
-            "SELECT count(*) FROM arrays"
+            "SELECT COALESCE(sum(slots), 0) FROM segments"
         ):
             # Most of the table: one pass over it beats a primary-key search per array.
             for r in self._store._catalog.execute(
@@ -235,7 +238,10 @@ class Reading:
         for h, kind in keyset:
             by_kind.setdefault(kind, []).append(h)
         for kind, hashes in by_kind.items():
-            # One query per kind, the hashes bound as one carray (the primary key finds each).
+            # One query per kind, the hashes bound as one carray (the primary key finds
+            # each), in key order: each search starts near where the last one ended, so
+            # the pages it needs are the ones just read.
+            hashes.sort()
             for r in self._store._catalog.execute(
                 "SELECT hash, dtype, shape, pool, slot, segment FROM arrays "
                 "WHERE kind = ? AND hash IN carray(?)",

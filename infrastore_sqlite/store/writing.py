@@ -35,13 +35,24 @@ from ..errors import (
 from ..model import TimeSeriesType
 from .api import series_id
 from .arrays import pool_name
-from .prepare import IDENTITY_COLUMNS, INSERT_COLUMNS, _dtype_of, _shape_json, prepare_bulk
+from .prepare import (
+    IDENTITY_COLUMNS,
+    INSERT_COLUMNS,
+    CatalogRow,
+    Prepared,
+    _dtype_of,
+    _shape_json,
+    prepare_bulk,
+)
 from .queries import check_owner
 from .rows import SeriesRow, feature_rows
 from .tracing import LOG
 
 if TYPE_CHECKING:
     from .store import Store
+
+
+_FIRST = operator.itemgetter(0)
 
 
 class Writing:
@@ -63,21 +74,14 @@ class Writing:
             with self._store.transaction():
                 return self.insert_prepared(prepared)
 
-    def insert_prepared(self, prepared: list[dict[str, Any]]) -> list[int]:
+    def insert_prepared(self, prepared: list[Prepared]) -> list[int]:
         """Prepared items filed in the running transaction: their new arrays, new feature
         maps, then their catalog rows (:meth:`_insert_rows`); returns the new ids in order."""
         if not prepared:
             return []
-        self.store_arrays(
-            [(p["row"]["data_hash"], "data", p["data"]) for p in prepared]
-            + [
-                (p["row"]["timestamps_hash"], "timestamps", p["timestamps"])
-                for p in prepared
-                if "timestamps" in p
-            ]
-        )
+        self.store_arrays(_array_entries(prepared))
         cat = self._store._catalog
-        features = {p["row"]["features_hash"]: p["features"] for p in prepared}
+        features = {p.row.features_hash: p.features for p in prepared}
         known = self._known_features(list(features))
         for fh, feats in features.items():
             if fh not in known:
@@ -106,7 +110,7 @@ class Writing:
             )
         return found
 
-    def _insert_rows(self, prepared: list[dict[str, Any]]) -> list[int]:
+    def _insert_rows(self, prepared: list[Prepared]) -> list[int]:
         """The catalog rows of ``prepared``, in order, in one statement; returns their ids.
 
         The rule that a Deterministic and a DeterministicSingleTimeSeries exclude each
@@ -119,7 +123,6 @@ class Writing:
             f"INSERT INTO time_series_associations ({', '.join(INSERT_COLUMNS)}) "
             f"VALUES ({', '.join('?' * len(INSERT_COLUMNS))})"
         )
-        values = operator.itemgetter(*INSERT_COLUMNS)  # a row dict's values, in C
         # AUTOINCREMENT numbers the rows of one writer consecutively from past the
         # highest id ever used, so the ids are known without RETURNING (which costs
         # SQLite four times the insert itself).
@@ -129,12 +132,12 @@ class Writing:
             "COALESCE((SELECT MAX(id) FROM time_series_associations), 0))"
         )
         try:
-            cat.executemany(sql, [values(p["row"]) for p in prepared])
+            cat.executemany(sql, [p.row for p in prepared])
         except apsw.ConstraintError as exc:
             done = cat.scalar(
                 "SELECT COUNT(*) FROM time_series_associations WHERE id >= ?", (first,)
             )
-            raise self._duplicate(prepared[done]) from exc
+            raise self._duplicate(prepared[done].row, prepared[done].label) from exc
         ids = list(range(first, first + len(prepared)))
         if cat.conn.last_insert_rowid() != ids[-1]:
             raise IntegrityError(
@@ -142,9 +145,7 @@ class Writing:
                 "verify, and report this"
             )
         family = [
-            sid
-            for sid, p in zip(ids, prepared, strict=True)
-            if p["row"]["time_series_type"] in (2, 3)
+            sid for sid, p in zip(ids, prepared, strict=True) if p.row.time_series_type in (2, 3)
         ]
         for start in range(0, len(family), 500):
             chunk = family[start : start + 500]
@@ -160,31 +161,33 @@ class Writing:
             if clash:
                 new_id, other = clash[0]
                 p = prepared[ids.index(new_id)]
-                raise self._family_clash(p["row"], p["label"], other)
+                raise self._family_clash(p.row, p.label, other)
         return ids
 
-    def _duplicate(self, p: dict[str, Any]) -> DuplicateTimeSeriesError:
+    @staticmethod
+    def _duplicate(row: CatalogRow, label: str) -> DuplicateTimeSeriesError:
         """The refusal of a series whose identity the catalog already holds."""
-        row, label = p["row"], p["label"]
         return DuplicateTimeSeriesError(
             f"a time series with that key already exists: {label}, "
-            f"{TimeSeriesType.from_catalog_code(row['time_series_type']).name}"
-            + (f" at {row['resolution']}" if row["resolution"] else "")
+            f"{TimeSeriesType.from_catalog_code(row.time_series_type).name}"
+            + (f" at {row.resolution}" if row.resolution else "")
             + "; remove it first, or give the new one another name or features",
             series=label,
         )
 
-    def insert_row(self, row: dict[str, Any], label: str) -> int:
-        """One catalog row, after the family rule; a clash of identity names the series."""
+    def insert_row(self, values: Mapping[str, Any], label: str) -> int:
+        """One catalog row (``values``: every :data:`INSERT_COLUMNS` by name), after the
+        family rule; a clash of identity names the series."""
+        row = CatalogRow(**values)
         self._check_family(row, label)
         sql = (
             f"INSERT INTO time_series_associations ({', '.join(INSERT_COLUMNS)}) "
             f"VALUES ({', '.join('?' * len(INSERT_COLUMNS))})"
         )
         try:
-            self._store._catalog.execute(sql, [row[c] for c in INSERT_COLUMNS])
+            self._store._catalog.execute(sql, row)
         except apsw.ConstraintError as exc:
-            raise self._duplicate({"row": row, "label": label}) from exc
+            raise self._duplicate(row, label) from exc
         return self._store._catalog.conn.last_insert_rowid()
 
     def rows_by_identity(
@@ -216,7 +219,7 @@ class Writing:
                 found[tuple(r[:7])] = dict(zip(wanted, r[7:], strict=True))
         return found
 
-    def replace_rows(self, replacing: list[tuple[int, dict[str, Any]]]) -> None:
+    def replace_rows(self, replacing: list[tuple[int, Prepared]]) -> None:
         """Update catalog rows in place from prepared items: each keeps its id.
 
         ``replacing`` holds ``(catalog id, prepared item)`` pairs whose identity is the
@@ -228,14 +231,7 @@ class Writing:
         """
         if not replacing:
             return
-        self.store_arrays(
-            [(p["row"]["data_hash"], "data", p["data"]) for _, p in replacing]
-            + [
-                (p["row"]["timestamps_hash"], "timestamps", p["timestamps"])
-                for _, p in replacing
-                if "timestamps" in p
-            ]
-        )
+        self.store_arrays(_array_entries([p for _, p in replacing]))
         cat = self._store._catalog
         old = {
             r[0]: r[1:]
@@ -250,20 +246,21 @@ class Writing:
             f"UPDATE time_series_associations SET {', '.join(f'{c} = ?' for c in columns)} "
             "WHERE id = ?"
         )
+        values = operator.itemgetter(*(INSERT_COLUMNS.index(c) for c in columns))
         for sid, p in replacing:
-            row = p["row"]
-            if row["time_series_type"] == TimeSeriesType.SingleTimeSeries.catalog_code:
-                self._follow_source(old[sid], row, p["label"])
-            cat.execute(sql, [*(row[c] for c in columns), sid])
+            row = p.row
+            if row.time_series_type == TimeSeriesType.SingleTimeSeries.catalog_code:
+                self._follow_source(old[sid], row, p.label)
+            cat.execute(sql, [*values(row), sid])
         self._sweep_arrays(
             [(v[0], "data") for v in old.values()]
             + [(v[1], "timestamps") for v in old.values() if v[1] is not None]
         )
 
-    def _follow_source(self, old: tuple, row: dict[str, Any], label: str) -> None:
+    def _follow_source(self, old: tuple, row: CatalogRow, label: str) -> None:
         """Point the derived forecasts of a replaced SingleTimeSeries at its new array."""
         old_hash, _ts, initial_ms, length, resolution = old
-        if old_hash == row["data_hash"]:
+        if old_hash == row.data_hash:
             return
         where = (
             "time_series_type = 3 AND data_hash = ? AND owner_id = ? AND owner_category = ? "
@@ -271,18 +268,18 @@ class Writing:
         )
         params = (
             old_hash,
-            row["owner_id"],
-            row["owner_category"],
-            row["name"],
+            row.owner_id,
+            row.owner_category,
+            row.name,
             resolution,
-            row["features_hash"],
+            row.features_hash,
         )
         derived = self._store._catalog.scalar(
             f"SELECT id FROM time_series_associations WHERE {where}", params
         )
         if derived is None:
             return
-        if (initial_ms, length) != (row["initial_ms"], row["length"]):
+        if (initial_ms, length) != (row.initial_ms, row.length):
             raise InvalidParameterError(
                 f"cannot replace {label}: it backs the DeterministicSingleTimeSeries id {derived}, "
                 "whose windows need the old grid; remove that one first ({remove}) and run "
@@ -294,10 +291,10 @@ class Writing:
             "UPDATE time_series_associations SET data_hash = ?, element_type = ?, "
             f"element_shape = ?, array_shape = ? WHERE {where}",
             (
-                row["data_hash"],
-                row["element_type"],
-                row["element_shape"],
-                row["array_shape"],
+                row.data_hash,
+                row.element_type,
+                row.element_shape,
+                row.array_shape,
                 *params,
             ),
         )
@@ -312,9 +309,9 @@ class Writing:
                 (h, kind, h),
             )
 
-    def _check_family(self, row: dict[str, Any], label: str) -> None:
+    def _check_family(self, row: CatalogRow, label: str) -> None:
         """Deterministic and DeterministicSingleTimeSeries exclude each other per family."""
-        code = row["time_series_type"]
+        code = row.time_series_type
         if code not in (2, 3):
             return
         other = 3 if code == 2 else 2
@@ -323,20 +320,20 @@ class Writing:
             " AND owner_category = ? AND name = ? AND resolution IS ? AND features_hash = ?",
             (
                 other,
-                row["owner_id"],
-                row["owner_category"],
-                row["name"],
-                row["resolution"],
-                row["features_hash"],
+                row.owner_id,
+                row.owner_category,
+                row.name,
+                row.resolution,
+                row.features_hash,
             ),
         )
         if clash is not None:
             raise self._family_clash(row, label, clash)
 
     @staticmethod
-    def _family_clash(row: dict[str, Any], label: str, clash: int) -> InvalidParameterError:
+    def _family_clash(row: CatalogRow, label: str, clash: int) -> InvalidParameterError:
         """The refusal of a series whose family already holds the other forecast kind."""
-        code = row["time_series_type"]
+        code = row.time_series_type
         kinds = ("Deterministic", "DeterministicSingleTimeSeries")
         return InvalidParameterError(
             f"{label} already has a {kinds[(5 - code) - 2]} (id {clash}) for the same owner, "
@@ -345,47 +342,80 @@ class Writing:
             series=label,
         )
 
-    def store_arrays(self, entries: list[tuple[bytes, str, np.ndarray]]) -> None:
-        """Write every array the catalog does not yet hold into this transaction's
-        segment, pooled by dtype and shape, and record where each one went."""
-        held = self._store._reading.found_locations({(h, kind) for h, kind, _ in entries})
-        new: dict[tuple[bytes, str], np.ndarray] = {}
-        for h, kind, arr in entries:
-            if (h, kind) not in new and (h, kind) not in held:
-                new[(h, kind)] = arr
-        by_pool: dict[tuple, list[tuple[bytes, str, np.ndarray]]] = {}
-        for (h, kind), arr in new.items():
-            # Empty arrays have no slot: they are all one "pool" of rows without a place.
-            key = (arr.dtype, arr.shape) if arr.size else ()
-            by_pool.setdefault(key, []).append((h, kind, arr))
-        rows = []
-        for key, group in by_pool.items():
-            if not key:
-                rows.extend(
-                    (h, kind, _dtype_of(a), _shape_json(a.shape), "", -1, "")
-                    for h, kind, a in group
-                )
+    def store_arrays(self, arrays: dict[tuple[bytes, str], np.ndarray]) -> None:
+        """Write every array of ``arrays`` (``(hash, kind) -> array``, one per key) the
+        catalog does not yet hold into this transaction's segment, pooled by dtype and
+        shape, and record where each one went (``arrays`` is left holding only those)."""
+        for key in self._held(arrays):
+            del arrays[key]
+        by_pool: dict[tuple, list[tuple[bytes, str]]] = {}
+        last_dtype = last_shape = None
+        group: list[tuple[bytes, str]] = []
+        for key, arr in arrays.items():
+            dtype, shape = arr.dtype, arr.shape
+            # A batch's arrays mostly share one dtype object and shape: then the pool is
+            # the last one's, without hashing a dtype per array.
+            if dtype is last_dtype and shape == last_shape:
+                group.append(key)
                 continue
-            dtype = _dtype_of(group[0][2])
-            shape = list(group[0][2].shape)
+            # Empty arrays have no slot: they are all one "pool" of rows without a place.
+            pool = (dtype, shape) if arr.size else ()
+            group = by_pool.setdefault(pool, [])
+            group.append(key)
+            last_dtype, last_shape = dtype, shape
+        rows: list[tuple] = []
+        for pool, keys in by_pool.items():
+            if not pool:
+                for h, kind in keys:
+                    arr = arrays[h, kind]
+                    rows.append((h, kind, _dtype_of(arr), _shape_json(arr.shape), "", -1, ""))
+                continue
+            dtype = _dtype_of(arrays[keys[0]])
+            shape = list(pool[1])
             name = pool_name(dtype, shape)
             segment, first = self._store._segments.write(
-                name, dtype, shape, [a for _, _, a in group]
+                name, dtype, shape, [arrays[k] for k in keys]
             )
-            shape_text = _shape_json(tuple(shape))
+            shape_text = _shape_json(pool[1])
             rows.extend(
-                (h, kind, dtype, shape_text, name, first + i, segment)
-                for i, (h, kind, _) in enumerate(group)
+                (h, kind, dtype, shape_text, name, slot, segment)
+                for (h, kind), slot in zip(keys, range(first, first + len(keys)), strict=True)
             )
         # In key order: the table is clustered on (hash, kind), so sorted inserts fill
         # its pages one after another instead of splitting pages all over the tree.
-        # (hash, kind) is unique among them, so the plain tuple order is that order.
-        rows.sort()
+        # By the hash alone (the sort compares bytes, not tuples): a hash held as both
+        # kinds keeps its rows side by side.
+        rows.sort(key=_FIRST)
         self._store._catalog.executemany(
             "INSERT INTO arrays (hash, kind, dtype, shape, pool, slot, segment) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
+
+    def _held(self, keys: Iterable[tuple[bytes, str]]) -> list[tuple[bytes, str]]:
+        """Which of ``keys`` the catalog's ``arrays`` already holds.
+
+        One query per kind, the hashes bound as one carray and joined to the primary
+        key; only the hashes come back (where they are is not the writer's business).
+        """
+        by_kind: dict[str, list[bytes]] = {}
+        for h, kind in keys:
+            hashes = by_kind.get(kind)
+            if hashes is None:
+                by_kind[kind] = [h]
+            else:
+                hashes.append(h)
+        held: list[tuple[bytes, str]] = []
+        for kind, hashes in by_kind.items():
+            held.extend(
+                (r[0], kind)
+                for r in self._store._catalog.execute(
+                    "SELECT a.hash FROM carray(?) c JOIN arrays a "
+                    "ON a.hash = c.value AND a.kind = ?",
+                    (apsw.carray(tuple(hashes)), kind),
+                )
+            )
+        return held
 
     def remove_by_ids(self, ids: Sequence[int], owner_id: int | None, owner_category: Any) -> int:
         """:meth:`Store.remove_by_ids`: the rows found (and owner-guarded), then removed."""
@@ -454,3 +484,13 @@ class Writing:
             "DELETE FROM feature_maps WHERE NOT EXISTS (SELECT 1 FROM time_series_associations t"
             " WHERE t.features_hash = feature_maps.features_hash)"
         )
+
+
+def _array_entries(prepared: Sequence[Prepared]) -> dict[tuple[bytes, str], np.ndarray]:
+    """``(hash, kind) -> array`` of every array of ``prepared`` (data, then timestamps;
+    one entry per key: arrays of one key have one content)."""
+    arrays = {(p.row.data_hash, "data"): p.data for p in prepared}
+    for p in prepared:
+        if p.timestamps is not None:
+            arrays[p.row.timestamps_hash, "timestamps"] = p.timestamps
+    return arrays

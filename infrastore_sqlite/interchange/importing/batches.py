@@ -18,7 +18,7 @@ from typing import Any
 
 from ...errors import NO_CHECKSUM, DuplicateTimeSeriesError, InvalidParameterError
 from ...model import SERIES_CLASSES, TimeSeriesType
-from ...store.store import ARRAY_FIELDS, array_values, series_label
+from ...store.prepare import CatalogRow, Prepared, array_values, row_from_template
 from ..filing import (
     changed_columns,
     compare,
@@ -63,10 +63,10 @@ class Filing:
         self.result = result
         self.write = write
         self.ids: list[int] = []
-        self._pending: list[dict[str, Any]] = []
+        self._pending: list[Prepared] = []
         self._pending_bytes = 0
 
-    def add(self, prepared: dict[str, Any], nbytes: int) -> None:
+    def add(self, prepared: Prepared, nbytes: int) -> None:
         """One series, as ``Store._row_for`` prepared it (``nbytes``: its array's size)."""
         if self.write:
             self._pending.append(prepared)
@@ -153,16 +153,17 @@ class _Settle:
         self.series = 0
         self.advanced = 0
         #: Spec.part -> the catalog row of its first series, the others' template.
-        self.templates: dict[int, dict[str, Any]] = {}
+        self.templates: dict[int, CatalogRow] = {}
 
-    def _prepared(self, spec: Spec, b: Built) -> dict[str, Any]:
+    def _prepared(self, spec: Spec, b: Built) -> Prepared:
         """One series as ``Store._row_for`` prepares it.
 
         The first series of each :attr:`Spec.part` is prepared by ``_row_for`` from a
         series object; the others, written, copy its row and put in what differs
         (owner id and type, name, and the fields of their array, which ``array_values``
-        gives as ``_row_for`` takes them): a few dict stores instead of a series object
-        and a 25-column row per series. A dry run keeps the object (a diff compares it).
+        gives as ``_row_for`` takes them, :func:`row_from_template`): one tuple display
+        instead of a series object and ``_row_for``. A dry run keeps the object (a diff
+        compares it).
         """
         template = self.templates.get(spec.part)
         if template is None or not self.filing.write:
@@ -171,28 +172,17 @@ class _Settle:
                 spec.owner_id, spec.owner_type, spec.category, obj, spec.features, b.digest
             )
             if template is None:
-                self.templates[spec.part] = dict(prepared["row"])
+                self.templates[spec.part] = prepared.row
             return prepared
         if b.fields is None:
-            values, stored = array_values(
+            # Its array's catalog fields (a tuple in ARRAY_FIELDS order) and stored form,
+            # made once for the series that share the array.
+            b.fields = array_values(
                 spec.et, b.data, b.initial_ms, b.count, b.percentiles, b.timestamps, b.digest
             )
-            b.fields = (dict(zip(ARRAY_FIELDS, values, strict=True)), stored)
-        fields, stored = b.fields
-        row = template.copy()
-        row["owner_id"] = spec.owner_id
-        row["owner_type"] = spec.owner_type
-        row["name"] = spec.name
-        row.update(fields)
-        prepared = {
-            "row": row,
-            "data": stored,
-            "features": spec.features,
-            "label": series_label(spec.name, spec.owner_id),
-        }
-        if b.timestamps is not None:
-            prepared["timestamps"] = b.timestamps
-        return prepared
+        values, stored = b.fields
+        row = row_from_template(template, spec.owner_id, spec.owner_type, spec.name, values)
+        return Prepared(row, stored, spec.features, b.timestamps)
 
     def add(self, key: tuple[str, str], n: int, specs: list[Spec], built: dict[Any, Built]) -> None:
         self.pending.append((key, n, specs, built))
@@ -280,15 +270,15 @@ class _Settle:
         self.advanced = result.rows
 
 
-def _check_new(ctx: Context, prepared: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+def _check_new(ctx: Context, prepared: Prepared) -> tuple[str, dict[str, Any] | None]:
     """Dry run: what filing ``prepared`` would do (and, for a diff, what it would change).
 
     Refuses a series the file holds twice, and one the store holds under
     ``on_conflict="error"``.
     """
-    row = prepared["row"]
+    row = prepared.row
     ident = identity(row)
-    label = prepared["label"]
+    label = prepared.label
     if ident in ctx.identities:
         raise DuplicateTimeSeriesError(
             f"a time series with that key already exists: {label} appears twice in the file "
