@@ -51,6 +51,7 @@ from .maintenance import Maintenance
 from .prepare import (  # re-exported: the import core takes them from here
     ARRAY_FIELDS,
     INSERT_COLUMNS,
+    Prepared,
     _features_hash_of,  # noqa: F401  (re-exported too: tests reach it here)
     array_values,
     prepare,
@@ -550,10 +551,10 @@ class Store(StoreApi):
     _prepare = staticmethod(prepare)
     _series_from = staticmethod(series_from)
 
-    def _insert_prepared(self, prepared: list[dict[str, Any]]) -> list[int]:
+    def _insert_prepared(self, prepared: list[Prepared]) -> list[int]:
         return self._writing.insert_prepared(prepared)
 
-    def _replace_rows(self, replacing: list[tuple[int, dict[str, Any]]]) -> None:
+    def _replace_rows(self, replacing: list[tuple[int, Prepared]]) -> None:
         self._writing.replace_rows(replacing)
 
     def _rows_by_identity(
