@@ -66,6 +66,12 @@ from .plan_types import (
     SeriesRef,
     _label,
 )
+
+# The series rows' parts a container builds its own columns from (private there).
+from .series_rows import _OWNER_CATEGORY_NAMES as OWNER_CATEGORY_NAMES
+from .series_rows import _SERIES_FIELDS as SERIES_FIELDS
+from .series_rows import _series_fields as series_fields
+from .series_rows import _SeriesText as SeriesText
 from .series_rows import (
     iter_rows,
     series_labels,
@@ -79,20 +85,26 @@ if TYPE_CHECKING:
 Progress = Callable[[int, int], None]
 
 __all__ = [
+    "OWNER_CATEGORY_NAMES",
+    "SERIES_FIELDS",
     "SUMMARY_KEYS",
     "Affine",
+    "AxisColumn",
     "ExportPlan",
     "ExportSeries",
     "ExportSummary",
+    "HashColumn",
     "PartitionPlan",
     "Progress",
     "RowBlock",
     "SeriesRef",
+    "SeriesText",
     "export_object",
     "iter_partition_arrays",
     "iter_rows",
     "plan_export",
     "row_block",
+    "series_fields",
     "series_labels",
     "series_records",
     "series_values",

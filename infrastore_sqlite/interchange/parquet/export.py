@@ -228,7 +228,13 @@ def _write_files(
                     if progress:
                         progress(done, total)
                 else:  # "series" or "arrays": the file's whole table
-                    _write_table(pa, pq, payload, publisher.sink(pp, kind), kind)
+                    # The arrays table is made here, from the plan's columns, once the
+                    # series table is written and dropped (``payload`` rebound): the two
+                    # are never held at once, and making it is a few numpy calls.
+                    table = payload if kind == "series" else _arrays_table(pa, pp)
+                    del payload
+                    _write_table(pa, pq, table, publisher.sink(pp, kind), kind)
+                    del table
                     publisher.finished(pp, kind)
     finally:
         if group is not None:
@@ -264,7 +270,7 @@ def _prepared(
 ) -> Iterator[tuple[str, PartitionPlan, Any]]:
     """Per partition: ("begin", pp, None), ("segments", pp, [_Segment, ...]) in key
     order, up to about ``_HANDOFF_ROWS`` rows at a time, ("end", pp, None), then
-    ("series", pp, table) and ("arrays", pp, table)."""
+    ("series", pp, table) and ("arrays", pp, None)."""
     for pp in plan.partitions:
         yield ("begin", pp, None)
         out: list[_Segment] = []
@@ -281,7 +287,7 @@ def _prepared(
         del out
         yield ("end", pp, None)
         yield ("series", pp, _series_table(pa, store, pp))
-        yield ("arrays", pp, _arrays_table(pa, pp))
+        yield ("arrays", pp, None)  # made by the writer (see ``_write_files``)
 
 
 class _Segment:
