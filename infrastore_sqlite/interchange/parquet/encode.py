@@ -233,6 +233,10 @@ def _series_table(pa: ModuleType, store: Store, pp: PartitionPlan) -> Any:
         "count": pp.counts,
     }
     texts = SeriesText(store)
+    # A text column whose chunk holds one text throughout (a type, a unit, a shape: most
+    # of them in most stores) is that text repeated: one Arrow array of it serves every
+    # such chunk, so the table holds it once rather than once per series.
+    constants = _Constants(pa)
     order = np.lexsort((pp.ids, pp.aids))
     batches = []
     for start in range(0, order.size, _SERIES_CHUNK):
@@ -245,9 +249,13 @@ def _series_table(pa: ModuleType, store: Store, pp: PartitionPlan) -> Any:
             if name in planned:
                 arrays.append(_arrow_array(pa, planned[name][take], field.type))
             elif name in shared:
-                arrays.append(_constant_array(pa, shared[name], len(take)))
+                arrays.append(constants.get(shared[name], len(take)))
             else:
-                arrays.append(_python_array(pa, _texts(name, fields, texts), field.type))
+                column = _texts(name, fields, texts)
+                if len(set(column)) == 1:
+                    arrays.append(constants.get(column[0], len(take)))
+                else:
+                    arrays.append(_python_array(pa, column, field.type))
         batches.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
     return pa.Table.from_batches(batches, schema=schema)
 
@@ -267,6 +275,22 @@ def _texts(name: str, fields: dict[str, tuple], texts: SeriesText) -> Sequence[s
     if None in column:
         return ["" if v is None else v for v in column]
     return column
+
+
+class _Constants:
+    """String columns of one text repeated, made once per (text, rows) and shared."""
+
+    def __init__(self, pa: ModuleType) -> None:
+        self.pa = pa
+        self.made: dict[tuple[str, int], Any] = {}
+
+    def get(self, text: str, n: int) -> Any:
+        array = self.made.get((text, n))
+        if array is None:
+            if len(self.made) >= 64:  # many distinct constants: keep a bounded few
+                self.made.clear()
+            array = self.made[(text, n)] = _constant_array(self.pa, text, n)
+        return array
 
 
 def _constant_array(pa: ModuleType, text: str, n: int) -> Any:
@@ -314,12 +338,21 @@ def _hex_array(pa: ModuleType, hashes: Sequence[bytes]) -> Any:
         raw = np.frombuffer(b"".join(hashes), dtype=np.uint8) if width else None
     if not width or raw is None:  # none, or not all one length
         return _python_array(pa, [h.hex() for h in hashes], pa.string())
-    digits = np.empty((raw.size, 2), dtype=np.uint8)
-    digits[:, 0] = _HEX_DIGITS[raw >> 4]
-    digits[:, 1] = _HEX_DIGITS[raw & 15]
+    # The digits are written a slice of hashes at a time (few temporaries) into a buffer
+    # of Arrow's pool, where the series table just freed its memory.
+    buffer = pa.allocate_buffer(2 * raw.size)
+    digits = np.frombuffer(buffer, dtype=np.uint8).reshape(raw.size, 2)
+    step = _HEX_SLICE * width
+    for at in range(0, raw.size, step):
+        part = raw[at : at + step]
+        np.take(_HEX_DIGITS, part >> 4, out=digits[at : at + step, 0])
+        np.take(_HEX_DIGITS, part & 15, out=digits[at : at + step, 1])
     offsets = np.arange(0, 2 * width * n + 1, 2 * width, dtype=np.int32)
-    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(digits)]
-    return pa.Array.from_buffers(pa.string(), n, buffers)
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), buffer])
+
+
+# Hashes spelled out in hex at a time.
+_HEX_SLICE = 1 << 16
 
 
 def _axis_array(pa: ModuleType, axes: Sequence[str]) -> Any:
