@@ -338,17 +338,16 @@ def _hex_array(pa: ModuleType, hashes: Sequence[bytes]) -> Any:
         raw = np.frombuffer(b"".join(hashes), dtype=np.uint8) if width else None
     if not width or raw is None:  # none, or not all one length
         return _python_array(pa, [h.hex() for h in hashes], pa.string())
-    # The digits are written a slice of hashes at a time (few temporaries) into a buffer
-    # of Arrow's pool, where the series table just freed its memory.
-    buffer = pa.allocate_buffer(2 * raw.size)
-    digits = np.frombuffer(buffer, dtype=np.uint8).reshape(raw.size, 2)
+    # The digits are written a slice of hashes at a time: few temporaries.
+    digits = np.empty((raw.size, 2), dtype=np.uint8)
     step = _HEX_SLICE * width
     for at in range(0, raw.size, step):
         part = raw[at : at + step]
         np.take(_HEX_DIGITS, part >> 4, out=digits[at : at + step, 0])
         np.take(_HEX_DIGITS, part & 15, out=digits[at : at + step, 1])
     offsets = np.arange(0, 2 * width * n + 1, 2 * width, dtype=np.int32)
-    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), buffer])
+    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(digits)]
+    return pa.Array.from_buffers(pa.string(), n, buffers)
 
 
 # Hashes spelled out in hex at a time.
@@ -356,12 +355,36 @@ _HEX_SLICE = 1 << 16
 
 
 def _axis_array(pa: ModuleType, axes: Sequence[str]) -> Any:
-    """The ``time_axis`` texts as one Arrow string array: from the plan's codes into its
-    distinct texts (Arrow's ``take``, no Python string per array) when it holds them so."""
+    """The ``time_axis`` texts as one Arrow string array: spelled out in numpy from the
+    plan's codes into its distinct texts, when it holds them so (no Python string per
+    array, and no ``pyarrow.compute``, whose import alone costs megabytes)."""
     if not isinstance(axes, AxisColumn) or not len(axes):
         return _python_array(pa, axes, pa.string())
-    import pyarrow.compute as pc
+    encoded = [t.encode() for t in axes.texts]
+    blob = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    sizes = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+    starts = np.zeros(sizes.size + 1, dtype=np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    codes = np.asarray(axes.codes, dtype=np.int64)
+    n = codes.size
+    lengths = sizes[codes]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    data = np.empty(int(offsets[-1]), dtype=np.uint8)
+    # A slice of arrays at a time: each byte's place in ``blob`` is its text's start
+    # there plus its place within the text (an index a byte, so kept to a slice).
+    for at in range(0, n, _AXIS_SLICE):
+        c = codes[at : at + _AXIS_SLICE]
+        first, last = int(offsets[at]), int(offsets[at + c.size])
+        shift = np.repeat(starts[c] - offsets[at : at + c.size], lengths[at : at + c.size])
+        data[first:last] = blob[shift + np.arange(first, last, dtype=np.int64)]
+    if offsets[-1] < 2**31:
+        offsets = offsets.astype(np.int32)
+        type_ = pa.string()
+    else:
+        type_ = pa.large_string()  # not reached by any real arrays file
+    return pa.Array.from_buffers(type_, n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
-    texts = _python_array(pa, list(axes.texts), pa.string())
-    codes = _arrow_array(pa, np.ascontiguousarray(axes.codes, dtype=np.int64), pa.int64())
-    return pc.take(texts, codes)
+
+# Arrays whose axis texts are spelled out at a time.
+_AXIS_SLICE = 8192
