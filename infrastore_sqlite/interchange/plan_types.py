@@ -165,10 +165,16 @@ class PartitionPlan:
 
     def labels_by_array(self) -> Callable[[int], list[str]]:
         """``labels(array_id)``: the labels of every series holding it, catalog order."""
-        order = np.argsort(self.aids, kind="stable")  # catalog order within an array
-        bounds = np.searchsorted(self.aids[order], np.arange(1, len(self.hashes) + 2))
+        # The index from arrays to their series is made at the first call: an export
+        # asks for labels only to name a refusal, and the index costs 16 bytes a series.
+        index: list[np.ndarray] = []
 
         def labels(array_id: int) -> list[str]:
+            if not index:
+                order = np.argsort(self.aids, kind="stable")  # catalog order within an array
+                bounds = np.searchsorted(self.aids[order], np.arange(1, len(self.hashes) + 2))
+                index.extend((order, bounds))
+            order, bounds = index
             return self.labels_at(order[bounds[array_id - 1] : bounds[array_id]])
 
         return labels

@@ -152,6 +152,30 @@ def test_shared_arrays_are_one_array(store: Store) -> None:
     }
 
 
+@pytest.mark.parametrize("compare_slice", [1, 2, 3])
+def test_keys_compared_a_slice_at_a_time_give_the_same_ids(
+    store: Store, monkeypatch, compare_slice: int
+) -> None:
+    """The sorted keys are compared in slices; every cut (between series of one key or
+    of two) must give the ids, hashes and first series one whole comparison gives."""
+    from infrastore_sqlite.interchange import plan as plan_mod
+
+    for owner in (1, 2, 3):
+        add(store, sts("shared", [10.0, 20.0, 30.0]), owner=owner)
+    add(store, sts("later", [10.0, 20.0, 30.0], start=T0 + 5 * H), owner=4)
+    for i in range(5):
+        add(store, sts(f"own{i}", [float(i), 1.0]), owner=10 + i)
+    add(store, sts("again", [3.0, 1.0]), owner=20)
+    (whole,) = plan_export(store).partitions
+    monkeypatch.setattr(plan_mod, "_COMPARE_SLICE", compare_slice)
+    (sliced,) = plan_export(store).partitions
+    assert len(whole.hashes) == 7  # 9 series, two arrays shared
+    assert sliced.aids.tolist() == whole.aids.tolist()
+    assert sliced.firsts.tolist() == whole.firsts.tolist()
+    assert list(sliced.hashes) == list(whole.hashes)
+    assert list(sliced.axes) == list(whole.axes)
+
+
 def test_catalog_key_matches_the_key_read_from_the_values(store: Store) -> None:
     varied(store)
     add(store, sts("pre1970", [1.0, 2.0], start=datetime(1969, 12, 31, 23, tzinfo=UTC)))

@@ -11,7 +11,6 @@ handed in as a module by the caller.
 from __future__ import annotations
 
 import functools
-import itertools
 from collections.abc import Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -19,7 +18,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...model import TimeSeriesType
-from ..plan import PartitionPlan, RowBlock, series_records
+from ..plan import (
+    OWNER_CATEGORY_NAMES,
+    SERIES_FIELDS,
+    AxisColumn,
+    HashColumn,
+    PartitionPlan,
+    RowBlock,
+    SeriesText,
+    series_fields,
+)
 from .layout import arrays_schema, series_column_names, series_schema
 
 if TYPE_CHECKING:
@@ -199,26 +207,103 @@ def _python_array(pa: ModuleType, values: Sequence[Any], type_: Any) -> Any:
 
 
 def _series_table(pa: ModuleType, store: Store, pp: PartitionPlan) -> Any:
-    """The series file's table: one row per series, by array id, then id."""
+    """The series file's table: one row per series, by array id, then id.
+
+    Built a chunk of series at a time, column by column: the plan's numbers go to Arrow
+    straight from its vectors, and only the catalog's texts pass through Python (one
+    value per series and column, dropped once the chunk is Arrow).
+    """
     key = pp.partition.key
     schema = series_schema(pa, key, pp.width)
-    # The cell shape of this file, as the footer spells it (the catalog's E elsewhere).
-    shape = schema.metadata[b"element_shape"].decode()
-    at_shape = series_column_names(key.type).index("element_shape")
-    # The rows as tuples, a chunk at a time, then Arrow's compact columns: a big
-    # selection never holds its series rows as Python objects all at once.
-    records = series_records(store, pp, order="array")
+    names = series_column_names(key.type)
+    # Texts every series of the partition shares: the cell shape of this file, as the
+    # footer spells it (the catalog's E elsewhere), the type and the time reference.
+    shared = {
+        "element_shape": schema.metadata[b"element_shape"].decode(),
+        "time_series_type": key.type.name,
+        "time_reference": key.reference_label,
+    }
+    # The plan's vectors, by column name.
+    planned = {
+        "array_id": pp.aids,
+        "id": pp.ids,
+        "owner_id": pp.owners,
+        "initial_timestamp": pp.anchors,
+        "length": pp.counts,
+        "count": pp.counts,
+    }
+    texts = SeriesText(store)
+    # A text column whose chunk holds one text throughout (a type, a unit, a shape: most
+    # of them in most stores) is that text repeated: one Arrow array of it serves every
+    # such chunk, so the table holds it once rather than once per series.
+    constants = _Constants(pa)
+    order = np.lexsort((pp.ids, pp.aids))
     batches = []
-    while chunk := list(itertools.islice(records, _SERIES_CHUNK)):
-        columns = list(zip(*chunk, strict=True))
-        columns[at_shape] = (shape,) * len(chunk)
-        arrays = [_python_array(pa, c, f.type) for c, f in zip(columns, schema, strict=True)]
+    for start in range(0, order.size, _SERIES_CHUNK):
+        take = order[start : start + _SERIES_CHUNK]
+        ids = pp.ids[take]
+        rows = series_fields(store, ids, len(ids))
+        fields = dict(zip(SERIES_FIELDS, zip(*rows, strict=True), strict=True))
+        arrays = []
+        for name, field in zip(names, schema, strict=True):
+            if name in planned:
+                arrays.append(_arrow_array(pa, planned[name][take], field.type))
+            elif name in shared:
+                arrays.append(constants.get(shared[name], len(take)))
+            else:
+                column = _texts(name, fields, texts)
+                if len(set(column)) == 1:
+                    arrays.append(constants.get(column[0], len(take)))
+                else:
+                    arrays.append(_python_array(pa, column, field.type))
         batches.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
     return pa.Table.from_batches(batches, schema=schema)
 
 
 # Series rows turned into Arrow columns at a time.
 _SERIES_CHUNK = 4096
+
+
+def _texts(name: str, fields: dict[str, tuple], texts: SeriesText) -> Sequence[str]:
+    """The series column ``name`` of a chunk, from its catalog ``fields``, as the
+    layout spells it (the catalog's NULL an empty text)."""
+    if name == "owner_category":
+        return list(map(OWNER_CATEGORY_NAMES.__getitem__, fields["owner_category"]))
+    if name == "features":
+        return list(map(texts.feature_text, fields["features_hash"], fields["features_json"]))
+    column = fields[name]
+    if None in column:
+        return ["" if v is None else v for v in column]
+    return column
+
+
+class _Constants:
+    """String columns of one text repeated, made once per (text, rows) and shared."""
+
+    def __init__(self, pa: ModuleType) -> None:
+        self.pa = pa
+        self.made: dict[tuple[str, int], Any] = {}
+
+    def get(self, text: str, n: int) -> Any:
+        array = self.made.get((text, n))
+        if array is None:
+            if len(self.made) >= 64:  # many distinct constants: keep a bounded few
+                self.made.clear()
+            array = self.made[(text, n)] = _constant_array(self.pa, text, n)
+        return array
+
+
+def _constant_array(pa: ModuleType, text: str, n: int) -> Any:
+    """A string column of ``n`` rows all ``text``, spelled out in numpy."""
+    data = text.encode()
+    offsets = np.arange(n + 1, dtype=np.int64) * len(data)
+    chars = np.frombuffer(data * n, dtype=np.uint8)
+    if chars.size < 2**31:
+        offsets = offsets.astype(np.int32)
+        type_ = pa.string()
+    else:
+        type_ = pa.large_string()  # not reached by any real series file
+    return pa.Array.from_buffers(type_, n, [None, pa.py_buffer(offsets), pa.py_buffer(chars)])
 
 
 def _arrays_table(pa: ModuleType, pp: PartitionPlan) -> Any:
@@ -229,7 +314,7 @@ def _arrays_table(pa: ModuleType, pp: PartitionPlan) -> Any:
         [
             _arrow_array(pa, np.arange(1, n + 1, dtype=np.int64), pa.int64()),
             _hex_array(pa, pp.hashes),
-            _python_array(pa, pp.axes, pa.string()),
+            _axis_array(pa, pp.axes),
         ],
         schema=schema,
     )
@@ -240,15 +325,66 @@ _HEX_DIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 
 def _hex_array(pa: ModuleType, hashes: Sequence[bytes]) -> Any:
     """The lowercase hex texts of equally long ``hashes`` as one Arrow string array,
-    spelled out in numpy (no Python string per hash)."""
+    spelled out in numpy (no Python string per hash; none of a ``bytes`` either, when
+    the plan holds them as one block)."""
     n = len(hashes)
-    lengths = set(map(len, hashes))
-    if len(lengths) != 1 or not (width := lengths.pop()):  # none, or not all one length
+    if isinstance(hashes, HashColumn):
+        block = hashes.block
+        width = int(block.shape[1]) if block.ndim == 2 else 0
+        raw = np.ascontiguousarray(block).reshape(-1)
+    else:
+        lengths = set(map(len, hashes))
+        width = lengths.pop() if len(lengths) == 1 else 0
+        raw = np.frombuffer(b"".join(hashes), dtype=np.uint8) if width else None
+    if not width or raw is None:  # none, or not all one length
         return _python_array(pa, [h.hex() for h in hashes], pa.string())
-    raw = np.frombuffer(b"".join(hashes), dtype=np.uint8)
+    # The digits are written a slice of hashes at a time: few temporaries.
     digits = np.empty((raw.size, 2), dtype=np.uint8)
-    digits[:, 0] = _HEX_DIGITS[raw >> 4]
-    digits[:, 1] = _HEX_DIGITS[raw & 15]
+    step = _HEX_SLICE * width
+    for at in range(0, raw.size, step):
+        part = raw[at : at + step]
+        np.take(_HEX_DIGITS, part >> 4, out=digits[at : at + step, 0])
+        np.take(_HEX_DIGITS, part & 15, out=digits[at : at + step, 1])
     offsets = np.arange(0, 2 * width * n + 1, 2 * width, dtype=np.int32)
     buffers = [None, pa.py_buffer(offsets), pa.py_buffer(digits)]
     return pa.Array.from_buffers(pa.string(), n, buffers)
+
+
+# Hashes spelled out in hex at a time.
+_HEX_SLICE = 1 << 16
+
+
+def _axis_array(pa: ModuleType, axes: Sequence[str]) -> Any:
+    """The ``time_axis`` texts as one Arrow string array: spelled out in numpy from the
+    plan's codes into its distinct texts, when it holds them so (no Python string per
+    array, and no ``pyarrow.compute``, whose import alone costs megabytes)."""
+    if not isinstance(axes, AxisColumn) or not len(axes):
+        return _python_array(pa, axes, pa.string())
+    encoded = [t.encode() for t in axes.texts]
+    blob = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    sizes = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+    starts = np.zeros(sizes.size + 1, dtype=np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    codes = np.asarray(axes.codes, dtype=np.int64)
+    n = codes.size
+    lengths = sizes[codes]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    data = np.empty(int(offsets[-1]), dtype=np.uint8)
+    # A slice of arrays at a time: each byte's place in ``blob`` is its text's start
+    # there plus its place within the text (an index a byte, so kept to a slice).
+    for at in range(0, n, _AXIS_SLICE):
+        c = codes[at : at + _AXIS_SLICE]
+        first, last = int(offsets[at]), int(offsets[at + c.size])
+        shift = np.repeat(starts[c] - offsets[at : at + c.size], lengths[at : at + c.size])
+        data[first:last] = blob[shift + np.arange(first, last, dtype=np.int64)]
+    if offsets[-1] < 2**31:
+        offsets = offsets.astype(np.int32)
+        type_ = pa.string()
+    else:
+        type_ = pa.large_string()  # not reached by any real arrays file
+    return pa.Array.from_buffers(type_, n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+# Arrays whose axis texts are spelled out at a time.
+_AXIS_SLICE = 8192

@@ -207,9 +207,9 @@ def _write_files(
     group: _Group | None = None
     encoder = ThreadPoolExecutor(1, thread_name_prefix="infrastore-sqlite-parquet")
     try:
-        # The store is read and laid out, and the series and arrays tables built, in a
-        # worker thread while this one encodes and writes, which pyarrow does without the
-        # GIL: the two overlap (the last row group's encoding with the series table too).
+        # The store is read and laid out in a worker thread while this one encodes and
+        # writes, which pyarrow does without the GIL: the two overlap. The series and
+        # arrays tables are made here, after the values file.
         with Prefetch(_prepared(pa, store, plan)) as steps:
             for kind, pp, payload in steps:
                 if kind == "begin":
@@ -228,7 +228,16 @@ def _write_files(
                     if progress:
                         progress(done, total)
                 else:  # "series" or "arrays": the file's whole table
-                    _write_table(pa, pq, payload, publisher.sink(pp, kind), kind)
+                    # Both tables are made here, one after the other, each dropped once
+                    # written: the two are never held at once, and the second reuses the
+                    # memory the first freed (in another thread it would come from that
+                    # thread's allocator arena, growing the export's resident memory).
+                    if kind == "series":
+                        table = _series_table(pa, store, pp)
+                    else:
+                        table = _arrays_table(pa, pp)
+                    _write_table(pa, pq, table, publisher.sink(pp, kind), kind)
+                    del table
                     publisher.finished(pp, kind)
     finally:
         if group is not None:
@@ -264,7 +273,7 @@ def _prepared(
 ) -> Iterator[tuple[str, PartitionPlan, Any]]:
     """Per partition: ("begin", pp, None), ("segments", pp, [_Segment, ...]) in key
     order, up to about ``_HANDOFF_ROWS`` rows at a time, ("end", pp, None), then
-    ("series", pp, table) and ("arrays", pp, table)."""
+    ("series", pp, None) and ("arrays", pp, None)."""
     for pp in plan.partitions:
         yield ("begin", pp, None)
         out: list[_Segment] = []
@@ -280,8 +289,9 @@ def _prepared(
             yield ("segments", pp, out)
         del out
         yield ("end", pp, None)
-        yield ("series", pp, _series_table(pa, store, pp))
-        yield ("arrays", pp, _arrays_table(pa, pp))
+        # The series and arrays tables are made by the writer (see ``_write_files``).
+        yield ("series", pp, None)
+        yield ("arrays", pp, None)
 
 
 class _Segment:

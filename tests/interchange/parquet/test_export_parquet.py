@@ -651,6 +651,40 @@ def test_hex_array_spells_each_hash_as_hex() -> None:
     assert _hex_array(pa, [b"\x01", b"\x02\x03\x04"]).to_pylist() == ["01", "020304"]
 
 
+@pytest.mark.parametrize("hex_slice", [1, 7, 1 << 16])
+def test_hex_array_of_a_hash_block_in_slices(monkeypatch, hex_slice: int) -> None:
+    """The plan's hashes as one block are spelled a slice at a time; any cut gives the
+    texts of the hashes one by one."""
+    from infrastore_sqlite.interchange.parquet import encode
+    from infrastore_sqlite.interchange.plan import HashColumn
+
+    monkeypatch.setattr(encode, "_HEX_SLICE", hex_slice)
+    hashes = [os.urandom(32) for _ in range(20)] + [bytes(32), b"\xff" * 32]
+    block = np.frombuffer(b"".join(hashes), dtype=np.uint8).reshape(-1, 32)
+    got = encode._hex_array(pa, HashColumn(block))
+    got.validate(full=True)
+    assert got.type == pa.string()
+    assert got.to_pylist() == [h.hex() for h in hashes]
+    empty = HashColumn(np.zeros((0, 32), dtype=np.uint8))
+    assert encode._hex_array(pa, empty).to_pylist() == []
+
+
+@pytest.mark.parametrize("axis_slice", [1, 3, 8192])
+def test_axis_array_spells_the_codes_texts_in_slices(monkeypatch, axis_slice: int) -> None:
+    from infrastore_sqlite.interchange.parquet import encode
+    from infrastore_sqlite.interchange.plan import AxisColumn
+
+    monkeypatch.setattr(encode, "_AXIS_SLICE", axis_slice)
+    texts = ["R3/2024-01-01T00:00:00Z/PT1H", "x", "", "é€ axis", "R2/1969-12-31T23:00:00Z/PT1H"]
+    codes = np.random.default_rng(7).integers(0, len(texts), 200)
+    got = encode._axis_array(pa, AxisColumn(codes, texts))
+    got.validate(full=True)
+    assert got.type == pa.string()
+    assert got.to_pylist() == [texts[c] for c in codes]
+    # A plain list of texts, as a hand-made plan holds them, gives the same.
+    assert encode._axis_array(pa, [texts[c] for c in codes]).equals(got)
+
+
 def test_key_buffers_serve_groups_of_any_size_and_partitions_one_after_another(
     tmp_path: Path, monkeypatch
 ) -> None:
