@@ -11,8 +11,9 @@ layers below ``interchange``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, overload
 
 from ...core.gcpause import gc_paused
 from ...errors import InvalidParameterError, TimeSeriesError
@@ -23,6 +24,82 @@ from .options import Context
 from .places import TEXT_HINT, PartitionSource, Place, key_text
 from .report import ImportReport, PartitionResult
 from .specs import Spec, read_rows
+
+
+class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
+    """What a reader is asked for (:meth:`PartitionSource.groups`): one entry
+    ``(key, array ids, first series row naming it)`` per array key in key order, made
+    when read from a few int64 columns rather than held as a tuple, a list and a dict
+    entry per key (a partition may hold millions of arrays).
+
+    ``specs`` is the partition's Specs in ``(key, id)`` order; :meth:`take_specs` hands a
+    key's Specs to the core and lets go of them (a reader only looks ahead).
+    """
+
+    def __init__(self, arrays: Mapping[int, tuple[str, str]], specs: list[Spec]) -> None:
+        self._arrays = arrays
+        # Taken over, not copied: the caller lets go of its name for the list.
+        self._specs: list[Spec | None] = specs  # type: ignore[assignment]
+        # Array ids in (key, id) order: sorted by id, then (stable) by key; the keys
+        # compared are the arrays' own tuples, so the sort holds no new object per array.
+        ids = sorted(arrays)
+        ids.sort(key=arrays.__getitem__)
+        self._ids = ids
+        # Per key: where its ids start in ``_ids``, and where its Specs start and end in
+        # ``_specs`` (both in key order: one merge walk).
+        cuts, lo, hi = array("q"), array("q"), array("q")
+        at, n = 0, len(specs)
+        prev: tuple[str, str] | None = None
+        for i, aid in enumerate(ids):
+            key = arrays[aid]
+            if key == prev:
+                continue
+            prev = key
+            cuts.append(i)
+            lo.append(at)
+            while at < n and specs[at].key == key:
+                at += 1
+            hi.append(at)
+        cuts.append(len(ids))
+        self._cuts, self._lo, self._hi = cuts, lo, hi
+
+    def __len__(self) -> int:
+        return len(self._lo)
+
+    def key(self, at: int) -> tuple[str, str]:
+        """The array key of entry ``at``."""
+        return self._arrays[self._ids[self._cuts[at]]]
+
+    def _entry(self, at: int) -> tuple[tuple[str, str], list[int], Spec | None]:
+        lo, hi = self._lo[at], self._hi[at]
+        return (
+            self.key(at),
+            self._ids[self._cuts[at] : self._cuts[at + 1]],
+            self._specs[lo] if lo < hi else None,
+        )
+
+    @overload
+    def __getitem__(self, at: int) -> tuple[tuple[str, str], list[int], Spec | None]: ...
+
+    @overload
+    def __getitem__(self, at: slice) -> list[tuple[tuple[str, str], list[int], Spec | None]]: ...
+
+    def __getitem__(self, at: int | slice) -> Any:
+        if isinstance(at, slice):
+            return [self._entry(i) for i in range(*at.indices(len(self)))]
+        if not -len(self) <= at < len(self):
+            raise IndexError(at)
+        return self._entry(at % len(self))
+
+    def __iter__(self) -> Iterator[tuple[tuple[str, str], list[int], Spec | None]]:
+        return (self._entry(i) for i in range(len(self)))
+
+    def take_specs(self, at: int) -> list[Spec]:
+        """The Specs of entry ``at``'s key, let go of here."""
+        lo, hi = self._lo[at], self._hi[at]
+        taken = self._specs[lo:hi]
+        self._specs[lo:hi] = [None] * (hi - lo)
+        return taken  # type: ignore[return-value]
 
 
 def _partition_entry(t: Place) -> dict[str, Any]:
@@ -164,33 +241,20 @@ def _import_partition(
                 table=tables.series,
             )
         return result, []
-    by_key: dict[tuple[str, str], list[Spec]] = {}
-    for s in specs:
-        by_key.setdefault(s.key, []).append(s)
     dtype = specs[0].et.dtype
-    del specs  # by_key holds them; each key's are let go once its group is filed
-    ids_by_key: dict[tuple[str, str], list[int]] = {}
-    for aid, key in arrays.items():
-        ids_by_key.setdefault(key, []).append(aid)
-    wanted: list[Any] = []
-    for key in sorted(ids_by_key):
-        ids = ids_by_key[key]
-        ids.sort()
-        wanted.append((key, ids, by_key[key][0] if key in by_key else None))
-    del ids_by_key
+    wanted = _Wanted(arrays, specs)
+    del specs  # wanted holds them; each key's are let go once its group is read
     filing = Filing(ctx, result, write=write)
     settle = _Settle(ctx, source, result, filing)
     try:
         source.open_values(arrays)
         try:
-            for at, ((key, _ids, _first), group) in enumerate(
-                zip(wanted, source.groups(wanted, dtype), strict=True)
-            ):
-                # The entry is let go as soon as it is read, so that the Specs of the
-                # series already filed do not live to the end of the partition (a
-                # reader only looks ahead of it).
-                wanted[at] = None
-                group_specs = by_key.pop(key, [])
+            for at, group in enumerate(source.groups(wanted, dtype)):
+                key = wanted.key(at)
+                # The group's Specs are let go as soon as it is read, so that the Specs of
+                # the series already filed do not live to the end of the partition (a
+                # reader only looks ahead of the group it is at).
+                group_specs = wanted.take_specs(at)
                 if group is None:
                     if group_specs:
                         raise InvalidParameterError(
