@@ -32,6 +32,7 @@ from infrastore_sqlite.core.hashing import composite_data_hash
 from infrastore_sqlite.errors import rehash_term
 from infrastore_sqlite.interchange import importing
 from infrastore_sqlite.interchange.importing import (
+    ArrayKeys,
     Built,
     Context,
     Group,
@@ -218,6 +219,45 @@ def test_arrays_rows_are_checked() -> None:
         rows.arrays([(1, "h", "a"), (2, None, "b")])
     with pytest.raises(InvalidParameterError, match="holds id 1 twice with different keys"):
         rows.arrays([(1, "h", "a"), (1, "h", "b")])
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        [(1, "h", "a"), (2, "h", "b"), (3, "g", "a")],  # ids 1..n: found by subtraction
+        [(40, "z", "a"), (7, "h", "b"), (7, "h", "b"), (2**62, "é", "a")],  # searched
+        [(1, "h\0", "a"), (2, "g", "a")],  # a hash a bytes column cannot hold
+        [(1, "h", "a"), (2**70, "g", "a")],  # an id no int64 holds
+    ],
+)
+def test_array_keys_read_as_the_arrays_dict(table: list[tuple]) -> None:
+    rows = SeriesRows(place())
+    expected = rows.arrays(table)
+    keys = rows.array_keys(table)
+    assert dict(keys) == expected and len(keys) == len(expected)
+    assert all(keys[aid] == key and aid in keys for aid, key in expected.items())
+    assert 5 not in keys and "1" not in keys and keys.get(5) is None
+
+
+def test_array_keys_refuse_what_the_arrays_dict_refuses_first() -> None:
+    rows = SeriesRows(place())
+    # The id held twice comes before the bad cell, and the second id 3 before id 1's.
+    table = [(3, "h", "a"), (1, "h", "a"), (3, "g", "a"), (1, "h", "b"), (4, None, "a")]
+    for read in (rows.arrays, rows.array_keys):
+        with pytest.raises(InvalidParameterError, match="holds id 3 twice with different keys"):
+            read(table)
+    with pytest.raises(InvalidParameterError, match=r"_arrays row 2 has NULL in `data_hash`"):
+        rows.array_keys([(1, "h", "a"), (2, None, "b"), (1, "g", "a")])
+
+
+def test_array_keys_order_ids_by_key_then_id() -> None:
+    keys = SeriesRows(place()).array_keys(
+        [(5, "b", "x"), (2, "a", "y"), (9, "a", "x"), (4, "b", "x"), (1, "ä", "x")]
+    )
+    assert isinstance(keys, ArrayKeys)
+    ids, cuts = keys.key_order()
+    assert ids == sorted(dict(keys), key=lambda aid: (keys[aid], aid)) == [9, 2, 4, 5, 1]
+    assert cuts == [0, 1, 2, 4, 5]  # (a, x), (a, y), (b, x) twice, (ä, x)
 
 
 def test_options_refuse_what_the_values_imply() -> None:

@@ -11,9 +11,10 @@ layers below ``interchange``.
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, overload
+
+import numpy as np
 
 from ...core.gcpause import gc_paused
 from ...errors import InvalidParameterError, TimeSeriesError
@@ -23,7 +24,7 @@ from .building import build_grids
 from .options import Context
 from .places import TEXT_HINT, PartitionSource, Place, key_text
 from .report import ImportReport, PartitionResult
-from .specs import Spec, read_rows
+from .specs import ArrayKeys, Spec, SpecColumns, read_columns
 
 
 class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
@@ -32,51 +33,50 @@ class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
     when read from a few int64 columns rather than held as a tuple, a list and a dict
     entry per key (a partition may hold millions of arrays).
 
-    ``specs`` is the partition's Specs in ``(key, id)`` order; :meth:`take_specs` hands a
-    key's Specs to the core and lets go of them (a reader only looks ahead).
+    ``packed`` holds the partition's series rows; :meth:`take_specs` makes a key's Specs
+    for the core, after which the entries up to it name none (a reader only looks ahead).
     """
 
-    def __init__(self, arrays: Mapping[int, tuple[str, str]], specs: list[Spec]) -> None:
+    def __init__(self, arrays: Mapping[int, tuple[str, str]], packed: SpecColumns) -> None:
         self._arrays = arrays
-        # Taken over, not copied: the caller lets go of its name for the list.
-        self._specs: list[Spec | None] = specs  # type: ignore[assignment]
-        # Array ids in (key, id) order: sorted by id, then (stable) by key; the keys
-        # compared are the arrays' own tuples, so the sort holds no new object per array.
-        ids = sorted(arrays)
-        ids.sort(key=arrays.__getitem__)
-        self._ids = ids
-        # Per key: where its ids start in ``_ids``, and where its Specs start and end in
-        # ``_specs`` (both in key order: one merge walk).
-        cuts, lo, hi = array("q"), array("q"), array("q")
-        at, n = 0, len(specs)
-        prev: tuple[str, str] | None = None
-        for i, aid in enumerate(ids):
-            key = arrays[aid]
-            if key == prev:
-                continue
-            prev = key
-            cuts.append(i)
-            lo.append(at)
-            while at < n and specs[at].key == key:
-                at += 1
-            hi.append(at)
-        cuts.append(len(ids))
-        self._cuts, self._lo, self._hi = cuts, lo, hi
+        self._packed = packed
+        if isinstance(arrays, ArrayKeys):
+            ids, cuts = arrays.key_order()
+        else:
+            ids, cuts = _key_order(arrays)
+        # Array ids in (key, id) order, and where each key's ids start among them.
+        self._ids = np.asarray(ids, dtype=np.int64)
+        self._cuts = np.asarray(cuts, dtype=np.int64)
+        del ids, cuts
+        # Each series' key number, from its array id; then where each key's series start
+        # and end in (key, id) order.
+        by_key = self._ids
+        number = np.repeat(np.arange(len(self._cuts) - 1), np.diff(self._cuts))
+        by_id = np.argsort(by_key, kind="stable")
+        sorted_ids, numbers = by_key[by_id], number[by_id]
+
+        def entry_of(aids: np.ndarray) -> np.ndarray:
+            # Every series' array id is one of ``arrays`` (SeriesRows refused any other).
+            return numbers[np.searchsorted(sorted_ids, aids)]
+
+        entries = packed.sort(entry_of)
+        keys = np.arange(len(self._cuts) - 1)
+        self._lo = np.searchsorted(entries, keys, side="left")
+        self._hi = np.searchsorted(entries, keys, side="right")
+        self._done = 0  # entries before this one have been handed to the core
 
     def __len__(self) -> int:
-        return len(self._lo)
+        return len(self._cuts) - 1
 
     def key(self, at: int) -> tuple[str, str]:
         """The array key of entry ``at``."""
-        return self._arrays[self._ids[self._cuts[at]]]
+        return self._arrays[int(self._ids[self._cuts[at]])]
 
     def _entry(self, at: int) -> tuple[tuple[str, str], list[int], Spec | None]:
-        lo, hi = self._lo[at], self._hi[at]
-        return (
-            self.key(at),
-            self._ids[self._cuts[at] : self._cuts[at + 1]],
-            self._specs[lo] if lo < hi else None,
-        )
+        key = self.key(at)
+        lo, hi = int(self._lo[at]), int(self._hi[at])
+        first = self._packed.spec(lo, key) if lo < hi and at >= self._done else None
+        return key, self._ids[self._cuts[at] : self._cuts[at + 1]].tolist(), first
 
     @overload
     def __getitem__(self, at: int) -> tuple[tuple[str, str], list[int], Spec | None]: ...
@@ -95,11 +95,28 @@ class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
         return (self._entry(i) for i in range(len(self)))
 
     def take_specs(self, at: int) -> list[Spec]:
-        """The Specs of entry ``at``'s key, let go of here."""
-        lo, hi = self._lo[at], self._hi[at]
-        taken = self._specs[lo:hi]
-        self._specs[lo:hi] = [None] * (hi - lo)
-        return taken  # type: ignore[return-value]
+        """The Specs of entry ``at``'s key, in id order; the entries up to it are done."""
+        key = self.key(at)
+        spec = self._packed.spec
+        self._done = at + 1
+        return [spec(j, key) for j in range(int(self._lo[at]), int(self._hi[at]))]
+
+
+def _key_order(arrays: Mapping[int, tuple[str, str]]) -> tuple[list[int], list[int]]:
+    """:meth:`ArrayKeys.key_order` of a dict (the arrays of ids or hashes a column
+    cannot hold)."""
+    # Sorted by id, then (stable) by key: the keys compared are the arrays' own tuples.
+    ids = sorted(arrays)
+    ids.sort(key=arrays.__getitem__)
+    cuts: list[int] = []
+    prev: tuple[str, str] | None = None
+    for i, aid in enumerate(ids):
+        key = arrays[aid]
+        if key != prev:
+            prev = key
+            cuts.append(i)
+    cuts.append(len(ids))
+    return ids, cuts
 
 
 def _partition_entry(t: Place) -> dict[str, Any]:
@@ -231,19 +248,18 @@ def _import_partition(
     ctx: Context, source: PartitionSource, *, write: bool
 ) -> tuple[PartitionResult, list[int]]:
     tables = source.place
-    arrays, specs = read_rows(source, ctx.opts)
+    arrays, packed = read_columns(source, ctx.opts)
     total_rows = source.values_count()
     result = PartitionResult()
-    if not specs:
+    if not len(packed):
         if total_rows:
             raise InvalidParameterError(
                 f"{tables.series} is empty but {tables.values} is not; {TEXT_HINT}",
                 table=tables.series,
             )
         return result, []
-    dtype = specs[0].et.dtype
-    wanted = _Wanted(arrays, specs)
-    del specs  # wanted holds them; each key's are let go once its group is read
+    dtype = packed.parts[packed.part[0]][1].dtype  # the element type of the first row
+    wanted = _Wanted(arrays, packed)
     filing = Filing(ctx, result, write=write)
     settle = _Settle(ctx, source, result, filing)
     try:
@@ -251,9 +267,9 @@ def _import_partition(
         try:
             for at, group in enumerate(source.groups(wanted, dtype)):
                 key = wanted.key(at)
-                # The group's Specs are let go as soon as it is read, so that the Specs of
-                # the series already filed do not live to the end of the partition (a
-                # reader only looks ahead of the group it is at).
+                # A group's Specs are made as it is read, from the packed rows: the Specs
+                # of the series filed do not live to the end of the partition (a reader
+                # only looks ahead of the group it is at).
                 group_specs = wanted.take_specs(at)
                 if group is None:
                     if group_specs:
