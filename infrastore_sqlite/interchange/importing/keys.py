@@ -1,5 +1,6 @@
 """A partition's arrays, ``id -> (data_hash, time_axis)``, held as columns
-(:class:`ArrayKeys`): what an import holds of each array for the whole partition.
+(:class:`ArrayKeys`): what an import holds of each array for the whole partition; and
+:class:`IdValues`, a per-array figure held the same way.
 
 May import: numpy and the standard library only (no sibling module).
 """
@@ -98,3 +99,31 @@ class ArrayKeys(Mapping[int, tuple[str, str]]):
         new = np.ones(len(order), dtype=bool)
         new[1:] = (hashes[1:] != hashes[:-1]) | (axis[1:] != axis[:-1])
         return self._ids[order].tolist(), [*np.flatnonzero(new).tolist(), len(order)]
+
+
+class IdValues(Mapping[int, int]):
+    """``array id -> int`` as two int64 columns (sorted by id): a per-array figure a
+    reader looks up, held as a few bytes per array."""
+
+    def __init__(self, ids: np.ndarray, values: np.ndarray) -> None:
+        order = np.argsort(ids, kind="stable")
+        self._ids, self._values = ids[order], values[order]
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._ids.tolist())
+
+    def __getitem__(self, aid: int) -> int:
+        at = int(np.searchsorted(self._ids, aid))
+        if type(aid) is not int or at >= len(self._ids) or int(self._ids[at]) != aid:
+            raise KeyError(aid)
+        return int(self._values[at])
+
+    def lookup(self, aids: np.ndarray, default: int = 0) -> np.ndarray:
+        """The value of each of ``aids`` (``default`` where none is held)."""
+        at = np.minimum(np.searchsorted(self._ids, aids), max(len(self._ids) - 1, 0))
+        if not len(self._ids):
+            return np.full(len(aids), default, dtype=np.int64)
+        return np.where(self._ids[at] == aids, self._values[at], default)

@@ -21,10 +21,15 @@ from ...errors import InvalidParameterError, TimeSeriesError
 from ..filing import OUTCOMES
 from .batches import Filing, _Settle
 from .building import build_grids
+from .keys import ArrayKeys, IdValues
 from .options import Context
 from .places import TEXT_HINT, PartitionSource, Place, key_text
 from .report import ImportReport, PartitionResult
-from .specs import ArrayKeys, Spec, SpecColumns, read_columns
+from .specs import Spec, SpecColumns, read_columns
+
+#: How far ahead of the core the entries a reader asks for are kept made (a SQLite run
+#: reads at most 256 arrays ahead).
+_MADE_AHEAD = 1024
 
 
 class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
@@ -64,6 +69,8 @@ class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
         self._lo = np.searchsorted(entries, keys, side="left")
         self._hi = np.searchsorted(entries, keys, side="right")
         self._done = 0  # entries before this one have been handed to the core
+        #: Entries made ahead of the core (key, first Spec), by position.
+        self._made: dict[int, tuple[tuple[str, str], Spec | None]] = {}
 
     def __len__(self) -> int:
         return len(self._cuts) - 1
@@ -73,9 +80,17 @@ class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
         return self._arrays[int(self._ids[self._cuts[at]])]
 
     def _entry(self, at: int) -> tuple[tuple[str, str], list[int], Spec | None]:
-        key = self.key(at)
-        lo, hi = int(self._lo[at]), int(self._hi[at])
-        first = self._packed.spec(lo, key) if lo < hi and at >= self._done else None
+        made = self._made.get(at)
+        if made is None:
+            key = self.key(at)
+            lo, hi = int(self._lo[at]), int(self._hi[at])
+            first = self._packed.spec(lo, key) if lo < hi and at >= self._done else None
+            made = (key, first)
+            if at >= self._done and at - self._done < _MADE_AHEAD:
+                # A reader looks a run ahead (its entries are asked for again, and the
+                # group's Specs start with this one): made once.
+                self._made[at] = made
+        key, first = made
         return key, self._ids[self._cuts[at] : self._cuts[at + 1]].tolist(), first
 
     @overload
@@ -94,12 +109,32 @@ class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
     def __iter__(self) -> Iterator[tuple[tuple[str, str], list[int], Spec | None]]:
         return (self._entry(i) for i in range(len(self)))
 
-    def take_specs(self, at: int) -> list[Spec]:
-        """The Specs of entry ``at``'s key, in id order; the entries up to it are done."""
-        key = self.key(at)
-        spec = self._packed.spec
+    def take(self, at: int) -> tuple[tuple[str, str], list[Spec]]:
+        """The key of entry ``at`` and its Specs, in id order; the entries up to it are
+        done (they name no series row any more)."""
+        made = self._made.pop(at, None)
+        key, first = made if made is not None else (self.key(at), None)
+        lo, hi = int(self._lo[at]), int(self._hi[at])
         self._done = at + 1
-        return [spec(j, key) for j in range(int(self._lo[at]), int(self._hi[at]))]
+        if first is None:
+            return key, self._packed.specs(lo, hi, key) if lo < hi else []
+        return key, [first, *self._packed.specs(lo + 1, hi, key)] if lo + 1 < hi else [first]
+
+    def res_ms(self) -> IdValues:
+        """Array id -> the fixed resolution (ms) of the first series row naming its key,
+        for the first id of each key (none for a calendar resolution or none at all):
+        what a reader checks a batch's grids by, as columns."""
+        packed = self._packed
+        named = np.flatnonzero(self._lo < self._hi)
+        rows = packed.order[self._lo[named]]
+        by_part = np.zeros(max(packed.parts, default=-1) + 1, dtype=np.int64)
+        for number, part in packed.parts.items():
+            res = part[5]
+            if res is not None and not res.calendar:
+                by_part[number] = res.ms
+        ms = by_part[np.asarray(packed.part, dtype=np.int64)[rows]]
+        keep = ms != 0
+        return IdValues(self._ids[self._cuts[named]][keep], ms[keep])
 
 
 def _key_order(arrays: Mapping[int, tuple[str, str]]) -> tuple[list[int], list[int]]:
@@ -266,11 +301,10 @@ def _import_partition(
         source.open_values(arrays)
         try:
             for at, group in enumerate(source.groups(wanted, dtype)):
-                key = wanted.key(at)
                 # A group's Specs are made as it is read, from the packed rows: the Specs
                 # of the series filed do not live to the end of the partition (a reader
                 # only looks ahead of the group it is at).
-                group_specs = wanted.take_specs(at)
+                key, group_specs = wanted.take(at)
                 if group is None:
                     if group_specs:
                         raise InvalidParameterError(

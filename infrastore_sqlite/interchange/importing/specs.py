@@ -702,20 +702,24 @@ class SpecColumns:
 
     def spec(self, j: int, key: tuple[str, str]) -> Spec:
         """The Spec of the ``j``-th series in ``(key, id)`` order (``key``: its array's)."""
-        i = int(self.order[j])
-        start = self.ends[i - 1] if i else 0
-        row_name = self.names[start : self.ends[i]].decode("utf-8", "surrogatepass")
-        row_owner = self.owner[i]
-        ov = self._ov
-        # Positional, as SeriesRows makes them.
-        return Spec(
-            self.fid[i], key, row_name, row_owner, self.table, ov.get("owner_id", row_owner),
-            self._otype_list[self.otype[i]], ov.get("name", row_name), *self.parts[self.part[i]],
-        )  # fmt: skip
+        return self.specs(j, j + 1, key)[0]
 
-    def aid_at(self, j: int) -> int:
-        """The array id of the ``j``-th series in ``(key, id)`` order."""
-        return self.aid[int(self.order[j])]
+    def specs(self, lo: int, hi: int, key: tuple[str, str]) -> list[Spec]:
+        """The Specs of the series ``lo`` to ``hi`` in ``(key, id)`` order, all of the
+        array key ``key``."""
+        ov, table, names, ends = self._ov, self.table, self.names, self.ends
+        fid, owner, otype, part = self.fid, self.owner, self.otype, self.part
+        otypes, parts = self._otype_list, self.parts
+        out = []
+        for i in self.order[lo:hi].tolist():
+            row_name = names[ends[i - 1] if i else 0 : ends[i]].decode("utf-8", "surrogatepass")
+            row_owner = owner[i]
+            # Positional, as SeriesRows makes them.
+            out.append(Spec(
+                fid[i], key, row_name, row_owner, table, ov.get("owner_id", row_owner),
+                otypes[otype[i]], ov.get("name", row_name), *parts[part[i]],
+            ))  # fmt: skip
+        return out
 
 
 def read_columns(
