@@ -713,3 +713,22 @@ def test_rows_filed_from_a_template_equal_rows_from_series_objects(
     want = imported("objects.h5")
     assert len(want) > 40
     assert templated == want
+
+
+@pytest.mark.parametrize(
+    "batches",
+    [
+        [[1, 2, 3], [4, 5], [10, 11]],  # consecutive, then a gap
+        [[7, 3, 5], [4, 6], [2], [3, 9, 9]],  # out of order, repeated, runs merging
+        [[], [2**40, 5], [-3]],
+    ],
+)
+def test_the_ids_an_import_filed_are_found_as_a_set_finds_them(batches: list[list[int]]) -> None:
+    filed, expected = importing.options.IdSet(), set()
+    for batch in batches:
+        filed.update(iter(batch))
+        expected.update(batch)
+        assert len(filed) == len(expected)
+        for i in range(-5, 15):
+            assert (i in filed) == (i in expected)
+    assert all(i in filed for i in expected) and "3" not in filed
