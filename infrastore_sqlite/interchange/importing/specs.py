@@ -135,6 +135,8 @@ class SeriesRows:
         self._col_index: tuple[list[str], dict[str, int]] | None = None
         #: Set by :meth:`spec_columns`: a column-checked batch's Specs carry no key.
         self._keyless = False
+        #: Set by :meth:`spec_columns`: where a column-checked batch goes, as columns.
+        self._packer: SpecColumns | None = None
 
     def arrays(self, rows: Iterable[Sequence[Any]]) -> dict[int, tuple[str, str]]:
         """``id -> (data_hash, time_axis)`` from the arrays rows ``(id, data_hash,
@@ -288,6 +290,7 @@ class SeriesRows:
         (:meth:`SpecColumns.sort`)."""
         packed = SpecColumns(self.place.series, opts)
         self._keyless = True
+        self._packer = packed
         self._each_batch(batches, arrays, opts, packed.add)
         packed.parts = {part[-1]: part for part in self._shared.values()}
         return packed
@@ -387,6 +390,17 @@ class SeriesRows:
         for shared_key in set(shared_keys):
             part = parts[shared_key]
             part_types[part[-1]] = part[1]  # its number -> its element type
+        if self._packer is not None:
+            # Packed (spec_columns): the columns go in as they are, no Spec made.
+            self._packer.add_columns(
+                fids,
+                batch[0],
+                owner_ids,
+                [ov["owner_type"]] * len(fids) if "owner_type" in ov else owner_types,
+                names,
+                [parts[k][-1] for k in shared_keys],
+            )
+            return True
         # Positional: a Spec per series, and keywords cost it three times as much.
         specs.extend(
             Spec(
@@ -674,18 +688,41 @@ class SpecColumns:
         return len(self.part)
 
     def add(self, specs: list[Spec], aids: Sequence[int]) -> None:
-        """One batch's Specs (``aids``: their rows' array ids) packed and let go."""
-        self.fid = _extend(self.fid, map(_FID, specs))
+        """One batch's Specs (``aids``: their rows' array ids) packed and let go (none:
+        the batch went in by :meth:`add_columns`)."""
+        if specs:
+            self.add_columns(
+                list(map(_FID, specs)),
+                aids,
+                list(map(_ROW_OWNER, specs)),
+                list(map(_OWNER_TYPE, specs)),
+                [s.row_name for s in specs],
+                list(map(_PART, specs)),
+            )
+
+    def add_columns(
+        self,
+        fids: Sequence[int],
+        aids: Sequence[int],
+        row_owner_ids: Sequence[int],
+        owner_types: Sequence[str],
+        row_names: Sequence[str],
+        parts: Sequence[int],
+    ) -> None:
+        """One batch of checked series rows, as columns: file ids, array ids, the rows'
+        owner ids, the owner types (overrides applied), the rows' names and the shared
+        parts' numbers."""
+        self.fid = _extend(self.fid, fids)
         self.aid = _extend(self.aid, aids)
-        self.owner = _extend(self.owner, map(_ROW_OWNER, specs))
-        self.part.extend(map(_PART, specs))
+        self.owner = _extend(self.owner, row_owner_ids)
+        self.part.extend(parts)
         codes = self._otypes
-        for t in set(map(_OWNER_TYPE, specs)) - codes.keys():
+        for t in set(owner_types) - codes.keys():
             codes[t] = len(self._otype_list)
             self._otype_list.append(t)
-        self.otype.extend(map(codes.__getitem__, map(_OWNER_TYPE, specs)))
+        self.otype.extend(map(codes.__getitem__, owner_types))
         # surrogatepass: a str the file's decoder let through comes back the same.
-        encoded = [s.row_name.encode("utf-8", "surrogatepass") for s in specs]
+        encoded = [name.encode("utf-8", "surrogatepass") for name in row_names]
         ends = itertools.accumulate(map(len, encoded), initial=len(self.names))
         self.ends.extend(itertools.islice(ends, 1, None))
         self.names += b"".join(encoded)
