@@ -192,6 +192,7 @@ ROOM_ORDER = {
         "options",
         "report",
         "places",
+        "keys",
         "specs",
         "building",
         "batches",

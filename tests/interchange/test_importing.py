@@ -9,7 +9,7 @@ covered by ``tests/interchange/sqlite``.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from infrastore_sqlite.core.hashing import composite_data_hash
 from infrastore_sqlite.errors import rehash_term
 from infrastore_sqlite.interchange import importing
 from infrastore_sqlite.interchange.importing import (
+    ArrayKeys,
     Built,
     Context,
     Group,
@@ -218,6 +219,45 @@ def test_arrays_rows_are_checked() -> None:
         rows.arrays([(1, "h", "a"), (2, None, "b")])
     with pytest.raises(InvalidParameterError, match="holds id 1 twice with different keys"):
         rows.arrays([(1, "h", "a"), (1, "h", "b")])
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        [(1, "h", "a"), (2, "h", "b"), (3, "g", "a")],  # ids 1..n: found by subtraction
+        [(40, "z", "a"), (7, "h", "b"), (7, "h", "b"), (2**62, "é", "a")],  # searched
+        [(1, "h\0", "a"), (2, "g", "a")],  # a hash a bytes column cannot hold
+        [(1, "h", "a"), (2**70, "g", "a")],  # an id no int64 holds
+    ],
+)
+def test_array_keys_read_as_the_arrays_dict(table: list[tuple]) -> None:
+    rows = SeriesRows(place())
+    expected = rows.arrays(table)
+    keys = rows.array_keys(table)
+    assert dict(keys) == expected and len(keys) == len(expected)
+    assert all(keys[aid] == key and aid in keys for aid, key in expected.items())
+    assert 5 not in keys and "1" not in keys and keys.get(5) is None
+
+
+def test_array_keys_refuse_what_the_arrays_dict_refuses_first() -> None:
+    rows = SeriesRows(place())
+    # The id held twice comes before the bad cell, and the second id 3 before id 1's.
+    table = [(3, "h", "a"), (1, "h", "a"), (3, "g", "a"), (1, "h", "b"), (4, None, "a")]
+    for read in (rows.arrays, rows.array_keys):
+        with pytest.raises(InvalidParameterError, match="holds id 3 twice with different keys"):
+            read(table)
+    with pytest.raises(InvalidParameterError, match=r"_arrays row 2 has NULL in `data_hash`"):
+        rows.array_keys([(1, "h", "a"), (2, None, "b"), (1, "g", "a")])
+
+
+def test_array_keys_order_ids_by_key_then_id() -> None:
+    keys = SeriesRows(place()).array_keys(
+        [(5, "b", "x"), (2, "a", "y"), (9, "a", "x"), (4, "b", "x"), (1, "ä", "x")]
+    )
+    assert isinstance(keys, ArrayKeys)
+    ids, cuts = keys.key_order()
+    assert ids == sorted(dict(keys), key=lambda aid: (keys[aid], aid)) == [9, 2, 4, 5, 1]
+    assert cuts == [0, 1, 2, 4, 5]  # (a, x), (a, y), (b, x) twice, (ä, x)
 
 
 def test_options_refuse_what_the_values_imply() -> None:
@@ -584,15 +624,18 @@ def test_a_spec_label_names_the_row_as_the_file_holds_it() -> None:
     assert spec.label == "'s' (owner 5, id 7 in SingleTimeSeries_f64_utc_series)"
 
 
-def test_the_core_lets_go_of_each_wanted_entry_once_its_group_is_read(tmp_path: Path) -> None:
+def test_the_core_lets_go_of_each_groups_specs_once_it_is_read(tmp_path: Path) -> None:
     source, _ = _many(5)
-    seen: list[list] = []
+    seen: list[Sequence] = []
     real = source.groups
 
-    def groups(wanted: list, dtype: str) -> Iterator[Group | None]:
+    def groups(wanted: Sequence, dtype: str) -> Iterator[Group | None]:
         seen.append(wanted)
         for k, group in enumerate(real(wanted, dtype)):
-            assert all(w is None for w in wanted[:k]) and wanted[k] is not None
+            # The entries behind the reader name no series row any more (their Specs are
+            # let go); the one it is at, and those ahead, still do.
+            assert all(w[2] is None for w in wanted[:k])
+            assert all(w[2] is not None for w in wanted[k:])
             yield group
 
     source.groups = groups  # type: ignore[method-assign]
@@ -600,7 +643,7 @@ def test_the_core_lets_go_of_each_wanted_entry_once_its_group_is_read(tmp_path: 
         ctx = Context(store, Options(), False, None, 15)
         with store.transaction():
             _, ids = import_partition(ctx, source, write=True)
-        assert len(ids) == 5 and seen and all(w is None for w in seen[0])
+        assert len(ids) == 5 and seen and all(w[2] is None for w in seen[0])
 
 
 def _catalog_rows(store: Store) -> dict[tuple, tuple]:
@@ -670,3 +713,22 @@ def test_rows_filed_from_a_template_equal_rows_from_series_objects(
     want = imported("objects.h5")
     assert len(want) > 40
     assert templated == want
+
+
+@pytest.mark.parametrize(
+    "batches",
+    [
+        [[1, 2, 3], [4, 5], [10, 11]],  # consecutive, then a gap
+        [[7, 3, 5], [4, 6], [2], [3, 9, 9]],  # out of order, repeated, runs merging
+        [[], [2**40, 5], [-3]],
+    ],
+)
+def test_the_ids_an_import_filed_are_found_as_a_set_finds_them(batches: list[list[int]]) -> None:
+    filed, expected = importing.options.IdSet(), set()
+    for batch in batches:
+        filed.update(iter(batch))
+        expected.update(batch)
+        assert len(filed) == len(expected)
+        for i in range(-5, 15):
+            assert (i in filed) == (i in expected)
+    assert all(i in filed for i in expected) and "3" not in filed

@@ -12,6 +12,7 @@ every refusal, with the container's word for the place:
   across partitions (:class:`Context`);
 * :mod:`.places` — :class:`Place`, :class:`Group`, the :class:`PartitionSource`
   protocol, and the refusals of what a container finds when it discovers partitions;
+* :mod:`.keys` — a partition's arrays held as columns (:class:`ArrayKeys`);
 * :mod:`.specs` — series rows → :class:`Spec` (cells checked, overrides applied,
   assertions compared): :class:`SeriesRows`, :func:`read_rows`;
 * :mod:`.building` — a group placed by its coordinates on the grid its series row
@@ -41,6 +42,7 @@ from .batches import _series_object as _series_object
 from .batches import _Settle as _Settle
 from .building import Built, build_grids, build_group, hash_built
 from .building import _build as _build
+from .keys import ArrayKeys
 from .options import ASSERTION_KEYS, OVERRIDE_KEYS, REFUSED_KEYS, Context, Options, Progress
 from .places import (
     TEXT_HINT,
@@ -65,6 +67,7 @@ __all__ = [
     "OVERRIDE_KEYS",
     "REFUSED_KEYS",
     "TEXT_HINT",
+    "ArrayKeys",
     "Built",
     "Context",
     "Filing",

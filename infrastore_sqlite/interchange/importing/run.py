@@ -11,18 +11,147 @@ layers below ``interchange``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, overload
+
+import numpy as np
 
 from ...core.gcpause import gc_paused
 from ...errors import InvalidParameterError, TimeSeriesError
 from ..filing import OUTCOMES
 from .batches import Filing, _Settle
 from .building import build_grids
+from .keys import ArrayKeys, IdValues
 from .options import Context
 from .places import TEXT_HINT, PartitionSource, Place, key_text
 from .report import ImportReport, PartitionResult
-from .specs import Spec, read_rows
+from .specs import Spec, SpecColumns, read_columns
+
+#: How far ahead of the core the entries a reader asks for are kept made (a SQLite run
+#: reads at most 256 arrays ahead).
+_MADE_AHEAD = 1024
+
+
+class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
+    """What a reader is asked for (:meth:`PartitionSource.groups`): one entry
+    ``(key, array ids, first series row naming it)`` per array key in key order, made
+    when read from a few int64 columns rather than held as a tuple, a list and a dict
+    entry per key (a partition may hold millions of arrays).
+
+    ``packed`` holds the partition's series rows; :meth:`take_specs` makes a key's Specs
+    for the core, after which the entries up to it name none (a reader only looks ahead).
+    """
+
+    def __init__(self, arrays: Mapping[int, tuple[str, str]], packed: SpecColumns) -> None:
+        self._arrays = arrays
+        self._packed = packed
+        if isinstance(arrays, ArrayKeys):
+            ids, cuts = arrays.key_order()
+        else:
+            ids, cuts = _key_order(arrays)
+        # Array ids in (key, id) order, and where each key's ids start among them.
+        self._ids = np.asarray(ids, dtype=np.int64)
+        self._cuts = np.asarray(cuts, dtype=np.int64)
+        del ids, cuts
+        # Each series' key number, from its array id; then where each key's series start
+        # and end in (key, id) order.
+        by_key = self._ids
+        number = np.repeat(np.arange(len(self._cuts) - 1), np.diff(self._cuts))
+        by_id = np.argsort(by_key, kind="stable")
+        sorted_ids, numbers = by_key[by_id], number[by_id]
+
+        def entry_of(aids: np.ndarray) -> np.ndarray:
+            # Every series' array id is one of ``arrays`` (SeriesRows refused any other).
+            return numbers[np.searchsorted(sorted_ids, aids)]
+
+        entries = packed.sort(entry_of)
+        keys = np.arange(len(self._cuts) - 1)
+        self._lo = np.searchsorted(entries, keys, side="left")
+        self._hi = np.searchsorted(entries, keys, side="right")
+        self._done = 0  # entries before this one have been handed to the core
+        #: Entries made ahead of the core (key, first Spec), by position.
+        self._made: dict[int, tuple[tuple[str, str], Spec | None]] = {}
+
+    def __len__(self) -> int:
+        return len(self._cuts) - 1
+
+    def key(self, at: int) -> tuple[str, str]:
+        """The array key of entry ``at``."""
+        return self._arrays[int(self._ids[self._cuts[at]])]
+
+    def _entry(self, at: int) -> tuple[tuple[str, str], list[int], Spec | None]:
+        made = self._made.get(at)
+        if made is None:
+            key = self.key(at)
+            lo, hi = int(self._lo[at]), int(self._hi[at])
+            first = self._packed.spec(lo, key) if lo < hi and at >= self._done else None
+            made = (key, first)
+            if at >= self._done and at - self._done < _MADE_AHEAD:
+                # A reader looks a run ahead (its entries are asked for again, and the
+                # group's Specs start with this one): made once.
+                self._made[at] = made
+        key, first = made
+        return key, self._ids[self._cuts[at] : self._cuts[at + 1]].tolist(), first
+
+    @overload
+    def __getitem__(self, at: int) -> tuple[tuple[str, str], list[int], Spec | None]: ...
+
+    @overload
+    def __getitem__(self, at: slice) -> list[tuple[tuple[str, str], list[int], Spec | None]]: ...
+
+    def __getitem__(self, at: int | slice) -> Any:
+        if isinstance(at, slice):
+            return [self._entry(i) for i in range(*at.indices(len(self)))]
+        if not -len(self) <= at < len(self):
+            raise IndexError(at)
+        return self._entry(at % len(self))
+
+    def __iter__(self) -> Iterator[tuple[tuple[str, str], list[int], Spec | None]]:
+        return (self._entry(i) for i in range(len(self)))
+
+    def take(self, at: int) -> tuple[tuple[str, str], list[Spec]]:
+        """The key of entry ``at`` and its Specs, in id order; the entries up to it are
+        done (they name no series row any more)."""
+        made = self._made.pop(at, None)
+        key, first = made if made is not None else (self.key(at), None)
+        lo, hi = int(self._lo[at]), int(self._hi[at])
+        self._done = at + 1
+        if first is None:
+            return key, self._packed.specs(lo, hi, key) if lo < hi else []
+        return key, [first, *self._packed.specs(lo + 1, hi, key)] if lo + 1 < hi else [first]
+
+    def res_ms(self) -> IdValues:
+        """Array id -> the fixed resolution (ms) of the first series row naming its key,
+        for the first id of each key (none for a calendar resolution or none at all):
+        what a reader checks a batch's grids by, as columns."""
+        packed = self._packed
+        named = np.flatnonzero(self._lo < self._hi)
+        rows = packed.order[self._lo[named]]
+        by_part = np.zeros(max(packed.parts, default=-1) + 1, dtype=np.int64)
+        for number, part in packed.parts.items():
+            res = part[5]
+            if res is not None and not res.calendar:
+                by_part[number] = res.ms
+        ms = by_part[np.asarray(packed.part, dtype=np.int64)[rows]]
+        keep = ms != 0
+        return IdValues(self._ids[self._cuts[named]][keep], ms[keep])
+
+
+def _key_order(arrays: Mapping[int, tuple[str, str]]) -> tuple[list[int], list[int]]:
+    """:meth:`ArrayKeys.key_order` of a dict (the arrays of ids or hashes a column
+    cannot hold)."""
+    # Sorted by id, then (stable) by key: the keys compared are the arrays' own tuples.
+    ids = sorted(arrays)
+    ids.sort(key=arrays.__getitem__)
+    cuts: list[int] = []
+    prev: tuple[str, str] | None = None
+    for i, aid in enumerate(ids):
+        key = arrays[aid]
+        if key != prev:
+            prev = key
+            cuts.append(i)
+    cuts.append(len(ids))
+    return ids, cuts
 
 
 def _partition_entry(t: Place) -> dict[str, Any]:
@@ -154,43 +283,28 @@ def _import_partition(
     ctx: Context, source: PartitionSource, *, write: bool
 ) -> tuple[PartitionResult, list[int]]:
     tables = source.place
-    arrays, specs = read_rows(source, ctx.opts)
+    arrays, packed = read_columns(source, ctx.opts)
     total_rows = source.values_count()
     result = PartitionResult()
-    if not specs:
+    if not len(packed):
         if total_rows:
             raise InvalidParameterError(
                 f"{tables.series} is empty but {tables.values} is not; {TEXT_HINT}",
                 table=tables.series,
             )
         return result, []
-    by_key: dict[tuple[str, str], list[Spec]] = {}
-    for s in specs:
-        by_key.setdefault(s.key, []).append(s)
-    dtype = specs[0].et.dtype
-    del specs  # by_key holds them; each key's are let go once its group is filed
-    ids_by_key: dict[tuple[str, str], list[int]] = {}
-    for aid, key in arrays.items():
-        ids_by_key.setdefault(key, []).append(aid)
-    wanted: list[Any] = []
-    for key in sorted(ids_by_key):
-        ids = ids_by_key[key]
-        ids.sort()
-        wanted.append((key, ids, by_key[key][0] if key in by_key else None))
-    del ids_by_key
+    dtype = packed.parts[packed.part[0]][1].dtype  # the element type of the first row
+    wanted = _Wanted(arrays, packed)
     filing = Filing(ctx, result, write=write)
     settle = _Settle(ctx, source, result, filing)
     try:
         source.open_values(arrays)
         try:
-            for at, ((key, _ids, _first), group) in enumerate(
-                zip(wanted, source.groups(wanted, dtype), strict=True)
-            ):
-                # The entry is let go as soon as it is read, so that the Specs of the
-                # series already filed do not live to the end of the partition (a
-                # reader only looks ahead of it).
-                wanted[at] = None
-                group_specs = by_key.pop(key, [])
+            for at, group in enumerate(source.groups(wanted, dtype)):
+                # A group's Specs are made as it is read, from the packed rows: the Specs
+                # of the series filed do not live to the end of the partition (a reader
+                # only looks ahead of the group it is at).
+                key, group_specs = wanted.take(at)
                 if group is None:
                     if group_specs:
                         raise InvalidParameterError(

@@ -4,9 +4,12 @@
 applies the overrides and compares the assertions (:class:`~.options.Options`); a row's
 shared part (category, element type, reference, descriptors, features, grid) is worked
 out once per distinct combination, and clean batches go a column at a time.
-:func:`read_rows` is what the import and a rehash both start from.
+:func:`read_rows` is what a rehash starts from; the import starts from
+:func:`read_columns`, which holds the arrays (:class:`~.keys.ArrayKeys`) and the series
+rows (:class:`SpecColumns`) as columns and makes each series' Spec when it is filed.
 
-May import: :mod:`.options`, :mod:`.places`, :mod:`infrastore_sqlite.interchange.layout`
+May import: :mod:`.options`, :mod:`.places`, :mod:`.keys`,
+:mod:`infrastore_sqlite.interchange.layout`
 and the layers below ``interchange``.
 """
 
@@ -15,10 +18,12 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import orjson
 
 from ...core.elements import ElementType, parse_element_type
@@ -27,6 +32,7 @@ from ...core.timeref import check_period_for_reference
 from ...errors import InvalidParameterError
 from ...model import DESCRIPTORS, OwnerCategory, TimeSeriesType
 from ..layout import series_columns
+from .keys import ArrayKeys
 from .options import Options, _descriptor, _parse_features, _parse_reference
 from .places import TEXT_HINT, PartitionSource, Place
 
@@ -70,6 +76,10 @@ class Spec:
     def label(self) -> str:
         """``'name' (owner 7, id 3 in <series table>)``: the row as the file holds it."""
         return f"'{self.row_name}' (owner {self.row_owner_id}, id {self.file_id} in {self.table})"
+
+
+#: Array hashes are gathered into a bytes column this many at a time.
+_KEY_CHUNK = 65536
 
 
 #: Series rows a reader gives as rows are checked this many at a time, as columns.
@@ -123,6 +133,10 @@ class SeriesRows:
         self._shared_cols: Callable[[tuple], tuple] | None = None
         self._grids: dict[tuple, int] = {}  # (res, itv, hor) -> grid_key
         self._col_index: tuple[list[str], dict[str, int]] | None = None
+        #: Set by :meth:`spec_columns`: a column-checked batch's Specs carry no key.
+        self._keyless = False
+        #: Set by :meth:`spec_columns`: where a column-checked batch goes, as columns.
+        self._packer: SpecColumns | None = None
 
     def arrays(self, rows: Iterable[Sequence[Any]]) -> dict[int, tuple[str, str]]:
         """``id -> (data_hash, time_axis)`` from the arrays rows ``(id, data_hash,
@@ -141,6 +155,88 @@ class SeriesRows:
                     f"{table} holds id {aid} twice with different keys; {TEXT_HINT}", table=table
                 )
         return out
+
+    def array_keys(self, rows: Iterable[Sequence[Any]]) -> Mapping[int, tuple[str, str]]:
+        """:meth:`arrays` held as columns (:class:`ArrayKeys`): the import's, which holds
+        them for the whole partition. Every cell checked, refused as :meth:`arrays`
+        refuses it and in the same order (an id held twice with different keys before a
+        later row's bad cell); ids that do not fit 64 bits, or a hash ending in NUL,
+        which a column cannot hold, fall back to :meth:`arrays`' dict."""
+        ids = array("q")
+        axis_codes = array("q")
+        axes: dict[str, int] = {}
+        chunks: list[np.ndarray] = []
+        hashes: list[bytes] = []
+        it = iter(rows)
+        for n, (aid, h, axis) in enumerate(it, start=1):
+            if type(aid) is not int or type(h) is not str or type(axis) is not str:
+                # The rows before it first: an id held twice is what they refuse.
+                self._keys_of(ids, chunks, hashes, axis_codes, axes)
+                self._bad_array_row(n, aid, h, axis)
+            if h[-1:] == "\0":  # a bytes column drops trailing NULs
+                return self._dict_after(ids, chunks, hashes, axis_codes, axes, (aid, h, axis), it)
+            try:
+                ids.append(aid)
+            except OverflowError:
+                return self._dict_after(ids, chunks, hashes, axis_codes, axes, (aid, h, axis), it)
+            code = axes.get(axis)
+            if code is None:
+                code = axes[axis] = len(axes)
+            axis_codes.append(code)
+            hashes.append(h.encode("utf-8", "surrogatepass"))
+            if len(hashes) >= _KEY_CHUNK:
+                chunks.append(np.array(hashes, dtype=np.bytes_))
+                hashes.clear()
+        return self._keys_of(ids, chunks, hashes, axis_codes, axes)
+
+    def _keys_of(
+        self,
+        ids: array,
+        chunks: list[np.ndarray],
+        hashes: list[bytes],
+        axis_codes: array,
+        axes: dict[str, int],
+    ) -> ArrayKeys:
+        """The rows so far as :class:`ArrayKeys`, an id held twice with different keys
+        refused."""
+        if hashes:
+            chunks.append(np.array(hashes, dtype=np.bytes_))
+            hashes.clear()
+        if len(chunks) > 1:
+            chunks[:] = [np.concatenate(chunks)]
+        col = chunks[0] if chunks else np.array([], dtype=np.bytes_)
+        keys = ArrayKeys(
+            np.frombuffer(ids, dtype=np.int64) if len(ids) else np.empty(0, np.int64),
+            col,
+            np.frombuffer(axis_codes, dtype=np.int64) if len(axis_codes) else np.empty(0, np.int64),
+            list(axes),
+        )
+        twice = keys.conflict
+        if twice is not None:
+            table = self.place.arrays
+            raise InvalidParameterError(
+                f"{table} holds id {twice} twice with different keys; {TEXT_HINT}", table=table
+            )
+        return keys
+
+    def _dict_after(
+        self,
+        ids: array,
+        chunks: list[np.ndarray],
+        hashes: list[bytes],
+        axis_codes: array,
+        axes: dict[str, int],
+        row: tuple | None,
+        rest: Iterator[Sequence[Any]],
+    ) -> dict[int, tuple[str, str]]:
+        """The rows read so far (and ``row``, then ``rest``) as :meth:`arrays` reads them."""
+        texts = list(axes)
+        col = [h for c in chunks for h in c.tolist()] + hashes
+        done = [
+            (aid, h.decode("utf-8", "surrogatepass"), texts[a])
+            for aid, h, a in zip(ids.tolist(), col, axis_codes.tolist(), strict=True)
+        ]
+        return self.arrays(itertools.chain(done, [row] if row is not None else [], rest))
 
     def _bad_array_row(self, n: int, aid: Any, h: Any, axis: Any) -> None:
         """Refuse arrays row ``n``, whose cells are not an integer and two texts."""
@@ -173,13 +269,42 @@ class SeriesRows:
     def specs_of_batches(
         self,
         batches: Iterable[Sequence[Sequence[Any]]],
-        arrays: dict[int, tuple[str, str]],
+        arrays: Mapping[int, tuple[str, str]],
         opts: Options,
     ) -> list[Spec]:
         """:meth:`specs` of the series rows given a batch at a time as columns (one
         sequence of cells per name of :attr:`columns`, in that order)."""
-        table = self.place.series
         specs: list[Spec] = []
+        self._each_batch(batches, arrays, opts, lambda batch, _aids: specs.extend(batch))
+        specs.sort(key=lambda s: (s.key, s.file_id))
+        return specs
+
+    def spec_columns(
+        self,
+        batches: Iterable[Sequence[Sequence[Any]]],
+        arrays: Mapping[int, tuple[str, str]],
+        opts: Options,
+    ) -> SpecColumns:
+        """:meth:`specs_of_batches` packed into columns a batch at a time (a few bytes per
+        series held, not a Spec and its row's cells); sorted by the caller
+        (:meth:`SpecColumns.sort`)."""
+        packed = SpecColumns(self.place.series, opts)
+        self._keyless = True
+        self._packer = packed
+        self._each_batch(batches, arrays, opts, packed.add)
+        packed.parts = {part[-1]: part for part in self._shared.values()}
+        return packed
+
+    def _each_batch(
+        self,
+        batches: Iterable[Sequence[Sequence[Any]]],
+        arrays: Mapping[int, tuple[str, str]],
+        opts: Options,
+        sink: Callable[[list[Spec], Sequence[int]], Any],
+    ) -> None:
+        """Every series row checked, a batch at a time: ``sink(specs, array_ids)`` gets
+        each batch's Specs (in row order) and their rows' array ids."""
+        table = self.place.series
         # Each shared part's element type (a part is one element type): compared once
         # at the end, not spelled out per row.
         part_types: dict[int, ElementType] = {}
@@ -190,11 +315,13 @@ class SeriesRows:
         start = 0
         for batch in batches:
             count = len(batch[0]) if batch else 0
+            specs: list[Spec] = []
             if not self._batch_specs(batch, arrays, opts, specs, part_types):
                 for n, raw in enumerate(zip(*batch, strict=True), start=start + 1):
                     spec = self._row_spec(n, raw, arrays, opts, good_types)
                     specs.append(spec)
                     part_types[spec.part] = spec.et
+            sink(specs, batch[0] if batch else ())
             shapes.update(batch[shape_at])
             start += count
         element_types = {str(et) for et in part_types.values()}
@@ -204,14 +331,12 @@ class SeriesRows:
                 f"(element types {', '.join(sorted(element_types))})",
                 table=table,
             )
-        specs.sort(key=lambda s: (s.key, s.file_id))
         self.place.cell_shape = _widest_shape(shapes)
-        return specs
 
     def _batch_specs(
         self,
         batch: Sequence[Sequence[Any]],
-        arrays: dict[int, tuple[str, str]],
+        arrays: Mapping[int, tuple[str, str]],
         opts: Options,
         specs: list[Spec],
         part_types: dict[int, ElementType],
@@ -237,9 +362,15 @@ class SeriesRows:
                 return False
         if set(batch[at["time_series_type"]]) != {self.place.type.name}:
             return False
-        keys = list(map(arrays.get, batch[0]))
-        if None in keys:
-            return False
+        if self._keyless and isinstance(arrays, ArrayKeys):
+            # Packed (spec_columns): the Specs' keys go unread, only checked for.
+            if not arrays.known(batch[0]):
+                return False
+            keys: list[Any] = [None] * len(batch[0])
+        else:
+            keys = list(map(arrays.get, batch[0]))
+            if None in keys:
+                return False
         ov = opts.overrides
         names = batch[at["name"]]
         owner_types = batch[at["owner_type"]]
@@ -259,6 +390,17 @@ class SeriesRows:
         for shared_key in set(shared_keys):
             part = parts[shared_key]
             part_types[part[-1]] = part[1]  # its number -> its element type
+        if self._packer is not None:
+            # Packed (spec_columns): the columns go in as they are, no Spec made.
+            self._packer.add_columns(
+                fids,
+                batch[0],
+                owner_ids,
+                [ov["owner_type"]] * len(fids) if "owner_type" in ov else owner_types,
+                names,
+                [parts[k][-1] for k in shared_keys],
+            )
+            return True
         # Positional: a Spec per series, and keywords cost it three times as much.
         specs.extend(
             Spec(
@@ -275,7 +417,7 @@ class SeriesRows:
         self,
         n: int,
         raw: Sequence[Any],
-        arrays: dict[int, tuple[str, str]],
+        arrays: Mapping[int, tuple[str, str]],
         opts: Options,
         good_types: set[tuple],
     ) -> Spec:
@@ -329,7 +471,7 @@ class SeriesRows:
         self,
         raw: tuple,
         cols: list[str],
-        arrays: dict[int, tuple[str, str]],
+        arrays: Mapping[int, tuple[str, str]],
         opts: Options,
     ) -> Spec:
         table = self.place.series
@@ -497,6 +639,134 @@ def read_rows(
     rows = SeriesRows(source.place)
     arrays = rows.arrays(source.array_rows())
     return arrays, rows.specs_of_batches(source.series_batches(rows.columns), arrays, opts)
+
+
+_FID = operator.attrgetter("file_id")
+_ROW_OWNER = operator.attrgetter("row_owner_id")
+_OWNER_TYPE = operator.attrgetter("owner_type")
+_PART = operator.attrgetter("part")
+
+
+def _extend(col: array | list, values: Iterable[int]) -> array | list:
+    """``col`` extended by ``values``: an int64 column, or a list once a value does not
+    fit one (the containers give 64-bit integers; a Python source may not)."""
+    values = list(values)
+    if type(col) is array:
+        try:
+            col.extend(values)
+            return col
+        except OverflowError:
+            col = col.tolist()
+    col.extend(values)
+    return col
+
+
+class SpecColumns:
+    """A partition's series rows, checked, held as columns (file id, array id, the row's
+    owner id, owner type, name, shared part) instead of a :class:`Spec` each: a
+    partition may hold millions of series. :meth:`sort` orders them by ``(key, id)``;
+    :meth:`spec` makes the Spec of one, in that order, when the core files it.
+    """
+
+    def __init__(self, table: str, opts: Options) -> None:
+        self.table = table
+        self._ov = opts.overrides
+        self.fid: array | list = array("q")
+        self.aid: array | list = array("q")
+        self.owner: array | list = array("q")
+        self.part = array("q")
+        self.otype = array("q")  # the owner type's number in _otypes
+        self._otypes: dict[str, int] = {}
+        self._otype_list: list[str] = []
+        self.names = bytearray()  # the row names, UTF-8, one after the other
+        self.ends = array("q")  # where each name ends in ``names``
+        #: Spec.part -> the shared part (SeriesRows._shared_part) of its rows.
+        self.parts: dict[int, tuple] = {}
+        self.order: np.ndarray = np.empty(0, np.int64)
+
+    def __len__(self) -> int:
+        return len(self.part)
+
+    def add(self, specs: list[Spec], aids: Sequence[int]) -> None:
+        """One batch's Specs (``aids``: their rows' array ids) packed and let go (none:
+        the batch went in by :meth:`add_columns`)."""
+        if specs:
+            self.add_columns(
+                list(map(_FID, specs)),
+                aids,
+                list(map(_ROW_OWNER, specs)),
+                list(map(_OWNER_TYPE, specs)),
+                [s.row_name for s in specs],
+                list(map(_PART, specs)),
+            )
+
+    def add_columns(
+        self,
+        fids: Sequence[int],
+        aids: Sequence[int],
+        row_owner_ids: Sequence[int],
+        owner_types: Sequence[str],
+        row_names: Sequence[str],
+        parts: Sequence[int],
+    ) -> None:
+        """One batch of checked series rows, as columns: file ids, array ids, the rows'
+        owner ids, the owner types (overrides applied), the rows' names and the shared
+        parts' numbers."""
+        self.fid = _extend(self.fid, fids)
+        self.aid = _extend(self.aid, aids)
+        self.owner = _extend(self.owner, row_owner_ids)
+        self.part.extend(parts)
+        codes = self._otypes
+        for t in set(owner_types) - codes.keys():
+            codes[t] = len(self._otype_list)
+            self._otype_list.append(t)
+        self.otype.extend(map(codes.__getitem__, owner_types))
+        # surrogatepass: a str the file's decoder let through comes back the same.
+        encoded = [name.encode("utf-8", "surrogatepass") for name in row_names]
+        ends = itertools.accumulate(map(len, encoded), initial=len(self.names))
+        self.ends.extend(itertools.islice(ends, 1, None))
+        self.names += b"".join(encoded)
+
+    def sort(self, entry_of: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """Order the series by ``(key, id)``, stable; ``entry_of(array_ids)`` gives each
+        array id's key number (keys numbered in key order). Returns each series' key
+        number, in that order."""
+        aid = np.asarray(self.aid, dtype=np.int64 if type(self.aid) is array else object)
+        entries = entry_of(aid)
+        fid = np.asarray(self.fid, dtype=np.int64 if type(self.fid) is array else object)
+        self.order = np.lexsort((fid, entries))
+        return entries[self.order]
+
+    def spec(self, j: int, key: tuple[str, str]) -> Spec:
+        """The Spec of the ``j``-th series in ``(key, id)`` order (``key``: its array's)."""
+        return self.specs(j, j + 1, key)[0]
+
+    def specs(self, lo: int, hi: int, key: tuple[str, str]) -> list[Spec]:
+        """The Specs of the series ``lo`` to ``hi`` in ``(key, id)`` order, all of the
+        array key ``key``."""
+        ov, table, names, ends = self._ov, self.table, self.names, self.ends
+        fid, owner, otype, part = self.fid, self.owner, self.otype, self.part
+        otypes, parts = self._otype_list, self.parts
+        out = []
+        for i in self.order[lo:hi].tolist():
+            row_name = names[ends[i - 1] if i else 0 : ends[i]].decode("utf-8", "surrogatepass")
+            row_owner = owner[i]
+            # Positional, as SeriesRows makes them.
+            out.append(Spec(
+                fid[i], key, row_name, row_owner, table, ov.get("owner_id", row_owner),
+                otypes[otype[i]], ov.get("name", row_name), *parts[part[i]],
+            ))  # fmt: skip
+        return out
+
+
+def read_columns(
+    source: PartitionSource, opts: Options
+) -> tuple[Mapping[int, tuple[str, str]], SpecColumns]:
+    """:func:`read_rows` with the series rows packed as columns (what the import holds)."""
+    source.check_columns()
+    rows = SeriesRows(source.place)
+    arrays = rows.array_keys(source.array_rows())
+    return arrays, rows.spec_columns(source.series_batches(rows.columns), arrays, opts)
 
 
 def first_specs(specs: Iterable[Spec]) -> dict[tuple[str, str], Spec]:

@@ -30,8 +30,13 @@ def _sts_grids(
     """
     k = len(heads)
     # 0 for an array without a fixed resolution (a fixed one is positive).
-    res_list = [res_ms.get(a, 0) for a in heads.tolist()]
-    res = np.asarray(res_list, dtype=np.int64)
+    lookup = getattr(res_ms, "lookup", None)  # the import's columns answer at once
+    if lookup is not None:
+        res = lookup(heads)
+        res_list = res.tolist()
+    else:
+        res_list = [res_ms.get(a, 0) for a in heads.tolist()]
+        res = np.asarray(res_list, dtype=np.int64)
     known = res != 0
     if not known.any():
         return [None] * k

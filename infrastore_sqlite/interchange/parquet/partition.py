@@ -397,11 +397,19 @@ class PartitionReader:
     ) -> Iterator[Group | None]:
         # Each array's fixed resolution (its first series row's), for the batch grid
         # check; not the Specs themselves, which the core lets go as it files them.
-        res_ms = {
-            ids[0]: spec.res.ms
-            for _key, ids, spec in wanted
-            if spec is not None and spec.res is not None and not spec.res.calendar
-        }
+        made = getattr(wanted, "res_ms", None)
+        # The import's entries give them as columns (a dict would hold ~100 bytes per
+        # array for the partition, and iterating them makes each entry's Spec); a
+        # rehash hands a list.
+        res_ms: Mapping[int, int] = (
+            made()
+            if made is not None
+            else {
+                ids[0]: spec.res.ms
+                for _key, ids, spec in wanted
+                if spec is not None and spec.res is not None and not spec.res.calendar
+            }
+        )
         runs = self._runs(dtype, res_ms)
         pending = next(runs, None)
         for key, ids, spec in wanted:

@@ -13,16 +13,126 @@ May import: :mod:`infrastore_sqlite.interchange` and below, apsw, :mod:`..schema
 from __future__ import annotations
 
 import contextlib
-import itertools
-from collections.abc import Mapping, Sequence
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import apsw
+import numpy as np
 
 from infrastore_sqlite.interchange.importing import stray_values_row
 
 from ..schema import q
 from .tables import TablesReader, _column
+
+
+class ArraySpans:
+    """Each array's rowid span and its first row's ``(timestamp, issue_time)``, as int64
+    columns sorted by array id; read like the dicts they stand in for
+    (``spans.get(aid)``: ``(lo, hi)``, None for an array without rows;
+    ``spans.heads.get(aid)``: the first row's coordinates, None when they are not
+    integers, which the reader then reads again)."""
+
+    __slots__ = ("_base", "_dense", "_has", "_hi", "_i0", "_ids", "_lo", "_ok", "_t0", "heads")
+
+    def __init__(
+        self,
+        ids: np.ndarray,
+        lo: np.ndarray,
+        hi: np.ndarray,
+        t0: np.ndarray,
+        i0: np.ndarray | None,
+        has: np.ndarray,
+        ok: np.ndarray,
+    ) -> None:
+        order = np.argsort(ids, kind="stable")
+        self._ids = ids[order]
+        self._lo, self._hi, self._t0 = lo[order], hi[order], t0[order]
+        self._i0 = i0[order] if i0 is not None else None
+        self._has, self._ok = has[order], ok[order]
+        n = len(self._ids)
+        # An export numbers its arrays 1..n: a position is then a subtraction, not a
+        # search (this is asked once per array).
+        self._base = int(self._ids[0]) if n else 0
+        self._dense = bool(n and int(self._ids[-1]) - self._base == n - 1)
+        self.heads = _Heads(self)
+
+    @classmethod
+    def collect(cls, rows: Iterable[Sequence[Any]], *, forecast: bool) -> ArraySpans:
+        """From rows ``(id, lo, hi, timestamp, issue_time)`` (lo and hi NULL for an array
+        without rows); a row at a time into typed buffers, so no per-array object stays."""
+        ids, los, his, t0s, i0s = (array("q") for _ in range(5))
+        has, ok = bytearray(), bytearray()
+        for aid, lo, hi, t0, i0 in rows:
+            ids.append(aid)
+            rows_here = lo is not None
+            has.append(rows_here)
+            los.append(lo if rows_here else 0)
+            his.append(hi if rows_here else 0)
+            good = rows_here and type(t0) is int and (type(i0) is int if forecast else True)
+            ok.append(good)
+            t0s.append(t0 if good else 0)
+            i0s.append(i0 if good and forecast else 0)
+
+        def col(buf: array) -> np.ndarray:
+            return np.frombuffer(buf, dtype=np.int64) if len(buf) else np.empty(0, np.int64)
+
+        flags = np.frombuffer(bytes(has), dtype=np.bool_), np.frombuffer(bytes(ok), dtype=np.bool_)
+        return cls(col(ids), col(los), col(his), col(t0s), col(i0s) if forecast else None, *flags)
+
+    def _at(self, aid: int) -> int:
+        """The position of ``aid``, or -1."""
+        if self._dense:
+            at = aid - self._base
+            return at if 0 <= at < len(self._ids) else -1
+        at = int(np.searchsorted(self._ids, aid))
+        return at if at < len(self._ids) and int(self._ids[at]) == aid else -1
+
+    def __contains__(self, aid: object) -> bool:
+        return type(aid) is int and self._at(aid) >= 0
+
+    def get(self, aid: int, default: Any = None) -> tuple[int, int] | None:
+        at = self._at(aid)
+        if at < 0:
+            return default
+        return (int(self._lo[at]), int(self._hi[at])) if self._has[at] else None
+
+    def __getitem__(self, aid: int) -> tuple[int, int] | None:
+        if self._at(aid) < 0:
+            raise KeyError(aid)
+        return self.get(aid)
+
+    def head(self, aid: int) -> tuple[int, int | None] | None:
+        at = self._at(aid)
+        if at < 0 or not self._ok[at]:
+            return None
+        return int(self._t0[at]), (int(self._i0[at]) if self._i0 is not None else None)
+
+    def tiled(self) -> bool:
+        """Whether the spans of the arrays that have rows overlap nowhere."""
+        lo, hi = self._lo[self._has], self._hi[self._has]
+        order = np.argsort(lo, kind="stable")
+        lo, hi = lo[order], hi[order]
+        return bool(np.all(hi[:-1] < lo[1:]))
+
+
+class _Heads:
+    """:attr:`ArraySpans.heads`: the first rows' coordinates read like a dict."""
+
+    __slots__ = ("_spans",)
+
+    def __init__(self, spans: ArraySpans) -> None:
+        self._spans = spans
+
+    def get(self, aid: int, default: Any = None) -> Any:
+        head = self._spans.head(aid)
+        return default if head is None else head
+
+    def __getitem__(self, aid: int) -> tuple[int, int | None]:
+        head = self._spans.head(aid)
+        if head is None:
+            raise KeyError(aid)
+        return head
 
 
 class ValuesLookup(TablesReader):
@@ -61,7 +171,9 @@ class ValuesLookup(TablesReader):
         of no array."""
         self.prepare_lookup()
         self.check_claimed(arrays)
-        self.find_spans(list(arrays))
+        # Every id of ``arrays`` is a row of the arrays table (read from it), so the spans
+        # of that table's ids are every group's.
+        self.find_spans()
 
     def check_unclaimed(self) -> None:
         self._check_stray_scan()
@@ -115,9 +227,9 @@ class ValuesLookup(TablesReader):
             ).get
         raise stray_values_row(self.place, aid, rowid)
 
-    def find_spans(self, ids: Sequence[int]) -> None:
-        """The rowid span of every array (two index seeks each, all in one query), and
-        whether they tile."""
+    def find_spans(self) -> None:
+        """The rowid span of every array of the arrays table (two index seeks each, all
+        in one query), and whether they tile."""
         if self._mode != "range":
             return
         if self._temp is not None:
@@ -126,28 +238,21 @@ class ValuesLookup(TablesReader):
             table, col, rid = self.V, "array_id", "rowid"
         # One statement for every array: each correlated min/max is a single index seek,
         # and the coordinates of the first row (which the fast path anchors on) one more.
+        # What comes back is held as int64 columns (a few bytes per array, not a dict
+        # entry and tuples of Python ints: a partition may hold millions of arrays).
         issue = "s.issue_time" if self.type.is_forecast else "NULL"
-        found: dict[int, tuple[int, int]] = {}
-        heads: dict[int, tuple[Any, Any]] = {}
-        for aid, lo, hi, t0, i0 in self.conn.execute(
-            f"SELECT x.id, x.lo, x.hi, s.timestamp, {issue} FROM (SELECT id, "
-            f"(SELECT min({rid}) FROM {table} WHERE {col} = a.id) AS lo, "
-            f"(SELECT max({rid}) FROM {table} WHERE {col} = a.id) AS hi FROM {self.A} AS a) "
-            f"AS x LEFT JOIN {self.V} AS s ON s.rowid = x.lo"
-        ):
-            found[aid] = (lo, hi)
-            if lo is not None:
-                heads[aid] = (t0, i0)
-        self._heads = heads
-        self._spans = {}
-        for aid in ids:
-            span = found.get(aid)
-            if span is None:
-                self._spans[aid] = self._span(aid)
-            else:
-                self._spans[aid] = None if span[0] is None else span
-        spans = sorted(sp for sp in self._spans.values() if sp is not None)
-        self._tiled = all(a[1] < b[0] for a, b in itertools.pairwise(spans))
+        cols = ArraySpans.collect(
+            self.conn.execute(
+                f"SELECT x.id, x.lo, x.hi, s.timestamp, {issue} FROM (SELECT id, "
+                f"(SELECT min({rid}) FROM {table} WHERE {col} = a.id) AS lo, "
+                f"(SELECT max({rid}) FROM {table} WHERE {col} = a.id) AS hi FROM {self.A} AS a) "
+                f"AS x LEFT JOIN {self.V} AS s ON s.rowid = x.lo"
+            ),
+            forecast=self.type.is_forecast,
+        )
+        self._spans = cols
+        self._heads = cols.heads
+        self._tiled = cols.tiled()
 
     def _span(self, aid: int) -> tuple[int, int] | None:
         if self._temp is not None:
@@ -168,6 +273,7 @@ class ValuesLookup(TablesReader):
         head = self._heads.get(aid)
         if head is not None:
             return head
+        # Not held (a first row whose coordinates are not integers): read it again.
         issue = "issue_time" if self.type.is_forecast else "NULL"
         rows = self.conn.execute(
             f"SELECT timestamp, {issue} FROM {self.V} WHERE rowid = ?", (lo,)

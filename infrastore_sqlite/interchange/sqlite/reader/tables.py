@@ -144,8 +144,10 @@ class TablesReader:
         self._checked = False
         self._mode = "range"  # or "index": how a group's rows are found
         self._temp: str | None = None  # temp table standing in for a missing index
-        self._spans: dict[int, tuple[int, int] | None] = {}
-        self._heads: dict[int, tuple[Any, Any]] = {}  # first row's (timestamp, issue_time)
+        # Each array's rowid span and its first row's (timestamp, issue_time), once found
+        # (lookup.ArraySpans, read like these dicts).
+        self._spans: Any = {}
+        self._heads: Any = {}
         # True when the arrays' rowid spans do not overlap: every row inside a span is
         # then the array's own (check_claimed has refused rows of no array).
         self._tiled = False

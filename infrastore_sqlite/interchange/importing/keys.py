@@ -1,0 +1,129 @@
+"""A partition's arrays, ``id -> (data_hash, time_axis)``, held as columns
+(:class:`ArrayKeys`): what an import holds of each array for the whole partition; and
+:class:`IdValues`, a per-array figure held the same way.
+
+May import: numpy and the standard library only (no sibling module).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+
+import numpy as np
+
+
+class ArrayKeys(Mapping[int, tuple[str, str]]):
+    """A partition's arrays, ``id -> (data_hash, time_axis)``, held as columns: int64
+    ids, the hashes as UTF-8 bytes, each time axis as the number of its distinct text
+    (a partition may hold millions of arrays; a dict of tuples costs ~200 bytes each).
+
+    Read like the dict :meth:`SeriesRows.arrays` gives; :meth:`positions` and
+    :meth:`key_order` answer for many ids at once.
+    """
+
+    def __init__(self, ids: np.ndarray, hashes: np.ndarray, axis: np.ndarray, axes: list[str]):
+        order = np.argsort(ids, kind="stable")
+        ids, hashes, axis = ids[order], hashes[order], axis[order]
+        # An id held twice must have one key (else :attr:`conflict` names it); the
+        # first row of each id stands for it.
+        first = np.ones(len(ids), dtype=bool)
+        first[1:] = ids[1:] != ids[:-1]
+        starts = np.flatnonzero(first)
+        group = np.cumsum(first) - 1
+        differs = (hashes != hashes[starts][group]) | (axis != axis[starts][group])
+        #: An id the rows hold twice with different keys: the one whose differing row
+        #: comes first in row order (as a row-by-row read meets it), or None.
+        self.conflict: int | None = None
+        if differs.any():
+            at = np.flatnonzero(differs)
+            self.conflict = int(ids[at[np.argmin(order[at])]])
+        self._ids, self._hashes, self._axis = ids[first], hashes[first], axis[first]
+        self._axes = axes
+        n = len(self._ids)
+        self._base = int(self._ids[0]) if n else 0
+        self._dense = bool(n and int(self._ids[-1]) - self._base == n - 1)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._ids.tolist())
+
+    def _at(self, aid: object) -> int:
+        if type(aid) is not int:
+            return -1
+        if self._dense:
+            at = aid - self._base
+            return at if 0 <= at < len(self._ids) else -1
+        at = int(np.searchsorted(self._ids, aid))
+        return at if at < len(self._ids) and int(self._ids[at]) == aid else -1
+
+    def __contains__(self, aid: object) -> bool:
+        return self._at(aid) >= 0
+
+    def __getitem__(self, aid: int) -> tuple[str, str]:
+        at = self._at(aid)
+        if at < 0:
+            raise KeyError(aid)
+        return self._key(at)
+
+    def _key(self, at: int) -> tuple[str, str]:
+        return self._hashes[at].decode("utf-8", "surrogatepass"), self._axes[self._axis[at]]
+
+    def positions(self, aids: np.ndarray) -> np.ndarray:
+        """Where each of ``aids`` is held (-1: not held)."""
+        at = np.searchsorted(self._ids, aids)
+        inside = at < len(self._ids)
+        found = np.zeros(len(aids), dtype=bool)
+        found[inside] = self._ids[at[inside]] == aids[inside]
+        return np.where(found, at, -1)
+
+    def known(self, aids: Sequence[int]) -> bool:
+        """Whether every one of ``aids`` is held."""
+        try:
+            col = np.fromiter(aids, dtype=np.int64, count=len(aids))
+        except OverflowError:
+            return False
+        return bool((self.positions(col) >= 0).all())
+
+    def key_order(self) -> tuple[list[int], list[int]]:
+        """The ids in ``(key, id)`` order, and where each distinct key's ids start in it
+        (then their count)."""
+        rank = np.empty(len(self._axes), dtype=np.int64)
+        rank[sorted(range(len(self._axes)), key=self._axes.__getitem__)] = np.arange(
+            len(self._axes)
+        )
+        # UTF-8 bytes sort as their texts do; the ids are already ascending.
+        order = np.lexsort((rank[self._axis], self._hashes)) if len(self._ids) else np.empty(0, int)
+        hashes, axis = self._hashes[order], self._axis[order]
+        new = np.ones(len(order), dtype=bool)
+        new[1:] = (hashes[1:] != hashes[:-1]) | (axis[1:] != axis[:-1])
+        return self._ids[order].tolist(), [*np.flatnonzero(new).tolist(), len(order)]
+
+
+class IdValues(Mapping[int, int]):
+    """``array id -> int`` as two int64 columns (sorted by id): a per-array figure a
+    reader looks up, held as a few bytes per array."""
+
+    def __init__(self, ids: np.ndarray, values: np.ndarray) -> None:
+        order = np.argsort(ids, kind="stable")
+        self._ids, self._values = ids[order], values[order]
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._ids.tolist())
+
+    def __getitem__(self, aid: int) -> int:
+        at = int(np.searchsorted(self._ids, aid))
+        if type(aid) is not int or at >= len(self._ids) or int(self._ids[at]) != aid:
+            raise KeyError(aid)
+        return int(self._values[at])
+
+    def lookup(self, aids: np.ndarray, default: int = 0) -> np.ndarray:
+        """The value of each of ``aids`` (``default`` where none is held)."""
+        at = np.minimum(np.searchsorted(self._ids, aids), max(len(self._ids) - 1, 0))
+        if not len(self._ids):
+            return np.full(len(aids), default, dtype=np.int64)
+        return np.where(self._ids[at] == aids, self._values[at], default)
