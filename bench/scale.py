@@ -92,11 +92,14 @@ def _spec(runner: run.Runner, impl: str, builder: str, n: int, op: str) -> dict[
 
 def _run(runner: run.Runner, impl: str, builder: str, n: int, op: str) -> dict[str, Any]:
     """One child run of ``op``; an export's output is kept as the next import's source."""
+    # The spec first: an import without its export runs that export (another _run), which
+    # clears the scratch directory when it is done.
+    spec = _spec(runner, impl, builder, n, op)
     scratch = runner.workdir / "scratch"
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir()
     try:
-        res = runner.child(_spec(runner, impl, builder, n, op))
+        res = runner.child(spec)
         if op in ("export", "export_parquet"):
             home = runner.home(impl, builder, n)
             name = "export.db" if op == "export" else "export.parquet"
