@@ -12,6 +12,27 @@ from collections.abc import Iterator, Mapping, Sequence
 import numpy as np
 
 
+class SortedIds:
+    """Positions in a sorted column of distinct int64 ids (an export numbers its arrays
+    1..n: a position is then a subtraction, not a search; this is asked once per array)."""
+
+    __slots__ = ("_base", "_dense", "_ids")
+
+    def __init__(self, ids: np.ndarray) -> None:
+        self._ids = ids
+        n = len(ids)
+        self._base = int(ids[0]) if n else 0
+        self._dense = bool(n and int(ids[-1]) - self._base == n - 1)
+
+    def at(self, aid: int) -> int:
+        """The position of ``aid``, or -1."""
+        if self._dense:
+            at = aid - self._base
+            return at if 0 <= at < len(self._ids) else -1
+        at = int(np.searchsorted(self._ids, aid))
+        return at if at < len(self._ids) and int(self._ids[at]) == aid else -1
+
+
 class ArrayKeys(Mapping[int, tuple[str, str]]):
     """A partition's arrays, ``id -> (data_hash, time_axis)``, held as columns: int64
     ids, the hashes as UTF-8 bytes, each time axis as the number of its distinct text
@@ -39,9 +60,7 @@ class ArrayKeys(Mapping[int, tuple[str, str]]):
             self.conflict = int(ids[at[np.argmin(order[at])]])
         self._ids, self._hashes, self._axis = ids[first], hashes[first], axis[first]
         self._axes = axes
-        n = len(self._ids)
-        self._base = int(self._ids[0]) if n else 0
-        self._dense = bool(n and int(self._ids[-1]) - self._base == n - 1)
+        self._pos = SortedIds(self._ids)
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -50,13 +69,7 @@ class ArrayKeys(Mapping[int, tuple[str, str]]):
         return iter(self._ids.tolist())
 
     def _at(self, aid: object) -> int:
-        if type(aid) is not int:
-            return -1
-        if self._dense:
-            at = aid - self._base
-            return at if 0 <= at < len(self._ids) else -1
-        at = int(np.searchsorted(self._ids, aid))
-        return at if at < len(self._ids) and int(self._ids[at]) == aid else -1
+        return self._pos.at(aid) if type(aid) is int else -1
 
     def __contains__(self, aid: object) -> bool:
         return self._at(aid) >= 0

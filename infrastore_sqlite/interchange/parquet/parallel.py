@@ -235,27 +235,6 @@ class _PlanUnpickler(pickle.Unpickler):
         return self._store
 
 
-class _PlanPickler(pickle.Pickler):
-    """Pickles a plan as it is, with its store (the ``source`` a partition plan reads
-    labels through) left out as a reference: the worker puts its own in its place."""
-
-    def persistent_id(self, obj: Any) -> str | None:
-        from ...store import Store
-
-        return "store" if isinstance(obj, Store) else None
-
-
-class _PlanUnpickler(pickle.Unpickler):
-    def __init__(self, data: bytes, store: Store) -> None:
-        super().__init__(io.BytesIO(data))
-        self._store = store
-
-    def persistent_load(self, pid: Any) -> Any:
-        if pid != "store":
-            raise pickle.UnpicklingError(f"unknown reference {pid!r} in an export plan")
-        return self._store
-
-
 def _pack(plan: ExportPlan, share: list[int]) -> bytes:
     """The plan of the ``share`` partitions, pickled for a worker (the objects themselves,
     whatever fields they hold, so this follows the plan's types as they change)."""

@@ -21,6 +21,7 @@ import apsw
 import numpy as np
 
 from infrastore_sqlite.interchange.importing import stray_values_row
+from infrastore_sqlite.interchange.importing.keys import SortedIds
 
 from ..schema import q
 from .tables import TablesReader, _column
@@ -33,7 +34,7 @@ class ArraySpans:
     ``spans.heads.get(aid)``: the first row's coordinates, None when they are not
     integers, which the reader then reads again)."""
 
-    __slots__ = ("_base", "_dense", "_has", "_hi", "_i0", "_ids", "_lo", "_ok", "_t0", "heads")
+    __slots__ = ("_at", "_has", "_hi", "_i0", "_ids", "_lo", "_ok", "_t0", "heads")
 
     def __init__(
         self,
@@ -50,11 +51,7 @@ class ArraySpans:
         self._lo, self._hi, self._t0 = lo[order], hi[order], t0[order]
         self._i0 = i0[order] if i0 is not None else None
         self._has, self._ok = has[order], ok[order]
-        n = len(self._ids)
-        # An export numbers its arrays 1..n: a position is then a subtraction, not a
-        # search (this is asked once per array).
-        self._base = int(self._ids[0]) if n else 0
-        self._dense = bool(n and int(self._ids[-1]) - self._base == n - 1)
+        self._at = SortedIds(self._ids).at  # the position of an id, or -1
         self.heads = _Heads(self)
 
     @classmethod
@@ -79,14 +76,6 @@ class ArraySpans:
 
         flags = np.frombuffer(bytes(has), dtype=np.bool_), np.frombuffer(bytes(ok), dtype=np.bool_)
         return cls(col(ids), col(los), col(his), col(t0s), col(i0s) if forecast else None, *flags)
-
-    def _at(self, aid: int) -> int:
-        """The position of ``aid``, or -1."""
-        if self._dense:
-            at = aid - self._base
-            return at if 0 <= at < len(self._ids) else -1
-        at = int(np.searchsorted(self._ids, aid))
-        return at if at < len(self._ids) and int(self._ids[at]) == aid else -1
 
     def __contains__(self, aid: object) -> bool:
         return type(aid) is int and self._at(aid) >= 0
