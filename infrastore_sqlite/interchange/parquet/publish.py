@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from ..._version import __version__
-from ...errors import InvalidParameterError, shown
+from ...errors import OVERWRITE, InvalidParameterError, shown
 from ..plan import ExportPlan, PartitionPlan
 from .layout import file_names
 from .storage import MANIFEST, ObjectPath, Upload
@@ -135,9 +135,9 @@ class ObjectPublisher:
         if MANIFEST in existing:
             raise InvalidParameterError(
                 f"{self.target} already holds an export (its {MANIFEST}); nothing was "
-                "written. Export to another prefix, or pass --overwrite (overwrite=True) "
-                "to replace its files",
+                "written. Export to another prefix, or pass {overwrite} to replace its files",
                 table=str(self.target / MANIFEST),
+                terms={"overwrite": OVERWRITE},
             )
         _refuse_collisions(str(self.target), existing, self.plan)
 
@@ -250,6 +250,7 @@ def _refuse_collisions(where: str, existing: list[str], plan: ExportPlan) -> Non
         raise InvalidParameterError(
             f"{where} already holds {len(hits)} of the files this export would create "
             f"({shown(hits)}); nothing was written. Export into another directory, "
-            "remove those files first, or pass --overwrite (overwrite=True) to replace them.",
+            "remove those files first, or pass {overwrite} to replace them.",
             table=hits[0],
+            terms={"overwrite": OVERWRITE},
         )

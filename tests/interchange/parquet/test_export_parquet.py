@@ -842,6 +842,10 @@ def test_existing_files_are_refused_case_insensitively_naming_them(varied, tmp_p
         with pytest.raises(InvalidParameterError) as info:
             store.export_parquet(target, include_derived=True, dry_run=dry)
         assert first in str(info.value) and "nothing was written" in str(info.value)
+        # The way out in the caller's words: the keyword for the API, the flag for the CLI.
+        assert "overwrite=True" in str(info.value) and "--overwrite" not in str(info.value)
+        cli = info.value.render("cli")
+        assert "--overwrite" in cli and "overwrite=True" not in cli
     assert sorted(os.listdir(target)) == sorted([first, "unrelated.txt"])
     assert (target / first).read_text() == "mine"
 
