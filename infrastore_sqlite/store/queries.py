@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Any
 import apsw
 import numpy as np
 
-from ..errors import InvalidParameterError, NotFoundError, OwnerMismatchError
+from ..errors import (
+    DamagedStoreError,
+    InvalidParameterError,
+    NotFoundError,
+    OwnerMismatchError,
+    damage_terms,
+)
 from ..model import OwnerCategory, TimeSeriesType
 from .api import series_id
 from .prepare import INSERT_COLUMNS
@@ -82,14 +88,35 @@ class Queries:
         self._store._open()
         cur = self._store._catalog.execute(f"{SELECT_ROWS} WHERE {where} ORDER BY {order}", params)
         typed: dict[bytes, dict[str, Any]] = {}
-        for r in cur:
-            row = SeriesRow.from_sql(r)
-            # JSON has no ±inf (the feature JSON holds null there); the typed rows do.
-            if row.features and None in row.features.values():
-                if row.features_hash not in typed:
-                    typed[row.features_hash] = self._typed_features(row.features_hash)
-                row.features = dict(typed[row.features_hash])
-            yield row
+        try:
+            for r in cur:
+                row = SeriesRow.from_sql(r)
+                # JSON has no ±inf (the feature JSON holds null there); the typed rows do.
+                if row.features and None in row.features.values():
+                    if row.features_hash not in typed:
+                        typed[row.features_hash] = self._typed_features(row.features_hash)
+                    row.features = dict(typed[row.features_hash])
+                yield row
+        except UnicodeDecodeError as exc:
+            raise self._undecodable(exc) from None
+
+    def _undecodable(self, exc: UnicodeDecodeError) -> DamagedStoreError:
+        """The refusal for catalog text that is not UTF-8 (SQLite stores what it is
+        given; a text cell written by another tool can hold any bytes)."""
+        return DamagedStoreError(
+            "the store's catalog holds text that is not valid UTF-8 (byte "
+            f"{exc.object[exc.start : exc.start + 1]!r} at position {exc.start} of a text "
+            "cell), so the series it belongs to cannot be read; run {verify} to name the "
+            "damaged series, then {repair} to set them aside",
+            terms=damage_terms(str(self._store.path)),
+        )
+
+    def _decoded(self, cursor: Iterator[tuple]) -> Iterator[tuple]:
+        """``cursor``'s rows, with undecodable catalog text refused as damage."""
+        try:
+            yield from cursor
+        except UnicodeDecodeError as exc:
+            raise self._undecodable(exc) from None
 
     def _typed_features(self, features_hash: bytes) -> dict[str, Any]:
         """A feature map rebuilt from its typed ``feature_sets`` rows."""
@@ -151,7 +178,7 @@ class Queries:
             if "features_json" in fields
             else ""
         )
-        return iter(
+        return self._decoded(
             self._store._catalog.execute(
                 f"SELECT {cols} FROM time_series_associations t{join} WHERE {where} ORDER BY t.id",
                 params,

@@ -169,3 +169,41 @@ def test_durability_md_damaged_store_commands_run_as_written(
     items = steps(text, section="## A damaged store")
     assert [t.split()[3] for _, t, _ in items[2:]] == ["verify", "repair", "repair", "add"]
     run_steps(tmp_path, items)
+
+
+def test_catalog_text_that_is_not_utf8_is_damage_not_a_crash(store: Path, tmp_path: Path) -> None:
+    """A catalog name cell holding bytes that are not UTF-8 (written by another tool):
+    reads and exports refuse naming the way out, verify names the series, repair sets it
+    aside, and the store reads again."""
+    import apsw
+
+    from infrastore_sqlite import Store
+    from infrastore_sqlite.errors import DamagedStoreError
+
+    conn = apsw.Connection(str(store / "catalog.sqlite"))
+    victim = conn.execute("SELECT min(id) FROM time_series_associations").get
+    conn.execute(
+        "UPDATE time_series_associations SET name = CAST(x'66ff6f' AS TEXT) WHERE id = ?",
+        (victim,),
+    )
+    conn.close()
+    with Store.open(store, read_only=True) as s:
+        with pytest.raises(DamagedStoreError) as api:
+            s.list_metadata()
+        assert "not valid UTF-8" in str(api.value) and "Store.diagnose()" in str(api.value)
+        with pytest.raises(DamagedStoreError):
+            s.export_sqlite(tmp_path / "x.db")
+    assert not (tmp_path / "x.db").exists()
+    for args in (["list"], ["export", "-f", "sqlite", "--db", str(tmp_path / "y.db")]):
+        res = CliRunner().invoke(cli, ["--store", str(store), *args])
+        assert res.exit_code == 1, res.output
+        assert "not valid UTF-8" in res.output and "internal error" not in res.output
+        assert f"--store {store} verify" in res.output
+    verify = run("--store", str(store), "-f", "json", "verify")
+    assert verify.exit_code != 0
+    assert victim in [d["id"] for d in json.loads(verify.stdout)["series_lost"]]
+    assert run("--store", str(store), "-y", "repair").exit_code == 0
+    listed = run("--store", str(store), "-f", "json", "list")
+    assert listed.exit_code == 0 and victim not in [
+        r["id"] for r in json.loads(listed.stdout)["items"]
+    ]
