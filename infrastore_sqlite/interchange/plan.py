@@ -66,14 +66,12 @@ from .plan_types import (
     SeriesRef,
     _label,
 )
-
-# The series rows' parts a container builds its own columns from (private there).
-from .series_rows import _OWNER_CATEGORY_NAMES as OWNER_CATEGORY_NAMES
-from .series_rows import _SERIES_FIELDS as SERIES_FIELDS
-from .series_rows import _series_fields as series_fields
-from .series_rows import _SeriesText as SeriesText
 from .series_rows import (
+    OWNER_CATEGORY_NAMES,
+    SERIES_FIELDS,
+    SeriesText,
     iter_rows,
+    series_fields,
     series_labels,
     series_records,
     series_values,

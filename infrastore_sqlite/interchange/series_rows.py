@@ -30,7 +30,7 @@ def iter_rows(store: Store, ids: Sequence[int], chunk: int = 500) -> Iterator[Se
 
 
 #: The catalog fields of a series-table row (``Store.iter_select_fields``), in this order.
-_SERIES_FIELDS = (
+SERIES_FIELDS = (
     "id",
     "owner_type",
     "owner_category",
@@ -48,24 +48,24 @@ _SERIES_FIELDS = (
     "component_field",
     "application_data",
 )
-_OWNER_CATEGORY_NAMES = {c.value: c.name for c in OwnerCategory}
+OWNER_CATEGORY_NAMES = {c.value: c.name for c in OwnerCategory}
 
 
 # Series whose catalog fields, or plan columns, are turned into Python values at a time.
 _ROWS_CHUNK = 4096
 
 
-def _series_fields(
+def series_fields(
     store: Store, ids: Sequence[int] | np.ndarray, chunk: int | None = None
 ) -> Iterator[tuple]:
-    """``_SERIES_FIELDS`` of each of ``ids``, in the order given, ``chunk`` at a time
+    """``SERIES_FIELDS`` of each of ``ids``, in the order given, ``chunk`` at a time
     (``_ROWS_CHUNK`` when not given, read at the call so a test can make it small)."""
     chunk = chunk or _ROWS_CHUNK
     for start in range(0, len(ids), chunk):
         part = ids[start : start + chunk]
         if isinstance(part, np.ndarray):
             part = part.tolist()
-        found = {r[0]: r for r in store.iter_select_fields(_SERIES_FIELDS, ids=part)}
+        found = {r[0]: r for r in store.iter_select_fields(SERIES_FIELDS, ids=part)}
         if len(found) < len(set(part)):
             store.rows_by_ids([i for i in part if i not in found])  # raises NotFoundError
         for i in part:
@@ -84,10 +84,10 @@ def _chunked_rows(
 
 
 def _series_fields_ascending(store: Store, ids: list[int]) -> Iterator[tuple]:
-    """``_series_fields`` of ascending ``ids``: one query, its rows in id order, each
+    """``series_fields`` of ascending ``ids``: one query, its rows in id order, each
     checked against the id it stands for (no map of rows by id)."""
     expected = iter(ids)
-    for r in store.iter_select_fields(_SERIES_FIELDS, ids=ids):
+    for r in store.iter_select_fields(SERIES_FIELDS, ids=ids):
         if r[0] != next(expected, None):
             break
         yield r
@@ -99,7 +99,7 @@ def _series_fields_ascending(store: Store, ids: list[int]) -> Iterator[tuple]:
     raise AssertionError("unreachable: a series row went missing")
 
 
-class _SeriesText:
+class SeriesText:
     """The series table's texts that many rows share, made once per distinct input."""
 
     def __init__(self, store: Store) -> None:
@@ -147,13 +147,13 @@ def series_records(
     else:
         raise ValueError(f"order must be 'id' or 'array', not {order!r}")
     reference = pp.partition.key.reference_label
-    texts = _SeriesText(store)
+    texts = SeriesText(store)
     type_name = tst.name
     ids = pp.ids[positions]
     fields = (
         _series_fields_ascending(store, ids.tolist())
         if order == "id"
-        else _series_fields(store, ids)
+        else series_fields(store, ids)
     )
     # The plan's columns as Python values a chunk at a time (a list of each whole would
     # hold 36 bytes a series per column).
@@ -163,7 +163,7 @@ def series_records(
         strict=True,
     )
     forecast, static = tst.is_forecast, tst is TimeSeriesType.SingleTimeSeries
-    categories = _OWNER_CATEGORY_NAMES
+    categories = OWNER_CATEGORY_NAMES
     feature_text, shape_text = texts.feature_text, texts.shape_text
     # One tuple per series, spelled out per kind of grid (this runs once per series).
     for (aid, owner, anchor, n), f in columns:
@@ -200,15 +200,15 @@ def series_values(
     same as tuples without the ``ExportSeries`` list.)"""
     tst = pp.partition.key.type
     reference = pp.partition.key.reference_label
-    texts = _SeriesText(store)
-    for s, f in zip(ordered, _series_fields(store, [s.row.id for s in ordered]), strict=True):
+    texts = SeriesText(store)
+    for s, f in zip(ordered, series_fields(store, [s.row.id for s in ordered]), strict=True):
         (sid, otype, ocat, name, res, itv, hor, fh, fjson, et, eshape, *descriptors) = f
         yield {
             "array_id": pp.array_ids[s.key],
             "id": sid,
             "owner_id": s.row.owner_id,
             "owner_type": otype,
-            "owner_category": _OWNER_CATEGORY_NAMES[ocat],
+            "owner_category": OWNER_CATEGORY_NAMES[ocat],
             "time_series_type": tst.name,
             "name": name,
             "initial_timestamp": s.initial_ms,
