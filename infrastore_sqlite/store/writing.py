@@ -53,6 +53,11 @@ if TYPE_CHECKING:
 
 
 _FIRST = operator.itemgetter(0)
+#: A catalog row's insert, its values a :class:`CatalogRow`.
+_INSERT_ROW = (
+    f"INSERT INTO time_series_associations ({', '.join(INSERT_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(INSERT_COLUMNS))})"
+)
 
 
 class Writing:
@@ -119,10 +124,6 @@ class Writing:
         inserting them one at a time would have refused it.
         """
         cat = self._store._catalog
-        sql = (
-            f"INSERT INTO time_series_associations ({', '.join(INSERT_COLUMNS)}) "
-            f"VALUES ({', '.join('?' * len(INSERT_COLUMNS))})"
-        )
         # AUTOINCREMENT numbers the rows of one writer consecutively from past the
         # highest id ever used, so the ids are known without RETURNING (which costs
         # SQLite four times the insert itself).
@@ -132,7 +133,7 @@ class Writing:
             "COALESCE((SELECT MAX(id) FROM time_series_associations), 0))"
         )
         try:
-            cat.executemany(sql, [p.row for p in prepared])
+            cat.executemany(_INSERT_ROW, [p.row for p in prepared])
         except apsw.ConstraintError as exc:
             done = cat.scalar(
                 "SELECT COUNT(*) FROM time_series_associations WHERE id >= ?", (first,)
@@ -180,12 +181,8 @@ class Writing:
         family rule; a clash of identity names the series."""
         row = CatalogRow(**values)
         self._check_family(row, label)
-        sql = (
-            f"INSERT INTO time_series_associations ({', '.join(INSERT_COLUMNS)}) "
-            f"VALUES ({', '.join('?' * len(INSERT_COLUMNS))})"
-        )
         try:
-            self._store._catalog.execute(sql, row)
+            self._store._catalog.execute(_INSERT_ROW, row)
         except apsw.ConstraintError as exc:
             raise self._duplicate(row, label) from exc
         return self._store._catalog.conn.last_insert_rowid()

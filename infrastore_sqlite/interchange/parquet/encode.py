@@ -297,13 +297,19 @@ def _constant_array(pa: ModuleType, text: str, n: int) -> Any:
     """A string column of ``n`` rows all ``text``, spelled out in numpy."""
     data = text.encode()
     offsets = np.arange(n + 1, dtype=np.int64) * len(data)
-    chars = np.frombuffer(data * n, dtype=np.uint8)
-    if chars.size < 2**31:
-        offsets = offsets.astype(np.int32)
-        type_ = pa.string()
+    return _string_array(pa, offsets, np.frombuffer(data * n, dtype=np.uint8))
+
+
+def _string_array(pa: ModuleType, offsets: np.ndarray, data: np.ndarray) -> Any:
+    """An Arrow string column from its int64 ``offsets`` (one more than its rows) and
+    the UTF-8 bytes they cut ``data`` into: 32-bit offsets where they fit, as pyarrow
+    makes a string column (a file of over 2 GiB of text would take 64-bit ones)."""
+    if offsets[-1] < 2**31:
+        offsets, type_ = offsets.astype(np.int32), pa.string()
     else:
-        type_ = pa.large_string()  # not reached by any real series file
-    return pa.Array.from_buffers(type_, n, [None, pa.py_buffer(offsets), pa.py_buffer(chars)])
+        type_ = pa.large_string()  # not reached by any real series or arrays file
+    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    return pa.Array.from_buffers(type_, len(offsets) - 1, buffers)
 
 
 def _arrays_table(pa: ModuleType, pp: PartitionPlan) -> Any:
@@ -345,9 +351,7 @@ def _hex_array(pa: ModuleType, hashes: Sequence[bytes]) -> Any:
         part = raw[at : at + step]
         np.take(_HEX_DIGITS, part >> 4, out=digits[at : at + step, 0])
         np.take(_HEX_DIGITS, part & 15, out=digits[at : at + step, 1])
-    offsets = np.arange(0, 2 * width * n + 1, 2 * width, dtype=np.int32)
-    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(digits)]
-    return pa.Array.from_buffers(pa.string(), n, buffers)
+    return _string_array(pa, np.arange(0, 2 * width * n + 1, 2 * width, dtype=np.int64), digits)
 
 
 # Hashes spelled out in hex at a time.
@@ -378,12 +382,7 @@ def _axis_array(pa: ModuleType, axes: Sequence[str]) -> Any:
         first, last = int(offsets[at]), int(offsets[at + c.size])
         shift = np.repeat(starts[c] - offsets[at : at + c.size], lengths[at : at + c.size])
         data[first:last] = blob[shift + np.arange(first, last, dtype=np.int64)]
-    if offsets[-1] < 2**31:
-        offsets = offsets.astype(np.int32)
-        type_ = pa.string()
-    else:
-        type_ = pa.large_string()  # not reached by any real arrays file
-    return pa.Array.from_buffers(type_, n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return _string_array(pa, offsets, data)
 
 
 # Arrays whose axis texts are spelled out at a time.

@@ -164,9 +164,9 @@ def export_parquet(
     publisher.begin()
     try:
         if jobs > 1 and len(plan.partitions) > 1:
-            write_parallel(store, plan, publisher, jobs, time_range=time_range,
-                           include_derived=include_derived, storage_options=storage_options,
-                           progress=progress, filters=filters)  # fmt: skip
+            write_parallel(
+                store, plan, publisher, jobs, storage_options=storage_options, progress=progress
+            )
         else:
             _write_files(pa, pq, store, plan, publisher, progress)
         publisher.commit()

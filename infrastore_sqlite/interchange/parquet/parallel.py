@@ -27,7 +27,6 @@ import os
 import pickle
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,16 +77,12 @@ def write_parallel(
     publisher: LocalPublisher | ObjectPublisher,
     jobs: int,
     *,
-    time_range: tuple[datetime, datetime] | None,
-    include_derived: bool,
     storage_options: Mapping[str, Any] | None,
     progress: Callable[[int, int], None] | None,
-    filters: dict[str, Any],
 ) -> None:
     """Write every partition's files from ``jobs`` writers, through ``publisher`` (whose
-    ``commit`` or ``rollback`` the caller runs). ``plan`` is what they write:
-    ``time_range``, ``include_derived`` and ``filters`` are in it already (taken for the
-    caller's convenience, not used again).
+    ``commit`` or ``rollback`` the caller runs); ``plan`` is what they write (the
+    selection, time range and derived series are in it already).
 
     The writers are this process and ``jobs - 1`` workers. Each takes the next partition
     of one queue (:func:`order`) when it is done with its last: this process starts at
