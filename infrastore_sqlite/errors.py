@@ -8,6 +8,7 @@ a test) can tell *what* was refused without parsing text.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -86,15 +87,22 @@ def render(
 ) -> str:
     """``template`` with every ``{slot}`` of ``terms`` spelled for ``audience``.
 
-    Only the named slots are replaced, so braces in data (a JSON feature map) stay. For
-    the CLI, ``{command}`` in a term becomes the command line the user ran.
+    Only the named slots are replaced, so braces in data (a JSON feature map) stay, and
+    in one pass, so a term's own text (a store path such as ``/data/{repair}``) is never
+    taken for a slot of another. For the CLI, ``{command}`` in a term becomes the command
+    line the user ran.
     """
-    for slot, term in terms.items():
-        spelled = term.spell(audience)
+    if not terms:
+        return template
+
+    def spell(found: re.Match[str]) -> str:
+        spelled = terms[found.group(1)].spell(audience)
         if audience == "cli":
             spelled = spelled.replace("{command}", command or "infrastore-sqlite …")
-        template = template.replace("{" + slot + "}", spelled)
-    return template
+        return spelled
+
+    slots = "|".join(re.escape(slot) for slot in terms)
+    return re.sub(r"\{(" + slots + r")\}", spell, template)
 
 
 def shown(names: Sequence[str], limit: int = 8) -> str:

@@ -55,3 +55,16 @@ def test_a_hint_follows_its_message_as_the_next_sentence(message: str, shown: st
 def test_a_hint_already_in_the_message_is_not_repeated() -> None:
     exc = errors.InvalidParameterError("bad value; Truncate it.", hint="Truncate it.")
     assert str(exc) == "bad value; Truncate it."
+
+
+def test_a_term_naming_a_path_with_braces_is_spelled_as_it_is() -> None:
+    # The store's path holds the name of another slot: each slot is replaced once, from
+    # the template, never inside what a term spelled.
+    terms = errors.damage_terms("/data/{repair}/store")
+    exc = errors.DamagedStoreError("run {verify}, then {repair}", terms=terms)
+    assert exc.render("cli") == (
+        "run `infrastore-sqlite --store '/data/{repair}/store' verify`, then "
+        "`infrastore-sqlite --store '/data/{repair}/store' repair`"
+    )
+    assert str(exc) == "run Store.diagnose(), then Store.repair()"
+    assert errors.render("{x} {verify", {"x": errors.OVERWRITE}, "cli") == "--overwrite {verify"

@@ -39,11 +39,13 @@ import numpy as np
 
 from ..core.elements import NUMPY_DTYPES
 from ..errors import StorageError
+from .direct import ChunkMap, chunk_map
 
 DATA_FORMAT_VERSION = "1"
 _CHUNK_TARGET = 256 * 1024  # bytes per chunk: small enough to read one array cheaply
 _SLAB_GAP = 4  # read across up to this many unwanted slots rather than issue a new read
 _SLAB_BYTES = 8 * 1024 * 1024  # a slab of nearby slots spans at most this (or one chunk)
+_SUMS_HELD_BYTES = 16 * 1024 * 1024  # a read-only pool's checksums held whole up to this
 # Bytes of queued writes the caller may run ahead of the writer thread by.
 MAX_PENDING_BYTES = 16 * 1024 * 1024
 # No chunk cache on a writable file: each chunk is compressed as it is written (in the
@@ -81,13 +83,28 @@ def slot_sums(block: np.ndarray, slots: np.ndarray) -> np.ndarray:
     m = block.shape[0]
     raw = np.ascontiguousarray(block).reshape(m, -1).view(np.uint8)
     words = raw.view("<u4") if raw.shape[1] % 4 == 0 else raw
-    index = np.arange(1, words.shape[1] + 1, dtype=np.uint64)
+    index = _weights(words.shape[1])
     place = slots.astype(np.uint64) + np.uint64(1)
     out = np.empty((m, 2), dtype=np.uint64)
     out[:, 0] = words.sum(axis=1, dtype=np.uint64) + _SUM_K1 * place
     out[:, 1] = np.einsum("ij,j->i", words, index, dtype=np.uint64, casting="unsafe")
     out[:, 1] += _SUM_K2 * place
     return out
+
+
+#: The weights ``1..n`` of :func:`slot_sums`' second checksum, per row width: a read checks
+#: one slab at a time, often of one array, and making them again was a third of its cost.
+_WEIGHTS: dict[int, np.ndarray] = {}
+
+
+def _weights(n: int) -> np.ndarray:
+    w = _WEIGHTS.get(n)
+    if w is None:
+        if len(_WEIGHTS) >= 64:  # a store has a few widths; a stray many must not pile up
+            _WEIGHTS.clear()
+        w = _WEIGHTS[n] = np.arange(1, n + 1, dtype=np.uint64)
+        w.flags.writeable = False
+    return w
 
 
 def _rows(dsid: Any, dtype: np.dtype, lo: int, hi: int) -> np.ndarray:
@@ -250,6 +267,11 @@ class ArrayFile:
         # a slab read needs, looked up once instead of through h5py's properties per call.
         self._shapes: dict[str, tuple[Any, np.dtype, tuple[int, ...], int]] = {}
         self._read_only = mode == "r"
+        # A read-only file's pools read straight from the file (``direct.py``): each
+        # pool's chunk map (None: read through HDF5) and the file's own descriptor.
+        self._maps: dict[str, ChunkMap | None] = {}
+        self._fd: int | None = None
+        self._held_sums: dict[str, np.ndarray] = {}  # a read-only file's, per pool
 
     @property
     def h5(self) -> h5py.File:
@@ -450,7 +472,20 @@ class ArrayFile:
         try:
             # One read of the checksums of the whole slot range (16 bytes a slot) instead
             # of one per slab: a read of many pools' arrays pays a call per pool, not more.
-            stored = _rows(sums.id, _SUMS_DTYPE, lo, hi) if (hi - lo) * 16 <= _SLAB_BYTES else None
+            # A read-only file's are read once, whole: its pools never change, and a
+            # batch in hash order spans most of a pool anyway (HDF5 takes ~3 ms per
+            # 5,000 slots of them, a chunk of 3 at a time).
+            if self._read_only and sums.id.shape[0] * 16 <= _SUMS_HELD_BYTES:
+                stored = self._held_sums.get(name)
+                if stored is None:
+                    stored = self._held_sums[name] = _rows(
+                        sums.id, _SUMS_DTYPE, 0, sums.id.shape[0]
+                    )
+                lo = 0
+            elif (hi - lo) * 16 <= _SLAB_BYTES:
+                stored = _rows(sums.id, _SUMS_DTYPE, lo, hi)
+            else:
+                stored = None
         except (OSError, ValueError, KeyError, RuntimeError, TypeError):
             stored = None
         bad: list[int] = []
@@ -538,7 +573,7 @@ class ArrayFile:
                 if part:
                     slab = self._pool(name)[(slice(lo, hi), *part)]
                 else:
-                    slab = _rows(dsid, dtype, lo, hi)
+                    slab = self._slab(name, dsid, dtype, row_shape, lo, hi)
                 if len(slab) != hi - lo:  # h5py clips a slice past the end
                     raise IndexError(f"slots {lo}..{hi - 1} are past the end of the pool")
                 if check is not None:
@@ -552,6 +587,28 @@ class ArrayFile:
                     got.extend(slab[k - lo].copy() for k in at[start:cut].tolist())
                 start = cut
         return got, order
+
+    def _slab(
+        self, name: str, dsid: Any, dtype: np.dtype, row_shape: tuple[int, ...], lo: int, hi: int
+    ) -> np.ndarray:
+        """Rows ``lo`` to ``hi - 1`` of pool ``name`` (fewer where it ends): straight from
+        a read-only file where ``direct.py`` can, else through HDF5 (:func:`_rows`)."""
+        if self._read_only:
+            if name in self._maps:
+                found = self._maps[name]
+            else:
+                try:
+                    if self._fd is None:
+                        self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                    found = chunk_map(dsid)
+                except (OSError, ValueError, KeyError, RuntimeError, TypeError):
+                    found = None  # HDF5's read reports what is wrong, as before
+                self._maps[name] = found
+            if found is not None and self._fd is not None:
+                out = np.empty((max(0, min(hi, found.slots) - lo), *row_shape), dtype=dtype)
+                if not out.size or found.read(self._fd, out, lo):
+                    return out
+        return _rows(dsid, dtype, lo, hi)
 
     @staticmethod
     def _check_slab(
@@ -617,5 +674,9 @@ class ArrayFile:
             if self._writer is not None:
                 self._writer.shutdown(wait=True)
                 self._writer = None
+            if self._fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(self._fd)
+                self._fd = None
             with contextlib.suppress(Exception):
                 self._h5.close()
