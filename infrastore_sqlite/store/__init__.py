@@ -13,6 +13,7 @@
   store diagnosed (``verify``) and repaired (damaged segments set aside);
 * :mod:`.catalog` — the SQLite catalog connection and the migrations lookup;
 * :mod:`.arrays` / :mod:`.segments` — the HDF5 array files and the segment directory;
+  :mod:`.direct` — a finished segment's plain pools read straight from the file;
 * :mod:`.api` — the store members built on the ones above (queries, attributes,
   :class:`~.api.Transaction`), a base class of :class:`Store`;
 * :mod:`.readers` — :class:`~.readers.StaticReader` / :class:`~.readers.ForecastReader`,
