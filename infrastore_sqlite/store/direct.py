@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import h5py
@@ -29,49 +30,66 @@ import numpy as np
 __all__ = ["ChunkMap", "chunk_map"]
 
 #: dtype kinds whose bytes in the file are the array's bytes (booleans are an HDF5 enum
-#: of 0/1 bytes, complex numbers a pair of floats: both as numpy lays them out).
-_PLAIN_KINDS = frozenset("biufc")
+#: of 0/1 bytes, as numpy lays them out): the store's eleven dtypes.
+_PLAIN_KINDS = frozenset("biuf")
 
 
 class ChunkMap:
-    """Where each chunk of one pool starts in its file (``addr[c]``, -1: never written),
-    with the pool's slots, rows per chunk and bytes per row."""
+    """Where each chunk of one pool starts in its file (``addr[c, j]``, -1: never
+    written): ``crow`` whole rows (slots) per chunk and ``parts == 1``, or, for rows
+    longer than a chunk, one slot per chunk row (``crow == 1``) cut into ``parts``
+    chunks of ``part_bytes`` each along its first axis (the last one filled in part)."""
 
-    __slots__ = ("addr", "chunk_bytes", "crow", "row_bytes", "slots")
+    __slots__ = ("addr", "crow", "part_bytes", "parts", "row_bytes", "slots")
 
-    def __init__(self, addr: np.ndarray, slots: int, crow: int, row_bytes: int) -> None:
+    def __init__(
+        self, addr: np.ndarray, slots: int, crow: int, row_bytes: int, part_bytes: int
+    ) -> None:
         self.addr = addr
         self.slots = slots
         self.crow = crow
         self.row_bytes = row_bytes
-        self.chunk_bytes = crow * row_bytes
+        self.parts = addr.shape[1]
+        self.part_bytes = part_bytes
 
     def read(self, fd: int, out: np.ndarray, lo: int) -> bool:
         """Rows ``lo`` to ``lo + len(out) - 1`` into ``out`` (C-contiguous): False when a
         chunk of them was never written or the file ends before them (nothing is then
         to be trusted in ``out``; the caller reads through HDF5)."""
         hi = lo + out.shape[0]
-        crow, row_bytes, addr = self.crow, self.row_bytes, self.addr
-        first, last = lo // crow, (hi - 1) // crow
-        if (addr[first] if first == last else addr[first : last + 1].min()) < 0:
+        crow = self.crow
+        chunks = self.addr[lo // crow : (hi - 1) // crow + 1]
+        if chunks.min() < 0:
             return False
         flat = memoryview(out.reshape(-1).view(np.uint8))
         at = 0  # bytes of ``out`` filled
-        row = lo
-        while row < hi:
-            # One call for the run of chunks that lie end to end in the file.
-            c = row // crow
-            start = int(addr[c]) + (row - c * crow) * row_bytes
-            end_row = min(hi, (c + 1) * crow)
-            while end_row < hi and int(addr[c + 1]) == int(addr[c]) + self.chunk_bytes:
-                c += 1
-                end_row = min(hi, (c + 1) * crow)
-            size = (end_row - row) * row_bytes
-            if os.preadv(fd, [flat[at : at + size]], start) != size:
-                return False
-            at += size
-            row = end_row
-        return True
+        start = size = 0  # the run of bytes lying end to end in the file, not yet read
+        for offset, n in self._pieces(chunks, lo, hi):
+            if size and offset == start + size:
+                size += n
+                continue
+            if size:
+                if os.preadv(fd, [flat[at : at + size]], start) != size:
+                    return False
+                at += size
+            start, size = offset, n
+        return os.preadv(fd, [flat[at : at + size]], start) == size
+
+    def _pieces(self, chunks: np.ndarray, lo: int, hi: int) -> Iterator[tuple[int, int]]:
+        """``(file offset, bytes)`` of rows ``lo`` to ``hi - 1``, in their order."""
+        crow, row_bytes = self.crow, self.row_bytes
+        if self.parts == 1:
+            row = lo
+            for address in chunks[:, 0].tolist():
+                end = min(hi, (row // crow + 1) * crow)
+                yield address + (row % crow) * row_bytes, (end - row) * row_bytes
+                row = end
+            return
+        last = row_bytes - (self.parts - 1) * self.part_bytes  # the last part's bytes
+        for addresses in chunks.tolist():
+            for address in addresses[:-1]:
+                yield address, self.part_bytes
+            yield addresses[-1], last
 
 
 def chunk_map(dsid: Any) -> ChunkMap | None:
@@ -96,24 +114,31 @@ def chunk_map(dsid: Any) -> ChunkMap | None:
     layout = plist.get_layout()
     if layout == h5py.h5d.CONTIGUOUS:
         offset = dsid.get_offset()
-        addr = np.array([-1 if offset is None else offset], dtype=np.int64)
-        return ChunkMap(addr, slots, max(1, slots), row_bytes)
+        addr = np.array([[-1 if offset is None else offset]], dtype=np.int64)
+        return ChunkMap(addr, slots, max(1, slots), row_bytes, row_bytes)
     if layout != h5py.h5d.CHUNKED or not hasattr(dsid, "chunk_iter"):
         return None
     chunk = tuple(plist.get_chunk())
-    if chunk[1:] != shape[1:]:  # a row cut over several chunks: not one run of bytes
+    if chunk[1:] == shape[1:]:  # whole rows
+        crow, part_rows, parts = int(chunk[0]), 1, 1
+    elif chunk[0] == 1 and chunk[2:] == shape[2:]:  # a row cut along its first axis only
+        crow, part_rows = 1, int(chunk[1])
+        parts = -(-shape[1] // part_rows)
+    else:
         return None
-    crow = int(chunk[0])
-    addr = np.full(-(-slots // crow), -1, dtype=np.int64)
+    chunk_bytes = dtype.itemsize * math.prod(chunk)
+    part_bytes = row_bytes if parts == 1 else chunk_bytes
+    addr = np.full((-(-slots // crow), parts), -1, dtype=np.int64)
     sizes_ok = True
 
     def note(info: Any) -> None:
         nonlocal sizes_ok
         c = info.chunk_offset[0] // crow
-        if c < addr.size:
-            addr[c] = info.byte_offset
-            sizes_ok = sizes_ok and info.size == crow * row_bytes
+        j = info.chunk_offset[1] // part_rows if parts > 1 else 0
+        if c < addr.shape[0] and j < parts:
+            addr[c, j] = info.byte_offset
+            sizes_ok = sizes_ok and info.size == chunk_bytes
         return None
 
     dsid.chunk_iter(note)
-    return ChunkMap(addr, slots, crow, row_bytes) if sizes_ok else None
+    return ChunkMap(addr, slots, crow, row_bytes, part_bytes) if sizes_ok else None
