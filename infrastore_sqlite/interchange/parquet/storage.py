@@ -413,11 +413,25 @@ class _Ranged(io.RawIOBase):
         self._stream = None
         self._piece = memoryview(b"")
 
-    def read(self, n: int = -1) -> bytes | memoryview:
+    def read(self, n: int = -1) -> Any:
         if n is None or n < 0:
             n = self._size - self._pos
         end = min(self._pos + n, self._size)
-        parts = []
+        at = self._pos - self._at
+        if at >= 0 and end - self._at <= self._piece.nbytes:
+            # A read within one piece is a view of it (pyarrow takes any buffer), not a copy.
+            view = self._piece[at : end - self._at]
+            self._pos = end
+            return view
+        # Else the read is put together as the pieces come, each dropped once copied, in
+        # a buffer of pyarrow's memory pool, which pyarrow reuses as it does a local
+        # file's reads (a bytes object per read would come from the C allocator, whose
+        # freed blocks stay in the process).
+        import pyarrow
+
+        buf = pyarrow.allocate_buffer(end - self._pos)
+        out = memoryview(buf).cast("B")
+        filled = 0
         while self._pos < end:
             at = self._pos - self._at
             if not 0 <= at < self._piece.nbytes:
@@ -425,10 +439,11 @@ class _Ranged(io.RawIOBase):
                     break
                 at = 0
             piece = self._piece[at : at + end - self._pos]
-            parts.append(piece)
+            out[filled : filled + piece.nbytes] = piece
+            filled += piece.nbytes
             self._pos += piece.nbytes
-        # A read within one piece is a view of it (pyarrow takes any buffer), not a copy.
-        return parts[0] if len(parts) == 1 else b"".join(parts)
+        # Short when the object ended early (shorter than its listing said).
+        return buf if filled == buf.size else buf.slice(0, filled)
 
     def seek(self, offset: int, whence: int = 0) -> int:
         base = {0: 0, 1: self._pos, 2: self._size}[whence]
