@@ -3,12 +3,13 @@
 Holds the two publishers ``export.py`` writes through. :class:`LocalPublisher` writes
 each file under a temporary name (``.<name>.<token>.partial``) in the target directory
 and renames them into place once every partition succeeded, each partition's values file
-last. :class:`ObjectPublisher` uploads each file to its final key as a multipart upload,
-which no listing shows until it completes; a partition's uploads complete together once
-its three files are encoded (values last), in a thread while the next partition is
-encoded, and a manifest (``_infrastore_manifest.json``: the partitions, files, sizes,
-keys) is put last. On a failure either removes what it
-published and aborts what it had not. Imports ``interchange`` and below, and
+last. :class:`ObjectPublisher` writes each file to its final key as an upload that no
+listing shows until it is published (a multipart upload completed, or a file small
+enough for one part put whole, create-only unless ``overwrite``: ``storage.Upload``); a
+partition's files are published together once its three files are encoded (values
+last), in a thread while the next partition is encoded, and a manifest
+(``_infrastore_manifest.json``: the partitions, files, sizes, keys) is put last. On a
+failure either removes what it published and aborts what it had not. Imports ``interchange`` and below, and
 ``storage.py``.
 """
 
@@ -149,7 +150,8 @@ class ObjectPublisher:
     def sink(self, pp: PartitionPlan, role: str) -> Upload:
         # Parts sized for the values file's rows at a generous 64 bytes each.
         expected = 64 * int(pp.rows) if role == "values" else 0
-        upload = (self.target / file_names(pp.partition)[role]).upload(expected)
+        key = self.target / file_names(pp.partition)[role]
+        upload = key.upload(expected, overwrite=self.overwrite)
         self.open[id(pp), role] = upload
         return upload
 
@@ -216,12 +218,8 @@ class ObjectPublisher:
             "files": self.files,
         }
         data = orjson.dumps(manifest, option=orjson.OPT_INDENT_2)
-        key = self.target / MANIFEST
-        if self.overwrite:
-            with key.upload() as up:
-                up.write(data)
-        else:
-            key.put_new(data)
+        with (self.target / MANIFEST).upload(overwrite=self.overwrite) as up:
+            up.write(data)
         self.target.bucket.forget(self.target.key)
 
     def rollback(self) -> None:

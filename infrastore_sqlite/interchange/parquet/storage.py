@@ -11,7 +11,8 @@ writer leaves with an error, so a failed export leaves no object behind; pyarrow
 output stream, closed after an error, completes the upload and publishes a partial file
 (apache/arrow#40502, reproduced against the test server), and its fixed 10 MiB parts cap
 one object near 100 GB (apache/arrow#41506). obstore also has a create-only put, which
-the manifest uses, and takes the option names Polars' ``storage_options`` take.
+the manifest and every file small enough for one part use (:class:`Upload`), and takes
+the option names Polars' ``storage_options`` take.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ...errors import InvalidParameterError, MissingDependencyError, StorageError
+from ...errors import OVERWRITE, InvalidParameterError, MissingDependencyError, StorageError
 
 __all__ = [
     "CLOUD_INSTALL",
@@ -325,18 +326,12 @@ class ObjectPath:
                 size = int(self.bucket.obstore.head(self.bucket.store, self.key)["size"])
         return pyarrow.PythonFile(_Ranged(self, size), mode="r")
 
-    def upload(self, expected: int = 0) -> Upload:
-        """A multipart upload to this key (nothing is visible until it completes), in
-        parts large enough that ``expected`` bytes fit in :data:`_MAX_PARTS` of them."""
-        part = max(PART_BYTES, -(-expected // _MAX_PARTS))
-        with storage_errors(str(self), "writing"):
-            writer = self.bucket.obstore.open_writer(
-                self.bucket.store,
-                self.key,
-                buffer_size=part,
-                max_concurrency=_PARTS_IN_FLIGHT,
-            )
-        return Upload(writer, str(self))
+    def upload(self, expected: int = 0, *, overwrite: bool = True) -> Upload:
+        """A writable file that publishes this key whole on :meth:`Upload.close` (nothing
+        is visible before): one create-only PUT (``overwrite=False``) for a file that fits
+        in one part, else a multipart upload in parts large enough that ``expected`` bytes
+        fit in :data:`_MAX_PARTS` of them."""
+        return Upload(self, max(PART_BYTES, -(-expected // _MAX_PARTS)), overwrite=overwrite)
 
     def put_new(self, data: bytes) -> None:
         """Write ``data`` to this key only if no object is there (create-only put)."""
@@ -418,11 +413,25 @@ class _Ranged(io.RawIOBase):
         self._stream = None
         self._piece = memoryview(b"")
 
-    def read(self, n: int = -1) -> bytes | memoryview:
+    def read(self, n: int = -1) -> Any:
         if n is None or n < 0:
             n = self._size - self._pos
         end = min(self._pos + n, self._size)
-        parts = []
+        at = self._pos - self._at
+        if at >= 0 and end - self._at <= self._piece.nbytes:
+            # A read within one piece is a view of it (pyarrow takes any buffer), not a copy.
+            view = self._piece[at : end - self._at]
+            self._pos = end
+            return view
+        # Else the read is put together as the pieces come, each dropped once copied, in
+        # a buffer of pyarrow's memory pool, which pyarrow reuses as it does a local
+        # file's reads (a bytes object per read would come from the C allocator, whose
+        # freed blocks stay in the process).
+        import pyarrow
+
+        buf = pyarrow.allocate_buffer(end - self._pos)
+        out = memoryview(buf).cast("B")
+        filled = 0
         while self._pos < end:
             at = self._pos - self._at
             if not 0 <= at < self._piece.nbytes:
@@ -430,10 +439,11 @@ class _Ranged(io.RawIOBase):
                     break
                 at = 0
             piece = self._piece[at : at + end - self._pos]
-            parts.append(piece)
+            out[filled : filled + piece.nbytes] = piece
+            filled += piece.nbytes
             self._pos += piece.nbytes
-        # A read within one piece is a view of it (pyarrow takes any buffer), not a copy.
-        return parts[0] if len(parts) == 1 else b"".join(parts)
+        # Short when the object ended early (shorter than its listing said).
+        return buf if filled == buf.size else buf.slice(0, filled)
 
     def seek(self, offset: int, whence: int = 0) -> int:
         base = {0: 0, 1: self._pos, 2: self._size}[whence]
@@ -449,12 +459,27 @@ class _Ranged(io.RawIOBase):
 
 
 class Upload(io.RawIOBase):
-    """A multipart upload as a writable file: :meth:`close` completes it (the object
-    appears whole), :meth:`abort` drops it (nothing appears)."""
+    """An object written as a file, published whole by :meth:`close` or dropped by
+    :meth:`abort` (nothing appears).
 
-    def __init__(self, writer: Any, uri: str) -> None:
-        self._w = writer
-        self.uri = uri
+    The bytes are held in memory while they fit in one part, and a file that stays that
+    small (a partition's series and arrays files, the manifest) is published by one PUT,
+    create-only unless ``overwrite``: an object someone put there since the export
+    checked the prefix is refused, not replaced, and a multipart upload would cost three
+    requests (create, part, complete) where this costs one. A file that outgrows the part
+    (a values file) goes on as a multipart upload, whose parts are sent while the rest is
+    written; S3's multipart completion has no create-only form in obstore, so that file
+    relies on the export's check of the prefix.
+    """
+
+    def __init__(self, where: ObjectPath, part: int, *, overwrite: bool = True) -> None:
+        self.where = where
+        self.uri = str(where)
+        self.part = part
+        self.overwrite = overwrite
+        #: What is written while it fits in one part (None once a multipart upload took it).
+        self._held: bytearray | None = bytearray()
+        self._w: Any = None
         self._done = False
         #: Bytes written so far (the manifest records each file's size).
         self.size = 0
@@ -463,25 +488,65 @@ class Upload(io.RawIOBase):
         return True
 
     def write(self, data: Any) -> int:
-        with storage_errors(self.uri, "writing"):
-            self._w.write(data)
         n = memoryview(data).nbytes
+        held = self._held
+        if held is not None and len(held) + n <= self.part:
+            held += data
+        else:
+            with storage_errors(self.uri, "writing"):
+                if held is not None:
+                    b = self.where.bucket
+                    self._w = b.obstore.open_writer(
+                        b.store,
+                        self.where.key,
+                        buffer_size=self.part,
+                        max_concurrency=_PARTS_IN_FLIGHT,
+                    )
+                    self._held = None
+                    self._w.write(held)
+                self._w.write(data)
         self.size += n
         return n
 
     def close(self) -> None:
         if not self._done:
             self._done = True
-            with storage_errors(self.uri, "writing"):
-                self._w.close()
+            if self._held is not None:
+                self._put(self._held)
+            else:
+                with storage_errors(self.uri, "writing"):
+                    self._w.close()
         super().close()
 
+    def _put(self, data: bytearray) -> None:
+        """The one PUT of a file held whole; an object already there is refused in the
+        caller's words unless ``overwrite``."""
+        self._held = None
+        b = self.where.bucket
+        mode = "overwrite" if self.overwrite else "create"
+        try:
+            with storage_errors(self.uri, "writing"):
+                b.obstore.put(b.store, self.where.key, data, mode=mode)
+        except StorageError as exc:
+            if type(exc.__cause__).__name__ != "AlreadyExistsError":
+                raise
+            raise InvalidParameterError(
+                f"{self.uri} appeared while the export ran (another writer put it); it "
+                "was not replaced and nothing of the export was kept. Export to another "
+                "prefix, or pass {overwrite} to replace it",
+                table=self.uri,
+                terms={"overwrite": OVERWRITE},
+            ) from None
+
     def abort(self) -> None:
-        """Leave the upload unfinished: obstore aborts a writer left with an error."""
+        """Leave the file unpublished: what is held is dropped, and obstore aborts a
+        multipart upload whose writer is left with an error."""
         if not self._done:
             self._done = True
-            with contextlib.suppress(Exception):
-                self._w.__exit__(RuntimeError, RuntimeError("export failed"), None)
+            self._held = None
+            if self._w is not None:
+                with contextlib.suppress(Exception):
+                    self._w.__exit__(RuntimeError, RuntimeError("export failed"), None)
         super().close()
 
 

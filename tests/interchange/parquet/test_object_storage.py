@@ -30,6 +30,7 @@ from infrastore_sqlite.errors import (
 )
 from infrastore_sqlite.interchange.parquet import export as export_mod
 from infrastore_sqlite.interchange.parquet import export_parquet, import_parquet
+from infrastore_sqlite.interchange.parquet import publish as publish_mod
 from infrastore_sqlite.interchange.parquet.diff import diff_parquet
 from infrastore_sqlite.interchange.parquet.rehash import rehash_parquet
 from infrastore_sqlite.interchange.parquet.storage import MANIFEST, locate
@@ -207,6 +208,37 @@ def test_a_failed_export_leaves_nothing_a_listing_shows(
         assert _objects(s3_server, prefix) == {}
         monkeypatch.setattr(export_mod, "_write_table", real)
         export_parquet(s, uri, storage_options=s3_server.options)
+    assert MANIFEST in _objects(s3_server, prefix)
+
+
+def test_an_object_put_while_the_export_runs_is_refused_not_replaced(
+    varied: Path, s3_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer puts a series file's key after the export checked the prefix: the
+    file's create-only put refuses it in the caller's words, the other writer's object
+    stays as it was, and nothing of the export is left; with overwrite=True it is replaced."""
+    prefix = _prefix()
+    uri = f"s3://infrastore/{prefix}/"
+    name = "SingleTimeSeries.f64.utc.series.parquet"
+    real_begin = publish_mod.ObjectPublisher.begin
+
+    def begin_then_intrude(self: Any) -> None:
+        real_begin(self)
+        (self.target / name).put_new(b"another writer's")
+
+    monkeypatch.setattr(publish_mod.ObjectPublisher, "begin", begin_then_intrude)
+    with Store.open(varied, read_only=True) as s:
+        with pytest.raises(InvalidParameterError) as err:
+            export_parquet(s, uri, storage_options=s3_server.options)
+        assert f"{uri}{name} appeared while the export ran" in str(err.value)
+        assert "overwrite=True" in str(err.value)
+        assert err.value.render("cli").count("--overwrite") == 1
+        assert _objects(s3_server, prefix) == {name: len(b"another writer's")}
+        root = locate(uri, s3_server.options)
+        assert (root / name).read_bytes() == b"another writer's"
+        monkeypatch.setattr(publish_mod.ObjectPublisher, "begin", real_begin)
+        export_parquet(s, uri, storage_options=s3_server.options, overwrite=True)
+    assert (root / name).read_bytes() != b"another writer's"
     assert MANIFEST in _objects(s3_server, prefix)
 
 
