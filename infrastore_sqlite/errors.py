@@ -49,6 +49,7 @@ ZONELESS = Term("--zoneless", "zoneless=True")
 # The CLI shows the user's own command with the flag added.
 ZONED_RETRY = Term("`{command} --zoned`", "pass zoneless=False")
 OVERWRITE = Term("--overwrite", "overwrite=True")
+STORAGE_OPTION = Term("--storage-option KEY=VALUE", "storage_options={...}")
 OTHER_PREFIX = Term("--table-prefix P", 'table_prefix="P"')
 EXPORT_SQLITE = Term("`infrastore-sqlite export -f sqlite --db FILE`", "Store.export_sqlite")
 DIFF = Term("`infrastore-sqlite diff --sqlite FILE`", "Store.diff_sqlite")

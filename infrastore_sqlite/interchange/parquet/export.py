@@ -589,7 +589,9 @@ def _storage_errors(path: Path | Upload) -> Iterator[None]:
     try:
         yield
     except StorageError as exc:  # an upload's, naming its URI already
-        raise StorageError(f"{exc}; nothing of the export was kept", table=exc.table) from exc
+        raise StorageError(
+            f"{exc.template}; nothing of the export was kept", table=exc.table, terms=exc.terms
+        ) from exc
     except (OSError, pyarrow.ArrowException) as exc:
         if isinstance(path, Upload):
             where = path.uri

@@ -23,13 +23,20 @@ import datetime as dt
 import io
 import os
 import posixpath
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ...errors import OVERWRITE, InvalidParameterError, MissingDependencyError, StorageError
+from ...errors import (
+    OVERWRITE,
+    STORAGE_OPTION,
+    InvalidParameterError,
+    MissingDependencyError,
+    StorageError,
+)
 
 __all__ = [
     "CLOUD_INSTALL",
@@ -557,7 +564,8 @@ def open_input(path: Path | ObjectPath | str) -> Any:
 
 @contextlib.contextmanager
 def storage_errors(uri: str, doing: str) -> Iterator[None]:
-    """obstore's errors as a :class:`StorageError` naming the URI and what to check."""
+    """obstore's errors as a :class:`StorageError` naming the URI, what the server said
+    (its HTTP status, when it sent one) and what to check, in the caller's words."""
     try:
         yield
     except StorageError:
@@ -565,14 +573,49 @@ def storage_errors(uri: str, doing: str) -> Iterator[None]:
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as exc:
-        kind = type(exc).__name__
-        if kind == "NotFoundError":
-            hint = "check the bucket and the path"
-        elif kind in ("PermissionDeniedError", "UnauthenticatedError"):
-            hint = "check the credentials (AWS_* variables or --storage-option)"
-        elif kind == "AlreadyExistsError":
-            hint = "remove it first, or pass --overwrite"
-        else:
-            hint = "check the endpoint, the bucket and the credentials"
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else kind
-        raise StorageError(f"{doing} {uri} failed ({kind}: {first}); {hint}", table=uri) from exc
+        raise _storage_error(exc, uri, doing) from exc
+
+
+#: An HTTP status in obstore's message ("… status code: 404 Not Found: <?xml …").
+_HOST = re.compile(r"\b(?:GET|PUT|POST|HEAD|DELETE) (https?://[^/\s?]+)")
+_STATUS = re.compile(r"status code: (\d{3})(?: ([A-Za-z][A-Za-z ]*[A-Za-z]))?")
+
+
+def _storage_error(exc: Exception, uri: str, doing: str) -> StorageError:
+    """One line for ``exc``: obstore's own text carries the request, its timing and the
+    server's XML; it is kept whole only with ``INFRASTORE_SQLITE_DEBUG=1``."""
+    kind = type(exc).__name__
+    text = " ".join(str(exc).split())
+    found = _STATUS.search(text)
+    code = int(found.group(1)) if found else None
+    if kind == "NotFoundError" or code == 404:
+        hint = "check the bucket (it must exist) and the path"
+    elif kind in ("PermissionDeniedError", "UnauthenticatedError") or code in (401, 403):
+        hint = (
+            "check the credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or "
+            "AWS_PROFILE), or {storage_option}"
+        )
+    elif kind == "AlreadyExistsError" or code in (409, 412):
+        hint = "remove it first, or pass {overwrite}"
+    else:
+        hint = "check the endpoint (AWS_ENDPOINT_URL or {storage_option}) and the network"
+    host = _HOST.search(text)
+    at = host.group(1) if host else "the endpoint"
+    lowered = text.lower()
+    if os.environ.get("INFRASTORE_SQLITE_DEBUG") == "1" or not text:
+        said = text or kind
+    elif found:
+        said = f"HTTP {code}" + (f" {found.group(2)}" if found.group(2) else "")
+    elif "connection refused" in lowered or "connectionrefused" in lowered:
+        said = f"nothing answers at {at}: connection refused"
+    elif "dns error" in lowered or "failed to lookup address" in lowered:
+        said = f"cannot resolve {at}"
+    elif "timed out" in lowered or "timedout" in lowered:
+        said = f"no answer from {at}: timed out"
+    else:
+        said = text.split(": <", 1)[0][:200]
+    return StorageError(
+        f"{doing} {uri} failed ({said}); {hint}",
+        table=uri,
+        terms={"overwrite": OVERWRITE, "storage_option": STORAGE_OPTION},
+    )

@@ -243,22 +243,42 @@ def test_an_object_put_while_the_export_runs_is_refused_not_replaced(
 
 
 @pytest.mark.parametrize(
-    ("options", "uri", "words"),
+    ("options", "uri", "words", "said"),
     [
-        ({"aws_secret_access_key": "wrong"}, "s3://infrastore/{p}/", "s3://infrastore/{p}"),
-        ({}, "s3://no-such-bucket-{p}/x/", "s3://no-such-bucket-{p}/x"),
+        (
+            {"aws_secret_access_key": "wrong"},
+            "s3://infrastore/{p}/",
+            "s3://infrastore/{p}",
+            "(HTTP 403 Forbidden); check the credentials: AWS_ACCESS_KEY_ID",
+        ),
+        (
+            {},
+            "s3://no-such-bucket-{p}/x/",
+            "s3://no-such-bucket-{p}/x",
+            "(HTTP 404 Not Found); check the bucket (it must exist)",
+        ),
+        (
+            {"aws_endpoint_url": "http://127.0.0.1:9"},  # the discard port: nothing listens
+            "s3://infrastore/{p}/",
+            "s3://infrastore/{p}",
+            "(nothing answers at http://127.0.0.1:9: connection refused); check the endpoint",
+        ),
     ],
-    ids=["wrong credentials", "missing bucket"],
+    ids=["wrong credentials", "missing bucket", "no server"],
 )
 def test_export_refuses_bad_credentials_and_a_missing_bucket(
-    varied: Path, s3_server: Any, options: dict, uri: str, words: str
+    varied: Path, s3_server: Any, options: dict, uri: str, words: str, said: str
 ) -> None:
     p = _prefix()
     opts = {**s3_server.options, **QUICK, **options}
     with Store.open(varied, read_only=True) as s, pytest.raises(StorageError) as err:
         export_parquet(s, uri.format(p=p), storage_options=opts)
     message = str(err.value)
-    assert words.format(p=p) in message and "\n" not in message
+    # One line: the URI, what the server said (not obstore's request dump), what to check.
+    assert words.format(p=p) in message and said in message and "\n" not in message
+    assert "<?xml" not in message and "GET http" not in message
+    if "storage_options={...}" in message:  # the caller's words: the CLI names its flag
+        assert "--storage-option KEY=VALUE" in err.value.render("cli")
     assert _objects(s3_server, p) == {}
 
 
