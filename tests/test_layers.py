@@ -172,6 +172,7 @@ ROOM_ORDER = {
     "store": [
         "tracing",
         "rows",
+        "direct",
         "arrays",
         "prepare",
         "catalog",
