@@ -576,8 +576,9 @@ def storage_errors(uri: str, doing: str) -> Iterator[None]:
         raise _storage_error(exc, uri, doing) from exc
 
 
-#: An HTTP status in obstore's message ("… status code: 404 Not Found: <?xml …").
+#: The endpoint obstore's message names ("… GET http://host:port/bucket?… in 2.1s …").
 _HOST = re.compile(r"\b(?:GET|PUT|POST|HEAD|DELETE) (https?://[^/\s?]+)")
+#: An HTTP status in obstore's message ("… status code: 404 Not Found: <?xml …").
 _STATUS = re.compile(r"status code: (\d{3})(?: ([A-Za-z][A-Za-z ]*[A-Za-z]))?")
 
 
