@@ -9,8 +9,8 @@ enough for one part put whole, create-only unless ``overwrite``: ``storage.Uploa
 partition's files are published together once its three files are encoded (values
 last), in a thread while the next partition is encoded, and a manifest
 (``_infrastore_manifest.json``: the partitions, files, sizes, keys) is put last. On a
-failure either removes what it published and aborts what it had not. Imports ``interchange`` and below, and
-``storage.py``.
+failure either removes what it published and aborts what it had not. Imports
+``interchange`` and below, and ``storage.py``.
 """
 
 from __future__ import annotations

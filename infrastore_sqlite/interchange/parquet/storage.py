@@ -340,10 +340,12 @@ class ObjectPath:
         fit in :data:`_MAX_PARTS` of them."""
         return Upload(self, max(PART_BYTES, -(-expected // _MAX_PARTS)), overwrite=overwrite)
 
-    def put_new(self, data: bytes) -> None:
-        """Write ``data`` to this key only if no object is there (create-only put)."""
+    def put(self, data: Any, *, overwrite: bool = False) -> None:
+        """Write ``data`` to this key in one PUT, only if no object is there unless
+        ``overwrite`` (a create-only put)."""
+        mode = "overwrite" if overwrite else "create"
         with storage_errors(str(self), "writing"):
-            self.bucket.obstore.put(self.bucket.store, self.key, data, mode="create")
+            self.bucket.obstore.put(self.bucket.store, self.key, data, mode=mode)
 
     def delete(self) -> None:
         with storage_errors(str(self), "removing"):
@@ -529,11 +531,8 @@ class Upload(io.RawIOBase):
         """The one PUT of a file held whole; an object already there is refused in the
         caller's words unless ``overwrite``."""
         self._held = None
-        b = self.where.bucket
-        mode = "overwrite" if self.overwrite else "create"
         try:
-            with storage_errors(self.uri, "writing"):
-                b.obstore.put(b.store, self.where.key, data, mode=mode)
+            self.where.put(data, overwrite=self.overwrite)
         except StorageError as exc:
             if type(exc.__cause__).__name__ != "AlreadyExistsError":
                 raise

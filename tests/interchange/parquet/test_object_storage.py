@@ -224,7 +224,7 @@ def test_an_object_put_while_the_export_runs_is_refused_not_replaced(
 
     def begin_then_intrude(self: Any) -> None:
         real_begin(self)
-        (self.target / name).put_new(b"another writer's")
+        (self.target / name).put(b"another writer's")
 
     monkeypatch.setattr(publish_mod.ObjectPublisher, "begin", begin_then_intrude)
     with Store.open(varied, read_only=True) as s:
@@ -309,10 +309,10 @@ def test_a_truncated_object_is_refused(exported: dict, s3_server: Any, tmp_path:
     stem = "SingleTimeSeries.f64.utc"
     for role in ("values", "series", "arrays"):
         data = (src / f"{stem}.{role}.parquet").read_bytes()
-        (dst / f"{stem}.{role}.parquet").put_new(data[:-100] if role == "values" else data)
+        (dst / f"{stem}.{role}.parquet").put(data[:-100] if role == "values" else data)
     manifest = json.loads((src / MANIFEST).read_bytes())
     manifest["files"] = [f for f in manifest["files"] if f["partition"] == stem]
-    (dst / MANIFEST).put_new(json.dumps(manifest).encode())
+    (dst / MANIFEST).put(json.dumps(manifest).encode())
     store = new_store(tmp_path / "t.h5")
     try:
         uri = f"s3://infrastore/{prefix}"
