@@ -27,6 +27,10 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 IMPLS = {"ours": "infrastore_sqlite", "ref": "infrastore"}
+# ``bench/run.py --against REF``: our package as it was at a git ref, unpacked beside the
+# workdir and put first on its children's path (``spec["pkg_src"]``), measured like "ours".
+BASE = "base"
+MODULES = {**IMPLS, BASE: "infrastore_sqlite"}
 
 
 def _peak_rss_mb() -> float:
@@ -78,11 +82,15 @@ def _db_bytes(path: str) -> int:
 
 def child_main(spec: dict[str, Any]) -> None:
     """Run one operation; write its measurements as JSON to ``spec['result']``."""
-    sys.path[:0] = [str(REPO), str(BENCH)]
+    # The base's sources (``--against``) come before this checkout's, so its children
+    # import the package as it was at that ref.
+    sys.path[:0] = [*filter(None, [spec.get("pkg_src")]), str(REPO), str(BENCH)]
     import scenarios
 
     # (A floor uses no implementation: it works on an exported file alone.)
-    mod = importlib.import_module(IMPLS.get(spec["impl"], IMPLS["ours"]))
+    mod = importlib.import_module(MODULES.get(spec["impl"], IMPLS["ours"]))
+    if spec.get("pkg_src") and not Path(mod.__file__).resolve().is_relative_to(spec["pkg_src"]):
+        raise SystemExit(f"{spec['impl']} imported {mod.__file__}, not {spec['pkg_src']}'s")
     op, builder, n = spec["op"], spec["builder"], spec["n"]
     out: dict[str, Any] = {}
     profiler = None

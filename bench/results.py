@@ -31,8 +31,13 @@ def _median(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
-def _speedups(runs: dict[str, list[dict[str, Any]]], field: str = "seconds") -> list[float]:
-    """Per round: our rows/s over the reference's rows/s (= ref seconds / our seconds).
+def _speedups(
+    runs: dict[str, list[dict[str, Any]]], field: str = "seconds", other: str = "ref"
+) -> list[float]:
+    """Per round: our rows/s over ``other``'s rows/s (= its seconds / our seconds).
+
+    ``other`` is the reference (``ref``) or, with ``bench/run.py --against``, this package
+    at an earlier commit (``base``).
 
     ``field="cpu_seconds"`` gives the same on CPU time (user + system, every thread).
     The reference is single-threaded; ours overlaps its store reads and HDF5 writes with
@@ -40,7 +45,7 @@ def _speedups(runs: dict[str, list[dict[str, Any]]], field: str = "seconds") -> 
     about the work that overlap hides.
     """
     out = []
-    for o, r in zip(runs["ours"], runs["ref"], strict=False):
+    for o, r in zip(runs["ours"], runs.get(other, []), strict=False):
         if o[field] > 0 and r[field] > 0:
             out.append((o["rows"] / o[field]) / (r["rows"] / r[field]))
     return out
@@ -60,6 +65,7 @@ def records_for(scenario: str, size: str, n: int, op: str, m: dict[str, Any]) ->
     ratio = _speedups(runs)
     cpu_ratio = _speedups(runs, "cpu_seconds")
     floor = _floor_ratios(runs)
+    vs_base = _speedups(runs, other="base")
     recs = []
     for impl in runs:
         rs = runs[impl]
@@ -94,6 +100,8 @@ def records_for(scenario: str, size: str, n: int, op: str, m: dict[str, Any]) ->
                 "cpu_ratio_median": _median(cpu_ratio),
                 "floor_ratio": floor,
                 "floor_ratio_median": _median(floor),
+                "vs_base": vs_base,
+                "vs_base_median": _median(vs_base),
                 "error": m["failed"].get(impl),
             }
         )
@@ -103,8 +111,9 @@ def records_for(scenario: str, size: str, n: int, op: str, m: dict[str, Any]) ->
 def memory_summary(records: list[dict], sizes: tuple[int, int]) -> list[dict]:
     out = []
     lo, hi = sizes
+    impls = [*IMPLS, *({r["impl"] for r in records} & {"base"})]
     for op in MEMORY_OPS:
-        for impl in IMPLS:
+        for impl in impls:
             by_n = {
                 r["n"]: r
                 for r in records
@@ -205,6 +214,10 @@ def table_rows(records: list[dict]) -> tuple[list[str], list[list[str]]]:
         "CPU speedup median",
         "ours / floor",
     ]
+    # ``bench/run.py --against``: ours against this package at an earlier commit.
+    with_base = any(r.get("vs_base") for r in records)
+    if with_base:
+        header.append("vs base median")
     body = []
     for r in records:
         ours = r["impl"] == "ours"
@@ -229,6 +242,10 @@ def table_rows(records: list[dict]) -> tuple[list[str], list[list[str]]]:
                 else "",
             ]
         )
+        if with_base:
+            body[-1].append(
+                (_fmt(r["vs_base_median"], ".2f") + "x") if ours and r.get("vs_base") else ""
+            )
         if r["error"]:
             body[-1][4] = "FAILED"
     return header, body
@@ -266,6 +283,14 @@ def report(doc: dict[str, Any], markdown: bool = False) -> str:
         "a second thread, so its CPU speedup is the lower one).",
         "rows: export/import = value rows in the exported tables (distinct arrays); "
         "add/read = value rows over all series (shared arrays counted per series).",
+        *(
+            [
+                f"vs base: (our rows/s) / (rows/s of this package at {against[:12]}), per "
+                "round, median; > 1 means the working tree is faster."
+            ]
+            if (against := doc["meta"].get("against"))
+            else []
+        ),
         "",
         render(header, body),
     ]

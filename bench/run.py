@@ -4,7 +4,8 @@
 Usage::
 
     python bench/run.py [--quick] [--sizes small,large] [--rounds N] [--only sts,mixed,...]
-                        [--ops export,import,add,read] [--json OUT] [--markdown OUT]
+                        [--ops export,import,add,read] [--against REF]
+                        [--json OUT] [--markdown OUT]
 
 For every scenario and size, each implementation builds its store once (in a child
 process, from the same seeded arrays, see ``bench/scenarios.py``). Then, for each
@@ -32,6 +33,12 @@ hourly f64 series, every array distinct) at two sizes (2,000 and 20,000 series; 
 Speedup is per round: ``(our rows/s) / (reference rows/s)``, which is
 ``reference seconds / our seconds`` (> 1 means ours is faster).
 
+``--against REF`` adds a third implementation, ``base``: this package as it was at the git
+ref ``REF`` (default: the newest release tag, else ``HEAD~1``), unpacked with ``git archive``
+into the workdir and run in the same rounds, alternating with the other two, so a
+regression of the working tree shows as ``vs base`` below 1 in the same run that measures
+it against the reference.
+
 The exit status is 0 only if every child run succeeded.
 """
 
@@ -53,7 +60,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from child import BENCH, IMPLS, REPO
+from child import BASE, BENCH, IMPLS, REPO
 from results import (
     FLOOR_OPS,
     MEMORY_OPS,
@@ -74,10 +81,50 @@ class ChildError(RuntimeError):
     pass
 
 
+def resolve_ref(ref: str | None) -> str:
+    """The commit ``--against`` names: ``ref``, or the newest release tag, else ``HEAD~1``."""
+    if not ref:
+        tag = subprocess.run(
+            ["git", "-C", str(REPO), "describe", "--tags", "--abbrev=0"],
+            capture_output=True,
+            text=True,
+        )
+        ref = tag.stdout.strip() if tag.returncode == 0 and tag.stdout.strip() else "HEAD~1"
+    sha = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+        capture_output=True,
+        text=True,
+    )
+    if sha.returncode != 0:
+        raise SystemExit(f"--against: {ref!r} is not a commit of {REPO} (try a tag or HEAD~1)")
+    return sha.stdout.strip()
+
+
+def unpack_base(sha: str, workdir: Path) -> Path:
+    """The package's sources at ``sha`` in ``workdir/base-src-<sha>`` (kept for a rerun)."""
+    dest = workdir / f"base-src-{sha[:12]}"
+    if not (dest / "infrastore_sqlite" / "__init__.py").exists():
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.mkdir(parents=True)
+        archive = subprocess.run(
+            ["git", "-C", str(REPO), "archive", "--format=tar", sha],
+            capture_output=True,
+            check=True,
+        )
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    # Compiled as an install has it, like this checkout's (see Runner).
+    compileall.compile_dir(str(dest / "infrastore_sqlite"), quiet=1)
+    return dest.resolve()
+
+
 class Runner:
-    def __init__(self, workdir: Path, verbose: bool = True) -> None:
+    def __init__(self, workdir: Path, verbose: bool = True, against: str | None = None) -> None:
         self.workdir = workdir
         self.verbose = verbose
+        # ``--against``: the base's commit and its unpacked sources (None: two implementations).
+        self.base_sha = against
+        self.base_src = unpack_base(against, workdir) if against else None
+        self.impls = [*IMPLS, BASE] if against else list(IMPLS)
         # Our modules' bytecode, as an install has it (pip compiles it; the reference is a
         # compiled wheel): a checkout run with PYTHONDONTWRITEBYTECODE=1 would compile
         # every module again in every child, inside the clock where an operation imports
@@ -102,6 +149,8 @@ class Runner:
         self._seq += 1
         result = self.workdir / f"result-{self._seq}.json"
         spec = {**spec, "result": str(result)}
+        if spec["impl"] == BASE:
+            spec["pkg_src"] = str(self.base_src)
         cmd = [sys.executable, str(BENCH / "child.py"), json.dumps(spec)]
         try:
             proc = subprocess.run(
@@ -122,7 +171,9 @@ class Runner:
         return data
 
     def home(self, impl: str, builder: str, n: int) -> Path:
-        return self.workdir / impl / f"{builder}-{n}"
+        # A kept --workdir may serve runs against other refs: the base's stores are its own.
+        name = f"{BASE}-{self.base_sha[:12]}" if impl == BASE and self.base_sha else impl
+        return self.workdir / name / f"{builder}-{n}"
 
     def ensure_store(self, impl: str, builder: str, n: int) -> dict[str, Any]:
         key = (impl, builder, n)
@@ -199,21 +250,23 @@ class Runner:
             shutil.rmtree(scratch, ignore_errors=True)
 
     def measure(self, scenario: str, builder: str, n: int, op: str, rounds: int):
-        """Both implementations, alternately, ``rounds`` each; cached per (builder, n, op)."""
+        """Every implementation, in turn, ``rounds`` each; cached per (builder, n, op)."""
         key = (builder, n, op)
         if key in self.measured:
             return self.measured[key]
-        impls = [*IMPLS, "floor"] if op in FLOOR_OPS else list(IMPLS)
+        impls = [*self.impls, "floor"] if op in FLOOR_OPS else list(self.impls)
         runs: dict[str, list[dict[str, Any]]] = {impl: [] for impl in impls}
         failed: dict[str, str] = {}
-        for impl in IMPLS:
+        for impl in self.impls:
             try:
                 self.ensure_store(impl, builder, n)
             except ChildError as exc:
                 failed[impl] = f"build: {exc}"
                 self._fail(scenario, builder, n, "build", impl, exc)
         for r in range(rounds):
-            order = list(IMPLS) if r % 2 == 0 else list(reversed(IMPLS))
+            # Each round starts with the next implementation (with two: ours, ref; ref, ours).
+            k = r % len(self.impls)
+            order = self.impls[k:] + self.impls[:k]
             if "floor" in runs:
                 order.append("floor")  # after ours: round 0's export is the floor's source
             for impl in order:
@@ -331,6 +384,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--memory-sizes",
         help="the two series counts of the memory scenario (default 2000,20000; 200,1000 with --quick)",
     )
+    p.add_argument(
+        "--against",
+        metavar="REF",
+        nargs="?",
+        const="",
+        help="also run this package as it was at git ref REF (default: the newest tag, "
+        "else HEAD~1), alternating with the others; reported as 'vs base'",
+    )
     p.add_argument("--json", metavar="OUT", help="write all results as JSON")
     p.add_argument("--markdown", metavar="OUT", help="write the report as markdown tables")
     p.add_argument("--workdir", help="where stores are built (kept); default a temporary directory")
@@ -401,6 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     if rounds < 1:
         raise SystemExit("--rounds must be at least 1")
     cases = plan_cases(args)
+    against = resolve_ref(args.against) if args.against is not None else None
     started = time.perf_counter()
     load_start = os.getloadavg()
     started_at = time.strftime("%Y-%m-%d %H:%M:%S %Z")
@@ -412,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         tmp = tempfile.TemporaryDirectory(prefix="infrastore-bench-")
         workdir = Path(tmp.name)
-    runner = Runner(workdir, verbose=not args.quiet)
+    runner = Runner(workdir, verbose=not args.quiet, against=against)
     if args.profile:
         Path(args.profile).mkdir(parents=True, exist_ok=True)
         orig = runner.child
@@ -449,6 +511,7 @@ def main(argv: list[str] | None = None) -> int:
             "elapsed_seconds": None,
             "machine": machine_info(),
             "speedup": "per round (our rows/s) / (reference rows/s); > 1 means ours is faster",
+            "against": against,
         },
         "results": records,
         "memory": memory,

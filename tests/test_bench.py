@@ -269,3 +269,34 @@ def test_scale_bench_reports_every_column(tmp_path: Path) -> None:
         assert list(m["rss_mb"]) == ["200", "1000"], m
     for line in ("speedup", "CPU speedup", "peak RSS growth"):
         assert line in proc.stdout and line in md.read_text(), line
+
+
+def test_against_runs_this_package_at_a_git_ref_beside_the_others(tmp_path: Path) -> None:
+    """``--against HEAD``: a third implementation, this package as committed, built and
+    measured in the same rounds; ours is compared with it per round ('vs base')."""
+    out = tmp_path / "against.json"
+    proc = run_bench(
+        "run.py", "--only", "sts", "--ops", "export", "--rounds", "2", "--against", "HEAD",
+        "--json", str(out), "--workdir", str(tmp_path / "wd"), cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    head = subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    assert doc["meta"]["against"] == head
+    impls = {r["impl"]: r for r in doc["results"]}
+    assert set(impls) == {"ours", "ref", "base", "floor"}
+    assert len(impls["base"]["seconds"]) == 2 and impls["base"]["rows"] == impls["ours"]["rows"]
+    vs = impls["ours"]["vs_base"]
+    assert len(vs) == 2 and all(math.isfinite(x) and x > 0 for x in vs)
+    assert "vs base" in proc.stdout
+    # The base's sources were unpacked from git, and its stores are its own.
+    assert (tmp_path / "wd" / f"base-src-{head[:12]}" / "infrastore_sqlite").is_dir()
+    assert (tmp_path / "wd" / f"base-{head[:12]}" / "sts-100").is_dir()
+
+
+def test_against_refuses_a_ref_that_is_not_a_commit(tmp_path: Path) -> None:
+    proc = run_bench("run.py", "--against", "no-such-ref-xyz", cwd=tmp_path)
+    assert proc.returncode != 0
+    assert "--against: 'no-such-ref-xyz' is not a commit" in proc.stderr
