@@ -113,9 +113,10 @@ def child_main(spec: dict[str, Any]) -> None:
         return value
 
     if op == "build":
-        t0 = time.perf_counter()
+        cpu0, t0 = _cpu_seconds(), time.perf_counter()
         ids = scenarios.build_store(mod, spec["store"], builder, n)
         out["seconds"] = time.perf_counter() - t0
+        out["cpu_seconds"] = _cpu_seconds() - cpu0
         Path(spec["ids"]).write_text(json.dumps(ids))
         out["rows"] = scenarios.summary(builder, n)["rows"]
     elif op in ("export", "export_parquet"):

@@ -5,6 +5,7 @@ Usage::
 
     python bench/scale.py [--quick] [--year] [--sizes N,N,...] [--rounds N]
                           [--json OUT] [--markdown OUT] [--workdir DIR]
+    python bench/scale.py --billion [--quick] [--json OUT] [--workdir DIR]
 
 Stores (``bench/scenarios.py``): by default the ``small`` builder at 10,000, 100,000 and
 300,000 series of 168 hourly f64 values, every array distinct; ``--year`` adds the
@@ -27,6 +28,14 @@ Speedup = reference seconds / our seconds (> 1: ours is faster), beside the same
 CPU seconds (less disturbed by other load on the machine). The memory table gives each
 operation's peak RSS per store size and its growth from the smallest store to the largest
 of the ``small`` builder (issue 26, target 2: at most 50 MB from 10 k to 300 k series).
+
+``--billion`` (issue 37): ours alone on 10^9 values, 114,155 series × 8,760 hourly f64,
+every array distinct (the ``year`` builder), one partition: the store is built by bulk adds
+of 5,000 series (timed), then exported, each in a fresh child process, to Parquet on the
+local disk, to Parquet on a local S3 server (SeaweedFS, ``tests/s3server.py``) and to one
+SQLite file, one after the other, each output deleted before the next. The disk it needs is
+printed first, and the run refuses to start without it. A few minutes alone on 2 cores;
+``--quick`` runs 200 series (a harness check; ``tests/test_bench.py``).
 
 The exit status is 0 only if every child run succeeded.
 """
@@ -263,6 +272,164 @@ def report(doc: dict[str, Any], markdown: bool = False) -> str:
     return "\n\n".join(parts)
 
 
+# ---------------------------------------------------------------------------- --billion
+BILLION_SERIES = 114_155  # x 8,760 values = 1,000,000,000 (and 1,800 more)
+BILLION_QUICK = 200
+YEAR_VALUES = 8_760
+# Bytes per value on disk, measured on the year builder's stores (a margin included):
+# the store (HDF5 f64 + catalog), the Parquet export, the SQLite export.
+DISK_PER_VALUE = {"store": 8.3, "parquet": 7.0, "sqlite": 24.0}
+
+
+def billion_disk_needed(n: int) -> dict[str, float]:
+    """GB the --billion run needs at once: the store, then its largest export beside it
+    (each export is deleted before the next; the S3 server keeps its copy in the workdir
+    until it stops)."""
+    values = n * YEAR_VALUES
+    store = values * DISK_PER_VALUE["store"] / 1e9
+    largest = values * max(DISK_PER_VALUE["parquet"], DISK_PER_VALUE["sqlite"]) / 1e9
+    return {"store_gb": store, "largest_export_gb": largest, "total_gb": store + largest}
+
+
+def billion(runner: run.Runner, n: int) -> list[dict[str, Any]]:
+    """Build the store, then export it three ways; one record per operation."""
+    from s3server import BUCKET, S3Server
+
+    rows = n * YEAR_VALUES
+    records = []
+
+    def record(op: str, res: dict[str, Any], **extra: Any) -> None:
+        cpu = res["cpu_seconds"]
+        records.append(
+            {
+                "builder": "year",
+                "n": n,
+                "op": op,
+                "impl": "ours",
+                "rows": rows,
+                "seconds": res["seconds"],
+                "cpu_seconds": cpu,
+                "rows_per_s": rows / res["seconds"],
+                "rows_per_cpu_s": rows / cpu if cpu else None,
+                "peak_rss_mb": round(res["peak_rss_mb"], 1),
+                **extra,
+            }
+        )
+        runner.log(
+            f"  {op:26} {res['seconds']:8.1f} s, CPU {cpu:8.1f} s, "
+            f"{rows / res['seconds'] / 1e6:6.1f} M rows/s, peak {res['peak_rss_mb']:.0f} MB"
+        )
+
+    home = runner.home("ours", "year", n)
+    home.mkdir(parents=True, exist_ok=True)
+    store = {"store": str(home / "store.h5"), "ids": str(home / "ids.json")}
+    shutil.rmtree(store["store"], ignore_errors=True)
+    res = runner.child({"op": "build", "impl": "ours", "builder": "year", "n": n, **store})
+    record("add (build)", res, store_bytes=_tree_bytes(Path(store["store"])))
+    base = {"impl": "ours", "builder": "year", "n": n, **store}
+    scratch = runner.workdir / "scratch"
+    for op, out in (("export_parquet", scratch / "export.parquet"), ("export", scratch / "x.db")):
+        shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir()
+        try:
+            res = runner.child({**base, "op": op, "out": str(out)})
+            name = "export -> Parquet (local)" if op == "export_parquet" else "export -> SQLite"
+            record(name, res, out_bytes=_tree_bytes(out))
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        if op == "export_parquet":
+            server = S3Server(runner.workdir / "s3")
+            try:
+                server.start()
+                runner.env.update(server.env)
+                uri = f"s3://{BUCKET}/billion/"
+                res = runner.child({**base, "op": "export_parquet", "out": uri})
+                record("export -> Parquet (S3)", res)
+            finally:
+                server.stop()
+                shutil.rmtree(runner.workdir / "s3", ignore_errors=True)
+    return records
+
+
+def _tree_bytes(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def billion_main(args: argparse.Namespace) -> int:
+    n = BILLION_QUICK if args.quick else args.billion_series
+    sys.path.insert(0, str(BENCH.parent / "tests"))  # the S3 server the tests start
+    started = time.perf_counter()
+    load_start = os.getloadavg()
+    tmp = None
+    if args.workdir:
+        workdir = Path(args.workdir).resolve()
+        workdir.mkdir(parents=True, exist_ok=True)
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix="infrastore-billion-")
+        workdir = Path(tmp.name)
+    need = billion_disk_needed(n)
+    free_gb = shutil.disk_usage(workdir).free / 1e9
+    print(
+        f"--billion: {n:,} series x {YEAR_VALUES:,} values = {n * YEAR_VALUES:,} values; disk "
+        f"needed in {workdir}: {need['total_gb']:.1f} GB (store {need['store_gb']:.1f} GB, "
+        f"largest export {need['largest_export_gb']:.1f} GB); free {free_gb:.1f} GB",
+        flush=True,
+    )
+    if free_gb < need["total_gb"]:
+        if tmp is not None:
+            tmp.cleanup()
+        raise SystemExit(
+            f"--billion needs {need['total_gb']:.1f} GB free in {workdir}, which has "
+            f"{free_gb:.1f} GB: name a larger disk with --workdir"
+        )
+    runner = run.Runner(workdir, verbose=not args.quiet)
+    try:
+        records = billion(runner, n)
+    except run.ChildError as exc:
+        print(f"FAILED: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    head = ["operation", "s", "CPU s", "M rows/s", "M rows/s of CPU", "peak RSS MB", "GB"]
+    body = [
+        [
+            r["op"],
+            f"{r['seconds']:.1f}",
+            f"{r['cpu_seconds']:.1f}",
+            f"{r['rows_per_s'] / 1e6:.1f}",
+            "-" if not r["rows_per_cpu_s"] else f"{r['rows_per_cpu_s'] / 1e6:.1f}",
+            f"{r['peak_rss_mb']:.0f}",
+            _fmt((r.get("store_bytes") or r.get("out_bytes") or 0) / 1e9 or None, ".2f"),
+        ]
+        for r in records
+    ]
+    print(results.render_text(head, body))
+    load_end = os.getloadavg()
+    print(
+        f"\n({time.perf_counter() - started:.0f} s; load {load_start[0]:.2f} -> {load_end[0]:.2f})"
+    )
+    doc = {
+        "meta": {
+            "command": " ".join(["python", "bench/scale.py", *sys.argv[1:]]),
+            "series": n,
+            "values": n * YEAR_VALUES,
+            "disk_needed_gb": need,
+            "machine": run.machine_info(),
+            "loadavg_start": [round(x, 2) for x in load_start],
+            "loadavg_end": [round(x, 2) for x in load_end],
+        },
+        "results": records,
+    }
+    if args.json:
+        Path(args.json).write_text(json.dumps(doc, indent=1, allow_nan=False))
+    if args.markdown:
+        Path(args.markdown).write_text(results.render_markdown(head, body) + "\n")
+    return 0
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -276,6 +443,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--ours-only", action="store_true", help="skip the reference (memory checks of ours)"
     )
     p.add_argument("--rounds", type=int, default=1, help="runs per implementation (default 1)")
+    p.add_argument(
+        "--billion",
+        action="store_true",
+        help="ours alone: build 10^9 values, export to Parquet (disk, S3) and SQLite",
+    )
+    p.add_argument("--billion-series", type=int, default=BILLION_SERIES, help=argparse.SUPPRESS)
     p.add_argument("--json", metavar="OUT", help="write all results as JSON")
     p.add_argument("--markdown", metavar="OUT", help="write the report as markdown tables")
     p.add_argument("--workdir", help="where stores are built (kept); default a temporary directory")
@@ -297,6 +470,8 @@ def _counts(text: str | None, default: tuple[int, ...], flag: str) -> list[int]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.billion:
+        return billion_main(args)
     ops = [o for o in (args.ops or ",".join(OPS)).split(",") if o]
     if set(ops) - set(OPS):
         raise SystemExit(f"--ops: unknown op(s) {sorted(set(ops) - set(OPS))}; expected {OPS}")

@@ -300,3 +300,26 @@ def test_against_refuses_a_ref_that_is_not_a_commit(tmp_path: Path) -> None:
     proc = run_bench("run.py", "--against", "no-such-ref-xyz", cwd=tmp_path)
     assert proc.returncode != 0
     assert "--against: 'no-such-ref-xyz' is not a commit" in proc.stderr
+
+
+def test_billion_runs_every_operation_and_states_the_disk_first(tmp_path: Path) -> None:
+    """``scale.py --billion --quick``: the store built, then exported to Parquet on disk, to
+    the local S3 server and to SQLite, each a record with its rows, times and peak RSS."""
+    out = tmp_path / "billion.json"
+    proc = run_bench("scale.py", "--billion", "--json", str(out), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    first = proc.stdout.splitlines()[0]
+    assert first.startswith("--billion: 200 series x 8,760 values = 1,752,000 values; disk needed")
+    doc = json.loads(out.read_text())
+    ops = [r["op"] for r in doc["results"]]
+    assert ops == [
+        "add (build)",
+        "export -> Parquet (local)",
+        "export -> Parquet (S3)",
+        "export -> SQLite",
+    ]
+    for r in doc["results"]:
+        assert r["rows"] == 200 * 8760 and r["seconds"] > 0 and r["peak_rss_mb"] > 0
+    sizes = {r["op"]: r.get("store_bytes") or r.get("out_bytes") for r in doc["results"]}
+    assert sizes["add (build)"] > 200 * 8760 * 8  # every f64 value stored
+    assert sizes["export -> SQLite"] > 0 and sizes["export -> Parquet (local)"] > 0
