@@ -273,7 +273,7 @@ def report(doc: dict[str, Any], markdown: bool = False) -> str:
 
 
 # ---------------------------------------------------------------------------- --billion
-BILLION_SERIES = 114_155  # x 8,760 values = 1,000,000,000 (and 1,800 more)
+BILLION_SERIES = 114_155  # x 8,760 values = 999,997,800 (the nearest round shape)
 BILLION_QUICK = 200
 YEAR_VALUES = 8_760
 # Bytes per value on disk, measured on the year builder's stores (a margin included):
