@@ -278,12 +278,34 @@ class MismatchedArtifactError(IncompatibleFormatError):
     """The HDF5 file and the catalog beside it do not belong together."""
 
 
+class FileTriggersWarning(UserWarning):
+    """An interchange file holds triggers; they were not run (``rehash`` writes to such a
+    file with its triggers disabled, so an edit a trigger would have made never happens).
+
+    Parameters
+    ----------
+    where
+        The file.
+    triggers
+        The triggers' names.
+    """
+
+    def __init__(self, where: str, triggers: Sequence[str]) -> None:
+        self.where = where
+        self.triggers = list(triggers)
+        super().__init__(
+            f"{where} holds {len(self.triggers)} trigger(s) ({shown(self.triggers)}); none of "
+            "them was run. An interchange file needs none: check who put them there"
+        )
+
+
 __all__ = [
     "CatalogMigrationRequiredError",
     "CatalogTooNewError",
     "ConnectionError",
     "DamagedStoreError",
     "DuplicateTimeSeriesError",
+    "FileTriggersWarning",
     "IncompatibleFormatError",
     "IntegrityError",
     "InvalidParameterError",

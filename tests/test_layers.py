@@ -190,6 +190,7 @@ ROOM_ORDER = {
         "store",
     ],
     "interchange.importing": [
+        "limits",
         "options",
         "report",
         "places",

@@ -13,7 +13,7 @@ import click
 from ..errors import rehash_term
 from ..interchange.filing import DIFF_KEYS, has_changes
 from .base import PROG, _example, _format, _global_options, _open_store
-from .options import _selector_options
+from .options import _limit_options, _limits, _selector_options
 from .render import _emit_doc, _emit_rows, _note, _Progress, command
 
 # The table leaves out what the JSON/CSV forms carry for scripts (where the file holds it).
@@ -57,6 +57,7 @@ _DIFF_TABLE = tuple(
     is_flag=True,
     help="Exit 1 when importing the file would change the store (like git diff --exit-code).",
 )
+@_limit_options
 @_global_options(hidden=True)
 @click.pass_context
 def diff(
@@ -66,6 +67,7 @@ def diff(
     table_prefix: str,
     exit_code: bool,
     storage_options: tuple[str, ...],
+    **bounds: Any,
 ) -> None:
     """Show what importing a file with add --sqlite/--parquet --replace would do; write nothing.
 
@@ -88,9 +90,13 @@ def diff(
             from ..interchange.parquet.storage import parse_storage_options
 
             options = parse_storage_options(storage_options) or None
-            entries = store.diff_parquet(parquet_path, progress=bar, storage_options=options)
+            entries = store.diff_parquet(
+                parquet_path, progress=bar, storage_options=options, **_limits(bounds)
+            )
         else:
-            entries = store.diff_sqlite(sqlite_file, table_prefix=table_prefix, progress=bar)
+            entries = store.diff_sqlite(
+                sqlite_file, table_prefix=table_prefix, progress=bar, **_limits(bounds)
+            )
     _emit_rows(ctx, entries, columns=list(DIFF_KEYS), table_columns=_DIFF_TABLE, fmt=fmt)
     counts = {c: sum(e["change"] == c for e in entries) for c in ("added", "replaced", "unchanged")}
     _note(ctx, ", ".join(f"{n} {c}" for c, n in counts.items()))

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import warnings
 from datetime import datetime
 from typing import Any
 
 import click
 
+from ..errors import FileTriggersWarning
 from ..interchange.series_files import (
     SERIES_FILE_FORMATS,
     export_series_files,
@@ -32,7 +34,7 @@ from .base import (
     _globals,
     _open_store,
 )
-from .options import TIME_RANGE, _filters, _selector_options
+from .options import TIME_RANGE, _filters, _limit_options, _limits, _selector_options
 from .render import _dumps, _emit_doc, _emit_rows, _note, _Progress, command, on_interrupt
 from .store_commands import _one
 
@@ -61,9 +63,12 @@ from .store_commands import _one
 @click.option(
     "--table-prefix", default="", metavar="P", help="--db: only the partitions under this prefix."
 )
+@_limit_options
 @_global_options(hidden=True)
 @click.pass_context
-def rehash(ctx: click.Context, db: str | None, directory: str | None, table_prefix: str) -> None:
+def rehash(
+    ctx: click.Context, db: str | None, directory: str | None, table_prefix: str, **bounds: Any
+) -> None:
     """Recompute every array's data_hash in an exported database or Parquet directory.
 
     After values were edited with plain SQL (or rewritten in a query engine), the import's
@@ -84,14 +89,28 @@ def rehash(ctx: click.Context, db: str | None, directory: str | None, table_pref
                 "--table-prefix cannot be used with --dir: it names SQLite tables", ctx
             )
         with _Progress(ctx, "rehash", "array") as bar:
-            changed = rehash_parquet(directory, progress=bar)
+            changed = rehash_parquet(directory, progress=bar, **_limits(bounds))
         _emit_doc(ctx, {"rehashed": changed, "dir": directory})
         return
     from ..interchange.sqlite.rehash import rehash_sqlite
 
-    with _Progress(ctx, "rehash", "array") as bar:
-        changed = rehash_sqlite(db, table_prefix, progress=bar)  # type: ignore[arg-type]
-    _emit_doc(ctx, {"rehashed": changed, "db": db, "table_prefix": table_prefix})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", FileTriggersWarning)
+        with _Progress(ctx, "rehash", "array") as bar:
+            changed = rehash_sqlite(
+                db,  # type: ignore[arg-type]
+                table_prefix,
+                progress=bar,
+                **_limits(bounds),
+            )
+    doc: dict[str, Any] = {"rehashed": changed, "db": db, "table_prefix": table_prefix}
+    for warned in caught:
+        if isinstance(warned.message, FileTriggersWarning):
+            _note(ctx, f"warning: {warned.message}")
+            doc["triggers_not_run"] = warned.message.triggers
+        else:
+            warnings.showwarning(warned.message, warned.category, warned.filename, warned.lineno)
+    _emit_doc(ctx, doc)
 
 
 # ---------------------------------------------------------------------------- export
@@ -172,6 +191,13 @@ SUMMARY_FORMATS = TABLE_FORMATS
 )
 @click.option("--dry-run", is_flag=True, help="Plan and print the partitions; write nothing.")
 @click.option(
+    "--provenance",
+    type=click.Choice(["name", "full"]),
+    default=None,
+    help="With --db: what the file's infrastore_exports row says of the store: its name "
+    "(the default: the file is handed out) or its full path.",
+)
+@click.option(
     "--summary",
     type=click.Choice(SUMMARY_FORMATS),
     help="With -f parquet or per-series --dir: how the files written print (default table; "
@@ -191,6 +217,7 @@ def export(
     summary: str | None,
     storage_options: tuple[str, ...],
     jobs: int,
+    provenance: str | None,
     **kw: Any,
 ) -> None:
     """Export the selected series to one SQLite database (-f sqlite --db FILE) or to
@@ -233,6 +260,12 @@ def export(
             summary, fmt = fmt, "parquet"
         elif db is None:
             raise click.UsageError("export -f sqlite needs --db FILE", ctx)
+    if provenance is not None and (fmt == "parquet" or db is None):
+        raise click.UsageError(
+            "--provenance goes with -f sqlite --db FILE: only the database records where it "
+            "came from",
+            ctx,
+        )
     if fmt == "parquet":
         where = {"overwrite": overwrite, "storage_options": storage_options, "jobs": jobs}
         _export_parquet(ctx, dir_, db, table_prefix, summary, time_range, include_derived,
@@ -285,6 +318,7 @@ def export(
             dry_run=dry_run,
             overwrite=overwrite,
             progress=bar,
+            provenance=provenance or "name",
             **filters,
         )
     for notice in parts.messages():

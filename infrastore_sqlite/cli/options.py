@@ -210,3 +210,31 @@ def _select(store: Store, kw: Mapping[str, Any]) -> list[Any]:
         wanted = set(ids)
         rows = [r for r in rows if r.id in wanted]
     return rows
+
+
+def _limit_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--max-array-bytes`` and ``--max-cell-bytes``: the store's bounds on what a file
+    may make the command read at once (the library's ``max_array_bytes=`` and
+    ``max_cell_bytes=``)."""
+    f = click.option(
+        "--max-cell-bytes",
+        type=click.IntRange(min=1, max=2**31 - 1),
+        default=None,
+        metavar="N",
+        help="--sqlite, --parquet, --db, --dir: the longest cell (text or blob) a file may "
+        "hold; a longer one is refused before it is read (default 16 MiB).",
+    )(f)
+    return click.option(
+        "--max-array-bytes",
+        type=click.IntRange(min=1),
+        default=None,
+        metavar="N",
+        help="--sqlite, --parquet, --db, --dir: the most one array of a file may take (8 "
+        "bytes a row and column); a longer one is refused before it is read (default 1 "
+        "GiB).",
+    )(f)
+
+
+def _limits(kw: Mapping[str, Any]) -> dict[str, Any]:
+    """The bounds given on the command line, as the library's keywords."""
+    return {k: kw[k] for k in ("max_array_bytes", "max_cell_bytes") if kw.get(k) is not None}

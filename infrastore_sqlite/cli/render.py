@@ -171,6 +171,17 @@ class _Group(click.Group):
             line = ctx.meta.get(_ON_INTERRUPT, "Aborted.")
             click.echo(line(exc) if callable(line) else line, err=True)
             ctx.exit(130)
+        except MemoryError as exc:
+            # What a file made a reader hold outgrew the machine: no bug, the bound is set
+            # higher than the memory there is (--max-array-bytes, --max-cell-bytes).
+            _print_error(
+                ctx,
+                "out of memory: what the command read did not fit in this machine's memory; "
+                "lower --max-array-bytes / --max-cell-bytes so a file that large is refused "
+                "before it is read",
+                _partial_report(exc),
+            )
+            ctx.exit(1)
         except Exception as exc:
             where = exc.__traceback__
             while where is not None and where.tb_next is not None:
@@ -185,7 +196,8 @@ class _Group(click.Group):
                 f"{_issues_hint()} with the command you ran (set {DEBUG_ENV}=1 to print the "
                 "traceback)"
             )
-            _print_error(ctx, " ".join(message.split()))
+            # An import that stopped here still says what it committed and how to resume.
+            _print_error(ctx, " ".join(message.split()), _partial_report(exc))
             if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
                 traceback.print_exc(file=sys.stderr)
             ctx.exit(1)

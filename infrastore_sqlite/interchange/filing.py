@@ -139,9 +139,9 @@ def file_items(
     on_conflict
         ``"error"``, ``"replace"`` or ``"ignore"``; see the module docstring.
     filed
-        Catalog ids this import already added or replaced; a later item with one of
-        those identities is a second row of the file for one series, refused whatever
-        ``on_conflict`` says. Updated in place.
+        Catalog ids this import already met (added, replaced, left unchanged or
+        skipped); a later item with one of those identities is a second row of the file
+        for one series, refused whatever ``on_conflict`` says. Updated in place.
 
     Returns
     -------
@@ -149,6 +149,12 @@ def file_items(
         Each item's outcome and catalog id.
     """
     filed = set() if filed is None else filed
+    within: set[tuple] = set()
+    for p in items:
+        ident = identity(p.row)
+        if ident in within:
+            raise _listed_twice(p.label)
+        within.add(ident)
     stored = stored_rows(store, items)
     if not stored:
         # The store holds none of them: each is added (two of one identity among them
@@ -169,12 +175,7 @@ def file_items(
             new.append(p)
             continue
         if held["id"] in filed:
-            raise DuplicateTimeSeriesError(
-                f"a time series with that key already exists: {p.label} appears twice in "
-                "the file (two series rows with one owner, type, name, resolution, interval "
-                "and features)",
-                series=p.label,
-            )
+            raise _listed_twice(p.label)
         if on_conflict == "error":
             raise conflict_error(p.label, held["id"])
         ids.append(held["id"])
@@ -188,8 +189,19 @@ def file_items(
     store._replace_rows(replacing)
     added = iter(store._insert_prepared(new))
     out = Filed(outcomes, [i if i is not None else next(added) for i in ids])
-    filed.update(i for i, o in zip(out.ids, outcomes, strict=True) if o in ("added", "replaced"))
+    # Whatever happened to each (added, replaced, unchanged, skipped), a later row of the
+    # file with its identity is the same series listed twice: taking either is a guess.
+    filed.update(out.ids)
     return out
+
+
+def _listed_twice(label: str) -> DuplicateTimeSeriesError:
+    return DuplicateTimeSeriesError(
+        f"a time series with that key already exists: {label} appears twice in the file "
+        "(two series rows with one owner, type, name, resolution, interval and features), "
+        "so neither row can be taken; remove one of them and import again",
+        series=label,
+    )
 
 
 # ---------------------------------------------------------------------- diff

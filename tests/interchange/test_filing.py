@@ -124,9 +124,12 @@ def test_a_series_twice_in_one_batch_is_refused_alike_in_an_empty_store(
     before = store.list_metadata()
     with pytest.raises(DuplicateTimeSeriesError) as e:
         file(store, [item([1.0]), item([2.0], owner=2), item([3.0])], "replace")
+    # Two rows of the file for one series: neither is taken, and the message says so
+    # (not the catalog's "remove it first", which is about a series the store holds).
     assert str(e.value) == (
-        "a time series with that key already exists: 'load' (owner 1), SingleTimeSeries at "
-        "PT1H; remove it first, or give the new one another name or features"
+        "a time series with that key already exists: 'load' (owner 1) appears twice in the "
+        "file (two series rows with one owner, type, name, resolution, interval and "
+        "features), so neither row can be taken; remove one of them and import again"
     )
     assert store.list_metadata() == before
 

@@ -21,6 +21,7 @@ import numpy as np
 from ...core.elements import ElementType, check_composite_rows, check_element_shape, shrink
 from ...core.hashing import data_hashes
 from ...core.periods import grid_index, step
+from ...core.timeref import MAX_MS, MIN_MS
 from ...errors import InvalidParameterError
 from ...model import TimeSeriesType
 from .options import Options
@@ -82,8 +83,38 @@ def _check_elements(
     return values
 
 
+def _check_instants(place: Place, group: Group, spec: Spec) -> None:
+    """Refuse an instant the store cannot read back (outside the years 1 to 9999), naming
+    the series and its row, before any arithmetic on the instants can overflow."""
+    if group.affine is not None and group.timestamp is None:
+        a = group.affine
+        first = int(a[1])
+        if a[0] == "sts":
+            last = first + (group.n - 1) * int(a[2])
+        else:  # (kind, first, itv, res, steps, count, ...)
+            last = first + (int(a[5]) - 1) * int(a[2]) + (int(a[4]) - 1) * int(a[3])
+        if min(first, last) >= MIN_MS and max(first, last) <= MAX_MS:
+            return
+        _materialize(group)  # the rare refusal names the row
+    for col, column in (("timestamp", group.timestamp), ("issue_time", group.issue)):
+        if column is None or not column.size:
+            continue
+        bad = (column < MIN_MS) | (column > MAX_MS)
+        if bad.any():
+            i = int(np.argmax(bad))
+            rowids = group.rowids() if group.rowids else []
+            raise InvalidParameterError(
+                f"series {spec.label}: {place.row_text(group.key, rowids, i)}, `{col}` "
+                f"{int(column[i])} ms is outside the years 1 to 9999, the instants the store "
+                "can read back; write an instant in that range and import again",
+                table=place.values,
+                series=spec.label,
+            )
+
+
 def _build(place: Place, group: Group, spec: Spec, et: ElementType) -> Built:
     """Re-encode a group into the store array the grid of ``spec`` makes of it."""
+    _check_instants(place, group, spec)
     tst = place.type
     values = group.values
     if group.affine is not None and _affine_fits(group.affine, spec):

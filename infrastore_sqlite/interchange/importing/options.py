@@ -12,7 +12,7 @@ May import: :mod:`infrastore_sqlite.interchange.filing` and the layers below
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -200,7 +200,7 @@ def _parse_features(text: str, what: str) -> dict[str, Any]:
 
 
 class IdSet:
-    """The catalog ids an import added or replaced, as sorted, disjoint runs of int64
+    """The catalog ids an import met (added, replaced, left or skipped), as sorted, disjoint runs of int64
     ``lo..hi`` (what :func:`~infrastore_sqlite.interchange.filing.file_items` is given
     as ``filed``: ``update`` and ``in``). A bulk insert hands out consecutive ids, so a
     run stands for a batch: a set of Python ints would hold ~70 bytes per series for
@@ -213,8 +213,10 @@ class IdSet:
         self._lo = np.empty(0, dtype=np.int64)
         self._hi = np.empty(0, dtype=np.int64)
 
-    def update(self, ids: Iterable[int]) -> None:
-        new = np.unique(np.fromiter(ids, dtype=np.int64))
+    def update(self, ids: Iterable[int] | np.ndarray) -> None:
+        new = np.unique(
+            ids.astype(np.int64) if isinstance(ids, np.ndarray) else np.fromiter(ids, np.int64)
+        )
         if not len(new):
             return
         # The new ids' own runs, then every run merged with those it touches or abuts.
@@ -226,6 +228,41 @@ class IdSet:
         begins = np.flatnonzero(np.r_[True, lo[1:] > hi[:-1] + 1])
         self._lo = lo[begins]
         self._hi = hi[np.r_[begins[1:], len(lo)] - 1]
+
+    def first_held(self, ids: np.ndarray) -> int:
+        """The index of the first of ``ids`` the set holds, or -1."""
+        if not len(self._lo) or not len(ids):
+            return -1
+        at = np.searchsorted(self._lo, ids, side="right") - 1
+        held = (at >= 0) & (ids <= self._hi[np.maximum(at, 0)])
+        return int(np.argmax(held)) if held.any() else -1
+
+    def refuse_repeats(self, ids: Sequence[Any], start: int, table: str) -> None:
+        """Refuse a batch of series rows (from row ``start`` + 1) that repeats an id of
+        its own or of the set's, then add its ids: a series row's id is its own, and a
+        file of 10⁸ copies of one row is refused at its second row, not after all of
+        them were read. Ids that are not integers are left to the row checks."""
+        if not all(type(i) is int for i in ids):
+            return
+        try:
+            arr = np.asarray(ids, dtype=np.int64)
+        except OverflowError:
+            return  # an id beyond int64: the row checks refuse it
+        held = self.first_held(arr)
+        order = np.argsort(arr, kind="stable")
+        same = np.flatnonzero(arr[order][1:] == arr[order][:-1])
+        inside = int(order[same + 1].min()) if same.size else -1
+        # The earlier of the two repeats: one of an id before, or one within the batch.
+        found = [i for i in (held, inside) if i >= 0]
+        if found:
+            at = min(found)
+            raise InvalidParameterError(
+                f"{table} holds series id {int(arr[at])} twice (again at row "
+                f"{start + at + 1}); a series row's id is its own: remove the repeated row "
+                "and import again",
+                table=table,
+            )
+        self.update(arr)
 
     def __contains__(self, aid: object) -> bool:
         if type(aid) is not int:
@@ -257,7 +294,7 @@ class Context:
         self.identities: dict[tuple, str] = {}  # dry run: identities seen in the file
         self.on_conflict: OnConflict = "error"
         self.diff = False
-        self.filed = IdSet()  # ids this import added or replaced
+        self.filed = IdSet()  # ids this import met: a second row of one is refused
         self.report = True  # whether the caller gets a report (its per-series entries)
 
     def advance(self, rows: int) -> None:

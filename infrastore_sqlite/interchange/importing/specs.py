@@ -33,7 +33,7 @@ from ...errors import InvalidParameterError
 from ...model import DESCRIPTORS, OwnerCategory, TimeSeriesType
 from ..layout import series_columns
 from .keys import ArrayKeys
-from .options import Options, _descriptor, _parse_features, _parse_reference
+from .options import IdSet, Options, _descriptor, _parse_features, _parse_reference
 from .places import TEXT_HINT, PartitionSource, Place
 
 
@@ -313,8 +313,11 @@ class SeriesRows:
         good_types: set[tuple] = set()
         shape_at = self.columns.index("element_shape")
         start = 0
+        seen = IdSet()  # the series ids so far, as runs: a repeat is refused at its row
         for batch in batches:
             count = len(batch[0]) if batch else 0
+            if count:
+                seen.refuse_repeats(batch[1], start, table)
             specs: list[Spec] = []
             if not self._batch_specs(batch, arrays, opts, specs, part_types):
                 for n, raw in enumerate(zip(*batch, strict=True), start=start + 1):

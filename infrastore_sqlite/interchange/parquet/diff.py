@@ -28,6 +28,8 @@ def diff_parquet(
     overrides: Mapping[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    max_array_bytes: int | None = None,
+    max_cell_bytes: int | None = None,
 ) -> list[dict[str, Any]]:
     """Compare every series of the Parquet files at ``path`` with the store; write nothing.
 
@@ -43,6 +45,8 @@ def diff_parquet(
         Called as ``progress(done_rows, total_rows)``.
     storage_options
         As for ``import_parquet``, when ``path`` is an object-storage URI.
+    max_array_bytes, max_cell_bytes
+        The store's bounds, as for ``import_parquet``.
 
     Returns
     -------
@@ -63,4 +67,6 @@ def diff_parquet(
         overrides=overrides,
         progress=progress,
         storage_options=storage_options,
+        max_array_bytes=max_array_bytes,
+        max_cell_bytes=max_cell_bytes,
     )

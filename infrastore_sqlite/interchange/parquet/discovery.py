@@ -23,6 +23,7 @@ from ..importing import (
     derived_refused,
     missing_sibling,
 )
+from ..importing.limits import MAX_MANIFEST_BYTES
 from .layout import (
     ELEMENT_SHAPE_KEY,
     ELEMENT_TYPE_KEY,
@@ -36,7 +37,7 @@ from .layout import (
 )
 from .storage import MANIFEST, ObjectPath, locate, open_input
 
-__all__ = ["Found", "Partition", "discover"]
+__all__ = ["Found", "Partition", "discover", "inside"]
 
 _SUFFIXES = {role: f".{role}.parquet" for role in ROLES}
 
@@ -71,6 +72,45 @@ class Found:
     partitions: list[Partition]
     set_aside: list[dict[str, str]] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
+
+
+def inside(d: Path | ObjectPath, name: str, *, listed_in: str | None = None) -> Path | ObjectPath:
+    """``d / name``, refused unless it stays in ``d``: no absolute name, no ``..``
+    segment, and (on disk) no symbolic link whose target leaves ``d``.
+
+    Parameters
+    ----------
+    d
+        The directory (or object-storage prefix) the files were exported to.
+    name
+        A name found in it, or one its manifest lists (``listed_in``: the manifest, for the
+        message).
+
+    Raises
+    ------
+    InvalidParameterError
+        The name or its link target leaves ``d``; the message names the entry.
+    """
+    by = f"{listed_in} lists {name!r}" if listed_in else f"{d / name}"
+    segments = name.replace("\\", "/").split("/")
+    if not name or name.startswith("/") or os.path.isabs(name) or ".." in segments:
+        raise InvalidParameterError(
+            f"{by}, a name that leaves {d} (an absolute name or a '..' segment); an "
+            "export's files all lie in its directory: remove that entry (or the manifest) "
+            "and import again",
+            table=str(d),
+        )
+    target = d / name
+    if isinstance(target, Path) and os.path.islink(target):
+        root = os.path.realpath(d)
+        real = os.path.realpath(target)
+        if os.path.commonpath([root, real]) != root:
+            raise InvalidParameterError(
+                f"{target} is a symbolic link to {real}, outside {d}; an export's files all "
+                "lie in its directory: copy the file itself there (not a link) and try again",
+                table=str(target),
+            )
+    return target
 
 
 def _role_of(name: str) -> tuple[str, str] | None:
@@ -160,6 +200,16 @@ def _discover_dir(d: Path | ObjectPath, where: str) -> Found:
 def _check_manifest(manifest: Path | ObjectPath, names: list[str]) -> None:
     """Refuse a directory whose files are not those its manifest lists, at their sizes (a
     file missing or truncated since the export)."""
+    d = manifest.parent
+    inside(d, manifest.name)
+    size = manifest.size() if isinstance(manifest, ObjectPath) else _local_size(manifest)
+    if size is not None and size > MAX_MANIFEST_BYTES:
+        raise InvalidParameterError(
+            f"{manifest} holds {size:,} bytes, more than the {MAX_MANIFEST_BYTES:,} an "
+            "export's manifest can need (one short entry a file); it was not read. Remove "
+            "it to import the files without it",
+            table=str(manifest),
+        )
     try:
         listed = orjson.loads(manifest.read_bytes())["files"]
         wanted = {str(f["name"]): int(f["size"]) for f in listed}
@@ -171,7 +221,8 @@ def _check_manifest(manifest: Path | ObjectPath, names: list[str]) -> None:
         ) from None
     except OSError as exc:
         raise StorageError(f"reading {manifest} failed: {exc}", table=str(manifest)) from exc
-    d = manifest.parent
+    for name in wanted:
+        inside(d, name, listed_in=str(manifest))
     for name, size in wanted.items():
         have = (d / name).size() if isinstance(d, ObjectPath) else _local_size(d / name)
         if have != size:
@@ -192,7 +243,7 @@ def _local_size(path: Path) -> int | None:
 
 
 def _partition(d: Path | ObjectPath, stem: str, where: str, *, named: bool) -> Partition:
-    files = {role: d / f"{stem}{suffix}" for role, suffix in _SUFFIXES.items()}
+    files = {role: inside(d, f"{stem}{suffix}") for role, suffix in _SUFFIXES.items()}
     have = {role for role, f in files.items() if f.is_file()}
     if "values" not in have:
         other = files["series"] if "series" in have else files["arrays"]

@@ -27,8 +27,10 @@ from ..importing import (
     check_columns_present,
     stray_values_row,
 )
+from ..importing.limits import Limits
 from ..layout import series_columns, values_key_columns
 from ..pipeline import Prefetch
+from .bounds import check_row_groups, row_limit, too_many_rows
 from .columns import is_list, list_lengths, list_values, null_mask, to_numpy
 from .discovery import Partition, reading_errors
 from .grids import _affine, _sts_grids
@@ -352,9 +354,36 @@ class PartitionReader:
                 cols.append(cells)
             yield cols
 
+    #: The store's bounds (the entry point sets the caller's).
+    limits: Limits = Limits()
+
     def open_values(self, arrays: Mapping[int, tuple[str, str]]) -> None:
         self._arrays = arrays
+        self._check_row_groups()
         self._check_group_order()
+
+    def _check_row_groups(self) -> None:
+        """Refuse what the footer proves is one array longer than the store reads."""
+        pf = self._file("values")
+        at = pf.schema_arrow.get_field_index("array_id") if self._has_aid else -1
+        limit = row_limit(self.limits, self.type)
+        found = check_row_groups(pf.metadata, at, limit)
+        if found is not None:
+            what, rows = found
+            raise self._too_many(f"{self.files['values']}: {what}", rows, limit, at_least=False)
+
+    def _bound(self, aid: int, first: int, rows: int, limit: int) -> None:
+        if rows > limit:
+            what = f"{self.files['values']}: array_id {aid} (from row {first + 1})"
+            raise self._too_many(what, rows, limit, at_least=True)
+
+    def _too_many(
+        self, what: str, rows: int, limit: int, *, at_least: bool
+    ) -> InvalidParameterError:
+        return too_many_rows(
+            self.limits, what, rows, limit, file=self.files["values"], stem=self.part.stem,
+            at_least=at_least,
+        )  # fmt: skip
 
     def _check_group_order(self) -> None:
         """Refuse a values file whose row groups do not follow each other in ``array_id``
@@ -452,6 +481,7 @@ class PartitionReader:
         seen_last = -(2**63)
         carry: _Run | None = None
         start = 0
+        limit = row_limit(self.limits, self.type)
         # A file of a few batches, or of short arrays, is read in line; a longer one of
         # long arrays a batch ahead, decoded in the read-ahead thread while the caller cuts
         # and builds the batch before. Never in pyarrow's thread pool: starting and waking
@@ -493,11 +523,14 @@ class PartitionReader:
                 if carry is not None and carry.aid == a:
                     carry.pieces.append(piece)
                     carry.affine = None  # stitched: its grid is looked at whole
+                    # Refused as it grows: an array over the bound is never held whole.
+                    self._bound(a, carry.start, sum(h - b for _, b, h in carry.pieces), limit)
                     continue
                 if carry is not None:
                     yield carry
                 if a not in known:
                     raise stray_values_row(self.place, a, start + lo + 1)
+                self._bound(a, start + lo, hi - lo, limit)
                 seen_last = a
                 # The batch's last array may go on in the next batch (then reset above).
                 carry = _Run(a, start + lo, [piece], grid)

@@ -36,6 +36,7 @@ from .layout import (
 if TYPE_CHECKING:
     from ...store import Store
 
+from ..importing.limits import Limits
 from .discovery import Found, discover
 from .foreign import ForeignReader
 from .partition import PartitionReader
@@ -56,6 +57,8 @@ def import_parquet(
     per_partition: bool = False,
     diff: bool = False,
     storage_options: Mapping[str, Any] | None = None,
+    max_array_bytes: int | None = None,
+    max_cell_bytes: int | None = None,
 ) -> list[int] | ImportReport:
     """Add every series of the Parquet files at ``path``.
 
@@ -102,6 +105,12 @@ def import_parquet(
         (``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, …) or an AWS profile's files
         (``AWS_PROFILE`` or ``aws_profile``). Needs
         ``pip install 'infrastore-sqlite[cloud]'``.
+    max_array_bytes
+        The most one array (or one row group read whole) may take, at 8 bytes a row and
+        column: a longer one is refused from the footer, before it is read (default 1
+        GiB; see :mod:`infrastore_sqlite.interchange.importing.limits`).
+    max_cell_bytes
+        The most one cell may take (default 16 MiB).
 
     Returns
     -------
@@ -123,6 +132,7 @@ def import_parquet(
         A series the store already holds, or two rows with one identity.
     """
     pa, pq = require_pyarrow()
+    limits = Limits.of(max_array_bytes=max_array_bytes, max_cell_bytes=max_cell_bytes)
     opts = Options.parse(overrides, flag="--parquet")
     check_on_conflict(on_conflict)
     if dry_run:
@@ -136,6 +146,8 @@ def import_parquet(
         else PartitionReader(pa, pq, p, found.where)
         for p in found.partitions
     ]
+    for reader in readers:
+        reader.limits = limits
     for reader, after in itertools.pairwise(readers):
         reader.successor = after
     total = sum(r.values_count() for r in readers)

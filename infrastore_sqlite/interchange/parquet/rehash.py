@@ -25,6 +25,7 @@ import numpy as np
 from ...errors import InvalidParameterError
 from ...model import TimeSeriesType
 from ..importing import Options, build_group, first_specs, read_rows
+from ..importing.limits import Limits
 from .discovery import discover
 from .layout import require_pyarrow
 from .partition import PartitionReader
@@ -37,6 +38,8 @@ def rehash_parquet(
     directory: str | os.PathLike[str],
     *,
     progress: Callable[[int, int], None] | None = None,
+    max_array_bytes: int | None = None,
+    max_cell_bytes: int | None = None,
 ) -> int:
     """Rewrite the ``data_hash`` of every arrays file in ``directory`` from its values.
 
@@ -47,6 +50,8 @@ def rehash_parquet(
         partition's file or stem.
     progress
         Called as ``progress(done_rows, total_rows)``.
+    max_array_bytes, max_cell_bytes
+        The store's bounds on what the files may make it read, as for the import.
 
     Returns
     -------
@@ -69,12 +74,25 @@ def rehash_parquet(
             table=where,
         )
     pa, pq = require_pyarrow()
+    limits = Limits.of(max_array_bytes=max_array_bytes, max_cell_bytes=max_cell_bytes)
     found = discover(directory)
     readers = [
         PartitionReader(pa, pq, p, found.where)
         for p in found.partitions
         if not p.foreign and p.type is not TimeSeriesType.DeterministicSingleTimeSeries
     ]
+    for reader in readers:
+        reader.limits = limits
+        for final in map(Path, reader.files.values()):
+            if final.is_symlink():
+                # os.replace would put the new file in the link's place, and writing
+                # through it would change a file this directory does not hold.
+                raise InvalidParameterError(
+                    f"{final} is a symbolic link (to {os.readlink(final)}); rehash rewrites "
+                    "the files in place and never through a link or over one: copy the "
+                    "file itself there and rehash again. Nothing was written",
+                    table=str(final),
+                )
     total = sum(r.values_count() for r in readers)
     done = 0
     plans = []

@@ -140,8 +140,15 @@ def locate(
         raise InvalidParameterError(
             f"{text} names no bucket; write it as {split.scheme}://BUCKET/PREFIX"
         )
+    key = split.path.strip("/")
+    if ".." in key.split("/"):
+        raise InvalidParameterError(
+            f"{text} holds a '..' segment; object storage keeps it as part of the key, so it "
+            "names no parent prefix: write the prefix without it",
+            table=text,
+        )
     bucket = Bucket(f"{split.scheme}://{split.netloc}", dict(storage_options or {}))
-    return ObjectPath(bucket, split.path.strip("/"))
+    return ObjectPath(bucket, key)
 
 
 #: Options that configure obstore's retries (a request that fails is tried again, with

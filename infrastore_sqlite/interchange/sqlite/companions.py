@@ -515,8 +515,12 @@ class ExportOrigin:
         time_range: tuple[datetime, datetime] | None,
         include_derived: bool,
         filters: dict[str, Any],
+        provenance: str = "name",
     ) -> None:
-        self.store = str(Path(store.path).resolve())
+        # A file is handed out: by default it names the store (its directory's name), not
+        # where the store lives (a path says whose machine, whose home, which project).
+        path = Path(store.path).resolve()
+        self.store = str(path) if provenance == "full" else path.name
         self.prefix = prefix
         self.time_range = time_range
         self.include_derived = include_derived

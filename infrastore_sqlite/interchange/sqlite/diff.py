@@ -28,6 +28,8 @@ def diff_sqlite(
     table_prefix: str = "",
     overrides: Mapping[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    max_array_bytes: int | None = None,
+    max_cell_bytes: int | None = None,
 ) -> list[dict[str, Any]]:
     """Compare every series of an interchange database with the store; write nothing.
 
@@ -43,6 +45,8 @@ def diff_sqlite(
         As for ``import_sqlite``: the series are compared as the import would file them.
     progress
         Called as ``progress(done_rows, total_rows)``.
+    max_array_bytes, max_cell_bytes
+        The store's bounds, as for ``import_sqlite``.
 
     Returns
     -------
@@ -69,6 +73,8 @@ def diff_sqlite(
         table_prefix=table_prefix,
         overrides=overrides,
         progress=progress,
+        max_array_bytes=max_array_bytes,
+        max_cell_bytes=max_cell_bytes,
     )
 
 

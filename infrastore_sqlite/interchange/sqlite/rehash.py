@@ -10,15 +10,18 @@ hashed (composites over their minimal width).
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 import apsw
 
+from ...errors import FileTriggersWarning
 from ...model import TimeSeriesType
 from ..importing import Options, build_group, first_specs, read_rows
+from ..importing.limits import Limits
 from ..layout import validate_prefix
-from .database import open_database, write_transaction
+from .database import open_database, triggers_in, write_transaction
 from .reader import _PartitionReader, discover
 
 __all__ = ["rehash_sqlite"]
@@ -29,6 +32,8 @@ def rehash_sqlite(
     table_prefix: str = "",
     *,
     progress: Callable[[int, int], None] | None = None,
+    max_array_bytes: int | None = None,
+    max_cell_bytes: int | None = None,
 ) -> int:
     """Rewrite the ``data_hash`` of every arrays row under ``table_prefix`` from its values.
 
@@ -41,6 +46,8 @@ def rehash_sqlite(
         The prefix the export used.
     progress
         Called as ``progress(done_rows, total_rows)``.
+    max_array_bytes, max_cell_bytes
+        The store's bounds on what the file may make it read, as for the import.
 
     Returns
     -------
@@ -63,11 +70,15 @@ def rehash_sqlite(
     no import takes) are left alone.
     """
     validate_prefix(table_prefix)
+    limits = Limits.of(max_array_bytes=max_array_bytes, max_cell_bytes=max_cell_bytes)
     where = str(path)
-    conn = open_database(path, read_only=False)
+    conn = open_database(path, read_only=False, through_link=False)
     try:
+        triggers = triggers_in(conn)
+        if triggers:
+            warnings.warn(FileTriggersWarning(where, triggers), stacklevel=2)
         with write_transaction(conn, where, "rehashing"):
-            changed = _rehash(conn, table_prefix, where, progress)
+            changed = _rehash(conn, table_prefix, where, progress, limits)
     finally:
         with contextlib.suppress(apsw.Error):
             conn.close()
@@ -79,19 +90,23 @@ def _rehash(
     prefix: str,
     where: str,
     progress: Callable[[int, int], None] | None,
+    limits: Limits,
 ) -> int:
     parts = [
         t
         for t in discover(conn, prefix, where, allow_derived=True)
         if t.type is not TimeSeriesType.DeterministicSingleTimeSeries
     ]
-    readers = [_PartitionReader(conn, t, where) for t in parts]
+    readers = [_PartitionReader(conn, t, where, limits) for t in parts]
     total = sum(r.values_count() for r in readers)
     done = 0
     changed = 0
     opts = Options()
     for reader in readers:
-        arrays, specs = read_rows(reader, opts)
+        # Read as the import reads: its refusals (a cell not UTF-8, too long, nested too
+        # deep) are the import's, never an internal error.
+        with reader.reading():
+            arrays, specs = read_rows(reader, opts)
         first_spec = first_specs(specs)
         ids_by_key: dict[tuple[str, str], list[int]] = {}
         for aid, key in arrays.items():
@@ -104,7 +119,8 @@ def _rehash(
                 if spec is None:
                     continue
                 ids = sorted(ids_by_key[key])
-                group = reader.read_group(key, ids, spec, spec.et.dtype)
+                with reader.reading():
+                    group = reader.read_group(key, ids, spec, spec.et.dtype)
                 if group is None:
                     continue
                 built = build_group(reader.place, group, [spec], opts)[spec.grid_key]

@@ -105,7 +105,7 @@ def unshare_sqlite(
     where, params = _where(given, ids)
     tst = None if time_series_type is None else TimeSeriesType.coerce(time_series_type)
     where_file = str(path)
-    conn = open_database(path, read_only=False)
+    conn = open_database(path, read_only=False, through_link=False)
     try:
         with write_transaction(conn, where_file, "unsharing in"):
             copies: list[dict[str, Any]] = []

@@ -30,7 +30,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import apsw
 import numpy as np
@@ -91,6 +91,7 @@ def export_sqlite(
     dry_run: bool = False,
     overwrite: bool = False,
     progress: Progress | None = None,
+    provenance: Literal["name", "full"] = "name",
     **filters: Any,
 ) -> ExportSummary:
     """Export the series the filters select into the SQLite database at ``path``.
@@ -123,6 +124,10 @@ def export_sqlite(
         also has a ``phase(name)`` method, that is called as each step starts:
         ``"writing values"``, ``"writing series"``, ``"writing views"`` (the CLI's bar
         shows them; the index is filled with the rows, so it has no step of its own).
+    provenance
+        What the provenance row (``infrastore_exports.store``) says of the source store:
+        ``"name"`` (the default) its name, the last part of its path, since the file is
+        handed out; ``"full"`` its absolute path.
     **filters
         ``list_metadata``'s keywords.
 
@@ -141,6 +146,10 @@ def export_sqlite(
         A refusal (prefix, name collision, empty series, scalar -0.0, u64 overflow, …);
         nothing was written.
     """
+    if provenance not in ("name", "full"):
+        raise InvalidParameterError(
+            f'provenance must be "name" or "full", got {provenance!r}', key="provenance"
+        )
     plan = plan_export(
         store,
         table_prefix=table_prefix,
@@ -152,7 +161,7 @@ def export_sqlite(
     target = Path(path)
     if not plan.partitions:
         return plan.summary()
-    origin = ExportOrigin(store, table_prefix, time_range, include_derived, filters)
+    origin = ExportOrigin(store, table_prefix, time_range, include_derived, filters, provenance)
     exists = target.exists()
     if exists and not overwrite:
         with _open_existing(target) as conn:

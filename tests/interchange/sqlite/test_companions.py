@@ -53,7 +53,9 @@ def test_each_export_appends_one_provenance_row(tmp_path: Path) -> None:
     )
     assert len(rows) == 2
     first, second = rows
-    assert first[:4] == ("infrastore-sqlite", I.__version__, str(store.path.resolve()), "")
+    # The file is handed out: the store's name, never where it lives.
+    assert first[:4] == ("infrastore-sqlite", I.__version__, "s.h5", "")
+    assert str(tmp_path) not in db.read_bytes().decode("latin-1")
     assert json.loads(first[4]) == {}
     assert first[5:8] == (None, None, 0)
     assert json.loads(first[8]) == ["SingleTimeSeries_f64_utc", "SingleTimeSeries_i64_utc"]
@@ -64,6 +66,31 @@ def test_each_export_appends_one_provenance_row(tmp_path: Path) -> None:
     assert second[5:7] == (window[0].isoformat(), window[1].isoformat())
     assert json.loads(second[8]) == ["SingleTimeSeries_f64_utc"]
     assert second[9:11] == (2, 6)
+
+
+def test_the_full_path_is_recorded_only_when_asked(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from infrastore_sqlite.cli import cli
+
+    store = _store(tmp_path / "s.h5")
+    db = tmp_path / "out.db"
+    store.export_sqlite(db, provenance="full")
+    assert _rows(db, "SELECT store FROM infrastore_exports") == [(str(store.path.resolve()),)]
+    with pytest.raises(InvalidParameterError, match='provenance must be "name" or "full"'):
+        store.export_sqlite(tmp_path / "x.db", provenance="path")
+    store.close()
+    run = CliRunner().invoke
+    args = ["--store", str(tmp_path / "s.h5"), "export", "-f", "sqlite"]
+    assert run(cli, [*args, "--db", str(tmp_path / "c.db")]).exit_code == 0
+    assert run(cli, [*args, "--db", str(tmp_path / "f.db"), "--provenance", "full"]).exit_code == 0
+    assert _rows(tmp_path / "c.db", "SELECT store FROM infrastore_exports") == [("s.h5",)]
+    assert _rows(tmp_path / "f.db", "SELECT store FROM infrastore_exports") == [
+        (str((tmp_path / "s.h5").resolve()),)
+    ]
+    refused = run(cli, ["--store", str(tmp_path / "s.h5"), "export", "-f", "parquet", "--dir",
+                        str(tmp_path / "pq"), "--provenance", "full"])  # fmt: skip
+    assert refused.exit_code == 2 and "--provenance goes with -f sqlite --db FILE" in refused.output
 
 
 def test_a_dry_run_writes_no_provenance(tmp_path: Path) -> None:

@@ -142,3 +142,59 @@ def test_progress_and_arrays_rows_without_series(db):
     conn = apsw.Connection(str(db))
     assert conn.execute(f"SELECT data_hash FROM p_{STS}_arrays WHERE id = 40").get == "x"
     conn.close()
+
+
+def test_the_files_triggers_never_fire_and_are_named(db):
+    """A trigger stored in the file would rewrite units and values when rehash updates the
+    arrays rows; rehash writes with triggers disabled and names them."""
+    edit(
+        db,
+        f"UPDATE p_{STS}_values SET value = value + 0.5 WHERE array_id = 1",
+        f"CREATE TRIGGER units_to_kw AFTER UPDATE ON p_{STS}_arrays BEGIN "
+        f"UPDATE p_{STS}_series SET units = 'kW'; "
+        f"UPDATE p_{STS}_values SET value = 1e9; END",
+        f"CREATE TRIGGER log_it AFTER DELETE ON p_{STS}_values BEGIN "
+        f"DELETE FROM p_{STS}_series; END",
+    )
+    conn = apsw.Connection(str(db))
+    units = conn.execute(f"SELECT id, units FROM p_{STS}_series ORDER BY id").fetchall()
+    values = conn.execute(f"SELECT rowid, value FROM p_{STS}_values ORDER BY rowid").fetchall()
+    conn.close()
+    with pytest.warns(I.errors.FileTriggersWarning, match="log_it, units_to_kw") as warned:
+        assert rehash_sqlite(db, "p_") == 1
+    assert warned[0].message.triggers == ["log_it", "units_to_kw"]
+    conn = apsw.Connection(str(db))
+    assert conn.execute(f"SELECT id, units FROM p_{STS}_series ORDER BY id").fetchall() == units
+    after = conn.execute(f"SELECT rowid, value FROM p_{STS}_values ORDER BY rowid").fetchall()
+    conn.close()
+    assert after == values
+
+
+def test_the_cli_names_the_triggers_it_did_not_run(db):
+    from click.testing import CliRunner
+
+    from infrastore_sqlite.cli import cli
+
+    edit(
+        db,
+        f"CREATE TRIGGER t1 AFTER UPDATE ON p_{STS}_arrays BEGIN "
+        f"UPDATE p_{STS}_series SET units = 'kW'; END",
+    )
+    result = CliRunner().invoke(
+        cli, ["-f", "json", "rehash", "--db", str(db), "--table-prefix", "p_"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "holds 1 trigger(s) (t1); none of them was run" in result.stderr
+    assert '"triggers_not_run": [' in result.stdout
+
+
+def test_the_import_never_evaluates_a_view_or_trigger_of_the_file(db, tmp_path):
+    from infrastore_sqlite.interchange.sqlite.database import open_database
+
+    conn = open_database(db, read_only=True)
+    with pytest.raises(apsw.Error, match="prohibited"):
+        conn.execute("SELECT * FROM p_all_series").fetchall()
+    assert conn.config(apsw.SQLITE_DBCONFIG_ENABLE_TRIGGER, -1) == 0
+    assert conn.config(apsw.SQLITE_DBCONFIG_TRUSTED_SCHEMA, -1) == 0
+    assert conn.config(apsw.SQLITE_DBCONFIG_DEFENSIVE, -1) == 1
+    conn.close()

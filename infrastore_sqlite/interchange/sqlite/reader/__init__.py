@@ -59,6 +59,7 @@ from infrastore_sqlite.interchange.importing import (
     Progress,
     run_import,
 )
+from infrastore_sqlite.interchange.importing.limits import Limits
 from infrastore_sqlite.interchange.layout import validate_prefix
 
 from ..database import open_database
@@ -84,6 +85,8 @@ def import_sqlite(
     on_conflict: OnConflict = "error",
     progress: Progress | None = None,
     diff: bool = False,
+    max_array_bytes: int | None = None,
+    max_cell_bytes: int | None = None,
 ) -> list[int] | ImportReport:
     """Add every series an interchange database holds under ``table_prefix``.
 
@@ -124,6 +127,13 @@ def import_sqlite(
     diff
         With ``dry_run``: each series entry also says what importing it with
         ``on_conflict="replace"`` would change (see :func:`diff_sqlite`).
+    max_array_bytes
+        The most one array may take while it is read (8 bytes a row and column): a
+        longer one is refused before it is read (default 1 GiB; see
+        :mod:`infrastore_sqlite.interchange.importing.limits`).
+    max_cell_bytes
+        The most one cell (text or blob) may take: a longer one is refused before it is
+        read (default 16 MiB).
 
     Returns
     -------
@@ -145,6 +155,7 @@ def import_sqlite(
         The store is read-only (a dry run is allowed).
     """
     validate_prefix(table_prefix)
+    limits = Limits.of(max_array_bytes=max_array_bytes, max_cell_bytes=max_cell_bytes)
     opts = Options.parse(overrides)
     check_on_conflict(on_conflict)
     if dry_run:
@@ -157,7 +168,7 @@ def import_sqlite(
         try:
             conn.execute("BEGIN")  # one consistent snapshot of the file
             parts = discover(conn, table_prefix, where)
-            readers = [_PartitionReader(conn, t, where) for t in parts]
+            readers = [_PartitionReader(conn, t, where, limits) for t in parts]
             total = sum(r.values_count() for r in readers)
         except apsw.Error as exc:
             raise StorageError(f"reading {where} failed: {exc}") from exc

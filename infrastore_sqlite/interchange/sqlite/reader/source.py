@@ -45,8 +45,11 @@ class _PartitionReader(GroupReader):
         # SQLite itself refuses to hand over a cell longer than its length limit, before
         # reading it from the file: a hostile cell of gigabytes then costs nothing. The
         # limit is what the widest element the series rows declare can need.
+        # Never above the store's bound: the shape is the file's word, and a shape of 10⁸
+        # elements would lift the limit (or overflow SQLite's C int).
         shape = self.place.cell_shape
-        limit = max_cell_bytes(shape) if shape is not None else None
+        store_bound = self.limits.max_cell_bytes
+        limit = min(max_cell_bytes(shape), store_bound) if shape is not None else None
         before = self.conn.limit(apsw.SQLITE_LIMIT_LENGTH, -1)
         try:
             ahead: list[Group] = []

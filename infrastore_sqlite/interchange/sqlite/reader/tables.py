@@ -18,6 +18,7 @@ import apsw
 
 from infrastore_sqlite.errors import InvalidParameterError, StorageError, rehash_term
 from infrastore_sqlite.interchange.importing import (
+    TEXT_HINT,
     Place,
     check_columns_present,
     derived_refused,
@@ -25,6 +26,7 @@ from infrastore_sqlite.interchange.importing import (
     no_partitions,
     rows_as_batches,
 )
+from infrastore_sqlite.interchange.importing.limits import Limits
 from infrastore_sqlite.interchange.layout import TYPE_NAMES, type_of_table, validate_prefix
 from infrastore_sqlite.model import TimeSeriesType
 
@@ -40,24 +42,49 @@ def discover(
     Raises
     ------
     InvalidParameterError
-        No partition at all; a values table without its series or arrays table; any
-        DeterministicSingleTimeSeries partition (the whole prefix is refused).
+        No partition at all; one of a partition's three tables missing or a view (a
+        partition is recognized by any one of them); any DeterministicSingleTimeSeries
+        partition (the whole prefix is refused).
     """
-    tables = [n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-    lower = {n.lower(): n for n in tables}
+    kinds = {
+        n: kind
+        for n, kind in conn.execute(
+            "SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')"
+        )
+    }
+    tables = [n for n, kind in kinds.items() if kind == "table"]
+    lower = {n.lower(): n for n in kinds}
     found: list[Place] = []
-    for name in sorted(tables, key=lambda n: n.encode()):
-        tst = type_of_table(name, prefix, "_values")
-        if tst is None:
+    # A partition is named by any of its three tables: one whose values table is missing
+    # (or is a view) is refused by name, never skipped.
+    bases: dict[str, tuple[str, TimeSeriesType]] = {}  # lower-case base -> (base, type)
+    for name in sorted(kinds, key=lambda n: n.encode()):
+        for suffix in ("_values", "_series", "_arrays"):
+            tst = type_of_table(name, prefix, suffix)
+            if tst is not None:
+                base = name[len(prefix) : -len(suffix)]
+                bases.setdefault(base.lower(), (base, tst))
+    # With no values table (nor view) under the prefix at all, the file is no export
+    # here: the refusal below says what it holds instead.
+    any_values = any(type_of_table(n, prefix, "_values") is not None for n in kinds)
+    for base, tst in bases.values() if any_values else ():
+        held = {
+            suffix: lower.get(f"{prefix}{base}{suffix}".lower())
+            for suffix in ("_values", "_series", "_arrays")
+        }
+        tables_of = {k for k, n in held.items() if n is not None and kinds[n] == "table"}
+        # A partition is its values table, or its series and arrays tables (whose values
+        # table was dropped or swapped for a view); a lone series or arrays table, or a
+        # lone view, is someone else's and left alone.
+        if "_values" not in tables_of and not {"_series", "_arrays"} <= tables_of:
             continue
-        base = name[len(prefix) : -len("_values")]
-        siblings = []
-        for suffix in ("_series", "_arrays"):
-            sibling = lower.get(f"{prefix}{base}{suffix}".lower())
-            if sibling is None:
-                raise missing_sibling(where, name, f"{prefix}{base}{suffix}")
-            siblings.append(sibling)
-        found.append(Place(base, tst, name, siblings[0], siblings[1]))
+        for suffix, name in held.items():
+            if suffix not in tables_of:
+                raise _not_a_table(where, lower, tst, prefix, base, suffix, name, kinds)
+        values, series, arrays = (held[k] for k in ("_values", "_series", "_arrays"))
+        assert values is not None and series is not None and arrays is not None
+        found.append(Place(values[len(prefix) : -len("_values")], tst, values, series, arrays))
+    found.sort(key=lambda t: t.values.encode())
     if not allow_derived and any(
         t.type is TimeSeriesType.DeterministicSingleTimeSeries for t in found
     ):
@@ -70,6 +97,40 @@ def discover(
         others.pop(prefix, None)
         raise no_partitions(where, prefix, others=others, holds=tables)
     return found
+
+
+def _not_a_table(
+    where: str,
+    lower: dict[str, str],
+    tst: TimeSeriesType,
+    prefix: str,
+    base: str,
+    suffix: str,
+    held: str | None,
+    kinds: dict[str, str],
+) -> InvalidParameterError:
+    """The refusal of a partition one of whose three tables is missing or is a view."""
+    present = [
+        lower[f"{prefix}{base}{s}".lower()]
+        for s in ("_values", "_series", "_arrays")
+        if f"{prefix}{base}{s}".lower() in lower
+    ]
+    name = f"{prefix}{base}{suffix}" if held is None else held
+    if held is not None:
+        return InvalidParameterError(
+            f"{where}: {name} is a {kinds[held]}, not a table, so the {tst.name} partition "
+            f"beside it ({', '.join(p for p in present if p != held)}) cannot be read (a "
+            f"view is never evaluated: it would run the file's own SQL); {TEXT_HINT}",
+            table=name,
+        )
+    if suffix == "_values":
+        return InvalidParameterError(
+            f"{where} holds {', '.join(present)} but no {name} beside it: the {tst.name} "
+            f"partition has lost its values table, and nothing of it can be taken; "
+            f"{TEXT_HINT}",
+            table=name,
+        )
+    return missing_sibling(where, present[0], name)
 
 
 def _prefixes(tables: list[str], lower: dict[str, str]) -> dict[str, int]:
@@ -130,8 +191,11 @@ def _column(conn: apsw.Connection, sql: str, params: Any = ()) -> list:
 class TablesReader:
     """One partition's tables: their columns, the arrays and series rows, errors wrapped."""
 
-    def __init__(self, conn: apsw.Connection, place: Place, where: str) -> None:
+    def __init__(
+        self, conn: apsw.Connection, place: Place, where: str, limits: Limits | None = None
+    ) -> None:
         self.conn = conn
+        self.limits = limits or Limits()
         self.place = place
         self.where = where
         self.rehash = rehash_term(where)
@@ -155,18 +219,59 @@ class TablesReader:
     @contextlib.contextmanager
     def reading(self) -> Iterator[None]:
         """The interchange file failing under us (corrupt pages, an odd table definition)
-        becomes a StorageError naming the partition."""
+        becomes a StorageError naming the partition. While in it, SQLite hands over no
+        cell longer than the store's bound (it refuses before reading the cell from the
+        file), so no text or blob of the file costs more."""
+        before = self.conn.limit(apsw.SQLITE_LIMIT_LENGTH, self.limits.max_cell_bytes)
         try:
             yield
         except UnicodeDecodeError:
             # apsw decodes TEXT as UTF-8, and SQLite stores whatever bytes it was given.
             raise self._invalid_text() from None
+        except apsw.TooBigError:
+            raise self._too_long() from None
+        except RecursionError:
+            raise InvalidParameterError(
+                f"{self.where}: a cell of {self.place.values} or its series table nests "
+                "deeper than any element or features object can; write it flat and import "
+                "again",
+                table=self.place.values,
+            ) from None
         except apsw.Error as exc:
             raise StorageError(
                 f"reading {self.place.values} (and its series and arrays tables) from "
                 f"{self.where} failed: {exc}",
                 table=self.place.values,
             ) from exc
+        finally:
+            self.conn.limit(apsw.SQLITE_LIMIT_LENGTH, before)
+
+    def _too_long(self) -> InvalidParameterError:
+        """The first cell of the partition's tables longer than the store's bound, as a
+        refusal naming its table, row and column (searched under the same bound, so the
+        cell is still never read: a column's rows are walked until SQLite refuses one)."""
+        conn = self.conn
+        for table in (self.place.arrays, self.place.series, self.place.values):
+            for col in [r[1] for r in conn.execute(f"PRAGMA table_info({q(table)})")]:
+                last = None
+                try:
+                    for rowid, _cell in conn.execute(
+                        f"SELECT rowid, {q(col)} FROM {q(table)} ORDER BY rowid"
+                    ):
+                        last = rowid
+                except apsw.TooBigError:
+                    after = "" if last is None else f" WHERE rowid > {int(last)}"
+                    rowid = conn.execute(f"SELECT min(rowid) FROM {q(table)}{after}").get
+                    return self.limits.too_long(
+                        f"{table}, rowid {rowid}, column `{col}`: the cell", None, table=table
+                    )
+                except apsw.Error:
+                    continue  # a table without rowids: named below without its row
+        return self.limits.too_long(
+            f"a cell of {self.place.values} (or its series or arrays table)",
+            None,
+            table=self.place.values,
+        )
 
     def _invalid_text(self) -> InvalidParameterError:
         """The first TEXT cell of the partition's tables that is not UTF-8, as a refusal
