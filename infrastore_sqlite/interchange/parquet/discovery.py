@@ -34,6 +34,7 @@ from .layout import (
     TYPE_KEY,
     require_pyarrow,
 )
+from .parts import open_parquet, parts_metadata
 from .storage import MANIFEST, ObjectPath, locate, open_input
 
 __all__ = ["Found", "Partition", "discover"]
@@ -96,21 +97,49 @@ def discover(
     if isinstance(p, Path) and where.lower().startswith("file://"):
         where = os.fspath(p)  # a file:// URI as the path it names
     if p.is_dir():
+        split = _role_of(p.name)
+        names = p.listdir() if isinstance(p, ObjectPath) else os.listdir(p)
+        if not any(_role_of(n) for n in names) and (split or p.name.endswith(".parquet")):
+            # A partition's file (or a foreign file) written as a directory of part files.
+            if split is None:
+                return Found(where, [_foreign(p, p.name.removesuffix(".parquet"), None)])
+            return Found(where, [_partition(p.parent, split[0], where, named=True)])
         return _discover_dir(p, where)
     if p.is_file():
         split = _role_of(p.name)
         if split is None:
+            _refuse_a_part(p, where)
             # Any other .parquet file is a foreign values file.
             return Found(where, [_foreign(p, p.name.removesuffix(".parquet"), None)])
         return Found(where, [_partition(p.parent, split[0], where, named=True)])
     values = p.parent / (p.name + _SUFFIXES["values"])
-    if any((p.parent / (p.name + s)).is_file() for s in _SUFFIXES.values()):
+    if any(_exists(p.parent / (p.name + s)) for s in _SUFFIXES.values()):
         return Found(where, [_partition(p.parent, p.name, where, named=True)])
     raise InvalidParameterError(
         f"{where} is neither a directory, a file nor a partition stem (no "
         f"{values.name} there); name what export -f parquet wrote",
         table=where,
     )
+
+
+def _exists(path: Path | ObjectPath) -> bool:
+    """Whether a partition's file is there: a file, or a directory of part files."""
+    return path.is_file() or path.is_dir()
+
+
+def _refuse_a_part(p: Path | ObjectPath, where: str) -> None:
+    """Refuse a part file named alone: its directory is the partition's file."""
+    up = p.parent
+    for _ in range(3):  # the part's directory, or a Polars key=value/ directory below it
+        if _role_of(up.name) is not None:
+            raise InvalidParameterError(
+                f"{where} is one part of {up}, a partition's file written as a directory of "
+                f"part files; name {up} (or the directory holding it) to import every part",
+                table=where,
+            )
+        if up.parent == up or not up.name:
+            return
+        up = up.parent
 
 
 def _discover_dir(d: Path | ObjectPath, where: str) -> Found:
@@ -121,7 +150,7 @@ def _discover_dir(d: Path | ObjectPath, where: str) -> Found:
         _check_manifest(d / MANIFEST, names)
     for name in sorted(names, key=lambda n: n.encode()):
         split = _role_of(name)
-        if split is None or not (d / name).is_file():
+        if split is None or not _exists(d / name):
             if not name.startswith(".") and name != MANIFEST:
                 ignored.append(name)
             continue
@@ -193,7 +222,7 @@ def _local_size(path: Path) -> int | None:
 
 def _partition(d: Path | ObjectPath, stem: str, where: str, *, named: bool) -> Partition:
     files = {role: d / f"{stem}{suffix}" for role, suffix in _SUFFIXES.items()}
-    have = {role for role, f in files.items() if f.is_file()}
+    have = {role for role, f in files.items() if _exists(f)}
     if "values" not in have:
         other = files["series"] if "series" in have else files["arrays"]
         raise missing_sibling(where, str(other), files["values"].name)
@@ -222,8 +251,11 @@ def _foreign(values: Any, stem: str, arrays: Any) -> Partition:
 
 
 def _metadata(path: Path | ObjectPath) -> Any:
-    """A file's Parquet metadata (its footer, parsed; of an object, read by range)."""
+    """A file's Parquet metadata (its footer, parsed; of an object, read by range); of a
+    directory of part files, every part's (:class:`PartsMetadata`)."""
     _, pq = require_pyarrow()
+    if not path.is_file() and path.is_dir():
+        return parts_metadata(pq, path, _metadata)
     with reading_errors(path):
         return pq.read_metadata(open_input(path))
 
@@ -287,7 +319,7 @@ def _partition_type(
         # No footer (a query engine rewrote the files): the series rows say it.
         _, pq = require_pyarrow()
         with reading_errors(files["series"]):
-            pf = pq.ParquetFile(open_input(files["series"]))
+            pf = open_parquet(pq, files["series"], _metadata(files["series"]), "series")
             if "time_series_type" not in pf.schema_arrow.names:
                 raise InvalidParameterError(
                     f"{files['series']} is missing column(s) a series file carries: "

@@ -35,7 +35,8 @@ from .grids import _affine, _sts_grids
 from .layout import (
     ELEMENT_SHAPE_KEY,
 )
-from .storage import ObjectPath, open_input
+from .parts import PartsFile, open_parquet
+from .storage import ObjectPath
 
 _SORT = "sort the file by array_id (then issue_time, timestamp) and import again"
 
@@ -154,9 +155,11 @@ class PartitionReader:
     def _open(self, role: str) -> Any:
         # With the metadata discovery read: the footer is not read and parsed again.
         with reading_errors(self.files[role]):
-            return self.pq.ParquetFile(
-                open_input(self.part.files[role]),
-                metadata=self.part.metadata.get(role),
+            return open_parquet(
+                self.pq,
+                self.part.files[role],
+                self.part.metadata.get(role),
+                role,
                 buffer_size=_READ_BUFFER,
                 pre_buffer=False,
             )
@@ -361,8 +364,8 @@ class PartitionReader:
         order, before any array is filed: each group's smallest id must not be below the
         one before's largest (the statistics say so; a group without them is read)."""
         pf = self._file("values")
-        if not self._has_aid:
-            return
+        if not self._has_aid or isinstance(pf, PartsFile):
+            return  # (parts are merged in order as they are read, each checked)
         at = pf.schema_arrow.get_field_index("array_id")
         meta = pf.metadata
         prev_hi: int | None = None
@@ -513,6 +516,11 @@ class PartitionReader:
         batch of ``names``; a group of more than one batch is announced first by ``(its
         array_id runs or None, None)`` (:meth:`_group_runs`). Only pyarrow work (and the
         numpy of the runs), so that :func:`_read_ahead` may run it in its thread."""
+        if isinstance(pf, PartsFile):
+            # Parts merged by array_id: each batch a whole number of arrays.
+            for batch in pf.iter_batches(batch_size=_BATCH_ROWS, columns=names):
+                yield None, batch
+            return
         for i in range(pf.num_row_groups):
             rows = pf.metadata.row_group(i).num_rows
             if rows == 0:

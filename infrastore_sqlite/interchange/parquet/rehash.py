@@ -28,6 +28,7 @@ from ..importing import Options, build_group, first_specs, read_rows
 from .discovery import discover
 from .layout import require_pyarrow
 from .partition import PartitionReader
+from .parts import arrow_schema, open_parquet
 from .storage import is_uri
 
 __all__ = ["rehash_parquet"]
@@ -118,7 +119,7 @@ def _apply(
     identity = all(remap[a] == a for a in remap) and len(keys) == len(new)
     token = uuid.uuid4().hex[:8]
     temps: dict[Path, Path] = {}
-    arrays = pq.read_table(files["arrays"])
+    schema = arrow_schema(reader.part.metadata["arrays"])
     table = pa.table(
         {
             "id": pa.array(range(1, len(keys) + 1), pa.int64()),
@@ -127,20 +128,29 @@ def _apply(
         }
     )
     try:
-        temps[files["arrays"]] = _write(pq, arrays.schema, table, files["arrays"], token)
+        temps[files["arrays"]] = _write(pq, schema, table, files["arrays"], token)
         if not identity:
-            _renumber(pa, pq, files, new, remap, temps, token)
+            _renumber(pa, pq, reader, files, new, remap, temps, token)
         for final, tmp in temps.items():
-            os.replace(tmp, final)
+            _replace(tmp, final, token)
     finally:
         for tmp in temps.values():
             tmp.unlink(missing_ok=True)
     return len(moved)
 
 
+def _replace(tmp: Path, final: Path, token: str) -> None:
+    """``tmp`` renamed to ``final``; a directory of part files there is set aside beside
+    it first (``.<name>.<token>.parts``: never removed, and skipped by every reader)."""
+    if final.is_dir():
+        os.replace(final, final.with_name(f".{final.name}.{token}.parts"))
+    os.replace(tmp, final)
+
+
 def _renumber(
     pa: Any,
     pq: Any,
+    reader: PartitionReader,
     files: dict[str, Path],
     new: dict[int, Any],
     remap: dict[int, int],
@@ -154,7 +164,7 @@ def _renumber(
         keep.setdefault(remap[aid], aid)
     kept = set(keep.values())
     for role in ("series", "values"):
-        t = pq.read_table(files[role])
+        t = open_parquet(pq, files[role], reader.part.metadata[role], role).read()
         aid = t.column("array_id").to_numpy(zero_copy_only=False).astype(np.int64)
         if role == "values":
             mask = np.isin(aid, list(kept))
@@ -172,6 +182,15 @@ def _renumber(
 def _write(pq: Any, schema: Any, table: Any, final: Path, token: str) -> Path:
     """``table`` in ``final``'s schema (footer kept) under a temporary name beside it."""
     tmp = final.with_name(f".{final.name}.{token}.partial")
-    table = table.cast(schema) if table.schema != schema else table
-    pq.write_table(table.replace_schema_metadata(schema.metadata), tmp, compression="zstd")
+    # The columns the table has, in the file's types; an engine's extra columns (Dask's
+    # index) are not written again, nor its description of them (pandas' metadata).
+    import pyarrow as pa
+
+    fields = [
+        schema.field(n) if n in schema.names else table.schema.field(n) for n in table.schema.names
+    ]
+    meta = {k: v for k, v in (schema.metadata or {}).items() if k != b"pandas"}
+    target = pa.schema(fields, metadata=meta or None)
+    table = table.cast(target) if table.schema != target else table
+    pq.write_table(table.replace_schema_metadata(target.metadata), tmp, compression="zstd")
     return tmp
