@@ -61,9 +61,24 @@ from .store_commands import _one
 @click.option(
     "--table-prefix", default="", metavar="P", help="--db: only the partitions under this prefix."
 )
+@click.option(
+    "--storage-option",
+    "storage_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="With an object-storage --dir: a client option, as Polars' storage_options names it "
+    "(aws_region=…, aws_endpoint_url=…); repeatable. Credentials default to the AWS_* "
+    "(GOOGLE_*, AZURE_*) environment.",
+)
 @_global_options(hidden=True)
 @click.pass_context
-def rehash(ctx: click.Context, db: str | None, directory: str | None, table_prefix: str) -> None:
+def rehash(
+    ctx: click.Context,
+    db: str | None,
+    directory: str | None,
+    table_prefix: str,
+    storage_options: tuple[str, ...],
+) -> None:
     """Recompute every array's data_hash in an exported database or Parquet directory.
 
     After values were edited with plain SQL (or rewritten in a query engine), the import's
@@ -83,10 +98,15 @@ def rehash(ctx: click.Context, db: str | None, directory: str | None, table_pref
             raise click.UsageError(
                 "--table-prefix cannot be used with --dir: it names SQLite tables", ctx
             )
+        from ..interchange.parquet.storage import parse_storage_options
+
+        options = parse_storage_options(storage_options) or None
         with _Progress(ctx, "rehash", "array") as bar:
-            changed = rehash_parquet(directory, progress=bar)
+            changed = rehash_parquet(directory, progress=bar, storage_options=options)
         _emit_doc(ctx, {"rehashed": changed, "dir": directory})
         return
+    if storage_options:
+        raise click.UsageError("--storage-option goes with --dir URI", ctx)
     from ..interchange.sqlite.rehash import rehash_sqlite
 
     with _Progress(ctx, "rehash", "array") as bar:

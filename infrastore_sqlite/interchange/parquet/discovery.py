@@ -72,6 +72,8 @@ class Found:
     partitions: list[Partition]
     set_aside: list[dict[str, str]] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
+    #: Files an export's manifest lists at another size whose footer reads: edits.
+    changed: list[str] = field(default_factory=list)
 
 
 def _role_of(name: str) -> tuple[str, str] | None:
@@ -146,8 +148,7 @@ def _discover_dir(d: Path | ObjectPath, where: str) -> Found:
     stems: dict[str, set[str]] = {}
     ignored: list[str] = []
     names = d.listdir() if isinstance(d, ObjectPath) else os.listdir(d)
-    if MANIFEST in names:
-        _check_manifest(d / MANIFEST, names)
+    changed = _check_manifest(d / MANIFEST) if MANIFEST in names else []
     for name in sorted(names, key=lambda n: n.encode()):
         split = _role_of(name)
         if split is None or not _exists(d / name):
@@ -155,7 +156,7 @@ def _discover_dir(d: Path | ObjectPath, where: str) -> Found:
                 ignored.append(name)
             continue
         stems.setdefault(split[0], set()).add(split[1])
-    found = Found(where, [], ignored=ignored)
+    found = Found(where, [], ignored=ignored, changed=changed)
     for stem in sorted(stems, key=lambda s: s.encode()):
         roles = stems[stem]
         if "values" in roles and "series" not in roles:
@@ -186,9 +187,11 @@ def _discover_dir(d: Path | ObjectPath, where: str) -> Found:
     return found
 
 
-def _check_manifest(manifest: Path | ObjectPath, names: list[str]) -> None:
-    """Refuse a directory whose files are not those its manifest lists, at their sizes (a
-    file missing or truncated since the export)."""
+def _check_manifest(manifest: Path | ObjectPath) -> list[str]:
+    """The files of the directory that differ from what its manifest lists: a file whose
+    size differs but whose footer reads was edited since the export (or written again by
+    an engine, as a directory of parts) and is read as it is now; a file missing, or cut
+    short so that its footer no longer reads, is refused as an incomplete copy."""
     try:
         listed = orjson.loads(manifest.read_bytes())["files"]
         wanted = {str(f["name"]): int(f["size"]) for f in listed}
@@ -201,21 +204,36 @@ def _check_manifest(manifest: Path | ObjectPath, names: list[str]) -> None:
     except OSError as exc:
         raise StorageError(f"reading {manifest} failed: {exc}", table=str(manifest)) from exc
     d = manifest.parent
+    changed: list[str] = []
     for name, size in wanted.items():
-        have = (d / name).size() if isinstance(d, ObjectPath) else _local_size(d / name)
-        if have != size:
-            state = "is missing" if have is None else f"holds {have} bytes"
-            raise InvalidParameterError(
-                f"{d / name} {state}, but the export's manifest {manifest.name} lists "
-                f"{size} bytes: the copy is incomplete; export again (or copy the file "
-                "again) before importing",
-                table=str(d / name),
-            )
+        path = d / name
+        have = path.size() if isinstance(path, ObjectPath) else _local_size(path)
+        if have == size:
+            continue
+        if (have is not None and _footer_reads(path)) or (have is None and path.is_dir()):
+            changed.append(str(path))
+            continue
+        state = "is missing" if have is None else f"holds {have} bytes and its footer does not read"
+        raise InvalidParameterError(
+            f"{path} {state}, but the export's manifest {manifest.name} lists "
+            f"{size} bytes: the copy is incomplete; export again (or copy the file "
+            "again) before importing",
+            table=str(path),
+        )
+    return changed
+
+
+def _footer_reads(path: Path | ObjectPath) -> bool:
+    try:
+        _metadata(path)
+    except StorageError:
+        return False
+    return True
 
 
 def _local_size(path: Path) -> int | None:
     try:
-        return path.stat().st_size
+        return path.stat().st_size if path.is_file() else None
     except OSError:
         return None
 

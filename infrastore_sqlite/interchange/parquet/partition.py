@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import operator
+import posixpath
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from .layout import (
     ELEMENT_SHAPE_KEY,
 )
 from .parts import PartsFile, open_parquet
-from .storage import ObjectPath
+from .storage import ObjectPath, is_uri
 
 _SORT = "sort the file by array_id (then issue_time, timestamp) and import again"
 
@@ -49,6 +50,8 @@ def rehash_of(values_file: str | Path | ObjectPath) -> Term:
     local copy, for object storage."""
     if isinstance(values_file, ObjectPath):
         return rehash_dir_term(str(values_file.parent))
+    if is_uri(values_file):  # a URI as text: its prefix, not a Path's (which drops a /)
+        return rehash_dir_term(posixpath.dirname(str(values_file).rstrip("/")))
     return rehash_dir_term(str(Path(values_file).parent))
 
 
