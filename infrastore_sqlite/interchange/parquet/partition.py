@@ -37,6 +37,7 @@ from .layout import (
     ELEMENT_SHAPE_KEY,
 )
 from .parts import PartsFile, open_parquet
+from .spark import spark_instants
 from .storage import ObjectPath, is_uri
 
 _SORT = "sort the file by array_id (then issue_time, timestamp) and import again"
@@ -632,18 +633,22 @@ class PartitionReader:
         t = col.type
         self._check_instant(t, name, file)
         zoneless = self._row_tr == "zoneless"
-        if t.tz is None and not zoneless:
+        # A column Spark's schema declares an instant is UTC, however it is stored.
+        spark_utc = t.tz is None and name in spark_instants(self.part.footers.get("values", {}))
+        if t.tz is None and not zoneless and not spark_utc:
             raise InvalidParameterError(
                 f"{file}: `{name}` is naive (no zone), but the series rows' time_reference is "
                 f'"{self._row_tr}" (partition {self.part.stem}); a naive column is a zoneless '
                 "series' wall clock: write the column zoned (UTC) and import again",
                 table=file,
             )
-        if t.tz is not None and zoneless:
+        if (t.tz is not None or spark_utc) and zoneless:
             raise InvalidParameterError(
-                f"{file}: `{name}` is zoned ({t.tz}), but the series rows say zoneless "
+                f"{file}: `{name}` is zoned ({t.tz or 'a Spark timestamp, UTC'}), but the "
+                "series rows say zoneless "
                 f"(partition {self.part.stem}); a zoneless series' wall clock is written "
-                "naive: drop the zone from the column and import again",
+                "naive: drop the zone from the column (in Spark: cast it to timestamp_ntz) "
+                "and import again",
                 table=file,
             )
         raw = to_numpy(pa, col)
