@@ -114,8 +114,8 @@ class LocalPublisher:
 
 
 class ObjectPublisher:
-    """A prefix in object storage: multipart uploads completed a partition at a time,
-    the manifest last."""
+    """A prefix in object storage: multipart uploads completed at the commit, the
+    manifest last."""
 
     def __init__(self, target: ObjectPath, plan: ExportPlan, *, overwrite: bool) -> None:
         self.target = target
@@ -210,143 +210,6 @@ class ObjectPublisher:
                 "size": upload.size,
             }
         )
-
-    def commit(self) -> None:
-        # Someone may have created one of the names while we wrote: never replace it.
-        if not self.overwrite:
-            _refuse_collisions(str(self.target), self._existing(), self.plan)
-        for final, tmp in self.temps.items():
-            os.replace(tmp, final)
-            self.renamed.append(final)
-
-    def rollback(self) -> None:
-        for path in (*self.temps.values(), *self.renamed):
-            path.unlink(missing_ok=True)
-        if self.created:
-            with contextlib.suppress(OSError):
-                self.target.rmdir()  # only if empty: never anything we did not write
-
-
-class ObjectPublisher:
-    """A prefix in object storage: multipart uploads completed a partition at a time,
-    the manifest last."""
-
-    def __init__(self, target: ObjectPath, plan: ExportPlan, *, overwrite: bool) -> None:
-        self.target = target
-        self.plan = plan
-        self.overwrite = overwrite
-        self.open: dict[tuple[int, str], Upload] = {}
-        self.published: list[ObjectPath] = []
-        self.files: list[dict[str, Any]] = []
-        #: The finished partitions' uploads, open (their parts sent, the uploads not
-        #: completed) until the commit.
-        self._pending: list[tuple[PartitionPlan, list[tuple[str, Upload]]]] = []
-
-    def check(self) -> None:
-        """Refuse files the export would create that are there already, and a manifest
-        of an earlier export (unless ``overwrite``); a missing bucket or wrong
-        credentials fail here, before anything is written."""
-        if self.overwrite:
-            return
-        existing = self.target.listdir()
-        if MANIFEST in existing:
-            raise InvalidParameterError(
-                f"{self.target} already holds an export (its {MANIFEST}); nothing was "
-                "written. Export to another prefix, or pass {overwrite} to replace its files",
-                table=str(self.target / MANIFEST),
-                terms={"overwrite": OVERWRITE},
-            )
-        _refuse_collisions(str(self.target), existing, self.plan)
-
-    def begin(self) -> None:
-        if self.overwrite and MANIFEST in self.target.listdir():
-            # The old manifest goes first: it no longer describes what is there.
-            (self.target / MANIFEST).delete()
-
-    def sink(self, pp: PartitionPlan, role: str) -> Upload:
-        # Parts sized for the values file's rows at a generous 64 bytes each.
-        expected = 64 * int(pp.rows) if role == "values" else 0
-        key = self.target / file_names(pp.partition)[role]
-        upload = key.upload(expected, overwrite=self.overwrite)
-        self.open[id(pp), role] = upload
-        return upload
-
-    def finished(self, pp: PartitionPlan, role: str) -> None:
-        """After the partition's last file is encoded, keep its uploads open: nothing of
-        the export is completed (so nothing a listing shows) until :meth:`settle`, at the
-        commit, as Hadoop's S3A committers do. A process killed before then leaves only
-        uploads that were never completed, which no listing shows."""
-        if role != "arrays":
-            return
-        self._pending.append((pp, [(r, self.open.pop((id(pp), r))) for r in _ORDER]))
-
-    def settle(self) -> None:
-        """Complete every finished partition's uploads: the series and arrays files of
-        all of them, then their values files (each partition's values file last, so "the
-        partition exists" means "its values file exists"), a few at a time; the first
-        failure is raised after all of them stopped, the rest aborted (a rollback then
-        removes what completed)."""
-        pending, self._pending = self._pending, []
-        if not pending:
-            return
-        batches = [
-            [(pp, r, up) for pp, uploads in pending for r, up in uploads if r != "values"],
-            [(pp, r, up) for pp, uploads in pending for r, up in uploads if r == "values"],
-        ]
-        error: BaseException | None = None
-        with ThreadPoolExecutor(_COMPLETING, thread_name_prefix="infrastore-sqlite-upload") as pool:
-            for batch in batches:
-                if error is not None:
-                    for _, _, up in batch:
-                        up.abort()
-                    continue
-                futures = [(pp, r, up, pool.submit(up.close)) for pp, r, up in batch]
-                for pp, r, up, fut in futures:
-                    try:
-                        fut.result()
-                    except BaseException as exc:
-                        error = error or exc
-                        continue
-                    self._published(pp, r, up)
-        if error is not None:
-            raise error
-
-    def _published(self, pp: PartitionPlan, r: str, upload: Upload) -> None:
-        names = file_names(pp.partition)
-        key = self.target / names[r]
-        self.published.append(key)
-        self.files.append(
-            {
-                "partition": pp.partition.file_stem,
-                "role": r,
-                "name": names[r],
-                "key": key.key,
-                "size": upload.size,
-            }
-        )
-
-    def _complete(self, pp: PartitionPlan, uploads: list[tuple[str, Upload]]) -> None:
-        """Complete one partition's uploads in :data:`_ORDER`; on a failure abort the
-        rest (what completed is in ``published``, which a rollback removes)."""
-        names = file_names(pp.partition)
-        for k, (r, upload) in enumerate(uploads):
-            try:
-                upload.close()
-            except BaseException:
-                for _, rest in uploads[k:]:
-                    rest.abort()
-                raise
-            key = self.target / names[r]
-            self.published.append(key)
-            self.files.append(
-                {
-                    "partition": pp.partition.file_stem,
-                    "role": r,
-                    "name": names[r],
-                    "key": key.key,
-                    "size": upload.size,
-                }
-            )
 
     def commit(self) -> None:
         self.settle()
