@@ -52,6 +52,16 @@ def test_the_page_runs_as_written(s3_server: Any, tmp_path: Path, monkeypatch: A
         assert out.getvalue().split("\n")[: len(expected)] == expected
 
 
+def test_the_query_lines_the_page_leads_with_are_run() -> None:
+    # The first text block's commands are shown before the export they need; the sh block
+    # after it runs each one, as written.
+    lead = _blocks("text")[1].strip().splitlines()
+    run = [line for block in _blocks("sh") for line in block.strip().splitlines()]
+    queries = [line for line in lead if line.startswith(PROG)]
+    assert len(queries) == 3 and all(line in run for line in queries)
+    assert "pip install 'infrastore-sqlite[query]'" in lead
+
+
 def test_the_page_names_the_install_and_the_untested_spark_recipe() -> None:
     text = PAGE.read_text(encoding="utf-8")
     assert "pip install 'infrastore-sqlite[cloud]'" in text
