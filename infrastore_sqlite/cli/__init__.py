@@ -30,7 +30,7 @@ from collections.abc import Sequence
 import click
 
 from .._version import __version__
-from . import add, edit, export, store_commands
+from . import add, edit, export, query, store_commands
 from .base import _CONTEXT, PROG, Globals, _example, _global_options
 from .render import _Group
 
@@ -74,6 +74,7 @@ for _command in (
     export.export,
     edit.diff,
     edit.unshare,
+    query.query,
 ):
     cli.add_command(_command)
 

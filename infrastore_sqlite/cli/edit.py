@@ -87,22 +87,29 @@ def diff(
         )
     with _open_store(ctx, read_only=True) as store, _Progress(ctx, "diff") as bar:
         if parquet_path:
+            from ..interchange.parquet.diff import diff_parquet_report
             from ..interchange.parquet.storage import parse_storage_options
 
             options = parse_storage_options(storage_options) or None
-            entries = store.diff_parquet(
-                parquet_path, progress=bar, storage_options=options, **_limits(bounds)
+            entries, changed = diff_parquet_report(
+                store, parquet_path, progress=bar, storage_options=options, **_limits(bounds)
             )
         else:
+            changed = []
             entries = store.diff_sqlite(
                 sqlite_file, table_prefix=table_prefix, progress=bar, **_limits(bounds)
             )
     _emit_rows(ctx, entries, columns=list(DIFF_KEYS), table_columns=_DIFF_TABLE, fmt=fmt)
     counts = {c: sum(e["change"] == c for e in entries) for c in ("added", "replaced", "unchanged")}
     _note(ctx, ", ".join(f"{n} {c}" for c, n in counts.items()))
+    for path in changed:
+        _note(ctx, f"{path} changed since the export (not the size its manifest lists)")
     stale = [e for e in entries if e["hash_stale"]]
     if stale:
-        _note(ctx, _stale_line(stale, sqlite_file))
+        line = _stale_line(stale, sqlite_file)
+        if storage_options:
+            line += " (with the same --storage-option flags)"
+        _note(ctx, line)
     if exit_code and has_changes(entries):
         ctx.exit(1)
 

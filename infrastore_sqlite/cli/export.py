@@ -63,11 +63,25 @@ from .store_commands import _one
 @click.option(
     "--table-prefix", default="", metavar="P", help="--db: only the partitions under this prefix."
 )
+@click.option(
+    "--storage-option",
+    "storage_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="With an object-storage --dir: a client option, as Polars' storage_options names it "
+    "(aws_region=…, aws_endpoint_url=…); repeatable. Credentials default to the AWS_* "
+    "(GOOGLE_*, AZURE_*) environment.",
+)
 @_limit_options
 @_global_options(hidden=True)
 @click.pass_context
 def rehash(
-    ctx: click.Context, db: str | None, directory: str | None, table_prefix: str, **bounds: Any
+    ctx: click.Context,
+    db: str | None,
+    directory: str | None,
+    table_prefix: str,
+    storage_options: tuple[str, ...],
+    **bounds: Any,
 ) -> None:
     """Recompute every array's data_hash in an exported database or Parquet directory.
 
@@ -88,10 +102,17 @@ def rehash(
             raise click.UsageError(
                 "--table-prefix cannot be used with --dir: it names SQLite tables", ctx
             )
+        from ..interchange.parquet.storage import parse_storage_options
+
+        options = parse_storage_options(storage_options) or None
         with _Progress(ctx, "rehash", "array") as bar:
-            changed = rehash_parquet(directory, progress=bar, **_limits(bounds))
+            changed = rehash_parquet(
+                directory, progress=bar, storage_options=options, **_limits(bounds)
+            )
         _emit_doc(ctx, {"rehashed": changed, "dir": directory})
         return
+    if storage_options:
+        raise click.UsageError("--storage-option goes with --dir URI", ctx)
     from ..interchange.sqlite.rehash import rehash_sqlite
 
     with warnings.catch_warnings(record=True) as caught:

@@ -38,6 +38,9 @@ class ImportReport:
         import takes, left out (``name``, ``values_table``, ``reason``).
     ignored
         Parquet: the files of a directory that belong to no partition.
+    changed
+        Parquet: the files whose size is not the one the export's manifest lists but
+        whose footer reads: edited (or written again by an engine) since the export.
     """
 
     path: str
@@ -46,6 +49,7 @@ class ImportReport:
     partitions: list[dict[str, Any]] = field(default_factory=list)
     set_aside: list[dict[str, str]] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
 
     @property
     def ids(self) -> list[int]:
@@ -67,6 +71,7 @@ class ImportReport:
             "partitions": self.partitions,
             **({"set_aside": self.set_aside} if self.set_aside else {}),
             **({"ignored": self.ignored} if self.ignored else {}),
+            **({"changed": self.changed} if self.changed else {}),
         }
 
 

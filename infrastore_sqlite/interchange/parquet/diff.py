@@ -12,13 +12,13 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..filing import diff_by_import
+from ..filing import diff_entries
 from .reader import import_parquet
 
 if TYPE_CHECKING:
     from ...store import Store
 
-__all__ = ["diff_parquet"]
+__all__ = ["diff_parquet", "diff_parquet_report"]
 
 
 def diff_parquet(
@@ -60,8 +60,7 @@ def diff_parquet(
     InvalidParameterError
         What the import would refuse in the files (the checksum aside).
     """
-    return diff_by_import(
-        import_parquet,
+    return diff_parquet_report(
         store,
         path,
         overrides=overrides,
@@ -69,4 +68,32 @@ def diff_parquet(
         storage_options=storage_options,
         max_array_bytes=max_array_bytes,
         max_cell_bytes=max_cell_bytes,
+    )[0]
+
+
+def diff_parquet_report(
+    store: Store,
+    path: str | os.PathLike[str],
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    max_array_bytes: int | None = None,
+    max_cell_bytes: int | None = None,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """:func:`diff_parquet`'s entries, and the files changed since the export: those whose
+    size is not the one the export's manifest lists but whose footer reads (edits)."""
+    report = import_parquet(
+        store,
+        path,
+        overrides=overrides,
+        progress=progress,
+        storage_options=storage_options,
+        skip_checksum=True,
+        dry_run=True,
+        on_conflict="replace",
+        diff=True,
+        max_array_bytes=max_array_bytes,
+        max_cell_bytes=max_cell_bytes,
     )
+    return diff_entries(report.partitions), list(report.changed)

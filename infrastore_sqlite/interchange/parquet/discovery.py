@@ -35,6 +35,7 @@ from .layout import (
     TYPE_KEY,
     require_pyarrow,
 )
+from .parts import open_parquet, parts_metadata
 from .storage import MANIFEST, ObjectPath, locate, open_input
 
 __all__ = ["Found", "Partition", "discover", "inside"]
@@ -72,6 +73,8 @@ class Found:
     partitions: list[Partition]
     set_aside: list[dict[str, str]] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
+    #: Files an export's manifest lists at another size whose footer reads: edits.
+    changed: list[str] = field(default_factory=list)
 
 
 def inside(d: Path | ObjectPath, name: str, *, listed_in: str | None = None) -> Path | ObjectPath:
@@ -136,15 +139,23 @@ def discover(
     if isinstance(p, Path) and where.lower().startswith("file://"):
         where = os.fspath(p)  # a file:// URI as the path it names
     if p.is_dir():
+        split = _role_of(p.name)
+        names = p.listdir() if isinstance(p, ObjectPath) else os.listdir(p)
+        if not any(_role_of(n) for n in names) and (split or p.name.endswith(".parquet")):
+            # A partition's file (or a foreign file) written as a directory of part files.
+            if split is None:
+                return Found(where, [_foreign(p, p.name.removesuffix(".parquet"), None)])
+            return Found(where, [_partition(p.parent, split[0], where, named=True)])
         return _discover_dir(p, where)
     if p.is_file():
         split = _role_of(p.name)
         if split is None:
+            _refuse_a_part(p, where)
             # Any other .parquet file is a foreign values file.
             return Found(where, [_foreign(p, p.name.removesuffix(".parquet"), None)])
         return Found(where, [_partition(p.parent, split[0], where, named=True)])
     values = p.parent / (p.name + _SUFFIXES["values"])
-    if any((p.parent / (p.name + s)).is_file() for s in _SUFFIXES.values()):
+    if any(_exists(p.parent / (p.name + s)) for s in _SUFFIXES.values()):
         return Found(where, [_partition(p.parent, p.name, where, named=True)])
     raise InvalidParameterError(
         f"{where} is neither a directory, a file nor a partition stem (no "
@@ -153,20 +164,39 @@ def discover(
     )
 
 
+def _exists(path: Path | ObjectPath) -> bool:
+    """Whether a partition's file is there: a file, or a directory of part files."""
+    return path.is_file() or path.is_dir()
+
+
+def _refuse_a_part(p: Path | ObjectPath, where: str) -> None:
+    """Refuse a part file named alone: its directory is the partition's file."""
+    up = p.parent
+    for _ in range(3):  # the part's directory, or a Polars key=value/ directory below it
+        if _role_of(up.name) is not None:
+            raise InvalidParameterError(
+                f"{where} is one part of {up}, a partition's file written as a directory of "
+                f"part files; name {up} (or the directory holding it) to import every part",
+                table=where,
+            )
+        if up.parent == up or not up.name:
+            return
+        up = up.parent
+
+
 def _discover_dir(d: Path | ObjectPath, where: str) -> Found:
     stems: dict[str, set[str]] = {}
     ignored: list[str] = []
     names = d.listdir() if isinstance(d, ObjectPath) else os.listdir(d)
-    if MANIFEST in names:
-        _check_manifest(d / MANIFEST, names)
+    changed = _check_manifest(d / MANIFEST) if MANIFEST in names else []
     for name in sorted(names, key=lambda n: n.encode()):
         split = _role_of(name)
-        if split is None or not (d / name).is_file():
+        if split is None or not _exists(d / name):
             if not name.startswith(".") and name != MANIFEST:
                 ignored.append(name)
             continue
         stems.setdefault(split[0], set()).add(split[1])
-    found = Found(where, [], ignored=ignored)
+    found = Found(where, [], ignored=ignored, changed=changed)
     for stem in sorted(stems, key=lambda s: s.encode()):
         roles = stems[stem]
         if "values" in roles and "series" not in roles:
@@ -197,9 +227,13 @@ def _discover_dir(d: Path | ObjectPath, where: str) -> Found:
     return found
 
 
-def _check_manifest(manifest: Path | ObjectPath, names: list[str]) -> None:
-    """Refuse a directory whose files are not those its manifest lists, at their sizes (a
-    file missing or truncated since the export)."""
+def _check_manifest(manifest: Path | ObjectPath) -> list[str]:
+    """The files of the directory that differ from what its manifest lists: a file whose
+    size differs but whose footer reads was edited since the export (or written again by
+    an engine, as a directory of parts) and is read as it is now; a file missing, or cut
+    short so that its footer no longer reads, is refused as an incomplete copy. Every name
+    it lists must stay in the directory (:func:`inside`), and the manifest itself is
+    bounded (``MAX_MANIFEST_BYTES``)."""
     d = manifest.parent
     inside(d, manifest.name)
     size = manifest.size() if isinstance(manifest, ObjectPath) else _local_size(manifest)
@@ -223,28 +257,43 @@ def _check_manifest(manifest: Path | ObjectPath, names: list[str]) -> None:
         raise StorageError(f"reading {manifest} failed: {exc}", table=str(manifest)) from exc
     for name in wanted:
         inside(d, name, listed_in=str(manifest))
+    changed: list[str] = []
     for name, size in wanted.items():
-        have = (d / name).size() if isinstance(d, ObjectPath) else _local_size(d / name)
-        if have != size:
-            state = "is missing" if have is None else f"holds {have} bytes"
-            raise InvalidParameterError(
-                f"{d / name} {state}, but the export's manifest {manifest.name} lists "
-                f"{size} bytes: the copy is incomplete; export again (or copy the file "
-                "again) before importing",
-                table=str(d / name),
-            )
+        path = d / name
+        have = path.size() if isinstance(path, ObjectPath) else _local_size(path)
+        if have == size:
+            continue
+        if (have is not None and _footer_reads(path)) or (have is None and path.is_dir()):
+            changed.append(str(path))
+            continue
+        state = "is missing" if have is None else f"holds {have} bytes and its footer does not read"
+        raise InvalidParameterError(
+            f"{path} {state}, but the export's manifest {manifest.name} lists "
+            f"{size} bytes: the copy is incomplete; export again (or copy the file "
+            "again) before importing",
+            table=str(path),
+        )
+    return changed
+
+
+def _footer_reads(path: Path | ObjectPath) -> bool:
+    try:
+        _metadata(path)
+    except StorageError:
+        return False
+    return True
 
 
 def _local_size(path: Path) -> int | None:
     try:
-        return path.stat().st_size
+        return path.stat().st_size if path.is_file() else None
     except OSError:
         return None
 
 
 def _partition(d: Path | ObjectPath, stem: str, where: str, *, named: bool) -> Partition:
     files = {role: inside(d, f"{stem}{suffix}") for role, suffix in _SUFFIXES.items()}
-    have = {role for role, f in files.items() if f.is_file()}
+    have = {role for role, f in files.items() if _exists(f)}
     if "values" not in have:
         other = files["series"] if "series" in have else files["arrays"]
         raise missing_sibling(where, str(other), files["values"].name)
@@ -273,8 +322,11 @@ def _foreign(values: Any, stem: str, arrays: Any) -> Partition:
 
 
 def _metadata(path: Path | ObjectPath) -> Any:
-    """A file's Parquet metadata (its footer, parsed; of an object, read by range)."""
+    """A file's Parquet metadata (its footer, parsed; of an object, read by range); of a
+    directory of part files, every part's (:class:`PartsMetadata`)."""
     _, pq = require_pyarrow()
+    if not path.is_file() and path.is_dir():
+        return parts_metadata(pq, path, _metadata)
     with reading_errors(path):
         return pq.read_metadata(open_input(path))
 
@@ -338,7 +390,7 @@ def _partition_type(
         # No footer (a query engine rewrote the files): the series rows say it.
         _, pq = require_pyarrow()
         with reading_errors(files["series"]):
-            pf = pq.ParquetFile(open_input(files["series"]))
+            pf = open_parquet(pq, files["series"], _metadata(files["series"]), "series")
             if "time_series_type" not in pf.schema_arrow.names:
                 raise InvalidParameterError(
                     f"{files['series']} is missing column(s) a series file carries: "

@@ -26,7 +26,7 @@ from .layout import (
     TYPE_KEY,
 )
 from .partition import PartitionReader
-from .storage import open_input
+from .parts import open_parquet
 
 __all__ = ["ForeignReader"]
 
@@ -46,7 +46,7 @@ class ForeignReader(PartitionReader):
     ) -> None:
         values = str(part.files["values"])
         with reading_errors(values):
-            pf = pq.ParquetFile(open_input(part.files["values"]))
+            pf = open_parquet(pq, part.files["values"], part.metadata.get("values"), "values")
         schema = pf.schema_arrow
         meta = part.footers["values"]
         names = schema.names

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import operator
+import posixpath
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -37,7 +38,9 @@ from .grids import _affine, _sts_grids
 from .layout import (
     ELEMENT_SHAPE_KEY,
 )
-from .storage import ObjectPath, open_input
+from .parts import PartsFile, open_parquet
+from .spark import spark_instants
+from .storage import ObjectPath, is_uri
 
 _SORT = "sort the file by array_id (then issue_time, timestamp) and import again"
 
@@ -50,6 +53,8 @@ def rehash_of(values_file: str | Path | ObjectPath) -> Term:
     local copy, for object storage."""
     if isinstance(values_file, ObjectPath):
         return rehash_dir_term(str(values_file.parent))
+    if is_uri(values_file):  # a URI as text: its prefix, not a Path's (which drops a /)
+        return rehash_dir_term(posixpath.dirname(str(values_file).rstrip("/")))
     return rehash_dir_term(str(Path(values_file).parent))
 
 
@@ -156,9 +161,11 @@ class PartitionReader:
     def _open(self, role: str) -> Any:
         # With the metadata discovery read: the footer is not read and parsed again.
         with reading_errors(self.files[role]):
-            return self.pq.ParquetFile(
-                open_input(self.part.files[role]),
-                metadata=self.part.metadata.get(role),
+            return open_parquet(
+                self.pq,
+                self.part.files[role],
+                self.part.metadata.get(role),
+                role,
                 buffer_size=_READ_BUFFER,
                 pre_buffer=False,
             )
@@ -390,8 +397,8 @@ class PartitionReader:
         order, before any array is filed: each group's smallest id must not be below the
         one before's largest (the statistics say so; a group without them is read)."""
         pf = self._file("values")
-        if not self._has_aid:
-            return
+        if not self._has_aid or isinstance(pf, PartsFile):
+            return  # (parts are merged in order as they are read, each checked)
         at = pf.schema_arrow.get_field_index("array_id")
         meta = pf.metadata
         prev_hi: int | None = None
@@ -546,6 +553,11 @@ class PartitionReader:
         batch of ``names``; a group of more than one batch is announced first by ``(its
         array_id runs or None, None)`` (:meth:`_group_runs`). Only pyarrow work (and the
         numpy of the runs), so that :func:`_read_ahead` may run it in its thread."""
+        if isinstance(pf, PartsFile):
+            # Parts merged by array_id: each batch a whole number of arrays.
+            for batch in pf.iter_batches(batch_size=_BATCH_ROWS, columns=names):
+                yield None, batch
+            return
         for i in range(pf.num_row_groups):
             rows = pf.metadata.row_group(i).num_rows
             if rows == 0:
@@ -654,18 +666,22 @@ class PartitionReader:
         t = col.type
         self._check_instant(t, name, file)
         zoneless = self._row_tr == "zoneless"
-        if t.tz is None and not zoneless:
+        # A column Spark's schema declares an instant is UTC, however it is stored.
+        spark_utc = t.tz is None and name in spark_instants(self.part.footers.get("values", {}))
+        if t.tz is None and not zoneless and not spark_utc:
             raise InvalidParameterError(
                 f"{file}: `{name}` is naive (no zone), but the series rows' time_reference is "
                 f'"{self._row_tr}" (partition {self.part.stem}); a naive column is a zoneless '
                 "series' wall clock: write the column zoned (UTC) and import again",
                 table=file,
             )
-        if t.tz is not None and zoneless:
+        if (t.tz is not None or spark_utc) and zoneless:
             raise InvalidParameterError(
-                f"{file}: `{name}` is zoned ({t.tz}), but the series rows say zoneless "
+                f"{file}: `{name}` is zoned ({t.tz or 'a Spark timestamp, UTC'}), but the "
+                "series rows say zoneless "
                 f"(partition {self.part.stem}); a zoneless series' wall clock is written "
-                "naive: drop the zone from the column and import again",
+                "naive: drop the zone from the column (in Spark: cast it to timestamp_ntz) "
+                "and import again",
                 table=file,
             )
         raw = to_numpy(pa, col)

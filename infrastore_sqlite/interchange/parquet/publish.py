@@ -7,8 +7,9 @@ last. :class:`ObjectPublisher` writes each file to its final key as an upload th
 listing shows until it is published (a multipart upload completed, or a file small
 enough for one part put whole, create-only unless ``overwrite``: ``storage.Upload``); a
 partition's files are published together once its three files are encoded (values
-last), in a thread while the next partition is encoded, and a manifest
-(``_infrastore_manifest.json``: the partitions, files, sizes, keys) is put last. On a
+last) only when the whole export commits, as Hadoop's S3A committers do, and a manifest
+(``_infrastore_manifest.json``: the partitions, files, sizes, keys) is put last; a
+process killed before leaves uploads never completed, which no listing shows. On a
 failure either removes what it published and aborts what it had not. Imports
 ``interchange`` and below, and ``storage.py``.
 """
@@ -19,7 +20,7 @@ import contextlib
 import datetime as dt
 import os
 import uuid
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,9 @@ __all__ = ["LocalPublisher", "ObjectPublisher"]
 #: The order a partition's files are published in: "the partition exists" means "its
 #: values file exists", so the values file comes last.
 _ORDER = ("series", "arrays", "values")
+#: Uploads completed at once at the commit (each sends what is left of its file, a part
+#: at most, then completes).
+_COMPLETING = 4
 
 
 class LocalPublisher:
@@ -110,8 +114,8 @@ class LocalPublisher:
 
 
 class ObjectPublisher:
-    """A prefix in object storage: multipart uploads completed a partition at a time,
-    the manifest last."""
+    """A prefix in object storage: multipart uploads completed at the commit, the
+    manifest last."""
 
     def __init__(self, target: ObjectPath, plan: ExportPlan, *, overwrite: bool) -> None:
         self.target = target
@@ -120,11 +124,9 @@ class ObjectPublisher:
         self.open: dict[tuple[int, str], Upload] = {}
         self.published: list[ObjectPath] = []
         self.files: list[dict[str, Any]] = []
-        #: Completes the partitions' uploads, one partition after the other, while the
-        #: next is encoded (what is left of an upload when its file is encoded, a part,
-        #: goes up beside the encoding instead of after it).
-        self._completer: ThreadPoolExecutor | None = None
-        self._completing: list[Future[None]] = []
+        #: The finished partitions' uploads, open (their parts sent, the uploads not
+        #: completed) until the commit.
+        self._pending: list[tuple[PartitionPlan, list[tuple[str, Upload]]]] = []
 
     def check(self) -> None:
         """Refuse files the export would create that are there already, and a manifest
@@ -156,60 +158,65 @@ class ObjectPublisher:
         return upload
 
     def finished(self, pp: PartitionPlan, role: str) -> None:
-        """After the partition's last file is encoded, start completing its uploads,
-        values last (:meth:`settle` waits for them); an earlier partition's failure to
-        complete is raised here, so the export stops at once."""
+        """After the partition's last file is encoded, keep its uploads open: nothing of
+        the export is completed (so nothing a listing shows) until :meth:`settle`, at the
+        commit, as Hadoop's S3A committers do. A process killed before then leaves only
+        uploads that were never completed, which no listing shows."""
         if role != "arrays":
             return
-        for fut in self._completing:
-            if fut.done() and fut.exception() is not None:
-                fut.result()
-        uploads = [(r, self.open.pop((id(pp), r))) for r in _ORDER]
-        if self._completer is None:
-            self._completer = ThreadPoolExecutor(1, thread_name_prefix="infrastore-sqlite-upload")
-        self._completing.append(self._completer.submit(self._complete, pp, uploads))
+        self._pending.append((pp, [(r, self.open.pop((id(pp), r))) for r in _ORDER]))
 
     def settle(self) -> None:
-        """Wait until every finished partition's uploads completed; the first failure
-        is raised (after all of them stopped, so that a rollback finds them settled)."""
+        """Complete every finished partition's uploads: the series and arrays files of
+        all of them, then their values files (each partition's values file last, so "the
+        partition exists" means "its values file exists"), a few at a time; the first
+        failure is raised after all of them stopped, the rest aborted (a rollback then
+        removes what completed)."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        batches = [
+            [(pp, r, up) for pp, uploads in pending for r, up in uploads if r != "values"],
+            [(pp, r, up) for pp, uploads in pending for r, up in uploads if r == "values"],
+        ]
         error: BaseException | None = None
-        for fut in self._completing:
-            try:
-                fut.result()
-            except BaseException as exc:
-                error = error or exc
-        self._completing.clear()
-        if self._completer is not None:
-            self._completer.shutdown()
-            self._completer = None
+        with ThreadPoolExecutor(_COMPLETING, thread_name_prefix="infrastore-sqlite-upload") as pool:
+            for batch in batches:
+                if error is not None:
+                    for _, _, up in batch:
+                        up.abort()
+                    continue
+                futures = [(pp, r, up, pool.submit(up.close)) for pp, r, up in batch]
+                for pp, r, up, fut in futures:
+                    try:
+                        fut.result()
+                    except BaseException as exc:
+                        error = error or exc
+                        continue
+                    self._published(pp, r, up)
         if error is not None:
             raise error
 
-    def _complete(self, pp: PartitionPlan, uploads: list[tuple[str, Upload]]) -> None:
-        """Complete one partition's uploads in :data:`_ORDER`; on a failure abort the
-        rest (what completed is in ``published``, which a rollback removes)."""
+    def _published(self, pp: PartitionPlan, r: str, upload: Upload) -> None:
         names = file_names(pp.partition)
-        for k, (r, upload) in enumerate(uploads):
-            try:
-                upload.close()
-            except BaseException:
-                for _, rest in uploads[k:]:
-                    rest.abort()
-                raise
-            key = self.target / names[r]
-            self.published.append(key)
-            self.files.append(
-                {
-                    "partition": pp.partition.file_stem,
-                    "role": r,
-                    "name": names[r],
-                    "key": key.key,
-                    "size": upload.size,
-                }
-            )
+        key = self.target / names[r]
+        self.published.append(key)
+        self.files.append(
+            {
+                "partition": pp.partition.file_stem,
+                "role": r,
+                "name": names[r],
+                "key": key.key,
+                "size": upload.size,
+            }
+        )
 
     def commit(self) -> None:
         self.settle()
+        # In partition order whatever order the uploads completed in.
+        at = {pp.partition.file_stem: k for k, pp in enumerate(self.plan.partitions)}
+        rank = {r: k for k, r in enumerate(_ORDER)}
+        self.files.sort(key=lambda e: (at.get(e["partition"], -1), rank.get(e["role"], 0)))
         manifest = {
             "format": "infrastore-sqlite export manifest",
             "writer": f"infrastore-sqlite {__version__}",
@@ -223,8 +230,10 @@ class ObjectPublisher:
         self.target.bucket.forget(self.target.key)
 
     def rollback(self) -> None:
-        with contextlib.suppress(BaseException):
-            self.settle()
+        for _, uploads in self._pending:
+            for _, upload in uploads:
+                upload.abort()
+        self._pending.clear()
         for upload in self.open.values():
             upload.abort()
         self.open.clear()

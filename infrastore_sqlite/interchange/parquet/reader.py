@@ -157,4 +157,5 @@ def import_parquet(
     report = ImportReport(found.where, "", dry_run)
     report.set_aside = found.set_aside
     report.ignored = found.ignored
+    report.changed = found.changed
     return run_import(ctx, readers, report, dry_run=dry_run, per_partition=per_partition)

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
 from ...errors import InvalidParameterError
 from ...model import TimeSeriesType
@@ -29,7 +30,8 @@ from ..importing.limits import Limits
 from .discovery import discover
 from .layout import require_pyarrow
 from .partition import PartitionReader
-from .storage import is_uri
+from .parts import arrow_schema, open_parquet
+from .storage import MANIFEST, ObjectPath, storage_errors
 
 __all__ = ["rehash_parquet"]
 
@@ -38,6 +40,7 @@ def rehash_parquet(
     directory: str | os.PathLike[str],
     *,
     progress: Callable[[int, int], None] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
     max_array_bytes: int | None = None,
     max_cell_bytes: int | None = None,
 ) -> int:
@@ -50,6 +53,10 @@ def rehash_parquet(
         partition's file or stem.
     progress
         Called as ``progress(done_rows, total_rows)``.
+    storage_options
+        For an object-storage URI, as for ``import_parquet``: there each file rehash
+        writes is one PUT (the arrays files; the values and series files too when a
+        partition is renumbered), and the export's manifest is updated last.
     max_array_bytes, max_cell_bytes
         The store's bounds on what the files may make it read, as for the import.
 
@@ -62,20 +69,11 @@ def rehash_parquet(
     ------
     InvalidParameterError
         What the import would refuse in the values themselves (nulls, rows off the grid,
-        cells that do not fit the element type, ...). Nothing is written then. Also an
-        object-storage URI: rehash rewrites files in place, which object storage cannot.
+        cells that do not fit the element type, ...). Nothing is written then.
     """
-    if is_uri(directory):
-        where = os.fspath(directory)
-        raise InvalidParameterError(
-            f"rehash rewrites files in place and cannot rewrite {where} in object "
-            f"storage: copy it to a local directory, rehash --dir that directory, then "
-            f"export or copy the files back (with --overwrite)",
-            table=where,
-        )
     pa, pq = require_pyarrow()
     limits = Limits.of(max_array_bytes=max_array_bytes, max_cell_bytes=max_cell_bytes)
-    found = discover(directory)
+    found = discover(directory, storage_options)
     readers = [
         PartitionReader(pa, pq, p, found.where)
         for p in found.partitions
@@ -83,8 +81,9 @@ def rehash_parquet(
     ]
     for reader in readers:
         reader.limits = limits
-        for final in map(Path, reader.files.values()):
-            if final.is_symlink():
+        for final in reader.files.values():
+            # (Object storage has no links: only a local file can be one.)
+            if isinstance(final, Path) and final.is_symlink():
                 # os.replace would put the new file in the link's place, and writing
                 # through it would change a file this directory does not hold.
                 raise InvalidParameterError(
@@ -117,26 +116,32 @@ def rehash_parquet(
             reader.close_values()
         plans.append((reader, arrays, new))
     changed = 0
+    sizes: dict[Any, dict[str, int]] = {}
     for reader, old, new in plans:
-        changed += _apply(pa, pq, reader, old, new)
+        written = _apply(pa, pq, reader, old, new)
+        changed += written.pop("moved", 0)
+        sizes.setdefault(reader.part.files["arrays"].parent, {}).update(written)
+    for where, written in sizes.items():
+        if written:
+            # Last: the manifest lists the files as rehash left them.
+            update_manifest(where, written)
     return changed
 
 
 def _apply(
     pa: Any, pq: Any, reader: PartitionReader, old: dict[int, Any], new: dict[int, Any]
-) -> int:
+) -> dict[str, int]:
+    """Write the partition's new arrays file (and, renumbered, its series and values
+    files); returns ``{file name: size}`` of what was written (nothing when no hash
+    moved)."""
     moved = [aid for aid in old if new[aid] != old[aid]]
     if not moved:
-        return 0
-    files = {role: Path(p) for role, p in reader.files.items()}
+        return {}
     # Ids again in key order; arrays that became one key keep the first one's id.
     keys = sorted(set(new.values()))
     rank = {key: i for i, key in enumerate(keys, start=1)}
     remap = {aid: rank[key] for aid, key in new.items()}
     identity = all(remap[a] == a for a in remap) and len(keys) == len(new)
-    token = uuid.uuid4().hex[:8]
-    temps: dict[Path, Path] = {}
-    arrays = pq.read_table(files["arrays"])
     table = pa.table(
         {
             "id": pa.array(range(1, len(keys) + 1), pa.int64()),
@@ -144,35 +149,105 @@ def _apply(
             "time_axis": pa.array([k[1] for k in keys], pa.string()),
         }
     )
+    tables = {"arrays": _fit(pa, arrow_schema(reader.part.metadata["arrays"]), table)}
+    if not identity:
+        tables.update(_renumber(pa, pq, reader, new, remap))
+    written = _publish(pq, reader.part.files, tables)
+    return {"moved": len(moved), **written}
+
+
+def _publish(pq: Any, files: dict[str, Any], tables: dict[str, Any]) -> dict[str, int]:
+    """Each table written over its role's file, values first and arrays last: locally
+    under a temporary name renamed into place once all are written; in object storage
+    one PUT each. A directory of part files there is set aside first (never removed:
+    ``.<name>.<token>.parts`` beside it, which every reader skips)."""
+    token = uuid.uuid4().hex[:8]
+    order = [r for r in ("values", "series", "arrays") if r in tables]
+    sizes: dict[str, int] = {}
+    if isinstance(files["arrays"], ObjectPath):
+        for role in order:
+            final: ObjectPath = files[role]
+            import pyarrow as pa
+
+            sink = pa.BufferOutputStream()
+            pq.write_table(tables[role], sink, compression="zstd")
+            data = sink.getvalue()
+            if not final.is_file() and final.is_dir():
+                _set_aside_parts(final, token)
+            final.put(data.to_pybytes(), overwrite=True)
+            sizes[final.name] = data.size
+        files["arrays"].bucket.forget(files["arrays"].parent.key)
+        return sizes
+    temps: dict[Path, Path] = {}
     try:
-        temps[files["arrays"]] = _write(pq, arrays.schema, table, files["arrays"], token)
-        if not identity:
-            _renumber(pa, pq, files, new, remap, temps, token)
+        for role in order:
+            final = Path(files[role])
+            tmp = temps[final] = final.with_name(f".{final.name}.{token}.partial")
+            pq.write_table(tables[role], tmp, compression="zstd")
         for final, tmp in temps.items():
+            if final.is_dir():
+                os.replace(final, final.with_name(f".{final.name}.{token}.parts"))
             os.replace(tmp, final)
+            sizes[final.name] = final.stat().st_size
     finally:
         for tmp in temps.values():
             tmp.unlink(missing_ok=True)
-    return len(moved)
+    return sizes
+
+
+def _set_aside_parts(d: ObjectPath, token: str) -> None:
+    """Every object under the prefix ``d`` moved to ``.<name>.<token>.parts/`` beside it."""
+    aside = d.parent / f".{d.name}.{token}.parts"
+    b = d.bucket
+    with storage_errors(str(d), "setting aside the parts of"):
+        for page in b.obstore.list(b.store, f"{d.key}/"):
+            for meta in page:
+                rel = meta["path"][len(d.key) + 1 :]
+                # (a fresh token: nothing is there to overwrite; S3 has no copy-if-absent)
+                b.obstore.rename(b.store, meta["path"], f"{aside.key}/{rel}")
+    b.forget(d.key)
+
+
+def update_manifest(where: Path | ObjectPath, sizes: dict[str, int]) -> None:
+    """The export's manifest in ``where`` (when there is one) made to list ``sizes`` for
+    the files rehash wrote, written last."""
+    manifest = where / MANIFEST
+    if not manifest.is_file():
+        return
+    try:
+        doc = orjson.loads(manifest.read_bytes())
+        for f in doc["files"]:
+            if f.get("name") in sizes:
+                f["size"] = sizes[f["name"]]
+    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+        return  # not a manifest this build reads: the import says so, naming it
+    data = orjson.dumps(doc, option=orjson.OPT_INDENT_2)
+    if isinstance(manifest, ObjectPath):
+        manifest.put(data, overwrite=True)
+        manifest.bucket.forget(where.key)  # type: ignore[union-attr]
+        return
+    tmp = manifest.with_name(f".{MANIFEST}.{uuid.uuid4().hex[:8]}.partial")
+    tmp.write_bytes(data)
+    os.replace(tmp, manifest)
 
 
 def _renumber(
     pa: Any,
     pq: Any,
-    files: dict[str, Path],
+    reader: PartitionReader,
     new: dict[int, Any],
     remap: dict[int, int],
-    temps: dict[Path, Path],
-    token: str,
-) -> None:
+) -> dict[str, Any]:
     """The values and series files again with the new ids, in their order."""
     # Keep one values group per key: the first array of each new key.
     keep = {}
     for aid in sorted(new):
         keep.setdefault(remap[aid], aid)
     kept = set(keep.values())
+    out = {}
     for role in ("series", "values"):
-        t = pq.read_table(files[role])
+        meta = reader.part.metadata[role]
+        t = open_parquet(pq, reader.part.files[role], meta, role).read()
         aid = t.column("array_id").to_numpy(zero_copy_only=False).astype(np.int64)
         if role == "values":
             mask = np.isin(aid, list(kept))
@@ -184,12 +259,17 @@ def _renumber(
         t = t.set_column(
             t.schema.get_field_index("array_id"), field, pa.array(mapped).cast(field.type)
         ).take(pa.array(order))
-        temps[files[role]] = _write(pq, t.schema, t, files[role], token)
+        out[role] = _fit(pa, arrow_schema(meta), t)
+    return out
 
 
-def _write(pq: Any, schema: Any, table: Any, final: Path, token: str) -> Path:
-    """``table`` in ``final``'s schema (footer kept) under a temporary name beside it."""
-    tmp = final.with_name(f".{final.name}.{token}.partial")
-    table = table.cast(schema) if table.schema != schema else table
-    pq.write_table(table.replace_schema_metadata(schema.metadata), tmp, compression="zstd")
-    return tmp
+def _fit(pa: Any, schema: Any, table: Any) -> Any:
+    """``table`` in the file's schema (its types, its footer). The columns the table has:
+    an engine's extra columns (Dask's index) are not written again, nor its description
+    of them (pandas' metadata)."""
+    names = table.schema.names
+    fields = [schema.field(n) if n in schema.names else table.schema.field(n) for n in names]
+    meta = {k: v for k, v in (schema.metadata or {}).items() if k != b"pandas"}
+    target = pa.schema(fields, metadata=meta or None)
+    table = table.cast(target) if table.schema != target else table
+    return table.replace_schema_metadata(target.metadata)

@@ -36,6 +36,7 @@ from ...errors import (
     InvalidParameterError,
     MissingDependencyError,
     StorageError,
+    Term,
 )
 
 __all__ = [
@@ -205,6 +206,70 @@ def _aws_profile(options: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+#: Option names (after the ``aws_`` prefix is taken off, as obstore does) of the S3
+#: endpoint, and the variables obstore reads them from when no option names them.
+_ENDPOINT_NAMES = ("endpoint_url", "endpoint")
+_ENDPOINT_VARS = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT")
+_TRUE = frozenset({"true", "1", "yes", "on"})
+
+
+def _check_plain_http(root: str, config: Mapping[str, Any], client: Mapping[str, Any]) -> None:
+    """Refuse an ``http://`` S3 endpoint without ``allow_http``, naming what allows it:
+    obstore's HTTP client refuses each request then, with the words "builder error" and
+    no hint of the setting."""
+    if not root.startswith(("s3://", "s3a://")):
+        return
+    endpoint = next(
+        (
+            str(v)
+            for k, v in config.items()
+            if k.lower().removeprefix("aws_") in _ENDPOINT_NAMES and v
+        ),
+        next((os.environ[v] for v in _ENDPOINT_VARS if os.environ.get(v)), ""),
+    )
+    if not endpoint.lower().startswith("http://"):
+        return
+    allowed = client.get("allow_http", os.environ.get("AWS_ALLOW_HTTP", ""))
+    if str(allowed).strip().lower() in _TRUE:
+        return
+    raise InvalidParameterError(
+        f"the endpoint {endpoint} for {root} is plain http://, which the client refuses "
+        "unless told to allow it: set AWS_ALLOW_HTTP=true, or pass {allow_http} (for a "
+        "local server such as MinIO or SeaweedFS; use https:// anywhere else)",
+        table=root,
+        terms={
+            "allow_http": Term(
+                "--storage-option aws_allow_http=true", 'storage_options={"aws_allow_http": "true"}'
+            )
+        },
+    )
+
+
+def _configuration_error(root: str, options: Mapping[str, Any], exc: BaseException) -> Exception:
+    """obstore's refusal to build a client, in the caller's words: by its class where
+    it has one (an unknown option), else its first line."""
+    kind = type(exc).__name__
+    if kind == "UnknownConfigurationKeyError":
+        found = re.search(r"key: '([^']+)'", str(exc))
+        key = found.group(1) if found else "one of them"
+        return InvalidParameterError(
+            f"cannot open {root}: the storage option {key} is not one the client knows; "
+            "name options as Polars' storage_options does (aws_access_key_id, aws_region, "
+            "aws_endpoint_url, aws_allow_http, …) and pass them with {storage_option}",
+            table=root,
+            terms={"storage_option": STORAGE_OPTION},
+        )
+    first = str(exc).split("Debug source", 1)[0].strip().splitlines()
+    said = first[0] if first else kind
+    return InvalidParameterError(
+        f"cannot open {root} with the storage options {sorted(options)} ({said}); name "
+        "options as Polars' storage_options does (aws_access_key_id, aws_region, "
+        "aws_endpoint_url, …) and pass them with {storage_option}",
+        table=root,
+        terms={"storage_option": STORAGE_OPTION},
+    )
+
+
 class Bucket:
     """One bucket (or container) opened with its options: obstore's store, and the
     listings made through it (a directory is listed once per import)."""
@@ -232,6 +297,7 @@ class Bucket:
             else:
                 config[name] = value
         url = root.replace("s3a://", "s3://", 1)
+        _check_plain_http(root, config, client)
         try:
             self.store = from_url(
                 url,
@@ -242,12 +308,7 @@ class Bucket:
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # obstore panics (a BaseException) on some bad keys
-            raise InvalidParameterError(
-                f"cannot open {root} with the storage options {sorted(options)}: {exc}; "
-                "name options as Polars' storage_options does (aws_access_key_id, "
-                "aws_region, aws_endpoint_url, …)",
-                table=root,
-            ) from None
+            raise _configuration_error(root, options, exc) from None
         self._listed: dict[str, tuple[dict[str, int], list[str]]] = {}
 
     def listing(self, prefix: str) -> tuple[dict[str, int], list[str]]:
@@ -620,7 +681,10 @@ def _storage_error(exc: Exception, uri: str, doing: str) -> StorageError:
     elif "timed out" in lowered or "timedout" in lowered:
         said = f"no answer from {at}: timed out"
     else:
-        said = text.split(": <", 1)[0][:200]
+        # obstore's own text, without its debug dump and the server's XML, cut at a word.
+        said = text.split("Debug source", 1)[0].split(": <", 1)[0].strip()
+        if len(said) > 200:
+            said = said[:200].rsplit(" ", 1)[0] + " …"
     return StorageError(
         f"{doing} {uri} failed ({said}); {hint}",
         table=uri,

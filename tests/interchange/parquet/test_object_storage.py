@@ -32,7 +32,6 @@ from infrastore_sqlite.interchange.parquet import export as export_mod
 from infrastore_sqlite.interchange.parquet import export_parquet, import_parquet
 from infrastore_sqlite.interchange.parquet import publish as publish_mod
 from infrastore_sqlite.interchange.parquet.diff import diff_parquet
-from infrastore_sqlite.interchange.parquet.rehash import rehash_parquet
 from infrastore_sqlite.interchange.parquet.storage import MANIFEST, locate
 
 #: Fail fast once the server is gone (obstore's default is 10 tries over 3 minutes).
@@ -159,10 +158,10 @@ def test_the_cli_takes_the_uri_and_the_aws_environment(
     result = runner.invoke(cli, diff, prog_name=PROG)
     assert result.exit_code == 0, result.stderr
     assert "0 added, 0 replaced" in result.stderr
-    rehash = runner.invoke(cli, ["rehash", "--dir", uri], prog_name=PROG)
-    assert rehash.exit_code != 0
-    lines = rehash.stderr.strip().splitlines()
-    assert len(lines) == 1 and uri.rstrip("/") in lines[0] and "local directory" in lines[0]
+    # rehash takes the URI and the same flags; nothing was edited, nothing written.
+    rehash = runner.invoke(cli, ["-f", "json", "rehash", "--dir", uri, *flags], prog_name=PROG)
+    assert rehash.exit_code == 0, rehash.stderr
+    assert json.loads(rehash.stdout)["rehashed"] == 0
 
 
 def test_a_bad_storage_option_is_refused_in_the_callers_words(varied: Path) -> None:
@@ -333,11 +332,6 @@ def test_missing_obstore_names_the_install(monkeypatch: pytest.MonkeyPatch) -> N
         locate("s3://bucket/prefix")
     # A local path or file:// needs none of it.
     assert locate("file:///tmp/x") == Path("/tmp/x")
-
-
-def test_rehash_refuses_a_uri_naming_the_local_route() -> None:
-    with pytest.raises(InvalidParameterError, match="copy it to a local directory, rehash"):
-        rehash_parquet("s3://bucket/prefix")
 
 
 def test_a_file_is_read_by_range_not_downloaded(

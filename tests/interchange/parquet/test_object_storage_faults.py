@@ -115,3 +115,59 @@ def test_server_stopped_mid_import_resumes_with_ignore(
         assert _contents(dst) == want
     finally:
         dst.close()
+
+
+#: An export run in a process of its own that kills itself (SIGKILL: no cleanup runs)
+#: once its second partition is encoded and handed to the publisher.
+_KILLED_EXPORT = """
+import os, signal, sys
+from infrastore_sqlite import Store
+from infrastore_sqlite.interchange.parquet import publish
+
+finished = publish.ObjectPublisher.finished
+seen = []
+
+def finished_then_die(self, pp, role):
+    finished(self, pp, role)
+    if role == "arrays":
+        seen.append(pp)
+        if len(seen) == 2:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+publish.ObjectPublisher.finished = finished_then_die
+with Store.open(sys.argv[1], read_only=True) as s:
+    s.export_parquet(sys.argv[2])
+"""
+
+
+def test_an_export_killed_midway_leaves_nothing_and_runs_again(
+    s3_server: Any, varied: Path
+) -> None:
+    import subprocess
+    import sys
+    import uuid
+
+    from click.testing import CliRunner
+
+    from infrastore_sqlite.cli import PROG, cli
+
+    uri = f"s3://infrastore/killed-{uuid.uuid4().hex[:8]}"
+    env = {**__import__("os").environ, **s3_server.env}
+    done = subprocess.run(
+        [sys.executable, "-c", _KILLED_EXPORT, str(varied), uri], env=env, timeout=300
+    )
+    assert done.returncode == -9  # killed, as planned, after two partitions
+    root = locate(uri, s3_server.options)
+    assert root.bucket.listing(root.key) == ({}, [])  # nothing a listing shows
+    args = ["--store", str(varied), "export", "-f", "parquet", "--dir", uri]
+    again = CliRunner().invoke(cli, args, prog_name=PROG, env=s3_server.env)
+    assert again.exit_code == 0, again.stderr
+    root.bucket.forget(root.key)
+    assert MANIFEST in root.listdir()
+    dst = new_store(varied.parent / f"{uuid.uuid4().hex[:6]}.h5")
+    try:
+        import_parquet(dst, uri, storage_options=s3_server.options)
+        with Store.open(varied, read_only=True) as src:
+            assert sorted(snapshot(dst)) == sorted(snapshot(src, derived=False))
+    finally:
+        dst.close()

@@ -1,0 +1,89 @@
+"""A DuckDB session for the query commands (``query --parquet`` / ``query --db``): DuckDB
+is an optional extra (``pip install 'infrastore-sqlite[query]'``), and its extensions
+(SQLite's reader, httpfs for object storage) are loaded from their PyPI wheels
+(``duckdb-extension-*``), never downloaded. The session's zone is UTC, so that what the
+views show does not move with the machine's zone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ..errors import InvalidParameterError, MissingDependencyError
+
+__all__ = ["QUERY_INSTALL", "connect", "load_extension", "require_duckdb", "run_sql"]
+
+#: The install command that brings DuckDB and its extensions.
+QUERY_INSTALL = "pip install 'infrastore-sqlite[query]'"
+
+
+def require_duckdb() -> ModuleType:
+    """The ``duckdb`` module, or an error naming the install command."""
+    try:
+        import duckdb
+    except ImportError:
+        raise MissingDependencyError(
+            f"querying an export needs DuckDB, which is not installed; run {QUERY_INSTALL}"
+        ) from None
+    return duckdb
+
+
+def connect() -> Any:
+    """An in-memory DuckDB connection that loads nothing by itself, its zone UTC."""
+    duckdb = require_duckdb()
+    con = duckdb.connect(
+        config={"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+    )
+    con.execute("SET TimeZone = 'UTC'")
+    return con
+
+
+def load_extension(con: Any, name: str, wheel: str) -> None:
+    """Load extension ``name`` from the ``wheel`` package (``duckdb_extension_…``) built
+    for this DuckDB release, or say what to install."""
+    duckdb = require_duckdb()
+    try:
+        module = __import__(wheel)
+    except ImportError:
+        module = None
+    version = f"v{duckdb.__version__}"
+    found = (
+        sorted(Path(module.__file__).parent.glob(f"extensions/*/{name}.duckdb_extension"))
+        if module is not None and module.__file__
+        else []
+    )
+    exact = [f for f in found if f.parent.name == version]
+    if not (exact or found):
+        package = wheel.replace("_", "-")
+        raise MissingDependencyError(
+            f"DuckDB's {name} extension is not installed; run pip install "
+            f"{package}=={duckdb.__version__} (or {QUERY_INSTALL})"
+        )
+    con.load_extension(str((exact or found)[-1]))
+
+
+def run_sql(con: Any, sql: str, *, arrow: bool) -> Any:
+    """``sql`` run in ``con``: a relation (or an Arrow table); DuckDB's refusal of the
+    SQL as an InvalidParameterError that lists the views."""
+    import duckdb
+
+    try:
+        rel = con.sql(sql)
+        if rel is None:
+            raise InvalidParameterError("the SQL returned no rows to show: give one SELECT")
+        return rel.to_arrow_table() if arrow else rel
+    except duckdb.Error as exc:
+        views = sorted(
+            r[0]
+            for r in con.execute(
+                "SELECT view_name FROM duckdb_views() WHERE NOT internal"
+            ).fetchall()
+        )
+        shown = [v for v in views if not v.endswith(("_values", "_series", "_arrays"))]
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InvalidParameterError(
+            f"DuckDB refused the SQL ({first}); the views are {', '.join(shown)}, and each "
+            "partition's <base>_values, <base>_series and <base>_arrays"
+        ) from None

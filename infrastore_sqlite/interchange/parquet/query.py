@@ -1,0 +1,263 @@
+"""The SQLite form's fixed-name views over the Parquet form, in DuckDB (``query --parquet``).
+
+An interchange database gives every reader the same views: ``all_values``, ``all_series``,
+``all_arrays``, the typed companions (``all_values_real``, ``…_integer``, ``…_json``) and
+one ``flat_<base>`` per partition (``interchange/sqlite/companions.py``). A directory of
+Parquet files gives only file names, and ``read_parquet(dir)`` over the whole directory
+mixes the three roles' columns in one table. :func:`connect_parquet` defines the same
+views in a DuckDB session over the partition files in place (a file, or a directory of
+part files; local or ``s3://``), each partition's files as ``<base>_values``,
+``<base>_series`` and ``<base>_arrays``, ``<base>`` being the SQLite base of its stem.
+
+Instants: the session's zone is UTC, and the union views give ``timestamp``,
+``issue_time`` and ``initial_timestamp`` as plain ``TIMESTAMP``: the UTC instant of a
+zoned partition, the wall clock of a zoneless one, whatever zone the session is later
+set to. ``all_values.value`` is text (a number as DuckDB spells it, a list as JSON), as
+one column cannot hold the partitions' different types; the typed companions keep each
+type. Every name in the SQL is a validated partition base; the files are handed to
+DuckDB as values, never spelled in SQL.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ...errors import InvalidParameterError
+from ..duckdb_session import connect, load_extension, run_sql
+from .discovery import Partition, discover
+from .layout import ROLES
+from .parts import PartsMetadata
+from .storage import ObjectPath
+
+__all__ = ["ALL_SERIES_COLUMNS", "connect_parquet", "query_parquet"]
+
+#: ``all_series``' columns, as the SQLite form's (``sqlite/schema.py`` VIEW_COLUMNS).
+ALL_SERIES_COLUMNS = [
+    "array_id",
+    "id",
+    "owner_id",
+    "owner_type",
+    "owner_category",
+    "time_series_type",
+    "name",
+    "initial_timestamp",
+    "resolution",
+    "length",
+    "interval",
+    "horizon",
+    "count",
+    "features",
+    "element_type",
+    "element_shape",
+    "time_reference",
+    "units",
+    "quantity_kind",
+    "unit_system",
+    "component_field",
+    "application_data",
+]
+#: The type a union view gives a series column a partition lacks.
+_NULL_TYPES = {"initial_timestamp": "TIMESTAMP", "length": "BIGINT", "count": "BIGINT"}
+_KEYS = (("issue_time", "TIMESTAMP"), ("percentile", "DOUBLE"), ("scenario", "BIGINT"))
+_FLAT_SERIES = (
+    ("id", "series_id"),
+    ("owner_id", "owner_id"),
+    ("owner_type", "owner_type"),
+    ("owner_category", "owner_category"),
+    ("name", "name"),
+    ("units", "units"),
+    ("quantity_kind", "quantity_kind"),
+    ("features", "features"),
+)
+_BASE = re.compile(r"[A-Za-z0-9_]+")
+_INTEGERS = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "BOOLEAN")
+
+
+def query_parquet(
+    path: str | os.PathLike[str],
+    sql: str,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    arrow: bool = False,
+) -> Any:
+    """Run ``sql`` over the views of the Parquet export at ``path``.
+
+    Parameters
+    ----------
+    path
+        A directory ``export -f parquet`` wrote (or a partition's file or stem), local or
+        ``s3://``; a partition's file may be a directory of part files.
+    sql
+        One query, over ``all_values``, ``all_series``, ``all_arrays``,
+        ``all_values_real`` / ``_integer`` / ``_json``, ``flat_<base>`` and each
+        partition's ``<base>_values`` / ``_series`` / ``_arrays``.
+    storage_options
+        For an ``s3://`` path, as for ``import_parquet`` (keys, region, endpoint); what
+        is not given comes from the ``AWS_*`` environment.
+    arrow
+        Return a ``pyarrow.Table`` instead of a DuckDB relation.
+
+    Returns
+    -------
+    duckdb.DuckDBPyRelation or pyarrow.Table
+
+    Raises
+    ------
+    MissingDependencyError
+        DuckDB (``pip install 'infrastore-sqlite[query]'``) or its extension is missing.
+    InvalidParameterError
+        Nothing exported at ``path``; SQL DuckDB refuses (its message, and the views).
+    """
+    con = connect_parquet(path, storage_options=storage_options)
+    return run_sql(con, sql, arrow=arrow)
+
+
+def connect_parquet(
+    path: str | os.PathLike[str], *, storage_options: Mapping[str, Any] | None = None
+) -> Any:
+    """A DuckDB connection holding the views over the Parquet export at ``path``."""
+    found = discover(path, storage_options)
+    parts = [p for p in found.partitions if not p.foreign]
+    if not parts:
+        raise InvalidParameterError(
+            f"{found.where} holds no exported partition (a values file alone has no series "
+            "rows to join): name what export -f parquet wrote",
+            table=found.where,
+        )
+    con = connect()
+    if any(isinstance(f, ObjectPath) for p in parts for f in p.files.values()):
+        _object_storage(con, parts[0].files["values"], storage_options or {})
+    sources = []
+    for p in parts:
+        base = p.stem.replace(".", "_")
+        if not _BASE.fullmatch(base):
+            raise InvalidParameterError(f"{p.stem} is not a partition stem", table=p.stem)
+        types = {}
+        for role in ROLES:
+            rel = con.read_parquet(_files(p, role))
+            rel.create_view(f"{base}_{role}")
+            types[role] = dict(zip(rel.columns, map(str, rel.types), strict=True))
+        sources.append((base, p, types))
+    for statement in _views(sources):
+        con.execute(statement)
+    return con
+
+
+def _files(p: Partition, role: str) -> list[str]:
+    """The files DuckDB reads for a role: the file, or every part of its directory."""
+    meta = p.metadata.get(role)
+    paths = meta.parts if isinstance(meta, PartsMetadata) else [p.files[role]]
+    return [_uri(x) for x in paths]
+
+
+def _uri(x: Path | ObjectPath) -> str:
+    return str(x).replace("s3a://", "s3://", 1) if isinstance(x, ObjectPath) else os.fspath(x)
+
+
+def _object_storage(con: Any, where: Any, options: Mapping[str, Any]) -> None:
+    """httpfs loaded and told the keys, region and endpoint (the options, else the
+    ``AWS_*`` environment), each as a bound value."""
+    if not str(where).startswith(("s3://", "s3a://")):
+        raise InvalidParameterError(
+            f"query reads s3:// and local paths; {where} is neither (copy it to a local "
+            "directory, or query it with DuckDB's own extension for that store)",
+            table=str(where),
+        )
+    load_extension(con, "httpfs", "duckdb_extension_httpfs")
+    opts = {str(k).lower().removeprefix("aws_"): str(v) for k, v in options.items()}
+    env = os.environ.get
+
+    def pick(*names: str, var: tuple[str, ...] = ()) -> str | None:
+        for n in names:
+            if opts.get(n):
+                return opts[n]
+        return next((env(v) for v in var if env(v)), None)
+
+    settings = {
+        "s3_access_key_id": pick("access_key_id", var=("AWS_ACCESS_KEY_ID",)),
+        "s3_secret_access_key": pick("secret_access_key", var=("AWS_SECRET_ACCESS_KEY",)),
+        "s3_session_token": pick("session_token", "token", var=("AWS_SESSION_TOKEN",)),
+        "s3_region": pick("region", var=("AWS_REGION", "AWS_DEFAULT_REGION")),
+    }
+    endpoint = pick("endpoint_url", "endpoint", var=("AWS_ENDPOINT_URL", "AWS_ENDPOINT"))
+    if endpoint:
+        plain = endpoint.lower().startswith("http://")
+        settings["s3_endpoint"] = re.sub(r"^https?://", "", endpoint).rstrip("/")
+        settings["s3_url_style"] = "path"
+        settings["s3_use_ssl"] = "false" if plain else "true"
+    for name, value in settings.items():
+        if value is not None:
+            # (names from the fixed list above; the value bound)
+            con.execute(f"SET {name} = ?", [value])
+
+
+def _ts(col: str, typ: str) -> str:
+    """An instant column as a plain TIMESTAMP: a zoned one at UTC, a wall clock as is."""
+    if "TIME ZONE" in typ:
+        return f"timezone('UTC', {col})"
+    return f"CAST({col} AS TIMESTAMP)"
+
+
+def _value_class(typ: str) -> str:
+    if typ in ("DOUBLE", "FLOAT"):
+        return "real"
+    if typ.startswith("U") or typ in _INTEGERS:
+        return "integer"
+    return "json"
+
+
+def _views(sources: list[tuple[str, Partition, dict[str, dict[str, str]]]]) -> list[str]:
+    out = []
+    values, series, arrays = [], [], []
+    typed: dict[str, list[str]] = {"real": [], "integer": [], "json": []}
+    present = {c for _, _, t in sources for c, _ in _KEYS if c in t["values"]}
+    for base, _p, types in sources:
+        vt, st = types["values"], types["series"]
+        head = f"SELECT '{base}' AS partition_name, array_id, {_ts('timestamp', vt['timestamp'])} AS timestamp"
+        keys = [
+            _ts(c, vt[c]) + f" AS {c}"
+            if c == "issue_time" and c in vt
+            else (c if c in vt else f"CAST(NULL AS {t}) AS {c}")
+            for c, t in _KEYS
+        ]
+        cls = _value_class(vt.get("value", ""))
+        text = "CAST(to_json(value) AS VARCHAR)" if cls == "json" else "CAST(value AS VARCHAR)"
+        values.append(f"{head}, {', '.join(keys)}, {text} AS value FROM {base}_values")
+        typed_value = {
+            "real": "CAST(value AS DOUBLE)",
+            "integer": "CAST(value AS INTEGER)" if vt.get("value") == "BOOLEAN" else "value",
+            "json": text,
+        }[cls]
+        tkeys = [k for (c, _), k in zip(_KEYS, keys, strict=True) if c in present]
+        typed[cls].append(
+            f"{head}{''.join(', ' + k for k in tkeys)}, {typed_value} AS value FROM {base}_values"
+        )
+        cols = []
+        for c in ALL_SERIES_COLUMNS:
+            if c not in st:
+                cols.append(f"CAST(NULL AS {_NULL_TYPES.get(c, 'VARCHAR')}) AS {c}")
+            elif c == "initial_timestamp":
+                cols.append(f"{_ts(c, st[c])} AS {c}")
+            else:
+                cols.append(c)
+        series.append(f"SELECT '{base}' AS partition_name, {', '.join(cols)} FROM {base}_series")
+        arrays.append(
+            f"SELECT '{base}' AS partition_name, id, data_hash, time_axis FROM {base}_arrays"
+        )
+        flat = [f"s.{c}" if c == a else f"s.{c} AS {a}" for c, a in _FLAT_SERIES]
+        flat += ["v.timestamp", *(f"v.{c}" for c, _ in _KEYS if c in vt), "v.value"]
+        out.append(
+            f"CREATE VIEW flat_{base} AS SELECT {', '.join(flat)} FROM {base}_values AS v "
+            f"JOIN {base}_series AS s USING (array_id)"
+        )
+    out.append("CREATE VIEW all_values AS " + " UNION ALL ".join(values))
+    out.append("CREATE VIEW all_series AS " + " UNION ALL ".join(series))
+    out.append("CREATE VIEW all_arrays AS " + " UNION ALL ".join(arrays))
+    for cls, selects in typed.items():
+        if selects:
+            out.append(f"CREATE VIEW all_values_{cls} AS " + " UNION ALL ".join(selects))
+    return out
