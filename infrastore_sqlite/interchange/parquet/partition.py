@@ -374,10 +374,18 @@ class PartitionReader:
         pf = self._file("values")
         at = pf.schema_arrow.get_field_index("array_id") if self._has_aid else -1
         limit = row_limit(self.limits, self.type)
-        found = check_row_groups(pf.metadata, at, limit)
-        if found is not None:
-            what, rows = found
-            raise self._too_many(f"{self.files['values']}: {what}", rows, limit, at_least=False)
+        # A part-file directory: each part's footer alone (an array that continues across
+        # parts is bounded by the values walk as it grows, _runs).
+        metas = (
+            list(zip(pf.meta.parts, pf.meta.metas, strict=True))
+            if isinstance(pf, PartsFile)
+            else [(self.files["values"], pf.metadata)]
+        )
+        for where, meta in metas:
+            found = check_row_groups(meta, at, limit)
+            if found is not None:
+                what, rows = found
+                raise self._too_many(f"{where}: {what}", rows, limit, at_least=False)
 
     def _bound(self, aid: int, first: int, rows: int, limit: int) -> None:
         if rows > limit:

@@ -81,7 +81,7 @@ def rehash_parquet(
     ]
     for reader in readers:
         reader.limits = limits
-        for final in reader.files.values():
+        for final in reader.part.files.values():
             # (Object storage has no links: only a local file can be one.)
             if isinstance(final, Path) and final.is_symlink():
                 # os.replace would put the new file in the link's place, and writing
