@@ -39,6 +39,11 @@ Conventions every command follows:
   line) or `csv`. Lists print as `{"items": [...]}` under `-f json`; write commands print
   one status document (`{"added": N, ...}`, `{"removed": N, ...}`,
   `{"dry_run": true, ...}`), and a selection matching nothing still reports its zero.
+* Values that are not finite numbers stay distinct in every format: a table and CSV
+  (`get`, `export -f csv`) spell them `NaN`, `inf`, `-inf`; JSON and JSON lines (`get -f
+  json|jsonl`, `export -f json|jsonl`) spell NaN `null` and the infinities `"Infinity"`
+  and `"-Infinity"`, as the JSON cells of an `export -f sqlite` file do (JSON numbers
+  cannot hold them).
 * Errors, prompts and progress bars go to stderr. Under `-f json`/`-f jsonl` a runtime
   error is `{"status": "error", "message": ...}`; usage errors stay prose.
 * Exit status: 0 success, 1 runtime error (or a negative answer, as from `verify`),

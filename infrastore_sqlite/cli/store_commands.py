@@ -18,7 +18,7 @@ from ..errors import (
     NotFoundError,
     StoreExistsError,
 )
-from ..interchange.series_files import series_meta, value_rows
+from ..interchange.series_files import json_row, series_meta, value_rows
 from ..store import Store, catalog_path
 from ..store.arrays import compression_spec
 from ..store.repair import restore_hint
@@ -317,6 +317,8 @@ def get(
     columns, rows = value_rows(series)
     if limit is not None:
         rows = rows[:limit]
+    if fmt in ("json", "jsonl"):
+        rows = [json_row(r) for r in rows]  # NaN, +inf, -inf told apart, as export writes
     if fmt == "json":
         click.echo(_dumps({"series": meta, "columns": columns, "items": rows}, pretty=True))
     else:

@@ -13,6 +13,7 @@ May import: :mod:`infrastore_sqlite.store` and below.
 from __future__ import annotations
 
 import csv
+import math
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -129,6 +130,18 @@ def to_json(obj: Any, *, pretty: bool = False) -> str:
     return orjson.dumps(obj, option=option, default=json_default).decode()
 
 
+def json_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row of :func:`value_rows` as JSON holds it, every value kept: NaN as ``null``,
+    the infinities as the strings ``"Infinity"`` and ``"-Infinity"``, as the SQLite
+    file's JSON cells spell them (JSON numbers cannot hold them, and orjson would write
+    all three as ``null``)."""
+    out = dict(row)
+    for key, value in row.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            out[key] = None if value != value else ("Infinity" if value > 0 else "-Infinity")
+    return out
+
+
 def text_cell(value: Any) -> str:
     """A cell as a spreadsheet reads it: ``NaN``, ``inf``, ``-inf``; floats round-trip;
     lists and maps as JSON. The CLI's tables and CSV use it too."""
@@ -156,20 +169,22 @@ def write_series(
     rows: Iterable[Mapping[str, Any]],
 ) -> None:
     """Write one series: ``csv`` (a header, then a line per row), ``json`` (one document:
-    ``series`` (its metadata), ``columns``, ``items``) or ``jsonl`` (one object per row)."""
+    ``series`` (its metadata), ``columns``, ``items``) or ``jsonl`` (one object per row).
+
+    CSV spells NaN and the infinities ``NaN``, ``inf``, ``-inf`` (:func:`text_cell`);
+    JSON ``null``, ``"Infinity"``, ``"-Infinity"`` (:func:`json_row`)."""
     if fmt == "csv":
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(columns)
         for row in rows:
             writer.writerow([text_cell(row.get(c)) for c in columns])
     elif fmt == "json":
-        out.write(
-            to_json({"series": meta, "columns": list(columns), "items": list(rows)}, pretty=True)
-        )
+        items = [json_row(r) for r in rows]
+        out.write(to_json({"series": meta, "columns": list(columns), "items": items}, pretty=True))
         out.write("\n")
     elif fmt == "jsonl":
         for row in rows:
-            out.write(to_json(row))
+            out.write(to_json(json_row(row)))
             out.write("\n")
     else:
         raise InvalidParameterError(

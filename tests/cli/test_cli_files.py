@@ -301,3 +301,43 @@ def test_a_refusal_part_way_takes_the_files_back(pristine: Path, tmp_path: Path)
             "--time-range", "2024-08-02T00:00:00Z..2024-08-03T00:00:00Z")  # fmt: skip
     assert r.exit_code == 1 and "past the last window" in r.stderr
     assert list(out.iterdir()) == []
+
+
+def test_json_keeps_nan_and_the_infinities_apart(tmp_path: Path, registry) -> None:  # noqa: F811
+    """NaN, +inf and -inf each keep their own spelling in JSON and JSON lines (null,
+    "Infinity", "-Infinity", as the SQLite file's JSON cells spell them), in get and in
+    export, and CSV keeps NaN, inf, -inf."""
+    from datetime import UTC, datetime
+
+    import numpy as np
+
+    from infrastore_sqlite import SingleTimeSeries
+
+    path = tmp_path / "s.h5"
+    with Store.create(path) as store:
+        data = np.array([1.5, np.nan, np.inf, -np.inf])
+        ts = SingleTimeSeries(datetime(2024, 1, 1, tzinfo=UTC), "PT1H", data, "x")
+        store.add_time_series(1, "Gen", "Component", ts)
+    spelled = [1.5, None, "Infinity", "-Infinity"]
+    for command in ("get", "export"):
+        fmt_first = command == "get"
+        for fmt in ("json", "jsonl"):
+            args = ("-f", fmt, command) if fmt_first else (command, "-f", fmt)
+            r = run("--store", str(path), *args, "--name", "x")
+            assert r.exit_code == 0, r.stderr
+            if fmt == "json":
+                doc = json.loads(r.stdout)
+                check(registry, "get.json", doc)
+                items = doc["items"]
+            else:
+                items = [json.loads(line) for line in r.stdout.splitlines()]
+                for item in items:
+                    check(registry, "get-row.json", item)
+            assert [i["value"] for i in items] == spelled, (command, fmt)
+    r = run("--store", str(path), "export", "-f", "csv", "--name", "x")
+    assert [row[1] for row in csv.reader(io.StringIO(r.stdout))][1:] == [
+        "1.5",
+        "NaN",
+        "inf",
+        "-inf",
+    ]
