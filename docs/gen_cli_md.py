@@ -47,7 +47,9 @@ Conventions every command follows:
 * Errors, prompts and progress bars go to stderr. Under `-f json`/`-f jsonl` a runtime
   error is `{"status": "error", "message": ...}`; usage errors stay prose.
 * Exit status: 0 success, 1 runtime error (or a negative answer, as from `verify`),
-  2 usage error.
+  2 usage error. A command whose stdout reader stops reading (`| head -1`) ends quietly,
+  nothing on stderr, with the shell's status for a closed pipe, 141 (128 + SIGPIPE), as
+  `cat` does (0 when it had written everything before the reader left).
 * Progress bars appear only when stderr is a terminal and `-q` is not given.
 * The JSON outputs are described by the JSON Schemas in `schemas/cli/`.
 * Set `INFRASTORE_SQLITE_DEBUG=1` to see the traceback of an unexpected error.
