@@ -195,9 +195,8 @@ def list_(ctx: click.Context, limit: int | None, wide: bool, **kw: Any) -> None:
     """
     fmt = _format(ctx)
     with _open_store(ctx, read_only=True) as store:
-        rows = [r.metadata() for r in _select(store, kw)]
-    for r in rows:
-        r.pop("timestamps", None)
+        # Each series' instants in its own time reference, as get prints its rows.
+        rows = [series_meta(r) for r in _select(store, kw)]
     if limit is not None:
         rows = rows[:limit]
     columns = list(rows[0]) if rows else _metadata_columns()

@@ -43,7 +43,10 @@ def _value_columns(prefix: str, shape: tuple[int, ...]) -> list[str]:
     return [f"{prefix}[{','.join(map(str, idx))}]" for idx in np.ndindex(*shape)]
 
 
-def _render_instants(ms: np.ndarray, tr: str | None) -> list[str]:
+def render_instants(ms: np.ndarray, tr: str | None) -> list[str]:
+    """Instants (ms) as ISO-8601 text in the time reference ``tr``, as every command
+    prints a series' instants: UTC for utc, the offset or the zone's offset at that
+    instant otherwise, a bare wall clock for zoneless (milliseconds when there are any)."""
     out = []
     for value, dt in zip(ms.tolist(), ms_to_datetimes(ms, tr), strict=True):
         out.append(dt.isoformat(timespec="milliseconds" if value % 1000 else "seconds"))
@@ -58,7 +61,7 @@ def value_rows(series: Any) -> tuple[list[str], list[dict[str, Any]]]:
     if not kind.is_forecast:
         shape = tuple(data.shape[1:])
         vcols = _value_columns("value", shape)
-        stamps = _render_instants(np.asarray(series.timestamps_ms), tr)
+        stamps = render_instants(np.asarray(series.timestamps_ms), tr)
         # (an explicit width: an empty range has no rows to infer it from)
         flat = data.reshape(data.shape[0], int(np.prod(shape, dtype=np.int64))).tolist()
         rows = [
@@ -88,8 +91,8 @@ def value_rows(series: Any) -> tuple[list[str], list[dict[str, Any]]]:
     targets = np.array(
         [step(int(issues[j]), res, h) for j in range(count) for h in range(steps)], dtype=np.int64
     )
-    issue_text = _render_instants(issues, tr)
-    target_text = _render_instants(targets, tr)
+    issue_text = render_instants(issues, tr)
+    target_text = render_instants(targets, tr)
     # window-major rows; lanes side by side
     per_row = np.moveaxis(cube, 0, 2)  # [H, count, L, *E]
     per_row = np.swapaxes(per_row, 0, 1).reshape(count * steps, -1).tolist()
@@ -312,7 +315,12 @@ def _write_files(
 
 
 def series_meta(row: Any) -> dict[str, Any]:
-    """A catalog row's metadata as a series file carries it (without its timestamps)."""
+    """A catalog row's metadata as a series file carries it (without its timestamps),
+    its ``initial_timestamp`` in the series' own time reference (as its rows)."""
     meta = dict(row.metadata())
     meta.pop("timestamps", None)
+    if row.initial_ms is not None:
+        meta["initial_timestamp"] = render_instants(
+            np.asarray([row.initial_ms], dtype=np.int64), row.time_reference
+        )[0]
     return meta
