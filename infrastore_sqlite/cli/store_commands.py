@@ -248,9 +248,17 @@ def _candidate(row: Any) -> dict[str, Any]:
     }
 
 
-def _one(store: Store, kw: Mapping[str, Any]) -> Any:
+def _one(store: Store, kw: Mapping[str, Any], *, command_name: str = "get") -> Any:
+    """The one series the selector flags match, for ``get`` or ``export -f csv|json|jsonl``
+    to stdout; each refusal names the flags that command takes (export has no ``--id``)."""
+    if command_name == "get":
+        needs = "--id N, or --owner-id, --name, …"
+        narrow = "--id or another selector flag"
+    else:
+        needs = "--owner-id, --name, --type, … (or --dir DIR for a file per series)"
+        narrow = "another selector flag (--owner-id, --name, --type, --resolution, --feature), or write a file per series with --dir DIR"
     if not kw.get("ids") and not _filters(kw):
-        raise click.UsageError("get needs a selector: --id N, or --owner-id, --name, …")
+        raise click.UsageError(f"{command_name} needs a selector: {needs}")
     rows = _select(store, kw)
     if not rows:
         raise NotFoundError("no series matches the selection; `list` with the same flags shows why")
@@ -269,8 +277,7 @@ def _one(store: Store, kw: Mapping[str, Any]) -> Any:
         table = "\n".join("  " + line for line in _table(shown, cols).splitlines())
         more = len(rows) - len(shown)
         raise _Ambiguous(
-            f"the selection matches {len(rows)} series; narrow it with --id or another "
-            "selector flag",
+            f"the selection matches {len(rows)} series; narrow it with {narrow}",
             shown,
             table + (f"\n  … and {more} more" if more else ""),
         )

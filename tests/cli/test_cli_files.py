@@ -78,7 +78,26 @@ def test_one_series_as_json_and_jsonl(pristine: Path, registry) -> None:  # noqa
 def test_several_series_without_dir_are_listed(pristine: Path) -> None:
     r = run("--store", str(pristine), "export", "-f", "csv", "--owner-id", "101")
     assert r.exit_code == 1 and r.stdout == ""
-    assert "the selection matches" in r.stderr and "--id or another selector" in r.stderr
+    assert "the selection matches" in r.stderr and "--id" not in r.stderr
+    assert "narrow it with another selector flag (--owner-id" in r.stderr
+    assert "--dir DIR" in r.stderr
+
+
+def test_export_without_a_selector_names_its_own_flags(pristine: Path) -> None:
+    """export -f csv has no --id: its refusal names the flags it takes (issue 38)."""
+    r = run("--store", str(pristine), "export", "-f", "csv")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert "export -f csv needs a selector: --owner-id, --name, --type" in r.stderr
+    assert "--id" not in r.stderr and "get needs" not in r.stderr
+    r = run("--store", str(pristine), "get")
+    assert r.exit_code == 2 and "get needs a selector: --id N" in r.stderr
+
+
+def test_the_global_help_lists_every_format_and_where(pristine: Path) -> None:
+    out = run("--help").stdout
+    text = " ".join(out.split())
+    assert "Every command: table (default), json, jsonl or csv." in text
+    assert "export: sqlite (--db FILE) or parquet (--dir DIR), or csv, json or jsonl" in text
 
 
 def test_one_file_per_series_in_a_directory(pristine: Path, tmp_path: Path, registry) -> None:  # noqa: F811
