@@ -53,6 +53,16 @@ Conventions every command follows:
 * Progress bars appear only when stderr is a terminal and `-q` is not given.
 * The JSON outputs are described by the JSON Schemas in `schemas/cli/`.
 * Set `INFRASTORE_SQLITE_DEBUG=1` to see the traceback of an unexpected error.
+
+Shell completion (commands, flags, and the values of `-f` and `--type`) comes from
+click: add the line for your shell to its startup file (`~/.bashrc`, `~/.zshrc`, or for
+fish `~/.config/fish/completions/infrastore-sqlite.fish`), then open a new shell.
+
+```console
+$ eval "$(_INFRASTORE_SQLITE_COMPLETE=bash_source infrastore-sqlite)"
+$ eval "$(_INFRASTORE_SQLITE_COMPLETE=zsh_source infrastore-sqlite)"
+$ _INFRASTORE_SQLITE_COMPLETE=fish_source infrastore-sqlite | source
+```
 """
 
 
