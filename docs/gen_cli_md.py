@@ -39,13 +39,30 @@ Conventions every command follows:
   line) or `csv`. Lists print as `{"items": [...]}` under `-f json`; write commands print
   one status document (`{"added": N, ...}`, `{"removed": N, ...}`,
   `{"dry_run": true, ...}`), and a selection matching nothing still reports its zero.
+* Values that are not finite numbers stay distinct in every format: a table and CSV
+  (`get`, `export -f csv`) spell them `NaN`, `inf`, `-inf`; JSON and JSON lines (`get -f
+  json|jsonl`, `export -f json|jsonl`) spell NaN `null` and the infinities `"Infinity"`
+  and `"-Infinity"`, as the JSON cells of an `export -f sqlite` file do (JSON numbers
+  cannot hold them).
 * Errors, prompts and progress bars go to stderr. Under `-f json`/`-f jsonl` a runtime
   error is `{"status": "error", "message": ...}`; usage errors stay prose.
 * Exit status: 0 success, 1 runtime error (or a negative answer, as from `verify`),
-  2 usage error.
+  2 usage error. A command whose stdout reader stops reading (`| head -1`) ends quietly,
+  nothing on stderr, with the shell's status for a closed pipe, 141 (128 + SIGPIPE), as
+  `cat` does (0 when it had written everything before the reader left).
 * Progress bars appear only when stderr is a terminal and `-q` is not given.
 * The JSON outputs are described by the JSON Schemas in `schemas/cli/`.
 * Set `INFRASTORE_SQLITE_DEBUG=1` to see the traceback of an unexpected error.
+
+Shell completion (commands, flags, and the values of `-f` and `--type`) comes from
+click: add the line for your shell to its startup file (`~/.bashrc`, `~/.zshrc`, or for
+fish `~/.config/fish/completions/infrastore-sqlite.fish`), then open a new shell.
+
+```console
+$ eval "$(_INFRASTORE_SQLITE_COMPLETE=bash_source infrastore-sqlite)"
+$ eval "$(_INFRASTORE_SQLITE_COMPLETE=zsh_source infrastore-sqlite)"
+$ _INFRASTORE_SQLITE_COMPLETE=fish_source infrastore-sqlite | source
+```
 """
 
 

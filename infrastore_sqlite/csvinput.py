@@ -37,7 +37,7 @@ import numpy as np
 from .core.elements import NUMPY_DTYPES, ElementType, parse_element_type
 from .core.periods import Period, as_period, divide, grid, step
 from .core.timeref import ms_to_rfc3339, normalize_time_reference, parse_instant
-from .errors import InvalidParameterError, NotFoundError
+from .errors import InvalidParameterError, NotFoundError, counted
 from .model import (
     Deterministic,
     NonSequentialTimeSeries,
@@ -632,8 +632,9 @@ def _flat_forecast(src: _Source, spec: CsvSpec, et: ElementType, clock: _Clock, 
     per = steps * count * lanes * int(np.prod(shape, dtype=np.int64))
     if flat.size != per:
         raise InvalidParameterError(
-            f"{src.label} holds {flat.size} values, but {lanes} lane(s) x {steps} step(s) x "
-            f"{count} window(s) of element shape {list(shape)} need {per}"
+            f"{src.label} holds {flat.size} values, but {counted(lanes, 'lane')} x "
+            f"{counted(steps, 'step')} x {counted(count, 'window')} of element shape "
+            f"{list(shape)} need {per}"
         )
     lead = [steps, count] if spec.type is TimeSeriesType.Deterministic else [lanes, steps, count]
     data = flat.reshape((*lead, *shape))

@@ -113,6 +113,11 @@ def shown(names: Sequence[str], limit: int = 8) -> str:
     return ", ".join(names[:limit]) + (f", … and {more} more" if more > 0 else "")
 
 
+def counted(n: int, word: str) -> str:
+    """``n`` and ``word``, singular for one: "1 lane", "6 steps"."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def _sentence(message: str) -> str:
     """``message`` closed as a sentence, so a hint appended after it reads as the next one
     ("… to the millisecond. Truncate it …", not "… to the millisecond Truncate it …")."""
@@ -322,4 +327,5 @@ __all__ = [
     "StoreExistsError",
     "Term",
     "TimeSeriesError",
+    "counted",
 ]

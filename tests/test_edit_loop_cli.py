@@ -196,3 +196,37 @@ def test_a_killed_import_resumed_with_ignore_equals_an_uninterrupted_one(
     assert resumed["skipped"] == len(partial)
     assert state(demo / "killed.h5") == state(demo / "whole.h5")
     run("--store", "killed.h5", "verify")
+
+
+def test_one_clock_per_series_in_diff_list_and_get(demo: Path) -> None:
+    """A series in America/Denver prints its instants in Denver time in every command:
+    get's rows, diff's first and last changed instant, list's initial_timestamp (issue
+    38: diff printed them in UTC)."""
+    table = "SingleTimeSeries_f64_America_Denver"
+    sql(
+        demo / "demo.db",
+        f"UPDATE {table}_values SET value = value + 1 WHERE timestamp IN "
+        f"(SELECT min(timestamp) FROM {table}_values) RETURNING value",
+    )
+    rows = json.loads(
+        run("--store", "demo-store", "-f", "json", "get", "--owner-id", "301",
+            "--type", "single", "--limit", "1").stdout
+    )  # fmt: skip
+    first = rows["items"][0]["timestamp"]
+    assert first == "2024-06-30T18:00:00-06:00"
+    assert rows["series"]["initial_timestamp"] == first
+    entries = json.loads(
+        run("--store", "demo-store", "-f", "json", "diff", "--sqlite", "demo.db").stdout
+    )["items"]
+    (changed,) = [e for e in entries if e["change"] == "replaced"]
+    assert changed["owner_id"] == 301
+    assert changed["first_changed"] == changed["last_changed"] == first
+    listed = json.loads(
+        run("--store", "demo-store", "-f", "json", "list", "--owner-id", "301").stdout
+    )["items"]
+    assert [m["initial_timestamp"] for m in listed] == [first]
+    utc = json.loads(
+        run("--store", "demo-store", "-f", "json", "list", "--owner-id", "101",
+            "--type", "single").stdout
+    )["items"]  # fmt: skip
+    assert utc[0]["initial_timestamp"] == "2024-07-01T00:00:00+00:00"

@@ -6,7 +6,8 @@ comes back. The contract, which scripts may rely on:
 
 * stdout carries only the result; errors, prompts and progress go to stderr.
 * Exit 0 on success, 1 on a runtime error (or a negative answer, as from ``verify``),
-  2 on a usage error (an unknown flag, a malformed value, flags that do not combine).
+  2 on a usage error (an unknown flag, a malformed value, flags that do not combine);
+  141 (128 + SIGPIPE), quietly, when stdout's reader closed the pipe (``| head -1``).
 * ``-f json`` / ``-f jsonl`` turn errors into ``{"status": "error", "message": …}`` on
   stderr as well; usage errors stay prose.
 * No traceback for an expected error; an unexpected one prints one line saying where to

@@ -110,7 +110,9 @@ def _global_options(*, hidden: bool) -> Callable[[Callable[..., Any]], Callable[
             expose_value=False,
             hidden=hidden,
             callback=_remember("format"),
-            help="Output format: table (default), json, jsonl or csv; export also takes sqlite.",
+            help="Output format. Every command: table (default), json, jsonl or csv. export: "
+            "sqlite (--db FILE) or parquet (--dir DIR), or csv, json or jsonl for series "
+            "values (one series to stdout, or a file per series with --dir DIR).",
         ),
         click.option(
             "-q",

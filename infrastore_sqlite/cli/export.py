@@ -472,7 +472,7 @@ def _export_series(
             raise click.UsageError("--summary goes with --dir (the files written)", ctx)
         on_interrupt(ctx, "interrupted: the series was not written in full")
         with _open_store(ctx, read_only=True) as store:
-            row = _one(store, {**kw, "ids": ()})
+            row = _one(store, {**kw, "ids": ()}, command_name=f"export -f {fmt}")
             series = (
                 store.read_by_ids_range([row.id], time_range)[0]
                 if time_range is not None

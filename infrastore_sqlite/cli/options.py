@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import click
+from click.shell_completion import CompletionItem
 
 from ..core.periods import Period
 from ..core.timeref import ms_to_datetime, parse_instant
@@ -83,8 +84,27 @@ class _TimeRange(click.ParamType):
         )
 
 
+# The short names --type takes, as the shell completes them.
+TYPE_WORDS = (
+    "single",
+    "non_sequential",
+    "persistent",
+    "deterministic",
+    "deterministic_single",
+    "probabilistic",
+    "scenarios",
+)
+
+
 class _TypeName(click.ParamType):
     name = "TYPE"
+
+    def shell_complete(
+        self, ctx: click.Context, param: click.Parameter, incomplete: str
+    ) -> list[CompletionItem]:
+        """The short type names starting with what was typed (case ignored)."""
+        start = incomplete.lower()
+        return [CompletionItem(w) for w in TYPE_WORDS if w.startswith(start)]
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
         if isinstance(value, TimeSeriesType):

@@ -127,6 +127,10 @@ def command(*args: Any, **kwargs: Any) -> Callable[[Callable[..., Any]], click.C
     return click.command(*args, cls=_Command, **kwargs)
 
 
+# 128 + SIGPIPE: what the shell reports for a process a closed pipe ended.
+SIGPIPE_STATUS = 141
+
+
 class _Group(click.Group):
     """Turns library errors into the contract's messages and exit codes."""
 
@@ -144,7 +148,10 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
+            # A reader that closed the pipe shows at the last flush, not only mid-write.
+            sys.stdout.flush()
+            return result
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except _Ambiguous as exc:
@@ -159,10 +166,13 @@ class _Group(click.Group):
             _print_error(ctx, exc.render("cli", command=_command_line(ctx)), _partial_report(exc))
             ctx.exit(1)
         except BrokenPipeError:
+            # The reader of stdout stopped reading (``| head -1``): end quietly with the
+            # status a process killed by SIGPIPE has in the shell, as ``cat`` does. What
+            # is still buffered goes to /dev/null, so the exit's flush says nothing.
             with contextlib.suppress(Exception):
                 devnull = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(devnull, sys.stdout.fileno())
-            ctx.exit(1)
+            ctx.exit(SIGPIPE_STATUS)
         except OSError as exc:  # the environment (a permission, a full disk), not a bug
             _print_error(ctx, str(exc), _partial_report(exc))
             ctx.exit(1)

@@ -18,7 +18,7 @@ from ..errors import (
     NotFoundError,
     StoreExistsError,
 )
-from ..interchange.series_files import series_meta, value_rows
+from ..interchange.series_files import json_row, series_meta, value_rows
 from ..store import Store, catalog_path
 from ..store.arrays import compression_spec
 from ..store.repair import restore_hint
@@ -195,9 +195,8 @@ def list_(ctx: click.Context, limit: int | None, wide: bool, **kw: Any) -> None:
     """
     fmt = _format(ctx)
     with _open_store(ctx, read_only=True) as store:
-        rows = [r.metadata() for r in _select(store, kw)]
-    for r in rows:
-        r.pop("timestamps", None)
+        # Each series' instants in its own time reference, as get prints its rows.
+        rows = [series_meta(r) for r in _select(store, kw)]
     if limit is not None:
         rows = rows[:limit]
     columns = list(rows[0]) if rows else _metadata_columns()
@@ -249,9 +248,17 @@ def _candidate(row: Any) -> dict[str, Any]:
     }
 
 
-def _one(store: Store, kw: Mapping[str, Any]) -> Any:
+def _one(store: Store, kw: Mapping[str, Any], *, command_name: str = "get") -> Any:
+    """The one series the selector flags match, for ``get`` or ``export -f csv|json|jsonl``
+    to stdout; each refusal names the flags that command takes (export has no ``--id``)."""
+    if command_name == "get":
+        needs = "--id N, or --owner-id, --name, …"
+        narrow = "--id or another selector flag"
+    else:
+        needs = "--owner-id, --name, --type, … (or --dir DIR for a file per series)"
+        narrow = "another selector flag (--owner-id, --name, --type, --resolution, --feature), or write a file per series with --dir DIR"
     if not kw.get("ids") and not _filters(kw):
-        raise click.UsageError("get needs a selector: --id N, or --owner-id, --name, …")
+        raise click.UsageError(f"{command_name} needs a selector: {needs}")
     rows = _select(store, kw)
     if not rows:
         raise NotFoundError("no series matches the selection; `list` with the same flags shows why")
@@ -270,8 +277,7 @@ def _one(store: Store, kw: Mapping[str, Any]) -> Any:
         table = "\n".join("  " + line for line in _table(shown, cols).splitlines())
         more = len(rows) - len(shown)
         raise _Ambiguous(
-            f"the selection matches {len(rows)} series; narrow it with --id or another "
-            "selector flag",
+            f"the selection matches {len(rows)} series; narrow it with {narrow}",
             shown,
             table + (f"\n  … and {more} more" if more else ""),
         )
@@ -317,6 +323,8 @@ def get(
     columns, rows = value_rows(series)
     if limit is not None:
         rows = rows[:limit]
+    if fmt in ("json", "jsonl"):
+        rows = [json_row(r) for r in rows]  # NaN, +inf, -inf told apart, as export writes
     if fmt == "json":
         click.echo(_dumps({"series": meta, "columns": columns, "items": rows}, pretty=True))
     else:

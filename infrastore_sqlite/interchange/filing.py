@@ -27,8 +27,8 @@ import numpy as np
 from ..errors import IGNORE, REPLACE, DuplicateTimeSeriesError, InvalidParameterError
 from ..model import DESCRIPTORS
 from ..store.prepare import CatalogRow, Prepared
-from ..store.rows import instant_text
 from .plan import row_block
+from .series_files import render_instants
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -212,7 +212,7 @@ def compare(store: Store, p: Prepared, held: dict[str, Any] | None) -> dict[str,
     stored series', or None), ``points`` (values that differ: a point is one value row
     of the interchange layout, matched by its timestamp, issue time and lane, and a row
     present on one side only counts), ``first_changed`` / ``last_changed`` (the earliest
-    and latest timestamp among them, RFC 3339), and ``descriptors`` / ``grid`` (the names
+    and latest timestamp among them, ISO 8601 in the series' time reference), and ``descriptors`` / ``grid`` (the names
     of the columns that differ).
     """
     entry: dict[str, Any] = {
@@ -245,8 +245,11 @@ def changed_points(old: Any, new: Any) -> tuple[int, str | None, str | None]:
     if not diff:
         return 0, None, None
     times = [k[0] for k in diff]
-    tr = new.time_reference
-    return len(diff), instant_text(min(times), tr), instant_text(max(times), tr)
+    # In the series' own time reference, as get prints its rows.
+    first, last = render_instants(
+        np.asarray([min(times), max(times)], dtype=np.int64), new.time_reference
+    )
+    return len(diff), first, last
 
 
 def _stored_series(store: Store, series_id: int) -> Any:

@@ -13,6 +13,7 @@ May import: :mod:`infrastore_sqlite.store` and below.
 from __future__ import annotations
 
 import csv
+import math
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -42,7 +43,10 @@ def _value_columns(prefix: str, shape: tuple[int, ...]) -> list[str]:
     return [f"{prefix}[{','.join(map(str, idx))}]" for idx in np.ndindex(*shape)]
 
 
-def _render_instants(ms: np.ndarray, tr: str | None) -> list[str]:
+def render_instants(ms: np.ndarray, tr: str | None) -> list[str]:
+    """Instants (ms) as ISO-8601 text in the time reference ``tr``, as every command
+    prints a series' instants: UTC for utc, the offset or the zone's offset at that
+    instant otherwise, a bare wall clock for zoneless (milliseconds when there are any)."""
     out = []
     for value, dt in zip(ms.tolist(), ms_to_datetimes(ms, tr), strict=True):
         out.append(dt.isoformat(timespec="milliseconds" if value % 1000 else "seconds"))
@@ -57,7 +61,7 @@ def value_rows(series: Any) -> tuple[list[str], list[dict[str, Any]]]:
     if not kind.is_forecast:
         shape = tuple(data.shape[1:])
         vcols = _value_columns("value", shape)
-        stamps = _render_instants(np.asarray(series.timestamps_ms), tr)
+        stamps = render_instants(np.asarray(series.timestamps_ms), tr)
         # (an explicit width: an empty range has no rows to infer it from)
         flat = data.reshape(data.shape[0], int(np.prod(shape, dtype=np.int64))).tolist()
         rows = [
@@ -87,8 +91,8 @@ def value_rows(series: Any) -> tuple[list[str], list[dict[str, Any]]]:
     targets = np.array(
         [step(int(issues[j]), res, h) for j in range(count) for h in range(steps)], dtype=np.int64
     )
-    issue_text = _render_instants(issues, tr)
-    target_text = _render_instants(targets, tr)
+    issue_text = render_instants(issues, tr)
+    target_text = render_instants(targets, tr)
     # window-major rows; lanes side by side
     per_row = np.moveaxis(cube, 0, 2)  # [H, count, L, *E]
     per_row = np.swapaxes(per_row, 0, 1).reshape(count * steps, -1).tolist()
@@ -129,6 +133,18 @@ def to_json(obj: Any, *, pretty: bool = False) -> str:
     return orjson.dumps(obj, option=option, default=json_default).decode()
 
 
+def json_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row of :func:`value_rows` as JSON holds it, every value kept: NaN as ``null``,
+    the infinities as the strings ``"Infinity"`` and ``"-Infinity"``, as the SQLite
+    file's JSON cells spell them (JSON numbers cannot hold them, and orjson would write
+    all three as ``null``)."""
+    out = dict(row)
+    for key, value in row.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            out[key] = None if value != value else ("Infinity" if value > 0 else "-Infinity")
+    return out
+
+
 def text_cell(value: Any) -> str:
     """A cell as a spreadsheet reads it: ``NaN``, ``inf``, ``-inf``; floats round-trip;
     lists and maps as JSON. The CLI's tables and CSV use it too."""
@@ -156,20 +172,22 @@ def write_series(
     rows: Iterable[Mapping[str, Any]],
 ) -> None:
     """Write one series: ``csv`` (a header, then a line per row), ``json`` (one document:
-    ``series`` (its metadata), ``columns``, ``items``) or ``jsonl`` (one object per row)."""
+    ``series`` (its metadata), ``columns``, ``items``) or ``jsonl`` (one object per row).
+
+    CSV spells NaN and the infinities ``NaN``, ``inf``, ``-inf`` (:func:`text_cell`);
+    JSON ``null``, ``"Infinity"``, ``"-Infinity"`` (:func:`json_row`)."""
     if fmt == "csv":
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(columns)
         for row in rows:
             writer.writerow([text_cell(row.get(c)) for c in columns])
     elif fmt == "json":
-        out.write(
-            to_json({"series": meta, "columns": list(columns), "items": list(rows)}, pretty=True)
-        )
+        items = [json_row(r) for r in rows]
+        out.write(to_json({"series": meta, "columns": list(columns), "items": items}, pretty=True))
         out.write("\n")
     elif fmt == "jsonl":
         for row in rows:
-            out.write(to_json(row))
+            out.write(to_json(json_row(row)))
             out.write("\n")
     else:
         raise InvalidParameterError(
@@ -297,7 +315,12 @@ def _write_files(
 
 
 def series_meta(row: Any) -> dict[str, Any]:
-    """A catalog row's metadata as a series file carries it (without its timestamps)."""
+    """A catalog row's metadata as a series file carries it (without its timestamps),
+    its ``initial_timestamp`` in the series' own time reference (as its rows)."""
     meta = dict(row.metadata())
     meta.pop("timestamps", None)
+    if row.initial_ms is not None:
+        meta["initial_timestamp"] = render_instants(
+            np.asarray([row.initial_ms], dtype=np.int64), row.time_reference
+        )[0]
     return meta

@@ -18,6 +18,7 @@ import os
 import shutil
 import tempfile
 import uuid
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -88,7 +89,7 @@ def create_store(
             'catalog= (or pass catalog="memory") with in_memory=True'
         )
     if in_memory:
-        scratch = Path(tempfile.mkdtemp(prefix="infrastore-sqlite-memory-"))
+        scratch = new_scratch()
         try:
             store = cls.create(
                 scratch / "store.h5",
@@ -100,6 +101,9 @@ def create_store(
             shutil.rmtree(scratch, ignore_errors=True)
             raise
         store._scratch = scratch
+        # Removed when the store is collected or the interpreter exits without close();
+        # a process killed outright leaves it to the next in-memory create (new_scratch).
+        weakref.finalize(store, shutil.rmtree, scratch, ignore_errors=True)
         return store
     if path is None:
         raise InvalidParameterError(
@@ -383,3 +387,42 @@ def _finish_conversion(path: Path) -> None:
             f"finishing the conversion of {path} into a store directory failed: {exc}; "
             "open it again to retry"
         ) from exc
+
+
+# ---------------------------------------------------------------------- in-memory scratch
+SCRATCH_PREFIX = "infrastore-sqlite-memory-"
+# The file in each scratch directory that proves it is one (with the owner's pid in the
+# directory's name): only such a directory, of a process that is gone, is swept.
+SCRATCH_MARKER = ".infrastore-sqlite-scratch"
+
+
+def new_scratch() -> Path:
+    """A new directory for an in-memory store, named with this process's id, under the
+    system temp folder; first the ones of processes that died without removing theirs
+    (a SIGKILL, a crash) are removed. A directory is swept only when it is provably one
+    of these: the prefix and a pid in its name, the marker file inside, and no process
+    with that pid."""
+    root = Path(tempfile.gettempdir())
+    for entry in root.glob(f"{SCRATCH_PREFIX}*-*"):
+        pid_text = entry.name[len(SCRATCH_PREFIX) :].split("-", 1)[0]
+        if not pid_text.isdigit() or not (entry / SCRATCH_MARKER).is_file():
+            continue
+        if not _process_gone(int(pid_text)):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
+    (scratch / SCRATCH_MARKER).write_text(f"{os.getpid()}\n")
+    return scratch
+
+
+def _process_gone(pid: int) -> bool:
+    """Whether no process has id ``pid`` (one we may not signal still exists)."""
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False

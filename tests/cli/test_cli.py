@@ -522,8 +522,11 @@ def test_export_writes_partitions_and_views(pristine: Path, tmp_path: Path) -> N
         views
         == {"all_values", "all_series", "all_arrays"}
         | {
-            "all_values_real",
-            "all_values_json",
+            "all_values_real_static",
+            "all_values_real_deterministic",
+            "all_values_real_probabilistic",
+            "all_values_real_scenarios",
+            "all_values_json_static",
         }
         | flat
     )

@@ -78,7 +78,26 @@ def test_one_series_as_json_and_jsonl(pristine: Path, registry) -> None:  # noqa
 def test_several_series_without_dir_are_listed(pristine: Path) -> None:
     r = run("--store", str(pristine), "export", "-f", "csv", "--owner-id", "101")
     assert r.exit_code == 1 and r.stdout == ""
-    assert "the selection matches" in r.stderr and "--id or another selector" in r.stderr
+    assert "the selection matches" in r.stderr and "--id" not in r.stderr
+    assert "narrow it with another selector flag (--owner-id" in r.stderr
+    assert "--dir DIR" in r.stderr
+
+
+def test_export_without_a_selector_names_its_own_flags(pristine: Path) -> None:
+    """export -f csv has no --id: its refusal names the flags it takes (issue 38)."""
+    r = run("--store", str(pristine), "export", "-f", "csv")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert "export -f csv needs a selector: --owner-id, --name, --type" in r.stderr
+    assert "--id" not in r.stderr and "get needs" not in r.stderr
+    r = run("--store", str(pristine), "get")
+    assert r.exit_code == 2 and "get needs a selector: --id N" in r.stderr
+
+
+def test_the_global_help_lists_every_format_and_where(pristine: Path) -> None:
+    out = run("--help").stdout
+    text = " ".join(out.split())
+    assert "Every command: table (default), json, jsonl or csv." in text
+    assert "export: sqlite (--db FILE) or parquet (--dir DIR), or csv, json or jsonl" in text
 
 
 def test_one_file_per_series_in_a_directory(pristine: Path, tmp_path: Path, registry) -> None:  # noqa: F811
@@ -301,3 +320,43 @@ def test_a_refusal_part_way_takes_the_files_back(pristine: Path, tmp_path: Path)
             "--time-range", "2024-08-02T00:00:00Z..2024-08-03T00:00:00Z")  # fmt: skip
     assert r.exit_code == 1 and "past the last window" in r.stderr
     assert list(out.iterdir()) == []
+
+
+def test_json_keeps_nan_and_the_infinities_apart(tmp_path: Path, registry) -> None:  # noqa: F811
+    """NaN, +inf and -inf each keep their own spelling in JSON and JSON lines (null,
+    "Infinity", "-Infinity", as the SQLite file's JSON cells spell them), in get and in
+    export, and CSV keeps NaN, inf, -inf."""
+    from datetime import UTC, datetime
+
+    import numpy as np
+
+    from infrastore_sqlite import SingleTimeSeries
+
+    path = tmp_path / "s.h5"
+    with Store.create(path) as store:
+        data = np.array([1.5, np.nan, np.inf, -np.inf])
+        ts = SingleTimeSeries(datetime(2024, 1, 1, tzinfo=UTC), "PT1H", data, "x")
+        store.add_time_series(1, "Gen", "Component", ts)
+    spelled = [1.5, None, "Infinity", "-Infinity"]
+    for command in ("get", "export"):
+        fmt_first = command == "get"
+        for fmt in ("json", "jsonl"):
+            args = ("-f", fmt, command) if fmt_first else (command, "-f", fmt)
+            r = run("--store", str(path), *args, "--name", "x")
+            assert r.exit_code == 0, r.stderr
+            if fmt == "json":
+                doc = json.loads(r.stdout)
+                check(registry, "get.json", doc)
+                items = doc["items"]
+            else:
+                items = [json.loads(line) for line in r.stdout.splitlines()]
+                for item in items:
+                    check(registry, "get-row.json", item)
+            assert [i["value"] for i in items] == spelled, (command, fmt)
+    r = run("--store", str(path), "export", "-f", "csv", "--name", "x")
+    assert [row[1] for row in csv.reader(io.StringIO(r.stdout))][1:] == [
+        "1.5",
+        "NaN",
+        "inf",
+        "-inf",
+    ]

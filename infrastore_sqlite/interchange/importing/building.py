@@ -22,7 +22,7 @@ from ...core.elements import ElementType, check_composite_rows, check_element_sh
 from ...core.hashing import data_hashes
 from ...core.periods import grid_index, step
 from ...core.timeref import MAX_MS, MIN_MS
-from ...errors import InvalidParameterError
+from ...errors import InvalidParameterError, counted
 from ...model import TimeSeriesType
 from .options import Options
 from .places import Group, Place, fmt_ms
@@ -324,8 +324,8 @@ def _build_forecast(place: Place, group: Group, spec: Spec) -> Built:
     cells = lanes * steps * count
     if n != cells:
         raise InvalidParameterError(
-            f"series {spec.label} has {n} rows, but its grid holds {cells} values ({lanes} lanes "
-            f"x {steps} steps x {count} windows)"
+            f"series {spec.label} has {n} rows, but its grid holds {cells} values "
+            f"({counted(lanes, 'lane')} x {counted(steps, 'step')} x {counted(count, 'window')})"
         )
     slot = (lane.astype(np.int64) * steps + h) * count + w
     seen = np.zeros(cells, dtype=np.int64)

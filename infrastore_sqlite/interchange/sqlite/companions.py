@@ -2,13 +2,19 @@
 provenance table.
 
 ``all_values`` unions REAL cells (scalar partitions), INTEGER cells and JSON text (shaped,
-tuple and composite partitions) in one column, which readers that type a column once
-(Polars, connectorx, ADBC, pandas, DuckDB) cannot read. The companions keep each column
-one type:
+tuple and composite partitions) in one column, and NULL key columns (``issue_time`` of a
+static series, ``percentile`` of all but a Probabilistic), which readers that type a
+column once from its first rows (Polars, connectorx, ADBC, pandas, DuckDB) cannot read.
+Its text is the contract's (the reference writes the same bytes), so SQLite gives its
+``value`` the affinity of the first partition: integers above 2**53 read back rounded
+when a float partition sorts first. The companions keep each column one type, never NULL
+but for a NaN ``value``:
 
-* ``<prefix>all_values_real``, ``…_integer``, ``…_json``: ``all_values`` split by the
-  storage class of ``value`` (a view is written only when some partition has that class;
-  a key column none of its partitions has is left out rather than read as all NULL);
+* ``<prefix>all_values_<class>_<kind>``: ``all_values`` split by the storage class of
+  ``value`` (``real``, ``integer``, ``json``) and by the key columns the partitions have
+  (``static``: none; ``deterministic``: ``issue_time``; ``probabilistic``: and
+  ``percentile``; ``scenarios``: and ``scenario``), written only when some partition is
+  of that class and kind;
 * ``<prefix>flat_<base>``: one per partition, its series joined to its values (the
   layout's "a view flattens it once"), with the instants also as ISO-8601 text in the
   partition's time reference, written in SQL that SQLite and DuckDB both bind (DuckDB
@@ -51,12 +57,23 @@ if TYPE_CHECKING:
 COMPANION_MARKER = "infrastore-sqlite: typed companion"
 PROVENANCE_TABLE = "infrastore_exports"
 
-# The typed views over all_values, by the declared type of a partition's value column.
+# The typed views over all_values, by the declared type of a partition's value column
+# and by its key columns (a view's rows all have the same keys, so none reads as NULL).
 TYPED_VIEWS = {
     "REAL": "all_values_real",
     "INTEGER": "all_values_integer",
     "TEXT": "all_values_json",
 }
+KEY_KINDS = {
+    (): "static",
+    ("issue_time",): "deterministic",
+    ("issue_time", "percentile"): "probabilistic",
+    ("issue_time", "scenario"): "scenarios",
+}
+# The names of the typed views before they were split by kind (one view per class, with
+# NULL key columns): an export drops ours under them, so a file it adds to holds no view
+# that stopped spanning its partitions.
+LEGACY_TYPED_VIEWS = tuple(TYPED_VIEWS.values())
 FLAT_PREFIX = "flat_"
 
 # The series columns a flattened view carries (what a spreadsheet user filters and
@@ -102,67 +119,64 @@ class CompanionSource:
     span: tuple[int, int] | None = None
 
 
-def typed_view_name(prefix: str, value_sql_type: str) -> str:
-    return prefix + TYPED_VIEWS[value_sql_type]
+def key_kind(tst: TimeSeriesType) -> str:
+    """The kind of a partition's key columns: static, deterministic, probabilistic or
+    scenarios (the suffix of its typed view)."""
+    return KEY_KINDS[tuple(c for c, _ in values_key_columns(tst))]
+
+
+def typed_view_name(prefix: str, value_sql_type: str, kind: str) -> str:
+    return f"{prefix}{TYPED_VIEWS[value_sql_type]}_{kind}"
 
 
 def flat_view_name(prefix: str, base: str) -> str:
     return f"{prefix}{FLAT_PREFIX}{base}"
 
 
+def _typed_groups(
+    sources: Sequence[CompanionSource],
+) -> list[tuple[str, str, list[CompanionSource]]]:
+    """``(class, kind, members)`` of each typed view, in name order of class then kind."""
+    out = []
+    for cls in TYPED_VIEWS:
+        for kind in KEY_KINDS.values():
+            members = [s for s in sources if s.value_sql_type == cls and key_kind(s.type) == kind]
+            if members:
+                out.append((cls, kind, members))
+    return out
+
+
 def companion_names(prefix: str, sources: Sequence[CompanionSource]) -> list[str]:
     """Every companion view the sources give, typed views first."""
-    classes = {s.value_sql_type for s in sources}
-    typed = [typed_view_name(prefix, c) for c in TYPED_VIEWS if c in classes]
+    typed = [typed_view_name(prefix, c, k) for c, k, _ in _typed_groups(sources)]
     return typed + [flat_view_name(prefix, s.base) for s in sources]
 
 
 def companion_sql(prefix: str, sources: Sequence[CompanionSource]) -> list[str]:
     """``CREATE VIEW`` statements of every companion over ``sources``."""
-    out = []
-    for cls in TYPED_VIEWS:
-        members = [s for s in sources if s.value_sql_type == cls]
-        if members:
-            out.append(_typed_view(prefix, cls, members))
+    out = [_typed_view(prefix, c, k, m) for c, k, m in _typed_groups(sources)]
     out.extend(_flat_view(prefix, s) for s in sorted(sources, key=lambda s: s.base.encode()))
     return out
 
 
-def _typed_view(prefix: str, cls: str, members: Sequence[CompanionSource]) -> str:
-    present = {c for s in members for c, _ in values_key_columns(s.type)}
-    keys = [c for c in ("issue_time", "percentile", "scenario") if c in present]
-    ordered = sorted(members, key=lambda s: s.base.encode())
-    # A column a member lacks comes from a subquery of no rows over a table that has
-    # it, joined on: NULL like a literal, but a column with a declared type, so readers
-    # that type a column by its declaration (connectorx, DuckDB, SQLAlchemy) find one
-    # even when the first row holds NULL there. (``LIMIT 0`` keeps the join free; a
-    # ``LEFT JOIN … ON 0`` would scan the other table once per row.)
-    carrier = {c: next(s for s in ordered if c in _key_names(s)) for c in keys}
+def _typed_view(prefix: str, cls: str, kind: str, members: Sequence[CompanionSource]) -> str:
+    # Every member has the same key columns, so no column of the view is NULL by
+    # construction: a reader that types a column from its first rows (Polars over
+    # sqlite3, pandas) finds the type there. Every member's ``value`` is declared the
+    # same type, so the affinity SQLite gives the union's column (its first SELECT's)
+    # changes no value: integers stay exact.
+    keys = [c for c, _ in values_key_columns(members[0].type)]
+    cols = ", ".join(["array_id", "timestamp", *keys, "value"])
     selects = []
-    for s in ordered:
-        have = _key_names(s)
-        cols = ["v.array_id", "v.timestamp"]
-        joins = []
-        for c in keys:
-            if c in have:
-                cols.append(f"v.{c}")
-            else:
-                table = q(prefix + carrier[c].base + "_values")
-                joins.append(f" LEFT JOIN (SELECT {c} FROM {table} LIMIT 0) AS n_{c} ON 1")
-                cols.append(f"n_{c}.{c}")
+    for s in sorted(members, key=lambda s: s.base.encode()):
         literal = s.base.replace("'", "''")
         selects.append(
-            f"SELECT '{literal}' AS partition_name, {', '.join(cols)}, v.value "
-            f"FROM {q(prefix + s.base + '_values')} AS v{''.join(joins)}"
+            f"SELECT '{literal}' AS partition_name, {cols} FROM {q(prefix + s.base + '_values')}"
         )
     return (
-        f"CREATE VIEW {q(typed_view_name(prefix, cls))} AS /* {COMPANION_MARKER} */ "
+        f"CREATE VIEW {q(typed_view_name(prefix, cls, kind))} AS /* {COMPANION_MARKER} */ "
         + " UNION ALL ".join(selects)
     )
-
-
-def _key_names(s: CompanionSource) -> set[str]:
-    return {c for c, _ in values_key_columns(s.type)}
 
 
 def _flat_view(prefix: str, s: CompanionSource) -> str:
@@ -374,7 +388,8 @@ def rebuild_companions(
     companions = [
         _with_span(conn, prefix, s) for s in _companion_sources(conn, prefix, earlier, plan)
     ]
-    for name in companion_names(prefix, companions):
+    legacy = [prefix + name for name in LEGACY_TYPED_VIEWS]
+    for name in [*legacy, *companion_names(prefix, companions)]:
         actual = _our_companion(conn, name)
         if actual is not None:
             conn.execute(f"DROP VIEW {q(actual)}")

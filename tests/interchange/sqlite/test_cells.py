@@ -44,7 +44,16 @@ def shapes(a: str, b: str) -> str:
 
 
 def not_int(dtype: str) -> str:
-    return f"a {dtype} array holds a value that is not an integer"
+    return f"{article(dtype)} {dtype} array holds a value that is not an integer"
+
+
+def null_int(dtype: str) -> str:
+    write = "0 or 1" if dtype == "bool" else "an integer"
+    return f"{article(dtype)} {dtype} array holds a NULL `value` cell (a NaN, which it cannot hold); write {write} there"
+
+
+def article(dtype: str) -> str:
+    return "an" if dtype[0] in "if" else "a"
 
 
 def bits(a: np.ndarray) -> np.ndarray:
@@ -405,8 +414,10 @@ SCALAR_REFUSED = [
     ("f64", [7.0, "[1.0]"], shapes("[]", "[1]")),
     ("f64", ["[]"], None),  # accepted as shape [0]; checked below
     ("i32", [1.5, 3], not_int("i32")),
-    ("i32", [None, 3], not_int("i32")),
-    ("i32", [3, None], not_int("i32")),
+    ("i32", [None, 3], null_int("i32")),
+    ("i32", [3, None], null_int("i32")),
+    ("u8", [None], null_int("u8")),
+    ("bool", [None], null_int("bool")),
     ("i32", [1e30], not_int("i32")),
     ("i32", [math.inf], not_int("i32")),
     ("i32", [math.nan], not_int("i32")),
@@ -416,17 +427,17 @@ SCALAR_REFUSED = [
     ("i32", ["9223372036854775808"], not_int("i32")),
     ("i64", [9.223372036854776e18], not_int("i64")),
     ("u64", ["18446744073709551615"], not_int("u64")),
-    ("i32", [2.0, 3000000000], "3000000000 does not fit a i32"),
+    ("i32", [2.0, 3000000000], "3000000000 does not fit an i32"),
     ("i32", ["3e9"], not_int("i32")),
-    ("i32", [4.611686018427388e18], "4611686018427387904 does not fit a i32"),
-    ("i32", [3000000000.0], "3000000000 does not fit a i32"),
+    ("i32", [4.611686018427388e18], "4611686018427387904 does not fit an i32"),
+    ("i32", [3000000000.0], "3000000000 does not fit an i32"),
     ("u64", [-1, 3], "-1 does not fit a u64"),
     ("u64", [-1.0], "-1 does not fit a u64"),
     ("u8", [256, 3], "256 does not fit a u8"),
-    ("i8", [5, -129], "-129 does not fit a i8"),
+    ("i8", [5, -129], "-129 does not fit an i8"),
     ("i32", ['"7"'], holds('"7"')),
     ("bool", [2, 1], NOT_BOOL),
-    ("bool", [1.0, None], NOT_BOOL),
+    ("bool", [1.0, None], null_int("bool")),
     ("bool", [0.5], NOT_BOOL),
     ("bool", ["null"], NOT_BOOL),
     ("bool", ['"Infinity"'], NOT_BOOL),
@@ -597,11 +608,11 @@ JSON_REFUSED = [
     ("i32", ["[1,2.5]", "[1,2]"], not_int("i32")),
     ("i32", ["[1,null]", "[1,2]"], not_int("i32")),
     ("i32", ['[1,"Infinity"]'], not_int("i32")),
-    ("i32", ["[1,3000000000]", "[1,2]"], "3000000000 does not fit a i32"),
-    ("i32", ["[3000000000,1.5]"], "3000000000 does not fit a i32"),
+    ("i32", ["[1,3000000000]", "[1,2]"], "3000000000 does not fit an i32"),
+    ("i32", ["[3000000000,1.5]"], "3000000000 does not fit an i32"),
     ("i32", ["[1.5,2]", "[1,2,3]"], not_int("i32")),
     ("i32", ["[1,2]", "[1.5,2,3]"], not_int("i32")),
-    ("i32", ["[1,2]", "[3000000000,1,2]"], "3000000000 does not fit a i32"),
+    ("i32", ["[1,2]", "[3000000000,1,2]"], "3000000000 does not fit an i32"),
     ("i32", ['[1,"abc"]'], holds('"abc"')),
     ("i32", ['[1.5,"abc"]'], holds('"abc"')),
     ("i64", ["[1,1e30]"], not_int("i64")),
@@ -613,7 +624,7 @@ JSON_REFUSED = [
     ("u64", ["[1,18446744073709551615]"], not_int("u64")),
     ("u64", ["[1,-1]"], "-1 does not fit a u64"),
     ("u8", ["[1,2]", "[-1,2]"], "-1 does not fit a u8"),
-    ("i8", ["[1,2]", "[-129,2]"], "-129 does not fit a i8"),
+    ("i8", ["[1,2]", "[-129,2]"], "-129 does not fit an i8"),
     ("bool", ["[1,2]", "[1,0]"], NOT_BOOL),
     ("bool", ["[true,false]", "[1.0,0]"], NOT_BOOL),
     ("bool", ["[null,0]"], NOT_BOOL),

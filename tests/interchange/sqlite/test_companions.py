@@ -107,10 +107,10 @@ def test_our_import_ignores_the_companions_and_the_log(tmp_path: Path) -> None:
     store.export_sqlite(db)
     store.export_sqlite(db, table_prefix="run2_", name="load")
     assert {n for (n,) in _rows(db, "SELECT name FROM sqlite_master WHERE type='view'")} >= {
-        "all_values_real",
-        "all_values_integer",
+        "all_values_real_static",
+        "all_values_integer_static",
         "flat_SingleTimeSeries_f64_utc",
-        "run2_all_values_real",
+        "run2_all_values_real_static",
         "run2_flat_SingleTimeSeries_f64_utc",
     }
     dst = I.Store.create(tmp_path / "dst.h5")
@@ -125,18 +125,39 @@ def test_companions_span_every_export_under_a_prefix(tmp_path: Path) -> None:
     db = tmp_path / "out.db"
     store.export_sqlite(db, table_prefix="p_", owner_type="PowerLoad")
     store.export_sqlite(db, table_prefix="p_", name="count")
-    assert _rows(db, "SELECT count(*) FROM p_all_values_real") == [(72,)]
-    assert _rows(db, "SELECT count(*), typeof(value) FROM p_all_values_integer") == [
+    assert _rows(db, "SELECT count(*) FROM p_all_values_real_static") == [(72,)]
+    assert _rows(db, "SELECT count(*), typeof(value) FROM p_all_values_integer_static") == [
         (24, "integer")
     ]
     flat = _rows(db, "SELECT DISTINCT owner_id, name, units FROM p_flat_SingleTimeSeries_f64_utc")
     assert sorted(flat) == [(1, "load", "MW"), (2, "load", "MW"), (3, "wind", "MW")]
 
 
+def test_an_export_drops_the_typed_views_of_before_the_split(tmp_path: Path) -> None:
+    """A file an earlier version wrote has one typed view per class (``all_values_real``,
+    NULL key columns); the next export under its prefix drops ours, so no view is left
+    that stopped spanning the partitions, and leaves one that is not ours."""
+    from infrastore_sqlite.interchange.sqlite.companions import COMPANION_MARKER
+
+    store = _store(tmp_path / "s.h5")
+    db = tmp_path / "out.db"
+    store.export_sqlite(db, owner_type="PowerLoad")
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            f"CREATE VIEW all_values_real AS /* {COMPANION_MARKER} */ "
+            "SELECT value FROM SingleTimeSeries_f64_utc_values"
+        )
+        conn.execute("CREATE VIEW p_all_values_real AS SELECT 1 AS value")
+    store.export_sqlite(db, name="count")
+    views = {n for (n,) in _rows(db, "SELECT name FROM sqlite_master WHERE type = 'view'")}
+    assert "all_values_real" not in views
+    assert {"p_all_values_real", "all_values_real_static", "all_values_integer_static"} <= views
+
+
 @pytest.mark.parametrize(
     ("ddl", "name"),
     [
-        ("CREATE TABLE all_values_real (x)", "all_values_real"),
+        ("CREATE TABLE all_values_real_static (x)", "all_values_real_static"),
         ("CREATE VIEW flat_SingleTimeSeries_f64_utc AS SELECT 1", "flat_SingleTimeSeries_f64_utc"),
         ("CREATE TABLE infrastore_exports (x)", "infrastore_exports"),
     ],
@@ -166,7 +187,7 @@ def test_companions_over_partitions_the_reference_wrote(tmp_path: Path) -> None:
     theirs.export_sqlite(str(db))
     theirs.close()
     _store(tmp_path / "s.h5").export_sqlite(db, owner_type="PowerLoad")
-    assert _rows(db, "SELECT count(*) FROM all_values_integer") == [(5,)]
+    assert _rows(db, "SELECT count(*) FROM all_values_integer_static") == [(5,)]
     assert _rows(db, "SELECT DISTINCT owner_id FROM flat_SingleTimeSeries_i64_utc") == [(7,)]
     assert _rows(db, "SELECT count(*) FROM infrastore_exports") == [(1,)]
 

@@ -255,7 +255,7 @@ def test_forecast_row_missing(db, dst):
         InvalidParameterError,
         q("series 'det' (owner 1")
         + ".*"
-        + q("has 5 rows, but its grid holds 6 values (1 lanes x 3 steps x 2 windows)"),
+        + q("has 5 rows, but its grid holds 6 values (1 lane x 3 steps x 2 windows)"),
     )
 
 
@@ -529,15 +529,16 @@ def test_empty_descriptors_and_features_read_back_as_absent(db, dst):
     [
         (
             f"UPDATE {INTS}_values SET value = 3000000000 WHERE rowid = 2",
-            rf"array \([0-9a-f]{{12}}…, R4/.*\) in {INTS}_values, rowid 2: 3000000000 does not fit a i32",
+            rf"array \([0-9a-f]{{12}}…, R4/.*\) in {INTS}_values, rowid 2: 3000000000 does not fit an i32",
         ),
         (
             f"UPDATE {INTS}_values SET value = 1.5 WHERE rowid = 3",
-            r"rowid 3: a i32 array holds a value that is not an integer",
+            r"rowid 3: an i32 array holds a value that is not an integer",
         ),
         (
             f"UPDATE {INTS}_values SET value = NULL WHERE rowid = 3",
-            r"rowid 3: a i32 array holds a value that is not an integer",
+            r"rowid 3: an i32 array holds a NULL `value` cell \(a NaN, which it cannot hold\); "
+            "write an integer there",
         ),
         (
             f"UPDATE {SHAPED}_values SET value = '[1.0]' WHERE rowid = 2",

@@ -57,8 +57,18 @@ _BLOB = "a `value` cell is a blob; the layout writes numbers or JSON text"
 _HOLDS = "a `value` cell holds {}, not a number"
 _RAGGED = "a `value` cell is a ragged JSON array"
 _SHAPES = "two `value` cells of one array have different shapes ({} and {})"
-_NOT_INT = "a {} array holds a value that is not an integer"
-_NO_FIT = "{} does not fit a {}"
+_NOT_INT = "{} array holds a value that is not an integer"
+# A NULL cell is how a NaN is written, which an integer or bool array cannot hold: say
+# NULL, not "not an integer" (the cell holds no value at all).
+_NULL_IN_INT = "{} array holds a NULL `value` cell (a NaN, which it cannot hold); write {} there"
+
+
+def a_dtype(name: str) -> str:
+    """``name`` with its article as it is read aloud: "an i64", "an f32", "a u8", "a bool"."""
+    return f"{'an' if name[:1] in 'aeifhlmnorsx' else 'a'} {name}"
+
+
+_NO_FIT = "{} does not fit {}"
 _NOT_BOOL = "a bool array holds a value other than 0 or 1"
 _U64 = "u64 value {} does not fit a SQLite INTEGER"
 _OVERSIZED = (

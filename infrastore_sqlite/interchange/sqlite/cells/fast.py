@@ -21,7 +21,7 @@ import orjson
 from infrastore_sqlite.core.gcpause import gc_paused
 from infrastore_sqlite.errors import InvalidParameterError
 
-from .dtypes import _INT_RANGE, _MAX_ELEMENT_DIMS, _NO_FIT, _NOT_BOOL, DTYPES
+from .dtypes import _INT_RANGE, _MAX_ELEMENT_DIMS, _NO_FIT, _NOT_BOOL, DTYPES, a_dtype
 from .percell import _BARE_NEG_ZERO, _json_shape, _narrow_f32
 
 # The string that separates the cells when the JSON fast path parses them as one text.
@@ -60,7 +60,7 @@ def _scalar_fast(cells: Sequence, name: str) -> np.ndarray | None:
     lo, hi = _INT_RANGE[name]
     if n and (int(arr.min()) < lo or int(arr.max()) > hi):
         bad = int(arr[np.flatnonzero((arr < lo) | (arr > hi))[0]])
-        raise InvalidParameterError(_NO_FIT.format(bad, name))
+        raise InvalidParameterError(_NO_FIT.format(bad, a_dtype(name)))
     return arr.astype(DTYPES[name])
 
 

@@ -33,10 +33,12 @@ from .dtypes import (
     _NOT_BOOL,
     _NOT_INT,
     _NOT_JSON,
+    _NULL_IN_INT,
     _RAGGED,
     _SHAPES,
     DTYPES,
     _fmt_shape,
+    a_dtype,
     text_for_number,
 )
 
@@ -115,12 +117,12 @@ def _float_converters() -> tuple[Callable[[Any], float], Callable[[float], float
 
 def _int_converters(name: str) -> tuple[Callable[[Any], int], Callable[[float], int]]:
     lo, hi = _INT_RANGE[name]
-    not_int = _NOT_INT.format(name)
+    not_int = _NOT_INT.format(a_dtype(name))
 
     def fit(v: int) -> int:
         if lo <= v <= hi:
             return v
-        raise InvalidParameterError(_NO_FIT.format(v, name))
+        raise InvalidParameterError(_NO_FIT.format(v, a_dtype(name)))
 
     def from_json(v: Any) -> int:
         t = type(v)
@@ -257,6 +259,10 @@ def _decode_slow(cells: Sequence, name: str, *, scalar: bool = False) -> np.ndar
             flat.extend(map(from_json, numbers))
         elif cell is None:
             shape = ()
+            if name != "bool" and name[:1] in "iu":
+                raise InvalidParameterError(_NULL_IN_INT.format(a_dtype(name), "an integer"))
+            if name == "bool":
+                raise InvalidParameterError(_NULL_IN_INT.format(a_dtype(name), "0 or 1"))
             flat.append(from_json(None))
         elif isinstance(cell, (float, np.floating)):
             shape = ()
