@@ -272,12 +272,16 @@ def test_the_room_checker_sees_a_later_room(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------- room sizes
-MAX_MODULE_LINES = 800
+# Size is a signal, not a rule: a module past ~1,200 lines is looked at again (does it
+# still hold one responsibility?), and only one past 1,500 fails here. Never split a class
+# or a concept across files to meet a count (issue 35).
+MAX_MODULE_LINES = 1500
 
 
 @pytest.mark.parametrize("path", _modules(), ids=_dotted)
-def test_no_module_over_800_lines(path: Path) -> None:
+def test_no_module_over_1500_lines(path: Path) -> None:
     lines = len(path.read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_MODULE_LINES, (
-        f"{_dotted(path)} has {lines} lines: split it along its seams (docs/architecture.md)"
+        f"{_dotted(path)} has {lines} lines: does it still hold one responsibility? Split it "
+        "by concept, never by count (docs/architecture.md)"
     )

@@ -19,7 +19,8 @@ from .render import _emit_doc, _emit_rows, command
         f"{PROG} query --parquet pq 'SELECT partition_name, count(*) AS n FROM all_values "
         "GROUP BY 1 ORDER BY 1'",
         f"{PROG} -f csv query --parquet pq 'SELECT owner_id, max(value) AS peak FROM "
-        "all_values_real JOIN all_series USING (partition_name, array_id) GROUP BY 1 ORDER BY 1'",
+        "all_values_real_static JOIN all_series USING (partition_name, array_id) GROUP BY 1 "
+        "ORDER BY 1'",
         f"{PROG} query --parquet pq 'SELECT * FROM all_series' --output series.parquet",
         f"{PROG} --store demo-store export -f sqlite --db demo.db",
         f"{PROG} query --db demo.db 'SELECT count(*) AS n FROM all_values'",
@@ -61,7 +62,8 @@ def query(
     """Run one SQL query in DuckDB over an export's fixed-name views.
 
     The views are the SQLite form's: all_values, all_series, all_arrays, the typed
-    all_values_real / _integer / _json and one flat_<base> per partition, and for
+    all_values_<real|integer|json>_<static|deterministic|probabilistic|scenarios> and
+    one flat_<base> per partition, and for
     --parquet each partition's <base>_values, _series and _arrays, over the files in
     place. Instants are plain timestamps: a zoned partition's at UTC, a zoneless one's
     wall clock. Needs pip install 'infrastore-sqlite[query]'.

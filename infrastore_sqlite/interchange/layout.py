@@ -204,6 +204,23 @@ def values_key_columns(tst: TimeSeriesType) -> list[tuple[str, str]]:
     return []
 
 
+# The kind of a partition's key columns (``values_key_columns``), the suffix of its typed
+# companion view (``all_values_<class>_<kind>``): every row of such a view has the same
+# key columns, so none reads as NULL (the SQLite file's views and ``query --parquet``'s).
+KEY_KINDS = {
+    (): "static",
+    ("issue_time",): "deterministic",
+    ("issue_time", "percentile"): "probabilistic",
+    ("issue_time", "scenario"): "scenarios",
+}
+
+
+def key_kind(tst: TimeSeriesType) -> str:
+    """The kind of a partition's key columns: static, deterministic, probabilistic or
+    scenarios (the suffix of its typed companion view)."""
+    return KEY_KINDS[tuple(c for c, _ in values_key_columns(tst))]
+
+
 def series_grid_columns(tst: TimeSeriesType) -> list[tuple[str, str]]:
     """The columns between ``name`` and ``features`` in a series table."""
     if tst.is_forecast:

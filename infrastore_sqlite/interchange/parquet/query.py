@@ -1,8 +1,9 @@
 """The SQLite form's fixed-name views over the Parquet form, in DuckDB (``query --parquet``).
 
 An interchange database gives every reader the same views: ``all_values``, ``all_series``,
-``all_arrays``, the typed companions (``all_values_real``, ``…_integer``, ``…_json``) and
-one ``flat_<base>`` per partition (``interchange/sqlite/companions.py``). A directory of
+``all_arrays``, the typed companions (``all_values_<class>_<kind>``: ``real``, ``integer``
+or ``json`` values of ``static``, ``deterministic``, ``probabilistic`` or ``scenarios``
+partitions, ``interchange.layout.KEY_KINDS``) and one ``flat_<base>`` per partition (``interchange/sqlite/companions.py``). A directory of
 Parquet files gives only file names, and ``read_parquet(dir)`` over the whole directory
 mixes the three roles' columns in one table. :func:`connect_parquet` defines the same
 views in a DuckDB session over the partition files in place (a file, or a directory of
@@ -28,6 +29,7 @@ from typing import Any
 
 from ...errors import InvalidParameterError
 from ..duckdb_session import connect, load_extension, run_sql
+from ..layout import KEY_KINDS
 from .discovery import Partition, discover
 from .layout import ROLES
 from .parts import PartsMetadata
@@ -93,7 +95,7 @@ def query_parquet(
         ``s3://``; a partition's file may be a directory of part files.
     sql
         One query, over ``all_values``, ``all_series``, ``all_arrays``,
-        ``all_values_real`` / ``_integer`` / ``_json``, ``flat_<base>`` and each
+        ``all_values_<real|integer|json>_<kind>``, ``flat_<base>`` and each
         partition's ``<base>_values`` / ``_series`` / ``_arrays``.
     storage_options
         For an ``s3://`` path, as for ``import_parquet`` (keys, region, endpoint); what
@@ -213,8 +215,9 @@ def _value_class(typ: str) -> str:
 def _views(sources: list[tuple[str, Partition, dict[str, dict[str, str]]]]) -> list[str]:
     out = []
     values, series, arrays = [], [], []
-    typed: dict[str, list[str]] = {"real": [], "integer": [], "json": []}
-    present = {c for _, _, t in sources for c, _ in _KEYS if c in t["values"]}
+    # The typed companions, as the SQLite file has them: one per value class and kind of
+    # key columns, so that every row of one has the same keys (none NULL).
+    typed: dict[tuple[str, str], list[str]] = {}
     for base, _p, types in sources:
         vt, st = types["values"], types["series"]
         head = f"SELECT '{base}' AS partition_name, array_id, {_ts('timestamp', vt['timestamp'])} AS timestamp"
@@ -232,10 +235,14 @@ def _views(sources: list[tuple[str, Partition, dict[str, dict[str, str]]]]) -> l
             "integer": "CAST(value AS INTEGER)" if vt.get("value") == "BOOLEAN" else "value",
             "json": text,
         }[cls]
-        tkeys = [k for (c, _), k in zip(_KEYS, keys, strict=True) if c in present]
-        typed[cls].append(
-            f"{head}{''.join(', ' + k for k in tkeys)}, {typed_value} AS value FROM {base}_values"
-        )
+        have = tuple(c for c, _ in _KEYS if c in vt)
+        kind = KEY_KINDS.get(have)
+        if kind is not None:  # (a foreign file's other key columns: all_values only)
+            tkeys = [k for (c, _), k in zip(_KEYS, keys, strict=True) if c in have]
+            typed.setdefault((cls, kind), []).append(
+                f"{head}{''.join(', ' + k for k in tkeys)}, {typed_value} AS value "
+                f"FROM {base}_values"
+            )
         cols = []
         for c in ALL_SERIES_COLUMNS:
             if c not in st:
@@ -257,7 +264,6 @@ def _views(sources: list[tuple[str, Partition, dict[str, dict[str, str]]]]) -> l
     out.append("CREATE VIEW all_values AS " + " UNION ALL ".join(values))
     out.append("CREATE VIEW all_series AS " + " UNION ALL ".join(series))
     out.append("CREATE VIEW all_arrays AS " + " UNION ALL ".join(arrays))
-    for cls, selects in typed.items():
-        if selects:
-            out.append(f"CREATE VIEW all_values_{cls} AS " + " UNION ALL ".join(selects))
+    for (cls, kind), selects in sorted(typed.items()):
+        out.append(f"CREATE VIEW all_values_{cls}_{kind} AS " + " UNION ALL ".join(selects))
     return out

@@ -46,7 +46,7 @@ from ...core.periods import Period
 from ...core.timeref import reference_kind, zone_info
 from ...errors import InvalidParameterError
 from ...model import TimeSeriesType
-from ..layout import Partition, values_key_columns
+from ..layout import KEY_KINDS, Partition, key_kind, values_key_columns
 from ..plan import ExportPlan
 from .cells import sql_value_type
 from .schema import ViewSource, q
@@ -63,12 +63,6 @@ TYPED_VIEWS = {
     "REAL": "all_values_real",
     "INTEGER": "all_values_integer",
     "TEXT": "all_values_json",
-}
-KEY_KINDS = {
-    (): "static",
-    ("issue_time",): "deterministic",
-    ("issue_time", "percentile"): "probabilistic",
-    ("issue_time", "scenario"): "scenarios",
 }
 # The names of the typed views before they were split by kind (one view per class, with
 # NULL key columns): an export drops ours under them, so a file it adds to holds no view
@@ -117,12 +111,6 @@ class CompanionSource:
     #: ``(first_ms, last_ms)`` covering the partition's instants (its ISO text is built
     #: over that span only); None before the tables are written.
     span: tuple[int, int] | None = None
-
-
-def key_kind(tst: TimeSeriesType) -> str:
-    """The kind of a partition's key columns: static, deterministic, probabilistic or
-    scenarios (the suffix of its typed view)."""
-    return KEY_KINDS[tuple(c for c, _ in values_key_columns(tst))]
 
 
 def typed_view_name(prefix: str, value_sql_type: str, kind: str) -> str:

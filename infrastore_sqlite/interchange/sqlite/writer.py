@@ -97,7 +97,7 @@ def export_sqlite(
     """Export the series the filters select into the SQLite database at ``path``.
 
     Beside the layout's tables and its three views it writes the typed companion views
-    (``all_values_real``, ``…_integer``, ``…_json``, ``flat_<partition>``) and appends a
+    (``all_values_<class>_<kind>``, ``flat_<partition>``) and appends a
     row to ``infrastore_exports`` (see :mod:`.companions`); both imports ignore them.
 
     Parameters

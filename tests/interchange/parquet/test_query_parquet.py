@@ -51,11 +51,11 @@ def test_the_views_answer_as_the_sqlite_forms_do(exported) -> None:
         "SELECT partition_name, owner_id, name, units, features FROM all_series ORDER BY ALL",
         "SELECT partition_name, id, data_hash FROM all_arrays ORDER BY ALL",
         # (NaN is a value in Parquet, NULL in SQLite: left out here)
-        "SELECT partition_name, array_id, value FROM all_values_real WHERE NOT isnan(value) "
+        "SELECT partition_name, array_id, value FROM all_values_real_static WHERE NOT isnan(value) "
         "ORDER BY ALL",
-        "SELECT owner_id, max(value) FROM all_values_real JOIN all_series "
+        "SELECT owner_id, max(value) FROM all_values_real_static JOIN all_series "
         "USING (partition_name, array_id) WHERE NOT isnan(value) GROUP BY 1 ORDER BY 1",
-        "SELECT partition_name, array_id, value FROM all_values_integer ORDER BY ALL",
+        "SELECT partition_name, array_id, value FROM all_values_integer_static ORDER BY ALL",
     ):
         assert pq_con.sql(sql).fetchall() == db_con.sql(sql).fetchall(), sql
     # Every flat_ view of the database is there, with its rows.
@@ -125,6 +125,6 @@ def test_a_uri_on_the_s3_server(exported, s3_server: Any) -> None:
     uri = f"s3://infrastore/query-{uuid.uuid4().hex[:8]}"
     with Store.open(exported["dir"] / "src.h5", read_only=True) as s:
         s.export_parquet(uri, storage_options=s3_server.options)
-    sql = "SELECT owner_id, max(value) FROM all_values_real JOIN all_series USING (partition_name, array_id) GROUP BY 1 ORDER BY 1"
+    sql = "SELECT owner_id, max(value) FROM all_values_real_static JOIN all_series USING (partition_name, array_id) GROUP BY 1 ORDER BY 1"
     got = query_parquet(uri, sql, storage_options=s3_server.options).fetchall()
     assert repr(got) == repr(query_parquet(exported["pq"], sql).fetchall())  # (NaN == NaN)
