@@ -55,17 +55,26 @@ def _peak_mb() -> float:
     return 0.0
 
 
+def _cpu() -> float:
+    """CPU seconds of this process, every thread (less moved by a loaded machine than
+    the wall clock)."""
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
 def child(spec: dict[str, Any]) -> dict[str, Any]:
     """One timed operation (this process is fresh)."""
     if spec["op"] == "import":
         from infrastore_sqlite import Store
 
         store = Store.create(spec["store"])
-        t = time.perf_counter()
+        c, t = _cpu(), time.perf_counter()
         store.import_parquet(spec["src"])
-        wall = time.perf_counter() - t
+        wall, cpu = time.perf_counter() - t, _cpu() - c
         store.close()
-        return {"wall": wall, "peak_mb": _peak_mb()}
+        return {"wall": wall, "cpu": cpu, "peak_mb": _peak_mb()}
     if spec["op"] == "ours":
         from infrastore_sqlite.interchange.parquet.query import query_parquet
 
@@ -128,10 +137,62 @@ def parts_dirs(work: Path, store: Path) -> tuple[Path, Path]:
     return one, parts
 
 
+def bench_parts(work: Path, builder: str, n: int, rounds: int) -> dict[str, Any]:
+    one, parts = parts_dirs(work, build(work, builder, n))
+    rows: dict[str, list[dict[str, Any]]] = {"one": [], "parts": []}
+    for r in range(rounds):
+        for label, src in (("one", one), ("parts", parts)):
+            dst = work / f"dst-{label}-{r}.h5"
+            rows[label].append(run_child({"op": "import", "src": str(src), "store": str(dst)}))
+            shutil.rmtree(dst, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                dst.unlink()
+    pairs = list(zip(rows["parts"], rows["one"], strict=True))
+    out = {
+        "store": f"{builder} {n}",
+        "one_s": [o["wall"] for o in rows["one"]],
+        "parts_s": [p["wall"] for p in rows["parts"]],
+        "one_cpu_s": [o["cpu"] for o in rows["one"]],
+        "parts_cpu_s": [p["cpu"] for p in rows["parts"]],
+        "ratio": statistics.median(p["wall"] / o["wall"] for p, o in pairs),
+        "cpu_ratio": statistics.median(p["cpu"] / o["cpu"] for p, o in pairs),
+        "rss_delta_mb": statistics.median(p["peak_mb"] - o["peak_mb"] for p, o in pairs),
+    }
+    print(
+        f"parts: {builder} {n}: 8 parts / 1 file = {out['ratio']:.3f}x wall, "
+        f"{out['cpu_ratio']:.3f}x CPU (<= 1.15), peak RSS {out['rss_delta_mb']:+.1f} MB (<= +20)"
+    )
+    return out
+
+
+def bench_query(work: Path, builder: str, n: int, rounds: int) -> dict[str, Any]:
+    from infrastore_sqlite import Store
+
+    with Store.open(build(work, builder, n), read_only=True) as s:
+        s.export_parquet(work / "q")
+    q: dict[str, list[dict[str, Any]]] = {"ours": [], "hand": []}
+    for _ in range(rounds):
+        for op in ("ours", "hand"):
+            q[op].append(run_child({"op": op, "src": str(work / "q")}))
+    assert q["ours"][0]["rows"] == q["hand"][0]["rows"]
+    pairs = list(zip(q["ours"], q["hand"], strict=True))
+    out = {
+        "store": f"{builder} {n}",
+        "ours_s": [a["wall"] for a in q["ours"]],
+        "hand_s": [b["wall"] for b in q["hand"]],
+        "ratio": statistics.median(a["wall"] / b["wall"] for a, b in pairs),
+    }
+    print(
+        f"query: {builder} {n}: query --parquet / hand-written DuckDB = {out['ratio']:.3f}x (<= 1.5)"
+    )
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--only", choices=("parts", "query"))
     ap.add_argument("--json")
     ap.add_argument("--child")
     args = ap.parse_args()
@@ -141,44 +202,10 @@ def main() -> None:
     stores = STORES["quick" if args.quick else "full"]
     result: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-parts-") as tmp:
-        work = Path(tmp)
-        builder, n = stores["parts"]
-        one, parts = parts_dirs(work, build(work, builder, n))
-        rows: dict[str, list[dict[str, Any]]] = {"one": [], "parts": []}
-        for r in range(args.rounds):
-            for label, src in (("one", one), ("parts", parts)):
-                dst = work / f"dst-{label}-{r}.h5"
-                rows[label].append(run_child({"op": "import", "src": str(src), "store": str(dst)}))
-                with contextlib.suppress(OSError):
-                    dst.unlink()
-        ratio = statistics.median(
-            p["wall"] / o["wall"] for p, o in zip(rows["parts"], rows["one"], strict=True)
-        )
-        rss = statistics.median(
-            p["peak_mb"] - o["peak_mb"] for p, o in zip(rows["parts"], rows["one"], strict=True)
-        )
-        result["parts"] = {"store": f"{builder} {n}", "one_s": [o["wall"] for o in rows["one"]],
-                           "parts_s": [p["wall"] for p in rows["parts"]], "ratio": ratio,
-                           "rss_delta_mb": rss}  # fmt: skip
-        print(f"parts: {builder} {n}: 8 parts / 1 file = {ratio:.3f}x (<= 1.15), "
-              f"peak RSS {rss:+.1f} MB (<= +20)")  # fmt: skip
-        builder, n = stores["query"]
-        src = build(work, builder, n)
-        from infrastore_sqlite import Store
-
-        with Store.open(src, read_only=True) as s:
-            s.export_parquet(work / "q")
-        q: dict[str, list[dict[str, Any]]] = {"ours": [], "hand": []}
-        for _ in range(max(args.rounds, 5)):
-            for op in ("ours", "hand"):
-                q[op].append(run_child({"op": op, "src": str(work / "q")}))
-        assert q["ours"][0]["rows"] == q["hand"][0]["rows"]
-        qr = statistics.median(
-            a["wall"] / b["wall"] for a, b in zip(q["ours"], q["hand"], strict=True)
-        )
-        result["query"] = {"store": f"{builder} {n}", "ours_s": [a["wall"] for a in q["ours"]],
-                           "hand_s": [b["wall"] for b in q["hand"]], "ratio": qr}  # fmt: skip
-        print(f"query: {builder} {n}: query --parquet / hand-written DuckDB = {qr:.3f}x (<= 1.5)")
+        if args.only != "query":
+            result["parts"] = bench_parts(Path(tmp), *stores["parts"], args.rounds)
+        if args.only != "parts":
+            result["query"] = bench_query(Path(tmp), *stores["query"], max(args.rounds, 5))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
 
