@@ -10,8 +10,9 @@ parts as one file for the readers, merged by the role's sort key as they are rea
 
 The merge: each part must be sorted on its own (checked as it is read; an unsorted part
 is refused naming it and the engine's way to sort within parts). Parts whose key ranges
-(from the footers' statistics) do not meet are read one after the other; parts whose
-ranges meet are read together, a batch of each at a time, and the rows below the
+(from the footers' statistics) do not overlap are read one after the other (a part that
+starts with the key the one before ends with continues that array); parts whose ranges
+overlap are read together, a batch of each at a time, and the rows below the
 smallest last key of the open parts handed on (so an array, which may continue from one
 part into the next, is handed on whole). Memory: one batch per open part, or one array
 when it is longer.
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InvalidParameterError
+from .columns import null_mask, to_numpy
 from .storage import ObjectPath, open_input
 
 __all__ = [
@@ -259,7 +261,12 @@ class PartsFile:
         out: list[list[int]] = []
         top = None
         for lo, hi, i in ranges:
-            if out and top is not None and lo <= top:
+            # Ranges that overlap are merged; a part that starts where the one before
+            # ends (an array cut between them, as a range partitioning or a global sort
+            # cuts it) follows it: its rows of that array come after the earlier part's
+            # (the import checks each array's order whole, so a cut that did not keep
+            # it is refused, never filed out of order).
+            if out and top is not None and lo < top:
                 out[-1].append(i)
                 top = max(top, hi)
             else:
@@ -357,9 +364,7 @@ class _Cursor:
         self.owner = owner
         self.i = i
         self.path = owner.meta.parts[i]
-        self._it = owner._file(i).iter_batches(
-            batch_size=batch_size, columns=columns, use_threads=False
-        )
+        self._it = self._read(owner._file(i), columns, batch_size)
         self.buf: Any = None
         self.keys = np.empty(0, np.int64)
         self.done = False
@@ -382,7 +387,7 @@ class _Cursor:
         if pa.types.is_dictionary(col.type):
             col = col.dictionary_decode()
         if col.null_count:
-            row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+            row = int(np.flatnonzero(null_mask(col))[0])
             raise InvalidParameterError(
                 f"{path} row {start + row + 1}: `{name}` is null; the layout holds no nulls",
                 table=str(path),
@@ -394,7 +399,17 @@ class _Cursor:
                 f"{path}: `{name}` is {col.type}, not an integer; write it as int64",
                 table=str(path),
             )
-        return col.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        # (columns.to_numpy: Array.to_numpy imports pandas, 40 MB and 0.15 s, first)
+        return to_numpy(pa, col).astype(np.int64, copy=False)
+
+    @staticmethod
+    def _read(pf: Any, columns: list[str], batch_size: int) -> Iterator[Any]:
+        """The part's batches, a row group at a time: pyarrow's reader of a whole file
+        holds more of it at once (a 4.4 M-row import: +40 MB peak, 1.4x the time)."""
+        for g in range(pf.num_row_groups):
+            yield from pf.iter_batches(
+                batch_size=batch_size, row_groups=[g], columns=columns, use_threads=False
+            )
 
     def _next(self) -> Any:
         for batch in self._it:
