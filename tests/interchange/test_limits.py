@@ -158,3 +158,36 @@ def test_a_repeated_series_row_is_refused_at_its_second_row(exports, dst, tmp_pa
         dst.import_parquet(d)
     assert f"{series} holds series id 1 twice (again at row 2)" in str(refused.value)
     assert dst.list_metadata() == []
+
+
+def test_a_parquet_text_cell_longer_than_the_bound_is_refused(exports, dst, tmp_path) -> None:
+    d = tmp_path / "pq"
+    shutil.copytree(exports / "pq", d)
+    series = d / f"{PQ}.series.parquet"
+    table = pq.read_table(series)
+    units = pa.array(["", "x" * 5000, ""])
+    table = table.set_column(table.schema.get_field_index("units"), "units", units)
+    pq.write_table(table, series)
+    with pytest.raises(InvalidParameterError) as refused:
+        dst.import_parquet(d, max_cell_bytes=4096)
+    message = str(refused.value)
+    assert f"{series} row 2, column `units`: the cell holds 5,000 bytes, more than" in message
+    with pytest.raises(InvalidParameterError, match="column `units`"):
+        rehash_parquet(d, max_cell_bytes=4096)
+    assert dst.list_metadata() == []
+
+
+def test_a_sqlite_array_longer_than_the_bound_is_refused_before_it_is_read(
+    exports, dst, tmp_path
+) -> None:
+    db = tmp_path / "x.db"
+    shutil.copy(exports / "x.db", db)
+    with pytest.raises(InvalidParameterError) as refused:
+        dst.import_sqlite(db, max_array_bytes=23_000)
+    message = str(refused.value)
+    assert f"in {STS}_values holds 1,000 rows, more than the 958 the store reads" in message
+    assert refused.value.render("cli").endswith("--max-array-bytes N")
+    with pytest.raises(InvalidParameterError, match="rows, more than the 958"):
+        rehash_sqlite(db, max_array_bytes=23_000)
+    assert dst.list_metadata() == []
+    assert len(dst.import_sqlite(db, max_array_bytes=24_000)) == 3

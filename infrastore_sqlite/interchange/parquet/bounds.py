@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ...errors import InvalidParameterError
 from ...model import TimeSeriesType
 from ..importing.limits import MAX_ARRAY_BYTES, Limits
 from ..layout import values_key_columns
 
-__all__ = ["check_row_groups", "row_limit", "too_many_rows"]
+__all__ = ["check_cells", "check_row_groups", "row_limit", "too_many_rows"]
 
 
 def row_limit(limits: Limits, tst: TimeSeriesType) -> int:
@@ -72,3 +74,52 @@ def check_row_groups(meta: Any, at: int, limit: int) -> tuple[str, int] | None:
             run_id, run_rows = None, 0
         start += rows
     return None
+
+
+def _lengths(texts: Any) -> np.ndarray | None:
+    """Each cell's length in bytes, from the array's offsets (no compute kernel, no
+    copy of the texts); None for a column that holds no texts."""
+    import pyarrow as pa
+
+    t = texts.type
+    if pa.types.is_string(t) or pa.types.is_binary(t):
+        dtype: Any = np.int32
+    elif pa.types.is_large_string(t) or pa.types.is_large_binary(t):
+        dtype = np.int64
+    else:
+        return None
+    offsets = np.frombuffer(texts.buffers()[1], dtype=dtype)
+    return np.diff(offsets[texts.offset : texts.offset + len(texts) + 1])
+
+
+def check_cells(batch: Any, limits: Limits, start: int, file: str) -> None:
+    """Refuse a batch of a series or arrays file (from row ``start`` + 1) with a text or
+    binary cell longer than ``limits.max_cell_bytes``, naming the row and column, before
+    its cells become Python objects."""
+    import pyarrow as pa
+
+    bound = limits.max_cell_bytes
+    for name, col in zip(batch.schema.names, batch.columns, strict=True):
+        dictionary = pa.types.is_dictionary(col.type)
+        lengths = _lengths(col.dictionary if dictionary else col)
+        if lengths is None or not lengths.size or int(lengths.max()) <= bound:
+            continue
+        if dictionary:  # which row uses a long entry, without spelling the rows out
+            indices = np.nan_to_num(col.indices.to_numpy(zero_copy_only=False))  # nulls: 0
+            lengths = (
+                np.where(
+                    col.is_null().to_numpy(zero_copy_only=False),
+                    0,
+                    lengths[indices.astype(np.int64)],
+                )
+                if col.null_count
+                else lengths[indices.astype(np.int64)]
+            )
+        at = int(np.argmax(lengths > bound))
+        if lengths[at] > bound:
+            raise limits.too_long(
+                f"{file} row {start + at + 1}, column `{name}`: the cell",
+                int(lengths[at]),
+                table=file,
+                unread=False,
+            )

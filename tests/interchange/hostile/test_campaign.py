@@ -84,8 +84,9 @@ def values_bomb(rows: int) -> Callable[[Path], None]:
     return build
 
 
-def series_bomb(rows: int) -> Callable[[Path], None]:
-    """``rows`` copies of the series file's first row (issue: 10⁸ copies, 0.2 MB)."""
+def series_bomb(rows: int, units: str | None = None) -> Callable[[Path], None]:
+    """``rows`` copies of the series file's first row (issue: 10⁸ copies, 0.2 MB), its
+    ``units`` replaced when given."""
 
     def build(d: Path) -> None:
         series = d / f"{PQ}.series.parquet"
@@ -99,7 +100,8 @@ def series_bomb(rows: int) -> Callable[[Path], None]:
             elif str(field.type) == "int64":
                 cols.append(int64(field.name, value))
             else:
-                cols.append(string(field.name, value))
+                text = units if field.name == "units" and units is not None else value
+                cols.append(string(field.name, text))
         write_bomb(series, cols, rows, _footer(series))
 
     return build
@@ -151,6 +153,7 @@ CASES = [
     Case("values bomb, 2·10⁸ rows (RLE)", "parquet", values_bomb(200_000_000), "rows of one array"),
     Case("values bomb, 10⁹ rows (RLE)", "parquet", values_bomb(1_000_000_000), "rows of one array"),
     Case("series bomb, 10⁸ copies of a row", "parquet", series_bomb(100_000_000), "holds series id 1 twice (again at row 2)"),
+    Case("20 MiB text in a Parquet series cell", "parquet", series_bomb(1, "x" * (20 * 2**20)), "column `units`: the cell holds 20,971,520 bytes"),
     Case("series listed twice (Parquet)", "parquet", relabel_parquet, "appears twice in the file", ("diff", "add", "add --replace")),
     Case("manifest name ../../etc/passwd", "parquet", manifest("../../etc/passwd"), "a name that leaves"),
     Case("values file a symlink out of the directory", "parquet", symlink_out, "is a symbolic link to"),
