@@ -69,8 +69,8 @@ def test_a_parquet_array_longer_than_the_bound_is_refused_from_the_footer(
     with pytest.raises(InvalidParameterError) as refused:
         dst.import_parquet(d, max_array_bytes=23_000)
     message = str(refused.value)
-    assert f"{d / (PQ + '.values.parquet')}: the rows from row 1" in message
-    assert "all of array_id 1) holds 1,000 rows of one array, more than the 958" in message
+    assert f"{d / (PQ + '.values.parquet')}: row groups 1-2 (from row 1, all of" in message
+    assert "array_id 1) holds 1,000 rows of one array, more than the 958" in message
     assert "nothing of it was read" in message and "max_array_bytes=N" in message
     assert refused.value.render("cli").endswith("--max-array-bytes N")
     for run in (

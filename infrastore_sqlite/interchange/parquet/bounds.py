@@ -53,7 +53,7 @@ def check_row_groups(meta: Any, at: int, limit: int) -> tuple[str, int] | None:
     """
     start = 0
     run_id: int | None = None
-    run_rows = run_from = 0
+    run_rows = run_from = run_group = 0
     for i in range(meta.num_row_groups):
         rg = meta.row_group(i)
         rows = rg.num_rows
@@ -65,11 +65,16 @@ def check_row_groups(meta: Any, at: int, limit: int) -> tuple[str, int] | None:
         if one and rows:
             aid = None if at < 0 else int(stats.min)
             if run_id is None or aid != run_id or run_rows == 0:
-                run_id, run_rows, run_from = aid, 0, start
+                run_id, run_rows, run_from, run_group = aid, 0, start, i
             run_rows += rows
             if run_rows > limit:
+                groups = (
+                    f"row group {i + 1}"
+                    if i == run_group
+                    else f"row groups {run_group + 1}-{i + 1}"
+                )
                 named = "" if aid is None else f", all of array_id {aid}"
-                return f"the rows from row {run_from + 1} (row group {i + 1}{named})", run_rows
+                return f"{groups} (from row {run_from + 1}{named})", run_rows
         elif rows:
             run_id, run_rows = None, 0
         start += rows
