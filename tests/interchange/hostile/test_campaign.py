@@ -1,7 +1,7 @@
 """The hostile-file campaign (issue 34, Must 7): each hostile variant of one export goes
 through the command line (``diff``, ``add`` into a fresh store, ``add --replace`` into a
 copy of the store it came from, ``rehash``), each command in its own process under a cap
-(4 GB of address space, 60 s), and must be refused: exit status 1, one ``Error:`` line
+(4 GB of address space, set by a launcher that execs the command; 60 s), and must be refused: exit status 1, one ``Error:`` line
 naming the problem, no traceback, no "internal error", and the store it came from
 unchanged. Each command's peak RSS and time are measured; the clean file's commands are
 the baseline (docs/durability.md holds the table: set ``INFRASTORE_CAMPAIGN_TABLE`` to a
@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -146,7 +144,10 @@ def relabel_parquet(d: Path) -> None:
     )
 
 
-DEEP = "[" * 3000 + "-0" + "]" * 3000
+# A -0 beside 990 nested arrays: short enough for a tuple's cell bound, deep enough for
+# Python's recursion limit.
+DEEP = "[-0," + "[" * 990 + "]" * 990 + ",1]"
+TUPLE = "SingleTimeSeries_tuple3_f64_utc"
 BIG_CELL = 32 * 2**20  # beyond the default 16 MiB bound, cheap to write (zeroblob)
 
 CASES = [
@@ -159,7 +160,7 @@ CASES = [
     Case("values file a symlink out of the directory", "parquet", symlink_out, "is a symbolic link to"),
     Case("32 MiB text in a series cell", "sqlite", sqlite_sql(f"UPDATE {STS}_series SET units = CAST(zeroblob({BIG_CELL}) AS TEXT) WHERE rowid = 2"), "column `units`: the cell is longer than"),
     Case("32 MiB blob in a value cell", "sqlite", sqlite_sql(f"UPDATE {STS}_values SET value = zeroblob({BIG_CELL}) WHERE rowid = 5"), "column `value`"),
-    Case("nested JSON (3,000 levels)", "sqlite", sqlite_sql(f"UPDATE {STS}_values SET value = '{DEEP}' WHERE rowid = 5"), f"{STS}_values"),
+    Case("nested JSON (990 levels in a tuple cell)", "sqlite", sqlite_sql(f"UPDATE {TUPLE}_values SET value = '{DEEP}' WHERE rowid = 5"), "nests deeper than any element"),
     Case("text not UTF-8", "sqlite", sqlite_sql(f"UPDATE {STS}_series SET name = CAST(x'47ff' AS TEXT) WHERE rowid = 1"), "not valid UTF-8"),
     Case("series listed twice (SQLite)", "sqlite", sqlite_sql(f"UPDATE {STS}_series SET owner_id = 101 WHERE owner_id = 103"), "appears twice in the file", ("diff", "add", "add --replace")),
     Case("values table dropped", "sqlite", sqlite_sql(f"DROP TABLE {STS}_values"), f"but no {STS}_values beside it"),
@@ -171,38 +172,62 @@ CASES = [
 
 
 # ------------------------------------------------------------------------------ running
-def _cap() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (CAP_BYTES, CAP_BYTES))
+# Each command runs in a fresh interpreter started by a small launcher that sets the cap
+# and the directory, runs the command in its own process and, at exit, writes the
+# process's peak resident set (VmHWM: of this process alone; a child's rusage would also
+# count the pages of the test process it was forked or spawned from).
+_LAUNCH = f"""
+import atexit, os, resource, runpy, sys
+resource.setrlimit(resource.RLIMIT_AS, ({CAP_BYTES}, {CAP_BYTES}))
+os.chdir(sys.argv[1])
+peak_file = sys.argv[2]
+
+def peak():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                with open(peak_file, "w") as f:
+                    f.write(line.split()[1])
+
+atexit.register(peak)
+sys.argv = ["infrastore-sqlite", *sys.argv[3:]]
+runpy.run_module("infrastore_sqlite", run_name="__main__", alter_sys=True)
+"""
 
 
 def run_cli(args: list[str], cwd: Path) -> dict[str, Any]:
-    """One command in its own process under the cap: exit status, stderr, peak RSS (from
-    the child's own rusage, reaped with ``wait4``) and time."""
+    """One command in its own process under the cap: exit status, stderr, peak RSS (the
+    process's own high-water mark) and time."""
     env = dict(os.environ)
     env.pop("INFRASTORE_SQLITE_DEBUG", None)
-    out, err = (
-        cwd / f".out-{os.getpid()}-{time.monotonic_ns()}",
-        cwd / f".err-{time.monotonic_ns()}",
-    )
+    tag = time.monotonic_ns()
+    out, err = cwd / f".out-{tag}", cwd / f".err-{tag}"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
     began = time.monotonic()
-    with out.open("wb") as o, err.open("wb") as e:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "infrastore_sqlite", *args],
-            cwd=cwd, stdout=o, stderr=e, env=env, preexec_fn=_cap,
-        )  # fmt: skip
+    peak = cwd / f".peak-{tag}"
+    pid = os.posix_spawn(
+        sys.executable,
+        [sys.executable, "-c", _LAUNCH, str(cwd), str(peak), *args],
+        env,
+        file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 1, str(out), flags, 0o644),
+            (os.POSIX_SPAWN_OPEN, 2, str(err), flags, 0o644),
+        ],
+    )
     status: int | str = "timeout"
     rss = 0
     while time.monotonic() - began < TIMEOUT_S:
-        pid, code, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
+        done, code, _usage = os.wait4(pid, os.WNOHANG)
+        if done:
             status = os.waitstatus_to_exitcode(code)
-            rss = usage.ru_maxrss * 1024  # KiB on Linux
+            rss = int(peak.read_text()) * 1024 if peak.exists() else 0  # KiB
+            peak.unlink(missing_ok=True)
             break
         time.sleep(0.02)
     else:
-        proc.kill()
-        os.wait4(proc.pid, 0)
-    proc.returncode = status if isinstance(status, int) else -9  # reaped here
+        os.kill(pid, 9)
+        os.wait4(pid, 0)
     result = {
         "status": status,
         "stdout": out.read_text(errors="replace"),
@@ -240,6 +265,9 @@ def origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
         s.add_time_series(
             101, "Gen", "Component", NonSequentialTimeSeries(stamps, [1.0, 2, 3], "e")
         )
+        triples = [[float(i), i + 0.5, -float(i)] for i in range(24)]
+        ts = SingleTimeSeries.from_values(T0, "PT1H", triples, "t")
+        s.add_time_series(104, "Gen", "Component", ts)
         s.export_sqlite(d / "clean.db")
         s.export_parquet(d / "clean_pq")
     return d
