@@ -1,7 +1,7 @@
 """The hostile-file campaign (issue 34, Must 7): each hostile variant of one export goes
 through the command line (``diff``, ``add`` into a fresh store, ``add --replace`` into a
 copy of the store it came from, ``rehash``), each command in its own process under a cap
-(4 GB of address space, set by a launcher that execs the command; 60 s), and must be refused: exit status 1, one ``Error:`` line
+(4 GB of address space, 60 s), and must be refused: exit status 1, one ``Error:`` line
 naming the problem, no traceback, no "internal error", and the store it came from
 unchanged. Each command's peak RSS and time are measured; the clean file's commands are
 the baseline (docs/durability.md holds the table: set ``INFRASTORE_CAMPAIGN_TABLE`` to a
@@ -328,7 +328,7 @@ def test_every_hostile_file_is_refused_in_one_line_within_the_bounds(origin, tmp
     problems = []
     for kind in ("sqlite", "parquet"):
         for command, r in runs[("clean", kind)].items():
-            assert r["status"] == 0, (kind, command, r["stderr"])
+            assert r["status"] == 0 and r["rss"] > 0, (kind, command, r["stderr"])
             rows.append(("clean " + kind, command, r, None))
     for case in CASES:
         for command, r in runs[(case.name, case.kind)].items():
@@ -342,7 +342,7 @@ def test_every_hostile_file_is_refused_in_one_line_within_the_bounds(origin, tmp
                 or case.said not in first
                 or "Traceback" in r["stderr"]
                 or "internal error" in r["stderr"]
-                or r["rss"] > base["rss"] + MARGIN_BYTES
+                or not 0 < r["rss"] <= base["rss"] + MARGIN_BYTES  # 0: not measured
             ):
                 problems.append((case.name, command, r["status"], r["rss"], r["stderr"][:600]))
             if command == "add --replace":
