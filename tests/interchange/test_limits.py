@@ -191,3 +191,32 @@ def test_a_sqlite_array_longer_than_the_bound_is_refused_before_it_is_read(
         rehash_sqlite(db, max_array_bytes=23_000)
     assert dst.list_metadata() == []
     assert len(dst.import_sqlite(db, max_array_bytes=24_000)) == 3
+
+
+def test_the_command_line_takes_the_bounds_by_the_same_names(exports, tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from infrastore_sqlite.cli import cli
+
+    run = CliRunner().invoke
+    store = str(tmp_path / "s.h5")
+    assert run(cli, ["--store", store, "init"]).exit_code == 0
+    db = tmp_path / "x.db"
+    shutil.copy(exports / "x.db", db)
+    for args in (
+        ["--store", store, "add", "--sqlite", str(db), "--max-array-bytes", "23000"],
+        ["--store", store, "diff", "--sqlite", str(db), "--max-array-bytes", "23000"],
+        ["rehash", "--db", str(db), "--max-array-bytes", "23000"],
+        ["--store", store, "add", "--parquet", str(exports / "pq"), "--max-array-bytes", "23000"],
+    ):
+        result = run(cli, args)
+        assert result.exit_code == 1, (args, result.output)
+        first = result.stderr.splitlines()[0]
+        assert "rows, more than the 958" in first or "rows of one array, more than the 958" in first
+        assert first.endswith("--max-array-bytes N"), first
+    edit(db, f"UPDATE {STS}_series SET units = CAST(zeroblob(5000) AS TEXT) WHERE rowid = 2")
+    result = run(cli, ["rehash", "--db", str(db), "--max-cell-bytes", "4096"])
+    assert result.exit_code == 1 and "column `units`" in result.stderr
+    assert result.stderr.splitlines()[0].endswith("--max-cell-bytes N")
+    refused = run(cli, ["--store", store, "add", "--csv", str(db), "--max-cell-bytes", "9"])
+    assert refused.exit_code == 2 and "go with --sqlite or --parquet" in refused.output
