@@ -69,8 +69,8 @@ def test_a_parquet_array_longer_than_the_bound_is_refused_from_the_footer(
     with pytest.raises(InvalidParameterError) as refused:
         dst.import_parquet(d, max_array_bytes=23_000)
     message = str(refused.value)
-    assert f"{d / (PQ + '.values.parquet')}: the rows from row 1" in message
-    assert "all of array_id 1) holds 1,000 rows of one array, more than the 958" in message
+    assert f"{d / (PQ + '.values.parquet')}: row groups 1-2 (from row 1, all of" in message
+    assert "array_id 1) holds 1,000 rows of one array, more than the 958" in message
     assert "nothing of it was read" in message and "max_array_bytes=N" in message
     assert refused.value.render("cli").endswith("--max-array-bytes N")
     for run in (
@@ -158,3 +158,65 @@ def test_a_repeated_series_row_is_refused_at_its_second_row(exports, dst, tmp_pa
         dst.import_parquet(d)
     assert f"{series} holds series id 1 twice (again at row 2)" in str(refused.value)
     assert dst.list_metadata() == []
+
+
+def test_a_parquet_text_cell_longer_than_the_bound_is_refused(exports, dst, tmp_path) -> None:
+    d = tmp_path / "pq"
+    shutil.copytree(exports / "pq", d)
+    series = d / f"{PQ}.series.parquet"
+    table = pq.read_table(series)
+    units = pa.array(["", "x" * 5000, ""])
+    table = table.set_column(table.schema.get_field_index("units"), "units", units)
+    pq.write_table(table, series)
+    with pytest.raises(InvalidParameterError) as refused:
+        dst.import_parquet(d, max_cell_bytes=4096)
+    message = str(refused.value)
+    assert f"{series} row 2, column `units`: the cell holds 5,000 bytes, more than" in message
+    with pytest.raises(InvalidParameterError, match="column `units`"):
+        rehash_parquet(d, max_cell_bytes=4096)
+    assert dst.list_metadata() == []
+
+
+def test_a_sqlite_array_longer_than_the_bound_is_refused_before_it_is_read(
+    exports, dst, tmp_path
+) -> None:
+    db = tmp_path / "x.db"
+    shutil.copy(exports / "x.db", db)
+    with pytest.raises(InvalidParameterError) as refused:
+        dst.import_sqlite(db, max_array_bytes=23_000)
+    message = str(refused.value)
+    assert f"in {STS}_values holds 1,000 rows, more than the 958 the store reads" in message
+    assert refused.value.render("cli").endswith("--max-array-bytes N")
+    with pytest.raises(InvalidParameterError, match="rows, more than the 958"):
+        rehash_sqlite(db, max_array_bytes=23_000)
+    assert dst.list_metadata() == []
+    assert len(dst.import_sqlite(db, max_array_bytes=24_000)) == 3
+
+
+def test_the_command_line_takes_the_bounds_by_the_same_names(exports, tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from infrastore_sqlite.cli import cli
+
+    run = CliRunner().invoke
+    store = str(tmp_path / "s.h5")
+    assert run(cli, ["--store", store, "init"]).exit_code == 0
+    db = tmp_path / "x.db"
+    shutil.copy(exports / "x.db", db)
+    for args in (
+        ["--store", store, "add", "--sqlite", str(db), "--max-array-bytes", "23000"],
+        ["--store", store, "diff", "--sqlite", str(db), "--max-array-bytes", "23000"],
+        ["rehash", "--db", str(db), "--max-array-bytes", "23000"],
+        ["--store", store, "add", "--parquet", str(exports / "pq"), "--max-array-bytes", "23000"],
+    ):
+        result = run(cli, args)
+        assert result.exit_code == 1, (args, result.output)
+        first = result.stderr.splitlines()[0]
+        assert "rows, more than the 958" in first or "rows of one array, more than the 958" in first
+        assert first.endswith("--max-array-bytes N"), first
+    edit(db, f"UPDATE {STS}_series SET units = CAST(zeroblob(5000) AS TEXT) WHERE rowid = 2")
+    result = run(cli, ["rehash", "--db", str(db), "--max-cell-bytes", "4096"])
+    assert result.exit_code == 1 and "column `units`" in result.stderr
+    assert result.stderr.splitlines()[0].endswith("--max-cell-bytes N")
+    refused = run(cli, ["--store", store, "add", "--csv", str(db), "--max-cell-bytes", "9"])
+    assert refused.exit_code == 2 and "go with --sqlite or --parquet" in refused.output

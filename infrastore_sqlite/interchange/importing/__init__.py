@@ -8,6 +8,9 @@ hands over the arrays and series rows as tuples, and yields each values group as
 :class:`Group` of numpy columns, in key order. This package does the rest, and words
 every refusal, with the container's word for the place:
 
+* :mod:`.limits` — the store's bounds on what a file may make a reader hold
+  (:class:`~.limits.Limits`: ``max_array_bytes``, ``max_cell_bytes``), which every
+  container's reader checks before it reads;
 * :mod:`.options` — the inline flags (:class:`Options`) and what an import carries
   across partitions (:class:`Context`);
 * :mod:`.places` — :class:`Place`, :class:`Group`, the :class:`PartitionSource`

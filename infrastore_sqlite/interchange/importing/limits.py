@@ -85,22 +85,30 @@ class Limits:
         """The most rows one array (or row group) may have: 8 bytes a row."""
         return max(1, self.max_array_bytes // 8)
 
-    def too_many_rows(self, what: str, rows: int, *, table: str) -> InvalidParameterError:
-        """The refusal of ``what`` (an array, a row group) of ``rows`` rows."""
+    def too_many_rows(
+        self, what: str, rows: int, *, table: str, limit: int | None = None
+    ) -> InvalidParameterError:
+        """The refusal of ``what`` (an array, a row group) of ``rows`` rows (``limit``:
+        the rows the bound allows, :attr:`max_rows` unless given)."""
+        limit = self.max_rows if limit is None else limit
         return InvalidParameterError(
-            f"{what} holds {rows:,} rows, more than the {self.max_rows:,} the store reads in "
-            f"one array ({self.max_array_bytes:,} bytes at 8 a row); nothing of it was read. "
-            "A real series that long needs a higher bound: {max_array_bytes}",
+            f"{what} holds {rows:,} rows, more than the {limit:,} the store reads in one "
+            f"array ({self.max_array_bytes:,} bytes at 8 a row and column); nothing of it "
+            "was read. A real series that long needs a higher bound: {max_array_bytes}",
             table=table,
             terms={"max_array_bytes": MAX_ARRAY_BYTES},
         )
 
-    def too_long(self, what: str, size: int | None, *, table: str) -> InvalidParameterError:
-        """The refusal of a cell (``what`` names it) longer than :attr:`max_cell_bytes`."""
+    def too_long(
+        self, what: str, size: int | None, *, table: str, unread: bool = True
+    ) -> InvalidParameterError:
+        """The refusal of a cell (``what`` names it) longer than :attr:`max_cell_bytes`
+        (``unread``: SQLite refused to hand it over)."""
         held = f"holds {size:,} bytes, more than" if size is not None else "is longer than"
+        taken = "nothing of it was read" if unread else "it was not taken"
         return InvalidParameterError(
             f"{what} {held} the {self.max_cell_bytes:,} bytes the store reads in one cell; "
-            "nothing of it was read. Write a shorter cell, or raise the bound: "
+            f"{taken}. Write a shorter cell, or raise the bound: "
             "{max_cell_bytes}",
             table=table,
             terms={"max_cell_bytes": MAX_CELL_BYTES},

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ...errors import InvalidParameterError
 from ...model import TimeSeriesType
 from ..importing.limits import MAX_ARRAY_BYTES, Limits
 from ..layout import values_key_columns
 
-__all__ = ["check_row_groups", "row_limit", "too_many_rows"]
+__all__ = ["check_cells", "check_row_groups", "row_limit", "too_many_rows"]
 
 
 def row_limit(limits: Limits, tst: TimeSeriesType) -> int:
@@ -51,7 +53,7 @@ def check_row_groups(meta: Any, at: int, limit: int) -> tuple[str, int] | None:
     """
     start = 0
     run_id: int | None = None
-    run_rows = run_from = 0
+    run_rows = run_from = run_group = 0
     for i in range(meta.num_row_groups):
         rg = meta.row_group(i)
         rows = rg.num_rows
@@ -63,12 +65,66 @@ def check_row_groups(meta: Any, at: int, limit: int) -> tuple[str, int] | None:
         if one and rows:
             aid = None if at < 0 else int(stats.min)
             if run_id is None or aid != run_id or run_rows == 0:
-                run_id, run_rows, run_from = aid, 0, start
+                run_id, run_rows, run_from, run_group = aid, 0, start, i
             run_rows += rows
             if run_rows > limit:
+                groups = (
+                    f"row group {i + 1}"
+                    if i == run_group
+                    else f"row groups {run_group + 1}-{i + 1}"
+                )
                 named = "" if aid is None else f", all of array_id {aid}"
-                return f"the rows from row {run_from + 1} (row group {i + 1}{named})", run_rows
+                return f"{groups} (from row {run_from + 1}{named})", run_rows
         elif rows:
             run_id, run_rows = None, 0
         start += rows
     return None
+
+
+def _lengths(texts: Any) -> np.ndarray | None:
+    """Each cell's length in bytes, from the array's offsets (no compute kernel, no
+    copy of the texts); None for a column that holds no texts."""
+    import pyarrow as pa
+
+    t = texts.type
+    if pa.types.is_string(t) or pa.types.is_binary(t):
+        dtype: Any = np.int32
+    elif pa.types.is_large_string(t) or pa.types.is_large_binary(t):
+        dtype = np.int64
+    else:
+        return None
+    offsets = np.frombuffer(texts.buffers()[1], dtype=dtype)
+    return np.diff(offsets[texts.offset : texts.offset + len(texts) + 1])
+
+
+def check_cells(batch: Any, limits: Limits, start: int, file: str) -> None:
+    """Refuse a batch of a series or arrays file (from row ``start`` + 1) with a text or
+    binary cell longer than ``limits.max_cell_bytes``, naming the row and column, before
+    its cells become Python objects."""
+    import pyarrow as pa
+
+    bound = limits.max_cell_bytes
+    for name, col in zip(batch.schema.names, batch.columns, strict=True):
+        dictionary = pa.types.is_dictionary(col.type)
+        lengths = _lengths(col.dictionary if dictionary else col)
+        if lengths is None or not lengths.size or int(lengths.max()) <= bound:
+            continue
+        if dictionary:  # which row uses a long entry, without spelling the rows out
+            indices = np.nan_to_num(col.indices.to_numpy(zero_copy_only=False))  # nulls: 0
+            lengths = (
+                np.where(
+                    col.is_null().to_numpy(zero_copy_only=False),
+                    0,
+                    lengths[indices.astype(np.int64)],
+                )
+                if col.null_count
+                else lengths[indices.astype(np.int64)]
+            )
+        at = int(np.argmax(lengths > bound))
+        if lengths[at] > bound:
+            raise limits.too_long(
+                f"{file} row {start + at + 1}, column `{name}`: the cell",
+                int(lengths[at]),
+                table=file,
+                unread=False,
+            )

@@ -31,7 +31,7 @@ from ..importing import (
 from ..importing.limits import Limits
 from ..layout import series_columns, values_key_columns
 from ..pipeline import Prefetch
-from .bounds import check_row_groups, row_limit, too_many_rows
+from .bounds import check_cells, check_row_groups, row_limit, too_many_rows
 from .columns import is_list, list_lengths, list_values, null_mask, to_numpy
 from .discovery import Partition, reading_errors
 from .grids import _affine, _sts_grids
@@ -347,8 +347,11 @@ class PartitionReader:
             # to pyarrow's thread pool costs more waiting than decoding them here.
             batches = pf.iter_batches(batch_size=_ROW_BATCH, columns=columns, use_threads=False)
         del ahead, read
+        start = 0
         for batch in batches:
             cols = []
+            check_cells(batch, self.limits, start, self.files[role])
+            start += batch.num_rows
             for c in columns:
                 col = batch.column(c)
                 if pa.types.is_timestamp(col.type):

@@ -25,12 +25,14 @@ def open_database(
     create: bool = False,
     not_a_db_hint: str = "pass a file export_sqlite wrote",
     through_link: bool = True,
+    views: bool = False,
 ) -> apsw.Connection:
     """Open ``path`` and prove it is an SQLite database.
 
     ``through_link=False`` (``rehash``, ``unshare``: they edit a file someone handed
     over) refuses a ``path`` that is a symbolic link; side files (``-journal``, ``-wal``,
-    ``-shm``) that are links are refused always.
+    ``-shm``) that are links are refused always. ``views=True`` (the exporter, which may
+    read the views it writes) leaves views enabled; every reader keeps them off.
 
     Raises
     ------
@@ -58,7 +60,7 @@ def open_database(
     try:
         conn = apsw.Connection(str(p), flags=flags)
         # Before the first statement reads the schema: nothing the file holds may run.
-        harden(conn, defensive=not fresh)
+        harden(conn, defensive=not fresh, views=views)
         conn.setbusytimeout(5000)
         conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
     except apsw.NotADBError as exc:
@@ -110,7 +112,7 @@ def refuse_links(path: Path, *, writing: bool) -> None:
         )
 
 
-def harden(conn: apsw.Connection, *, defensive: bool = True) -> None:
+def harden(conn: apsw.Connection, *, defensive: bool = True, views: bool = False) -> None:
     """Keep the file on ``conn`` from acting: its triggers never fire, its views are never
     evaluated, the functions its schema names run only if SQLite deems them harmless, and
     SQL cannot corrupt it (``SQLITE_DBCONFIG_DEFENSIVE``).
@@ -122,9 +124,11 @@ def harden(conn: apsw.Connection, *, defensive: bool = True) -> None:
     defensive
         False only for a file this package is creating (its export turns the rollback
         journal off, which defensive mode forbids; nobody else has written to it).
+    views
+        True only for the exporter, which may read the views it writes itself.
     """
     conn.config(apsw.SQLITE_DBCONFIG_ENABLE_TRIGGER, 0)
-    conn.config(apsw.SQLITE_DBCONFIG_ENABLE_VIEW, 0)
+    conn.config(apsw.SQLITE_DBCONFIG_ENABLE_VIEW, 1 if views else 0)
     conn.config(apsw.SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0)
     if defensive:
         conn.config(apsw.SQLITE_DBCONFIG_DEFENSIVE, 1)

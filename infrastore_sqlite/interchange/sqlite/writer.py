@@ -266,6 +266,7 @@ def _connect(path: Path, *, create: bool) -> apsw.Connection:
         path,
         create=create,
         not_a_db_hint="export into a new file or an existing database",
+        views=True,
     )
 
 

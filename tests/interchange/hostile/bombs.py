@@ -188,7 +188,8 @@ def write_bomb(
         t.list_header(3, _BINARY, 1)
         t.out += _varint(len(col.name.encode())) + col.name.encode()
         t.i32(4, 0).i64_(5, rows).i64_(6, size).i64_(7, size).i64_(9, data_at).i64_(11, dict_at)
-        t.begin(12).binary(5, col.value).binary(6, col.value).end()
+        if col.physical != BYTE_ARRAY:  # a text's statistics would repeat it twice
+            t.begin(12).binary(5, col.value).binary(6, col.value).end()
         t.end().end()
     t.i64_(2, sum(c[3] for c in chunks)).i64_(3, rows).end()
     t.list_header(5, _STRUCT, len(metadata))

@@ -53,11 +53,29 @@ class GroupReader(ValuesLookup):
             spans.append((aid, span))
         if not spans:
             return None
+        self._bound_rows(key, spans)
         if len(spans) == 1 and spec is not None and spans[0][1] is not None:
             group = self._fast(key, spans[0][0], spans[0][1], spec, dtype)
             if group is not None:
                 return group
         return self._general(key, spans, dtype)
+
+    def row_limit(self) -> int:
+        """The most rows one array may have: the bound at 8 bytes a row and column."""
+        columns = 3 + len(values_key_columns(self.type))
+        return max(1, self.limits.max_array_bytes // (8 * columns))
+
+    def _bound_rows(
+        self, key: tuple[str, str], spans: list[tuple[int, tuple[int, int] | None]]
+    ) -> None:
+        """Refuse an array whose rowid spans hold more rows than the store reads in one
+        array (8 bytes a row and column read), before reading them. (Without spans, in a
+        table whose rows have no rowid order to go by, the rows are counted as read.)"""
+        rows = sum(hi - lo + 1 for _aid, span in spans if span is not None for lo, hi in [span])
+        limit = self.row_limit()
+        if rows > limit:
+            where = self.place.row_text(key, [], None, series=True)
+            raise self.limits.too_many_rows(f"{where}", rows, table=self.place.values, limit=limit)
 
     # The fused fast path: the rows of one contiguous rowid span, checked inside SQLite
     # against the grid the series row declares; a row that breaks the pattern comes back

@@ -119,6 +119,8 @@ class _PartitionReader(GroupReader):
             return [], 1
         lo, hi, first, ms = head
         n = hi - lo + 1
+        if n > self.row_limit():
+            return [], 1  # read alone, which refuses it by the store's bound
         los = [lo]
         firsts = {first}
         end = hi
