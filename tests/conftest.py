@@ -17,11 +17,13 @@ from infrastore_sqlite import Store
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
-# What an export writes beyond the interchange layout (issue 24): the typed companion
-# views and the export log. A test that compares a file with the layout, or with the
+# What an export writes beyond the interchange layout (issues 24, 38): the typed
+# companion views, the export log and the calendar tables the flat views read. A test that compares a file with the layout, or with the
 # reference's export, leaves them out with ``WHERE NOT {ADDITIONS}`` on sqlite_master.
 ADDITIONS = (
-    "(name = 'infrastore_exports' OR coalesce(sql, '') LIKE '%infrastore-sqlite: typed companion%')"
+    "(tbl_name IN ('infrastore_exports', 'infrastore_days', 'infrastore_zones', "
+    "'infrastore_zone_days') "
+    "OR coalesce(sql, '') LIKE '%infrastore-sqlite: typed companion%')"
 )
 
 
@@ -32,7 +34,11 @@ def drop_additions(db: Path) -> None:
 
     conn = apsw.Connection(str(db))
     try:
-        rows = conn.execute(f"SELECT type, name FROM sqlite_master WHERE {ADDITIONS}").fetchall()
+        # Views first (they read the tables); an autoindex goes with its table.
+        rows = conn.execute(
+            f"SELECT type, name FROM sqlite_master WHERE {ADDITIONS} "
+            "AND name NOT LIKE 'sqlite_autoindex%' ORDER BY type = 'table'"
+        ).fetchall()
         for kind, name in rows:
             conn.execute(f'DROP {kind.upper()} "{name}"')
     finally:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -140,10 +140,17 @@ def companion_names(prefix: str, sources: Sequence[CompanionSource]) -> list[str
     return typed + [flat_view_name(prefix, s.base) for s in sources]
 
 
-def companion_sql(prefix: str, sources: Sequence[CompanionSource]) -> list[str]:
-    """``CREATE VIEW`` statements of every companion over ``sources``."""
+def companion_sql(
+    prefix: str, sources: Sequence[CompanionSource], zone_ids: dict[str, int] | None = None
+) -> list[str]:
+    """``CREATE VIEW`` statements of every companion over ``sources`` (``zone_ids``: each
+    zone's id in ``infrastore_zones``, from :func:`write_calendar`)."""
     out = [_typed_view(prefix, c, k, m) for c, k, m in _typed_groups(sources)]
-    out.extend(_flat_view(prefix, s) for s in sorted(sources, key=lambda s: s.base.encode()))
+    ids = zone_ids or {}
+    out.extend(
+        _flat_view(prefix, s, ids.get(s.time_reference or ""))
+        for s in sorted(sources, key=lambda s: s.base.encode())
+    )
     return out
 
 
@@ -167,19 +174,24 @@ def _typed_view(prefix: str, cls: str, kind: str, members: Sequence[CompanionSou
     )
 
 
-def _flat_view(prefix: str, s: CompanionSource) -> str:
+def _flat_view(prefix: str, s: CompanionSource, zone_id: int | None) -> str:
     series = [f"s.{c}" if c == alias else f"s.{c} AS {alias}" for c, alias in FLAT_SERIES_COLUMNS]
-    iso = iso_sql("v.timestamp", s.time_reference, s.span)
+    joins, iso = iso_sql("v.timestamp", s.time_reference, "ts", zone_id)
     cols = [*series, "v.timestamp", f"{iso} AS timestamp_iso"]
     for c, _ in values_key_columns(s.type):
         cols.append(f"v.{c}")
         if c == "issue_time":
-            cols.append(f"{iso_sql('v.issue_time', s.time_reference, s.span)} AS issue_time_iso")
+            more, issue = iso_sql("v.issue_time", s.time_reference, "issue", zone_id)
+            joins += more
+            cols.append(f"{issue} AS issue_time_iso")
     cols.append("v.value")
     return (
         f"CREATE VIEW {q(flat_view_name(prefix, s.base))} AS /* {COMPANION_MARKER} */ "
         f"SELECT {', '.join(cols)} FROM {q(prefix + s.base + '_values')} AS v "
-        f"JOIN {q(prefix + s.base + '_series')} AS s USING (array_id)"
+        # ``+v.array_id``: the values are scanned in their order and each series found
+        # by its array_id (the joins to the calendar would otherwise lead SQLite to
+        # walk the values through their index, a lookup per row).
+        f"JOIN {q(prefix + s.base + '_series')} AS s ON s.array_id = +v.array_id{joins}"
     )
 
 
@@ -189,45 +201,116 @@ def _flat_view(prefix: str, s: CompanionSource) -> str:
 # it cannot bind as text) reads the flat views typed: no ``strftime`` (the two disagree
 # on it), integer division spelled so both give the same integer (SQLite divides
 # integers to an integer, DuckDB to a double), and ``printf``, which both have.
+#
+# The calendar is data, not SQL, so a view's text is the same few hundred bytes whatever
+# the span (it grew ~9 KB a year when the months were a CASE): ``infrastore_days`` names
+# each day ('YYYY-MM-DD'), and ``infrastore_zone_days`` gives a zone's offset on each UTC
+# day (its offset at the day's start, the instant of a change in the day and the offset
+# after it). A view joins them on the day, an integer key: one lookup each per row.
 _DAY = 86_400_000
+#: Milliseconds from 0000-03-01 (proleptic Gregorian) to 1970-01-01: instants shifted by
+#: it are non-negative from year 0 on, so integer division is floor division.
+_SHIFT = 719_468 * _DAY
+DAYS_TABLE = "infrastore_days"
+ZONES_TABLE = "infrastore_zones"
+ZONE_TABLE = "infrastore_zone_days"
+#: A zone's days are keyed ``zone id * ZONE_KEY + day`` (days up to the year 27,000).
+ZONE_KEY = 10_000_000
+CALENDAR_COLUMNS = {
+    DAYS_TABLE: (("day", "INTEGER PRIMARY KEY"), ("date", "TEXT NOT NULL")),
+    ZONES_TABLE: (("id", "INTEGER PRIMARY KEY"), ("reference", "TEXT NOT NULL UNIQUE")),
+    ZONE_TABLE: (
+        ("key", "INTEGER PRIMARY KEY"),
+        ("reference", "TEXT NOT NULL"),
+        ("day", "INTEGER NOT NULL"),
+        ("offset_s", "INTEGER NOT NULL"),
+        ("offset_text", "TEXT NOT NULL"),
+        ("change_ms", "INTEGER NOT NULL"),
+        ("after_s", "INTEGER NOT NULL"),
+        ("after_text", "TEXT NOT NULL"),
+        # What a view adds to an instant to have its wall clock in the days' count:
+        # the shift from 1970 to 0000-03-01 plus the offset, in ms (before the change,
+        # after it), so a row needs no arithmetic on the offset.
+        ("shift_ms", "INTEGER NOT NULL"),
+        ("after_shift_ms", "INTEGER NOT NULL"),
+    ),
+}
 
 
-def iso_sql(column: str, time_reference: str | None, span: tuple[int, int] | None = None) -> str:
-    """SQL rendering the millisecond instant ``column`` as ISO-8601 text, as the
-    reference reads it back: UTC with ``Z`` (utc, unspecified), at the fixed offset, in
-    the zone (its offset at that instant), or a bare wall clock (zoneless).
+def calendar_ddl() -> list[str]:
+    """``CREATE TABLE IF NOT EXISTS`` of the calendar tables."""
+    return [
+        f"CREATE TABLE IF NOT EXISTS {q(t)} ({', '.join(f'{c} {d}' for c, d in cs)})"
+        for t, cs in CALENDAR_COLUMNS.items()
+    ]
 
-    The text is built from the months of the UTC years ``span`` (first and last
-    millisecond) touches, or of 1970–2099 without one: a balanced CASE finds an
-    instant's month (and, in a zone, its offset) in about log2(months) tests, and the
-    day and time are arithmetic from the month's start. An instant outside those years
-    gives NULL (an export's span covers every instant it writes)."""
+
+def _zone_known(time_reference: str | None) -> bool:
+    return (
+        reference_kind(time_reference or None) == "zone" and zone_info(time_reference) is not None
+    )
+
+
+def iso_sql(
+    column: str, time_reference: str | None, alias: str, zone_id: int | None = None
+) -> tuple[str, str]:
+    """``(joins, expression)``: the joins to add to a ``FROM`` that has ``column`` (a
+    millisecond instant), and the SQL rendering it as ISO-8601 text, as the reference
+    reads it back: UTC with ``Z`` (utc, unspecified), at the fixed offset, in the zone
+    (its offset at that instant), or a bare wall clock (zoneless). ``alias`` names the
+    joined tables (``d_<alias>``, ``z_<alias>``), one set per column; ``zone_id`` is the
+    zone's id in ``infrastore_zones`` (what :func:`write_calendar` returns).
+
+    The wall clock is the instant shifted (``local``, in ms from 0000-03-01): its day
+    names the date (``infrastore_days``), and the time of day is arithmetic. In a zone
+    the shift comes from the zone's row for the instant's UTC day (one lookup by an
+    integer key). An instant whose day the calendar tables do not hold reads NULL (an
+    export writes the days of the UTC years its partitions span)."""
     kind = reference_kind(time_reference or None)
-    first, last = _years(span) if span is not None else (1970, 2099)
-    if kind in ("utc", "unspecified", "zoneless"):
-        changes: Sequence[tuple[int, int]] = ((-(1 << 62), 0),)
-        suffix = None if kind == "zoneless" else "Z"
-    elif kind == "offset":
-        assert time_reference is not None
-        sign = -1 if time_reference[0] == "-" else 1
-        minutes = sign * (int(time_reference[1:3]) * 60 + int(time_reference[4:6]))
-        changes, suffix = ((-(1 << 62), minutes * 60),), time_reference
+    d, z = q(f"d_{alias}"), q(f"z_{alias}")
+    if _zone_known(time_reference):
+        assert zone_id is not None, "a zone's ISO text needs its id in infrastore_zones"
+        after = f"{column} >= {z}.change_ms"
+        local = f"({column} + CASE WHEN {after} THEN {z}.after_shift_ms ELSE {z}.shift_ms END)"
+        fmt, args = (
+            "T%02d:%02d:%02d.%03d%s",
+            [f"CASE WHEN {after} THEN {z}.after_text ELSE {z}.offset_text END"],
+        )
+        joins = (
+            f" LEFT JOIN {q(ZONE_TABLE)} AS {z} ON {z}.key = "
+            f"{zone_id * ZONE_KEY} + {_div(f'({column} + {_SHIFT})', _DAY)}"
+        )
     else:
-        assert time_reference is not None
-        changes, suffix = zone_offsets(time_reference, first, last), None
-    pieces = _pieces(changes, first, last)
-    lo, hi = _year_ms(first), _year_ms(last + 1)
-    tree = _tree(column, pieces, 0, len(pieces), suffix, kind == "zoneless")
-    return f"CASE WHEN {column} >= {lo} AND {column} < {hi} THEN {tree} END"
+        if kind == "offset":
+            assert time_reference is not None
+            sign = -1 if time_reference[0] == "-" else 1
+            minutes = sign * (int(time_reference[1:3]) * 60 + int(time_reference[4:6]))
+            text = time_reference
+        else:
+            minutes, text = 0, {"zoneless": "", "zone": "+00:00"}.get(kind, "Z")
+        local = f"({column} + {_SHIFT + minutes * 60_000})"
+        fmt, args, joins = f"T%02d:%02d:%02d.%03d{text}", [], ""
+    joins += f" LEFT JOIN {q(DAYS_TABLE)} AS {d} ON {d}.day = {_div(local, _DAY)}"
+    parts = [
+        _div(f"({local} % {_DAY})", 3_600_000),
+        _div(f"({local} % 3600000)", 60_000),
+        _div(f"({local} % 60000)", 1000),
+        f"{local} % 1000",
+        *args,
+    ]
+    return joins, f"{d}.date || printf('{fmt}', {', '.join(parts)})"
 
 
-def _year_ms(year: int) -> int:
-    return int(datetime(year, 1, 1, tzinfo=UTC).timestamp()) * 1000
+def _div(a: str, b: int) -> str:
+    """``floor(a / b)`` for ``a >= 0``, the same integer in SQLite and DuckDB."""
+    return f"CAST(({a} - {a} % {b}) / {b} AS BIGINT)"
 
 
-def _years(span: tuple[int, int]) -> tuple[int, int]:
-    """The UTC years a millisecond span touches, kept where datetime and the tz
-    database answer (instants past them render as NULL)."""
+def _years(span: tuple[int, int] | None) -> tuple[int, int]:
+    """The UTC years a millisecond span touches (1970–2099 without one), kept where
+    datetime and the tz database answer (instants past them render as NULL)."""
+    if span is None:
+        return 1970, 2099
 
     def year(ms: int) -> int:
         ms = min(max(ms, _MIN_MS), _MAX_MS)
@@ -236,76 +319,91 @@ def _years(span: tuple[int, int]) -> tuple[int, int]:
     return year(span[0]), year(span[1])
 
 
+def _year_ms(year: int) -> int:
+    return int(datetime(year, 1, 1, tzinfo=UTC).timestamp()) * 1000
+
+
 _MIN_MS = _year_ms(1900)
 _MAX_MS = _year_ms(2200) - 1
 
 
-@dataclass(frozen=True, slots=True)
-class _Piece:
-    """Instants from ``start`` (UTC ms) on, up to the next piece: one offset, one month."""
+def calendar_rows(
+    time_reference: str | None, span: tuple[int, int] | None, zone_id: int | None = None
+) -> tuple[list[tuple[int, str]], list[tuple]]:
+    """The rows of ``infrastore_days`` and ``infrastore_zone_days`` the ISO text of a
+    partition in ``time_reference`` over ``span`` needs: every day of its UTC years
+    (and the day on either side, where an offset carries the wall clock), and for a
+    zone (``zone_id``) its offset on each UTC day of those years.
 
-    start: int
-    offset: int  # seconds
-    month_start: int  # the month's first wall-clock instant minus the offset, in UTC ms
-    prefix: str  # "YYYY-MM-"
-
-
-def _pieces(changes: Sequence[tuple[int, int]], first: int, last: int) -> list[_Piece]:
-    """The pieces covering the UTC years ``first``–``last``: each offset segment of
-    ``changes`` cut at the wall-clock month starts in it."""
-    lo, hi = _year_ms(first), _year_ms(last + 1)
-    # Wall-clock months from the December before to the January after: offsets are
-    # within a day, so these cover every instant of the years.
-    months = [(first - 1, 12)]
-    months += [(y, m) for y in range(first, last + 1) for m in range(1, 13)]
-    months += [(last + 1, 1), (last + 1, 2)]
-    walls = [int(datetime(y, m, 1, tzinfo=UTC).timestamp()) * 1000 for y, m in months]
-    out: list[_Piece] = []
-    bounds = [*(c[0] for c in changes[1:]), 1 << 62]
-    for (start, offset), end in zip(changes, bounds, strict=True):
-        a, b = max(start, lo), min(end, hi)
-        if a >= b:
-            continue
-        for i in range(len(months) - 1):
-            m_start, m_end = walls[i] - offset * 1000, walls[i + 1] - offset * 1000
-            p, q_ = max(a, m_start), min(b, m_end)
-            if p < q_:
-                y, m = months[i]
-                out.append(_Piece(p, offset, m_start, f"{y:04d}-{m:02d}-"))
-    return out
-
-
-def _div(a: str, b: int) -> str:
-    """``floor(a / b)`` for ``a >= 0``, the same integer in SQLite and DuckDB."""
-    return f"CAST(({a} - {a} % {b}) / {b} AS BIGINT)"
-
-
-def _leaf(column: str, piece: _Piece, suffix: str | None, zoneless: bool) -> str:
-    """The ISO text of an instant in ``piece``: day and time from the month's start."""
-    since = f"({column} - {piece.month_start})"  # >= 0 inside the piece
-    if suffix is None and not zoneless:
-        suffix = _offset_text(piece.offset)
-    parts = [
-        f"{_div(since, _DAY)} + 1",
-        _div(f"({since} % {_DAY})", 3_600_000),
-        _div(f"({since} % 3600000)", 60_000),
-        _div(f"({since} % 60000)", 1000),
-        f"{since} % 1000",
-    ]
-    fmt = f"{piece.prefix}%02dT%02d:%02d:%02d.%03d{suffix or ''}"
-    return f"printf('{fmt}', {', '.join(parts)})"
+    A zone row holds the offset at the day's start and the first change in the day (a
+    zone changes its offset at most once a day; were it to change twice, the instants
+    after the second change of that day would show the offset of the first)."""
+    first, last = _years(span)
+    day0 = (_year_ms(first) + _SHIFT) // _DAY - 1
+    day1 = (_year_ms(last + 1) + _SHIFT) // _DAY
+    start = date(first, 1, 1) - timedelta(days=1)
+    days = [(day0 + i, (start + timedelta(days=i)).isoformat()) for i in range(day1 - day0 + 1)]
+    zone: list[tuple] = []
+    if _zone_known(time_reference) and zone_id is not None:
+        assert time_reference is not None
+        changes = zone_offsets(time_reference, first, last)
+        i, current = 0, changes[0][1]
+        for day in range(day0 + 1, day1):
+            lo = day * _DAY - _SHIFT
+            hi = lo + _DAY
+            while i + 1 < len(changes) and changes[i + 1][0] <= lo:
+                i += 1
+                current = changes[i][1]
+            if i + 1 < len(changes) and changes[i + 1][0] < hi:
+                change, after = changes[i + 1]
+            else:
+                change, after = hi, current
+            zone.append(
+                (
+                    zone_id * ZONE_KEY + day,
+                    time_reference,
+                    day,
+                    current,
+                    _offset_text(current),
+                    change,
+                    after,
+                    _offset_text(after),
+                    _SHIFT + 1000 * current,
+                    _SHIFT + 1000 * after,
+                )
+            )
+    return days, zone
 
 
-def _tree(
-    column: str, pieces: Sequence[_Piece], lo: int, hi: int, suffix: str | None, zoneless: bool
-) -> str:
-    """A balanced CASE over the pieces: about log2(n) tests a row."""
-    if hi - lo == 1:
-        return _leaf(column, pieces[lo], suffix, zoneless)
-    mid = (lo + hi) // 2
-    left = _tree(column, pieces, lo, mid, suffix, zoneless)
-    right = _tree(column, pieces, mid, hi, suffix, zoneless)
-    return f"CASE WHEN {column} < {pieces[mid].start} THEN {left} ELSE {right} END"
+def write_calendar(
+    conn: Any, sources: Sequence[tuple[str | None, tuple[int, int] | None]]
+) -> dict[str, int]:
+    """Create the calendar tables when missing, add the rows ``(time_reference, span)``
+    of each source needs (rows already there are kept: they are the same), and return
+    each zone's id in ``infrastore_zones``."""
+    for ddl in calendar_ddl():
+        conn.execute(ddl)
+    ids: dict[str, int] = {}
+    for reference, _ in sources:
+        if _zone_known(reference) and reference not in ids:
+            assert reference is not None
+            conn.execute(
+                f"INSERT OR IGNORE INTO {q(ZONES_TABLE)} (reference) VALUES (?)", (reference,)
+            )
+            row = conn.execute(
+                f"SELECT id FROM {q(ZONES_TABLE)} WHERE reference = ?", (reference,)
+            ).fetchone()
+            ids[reference] = int(row[0])
+    days: dict[int, str] = {}
+    zone: list[tuple] = []
+    for reference, span in sources:
+        d, z = calendar_rows(reference, span, ids.get(reference or ""))
+        days.update(d)
+        zone.extend(z)
+    conn.executemany(f"INSERT OR IGNORE INTO {q(DAYS_TABLE)} VALUES (?, ?)", list(days.items()))
+    marks = ", ".join("?" * len(CALENDAR_COLUMNS[ZONE_TABLE]))
+    conn.executemany(f"INSERT OR IGNORE INTO {q(ZONE_TABLE)} VALUES ({marks})", zone)
+    return ids
 
 
 def _offset_text(seconds: int) -> str:
@@ -376,12 +474,13 @@ def rebuild_companions(
     companions = [
         _with_span(conn, prefix, s) for s in _companion_sources(conn, prefix, earlier, plan)
     ]
+    zone_ids = write_calendar(conn, [(c.time_reference, c.span) for c in companions])
     legacy = [prefix + name for name in LEGACY_TYPED_VIEWS]
     for name in [*legacy, *companion_names(prefix, companions)]:
         actual = _our_companion(conn, name)
         if actual is not None:
             conn.execute(f"DROP VIEW {q(actual)}")
-    for sql in companion_sql(prefix, companions):
+    for sql in companion_sql(prefix, companions, zone_ids):
         conn.execute(sql)
 
 
@@ -493,15 +592,18 @@ def check_companions(
         entry = existing.get(name.lower())
         if entry is not None and not (entry[0] == "view" and COMPANION_MARKER in (entry[1] or "")):
             hits.append(name)
-    entry = existing.get(PROVENANCE_TABLE.lower())
-    if entry is not None:
-        have = {c[1] for c in conn.execute(f"PRAGMA table_info({q(PROVENANCE_TABLE)})")}
-        if entry[0] != "table" or not {c for c, _ in PROVENANCE_COLUMNS} <= have:
-            hits.append(PROVENANCE_TABLE)
+    ours = {PROVENANCE_TABLE: PROVENANCE_COLUMNS, **CALENDAR_COLUMNS}
+    for table, columns in ours.items():
+        entry = existing.get(table.lower())
+        if entry is not None:
+            have = {c[1] for c in conn.execute(f"PRAGMA table_info({q(table)})")}
+            if entry[0] != "table" or not {c for c, _ in columns} <= have:
+                hits.append(table)
     if hits:
         raise InvalidParameterError(
             f"the database already holds {', '.join(hits)}, which this export writes beside "
-            "its tables (typed views, the export log) and which is not one of ours; nothing "
+            "its tables (typed views, the export log, the calendar) and which is not one of "
+            "ours; nothing "
             "was written. Rename or drop it, or export into a new file.",
             table=hits[0],
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
@@ -160,6 +160,8 @@ def test_an_export_drops_the_typed_views_of_before_the_split(tmp_path: Path) -> 
         ("CREATE TABLE all_values_real_static (x)", "all_values_real_static"),
         ("CREATE VIEW flat_SingleTimeSeries_f64_utc AS SELECT 1", "flat_SingleTimeSeries_f64_utc"),
         ("CREATE TABLE infrastore_exports (x)", "infrastore_exports"),
+        ("CREATE VIEW infrastore_days AS SELECT 1 AS day", "infrastore_days"),
+        ("CREATE TABLE infrastore_zone_days (day)", "infrastore_zone_days"),
     ],
 )
 def test_a_name_the_additions_take_is_refused(tmp_path: Path, ddl: str, name: str) -> None:
@@ -223,7 +225,7 @@ def test_iso_text_agrees_with_python(reference: str) -> None:
     import apsw
 
     from infrastore_sqlite.core.timeref import ms_to_datetime
-    from infrastore_sqlite.interchange.sqlite.companions import iso_sql
+    from infrastore_sqlite.interchange.sqlite.companions import iso_sql, write_calendar
 
     start = int(datetime(2023, 1, 1, tzinfo=UTC).timestamp() * 1000)
     hourly = range(start, start + 3 * 365 * 86_400_000, 3_600_000)
@@ -232,7 +234,9 @@ def test_iso_text_agrees_with_python(reference: str) -> None:
     conn = apsw.Connection(":memory:")
     conn.execute("CREATE TABLE t (timestamp INTEGER)")
     conn.executemany("INSERT INTO t VALUES (?)", [(ms,) for ms in [*hourly, *scattered]])
-    sql = f"SELECT timestamp, {iso_sql('timestamp', reference)} FROM t"
+    ids = write_calendar(conn, [(reference, None)])
+    joins, iso = iso_sql("timestamp", reference, "ts", ids.get(reference))
+    sql = f"SELECT timestamp, {iso} FROM t{joins}"
     for ms, text in conn.execute(sql):
         # The same instant, at the same offset (datetimes are compared as instants:
         # PEP 495 makes a repeated hour unequal to anything in another tzinfo).
@@ -251,12 +255,14 @@ def _check_iso(reference: str, instants: list[int], span: tuple[int, int] | None
     import apsw
 
     from infrastore_sqlite.core.timeref import ms_to_datetime
-    from infrastore_sqlite.interchange.sqlite.companions import iso_sql
+    from infrastore_sqlite.interchange.sqlite.companions import iso_sql, write_calendar
 
     conn = apsw.Connection(":memory:")
     conn.execute("CREATE TABLE t (timestamp INTEGER)")
     conn.executemany("INSERT INTO t VALUES (?)", [(ms,) for ms in instants])
-    sql = f"SELECT timestamp, {iso_sql('timestamp', reference, span)} FROM t"
+    ids = write_calendar(conn, [(reference, span)])
+    joins, iso = iso_sql("timestamp", reference, "ts", ids.get(reference))
+    sql = f"SELECT timestamp, {iso} FROM t{joins}"
     first, last = (span[0], span[1]) if span else (0, _ms(datetime(2100, 1, 1, tzinfo=UTC)) - 1)
     years = range(_utc(first).year, _utc(last).year + 1)
     for ms, text in conn.execute(sql):
@@ -310,14 +316,16 @@ def test_iso_text_matches_python_from_1900_to_2199(instant: int, reference: str)
     import apsw
 
     from infrastore_sqlite.core.timeref import ms_to_datetime
-    from infrastore_sqlite.interchange.sqlite.companions import iso_sql
+    from infrastore_sqlite.interchange.sqlite.companions import iso_sql, write_calendar
 
     instants = [instant + k * 3_600_000 for k in range(5) if instant + k * 3_600_000 <= _LAST_2199]
     conn = apsw.Connection(":memory:")
     conn.execute("CREATE TABLE t (timestamp INTEGER)")
     conn.executemany("INSERT INTO t VALUES (?)", [(ms,) for ms in instants])
     span = (instants[0], instants[-1])
-    sql = f"SELECT timestamp, {iso_sql('timestamp', reference, span)} FROM t"
+    ids = write_calendar(conn, [(reference, span)])
+    joins, iso = iso_sql("timestamp", reference, "ts", ids.get(reference))
+    sql = f"SELECT timestamp, {iso} FROM t{joins}"
     for ms, text in conn.execute(sql):
         expected = ms_to_datetime(ms, reference).isoformat(timespec="milliseconds")
         if reference == "utc":
@@ -365,3 +373,40 @@ def test_an_export_renders_a_zoned_forecast_across_fall_back(tmp_path: Path) -> 
             assert text == ms_to_datetime(ms, "America/Denver").isoformat(timespec="milliseconds")
             offsets.add(text[-6:])
     assert offsets == {"-06:00", "-07:00"}
+
+
+def test_flat_views_stay_small_whatever_the_span(tmp_path: Path) -> None:
+    """Each flat view's SQL is under 8 KB however many years its partition spans (issue
+    38: it grew ~9 KB a year, ~220 KB for 30 years): the calendar is rows of
+    ``infrastore_days`` / ``infrastore_zone_days``, not SQL. Here 200 years of months in
+    a zone, a fixed offset and UTC, and a forecast (two instants rendered)."""
+    from zoneinfo import ZoneInfo
+
+    store = I.Store.create(tmp_path / "s.h5")
+    months = np.arange(2400.0)
+    for i, start in enumerate(
+        [
+            datetime(1900, 1, 1, tzinfo=UTC),
+            datetime(1900, 1, 1, tzinfo=timezone(timedelta(hours=5, minutes=30))),
+        ]
+    ):
+        store.add_time_series(i, "Gen", "Component", I.SingleTimeSeries(start, "P1M", months, "m"))
+    denver = ZoneInfo("America/Denver")
+    instants = [datetime(y, m, 1, tzinfo=denver) for y in range(1900, 2100) for m in (1, 7, 12)]
+    zoned = I.NonSequentialTimeSeries(instants, np.arange(float(len(instants))), "z")
+    store.add_time_series(5, "Gen", "Component", zoned)
+    forecast = I.Deterministic(T0, "PT1H", "PT2H", "PT1H", 2, np.arange(4.0).reshape(2, 2), "f")
+    store.add_time_series(9, "Gen", "Component", forecast)
+    db = tmp_path / "out.db"
+    store.export_sqlite(db)
+    sizes = dict(_rows(db, "SELECT name, length(sql) FROM sqlite_master WHERE name LIKE 'flat%'"))
+    assert len(sizes) == 4 and max(sizes.values()) < 8192, sizes
+    last = _rows(
+        db,
+        "SELECT timestamp_iso FROM flat_NonSequentialTimeSeries_f64_America_Denver "
+        "ORDER BY timestamp DESC LIMIT 1",
+    )
+    assert last == [("2099-12-01T00:00:00.000-07:00",)]
+    # The days of every UTC year spanned (a grid's span may reach a little past its end).
+    ((first, last),) = _rows(db, "SELECT min(date), max(date) FROM infrastore_days")
+    assert first == "1899-12-31" and last >= "2100-01-01"
