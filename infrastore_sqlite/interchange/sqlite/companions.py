@@ -291,11 +291,14 @@ def iso_sql(
         local = f"({column} + {_SHIFT + minutes * 60_000})"
         fmt, args, joins = f"T%02d:%02d:%02d.%03d{text}", [], ""
     joins += f" LEFT JOIN {q(DAYS_TABLE)} AS {d} ON {d}.day = {_div(local, _DAY)}"
+    # Each part is a difference of remainders, divisible, so the division is exact in
+    # both dialects; the milliseconds are the instant's (offsets are whole seconds).
+    ms = f"(({column} + {_SHIFT}) % 1000)"
     parts = [
-        _div(f"({local} % {_DAY})", 3_600_000),
-        _div(f"({local} % 3600000)", 60_000),
-        _div(f"({local} % 60000)", 1000),
-        f"{local} % 1000",
+        f"CAST((({local} % {_DAY}) - ({local} % 3600000)) / 3600000 AS BIGINT)",
+        f"CAST((({local} % 3600000) - ({local} % 60000)) / 60000 AS BIGINT)",
+        f"CAST((({local} % 60000) - {ms}) / 1000 AS BIGINT)",
+        ms,
         *args,
     ]
     return joins, f"{d}.date || printf('{fmt}', {', '.join(parts)})"
