@@ -98,6 +98,9 @@ def test_bad_sql_names_the_views(exported) -> None:
     with pytest.raises(InvalidParameterError, match="all_values_real") as e:
         query_parquet(exported["pq"], "SELECT nope FROM all_values")
     assert "Binder Error" in str(e.value)
+    # The fixed names are listed too, though they end as a partition's tables do.
+    listed = str(e.value).split("the views are ", 1)[1].split(", and each")[0].split(", ")
+    assert {"all_values", "all_series", "all_arrays"} <= set(listed)
 
 
 def test_part_directories_read_in_place(exported, tmp_path: Path) -> None:
