@@ -153,3 +153,43 @@ def test_runs_of_one_start_are_one_range_scan(base_db, starts, tmp_path, monkeyp
     run_reads = [s for s in statements if "x'00'" in s]
     assert len(run_reads) == 1  # all N arrays in one statement
     assert ("carray" in run_reads[0]) == (starts == "staggered")
+
+
+def test_a_run_that_cannot_form_makes_no_entries_ahead(tmp_path, tmp_path_factory, monkeypatch):
+    """Values rows not in array-id order (as the reference writes them): no run forms,
+    and trying one must not make the import core's entries for the whole run ahead of
+    each array (it made ~97 per series: a 4,000-series import spent 0.19 s of 0.45 s)."""
+    from infrastore_sqlite.interchange.importing import run as core
+
+    n = 40
+    db = exported_db(
+        tmp_path_factory,
+        "reversed",
+        lambda s: [
+            s.add_time_series(
+                k + 1, "Gen", "Component",
+                I.SingleTimeSeries(T0, "PT1H", np.full(LEN, float(k)), f"r{k}"),
+            )
+            for k in range(n)
+        ],
+    )  # fmt: skip
+    conn = apsw.Connection(str(db))
+    # The rows again, array by array from the last id to the first.
+    conn.execute(
+        f"CREATE TABLE t AS SELECT * FROM {V} ORDER BY array_id DESC, rowid; DELETE FROM {V}; "
+        f"INSERT INTO {V} SELECT * FROM t; DROP TABLE t"
+    )
+    conn.close()
+    made = []
+    real = core._Wanted._entry
+    monkeypatch.setattr(core._Wanted, "_entry", lambda self, at: made.append(at) or real(self, at))
+    store = I.Store.create(tmp_path / "dst.h5")
+    try:
+        ids = store.import_sqlite(db)
+        assert len(ids) == n
+        got = {s.name: s.data for s in store.read_by_ids(ids)}
+        for k in range(n):
+            np.testing.assert_array_equal(got[f"r{k}"], np.full(LEN, float(k)))
+    finally:
+        store.close()
+    assert len(made) <= 4 * n, len(made)

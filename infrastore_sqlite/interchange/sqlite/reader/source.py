@@ -125,8 +125,12 @@ class _PartitionReader(GroupReader):
         firsts = {first}
         end = hi
         most = min(_RUN_ARRAYS, _RUN_ROWS // n)
-        for item in wanted[at + 1 : at + most]:
-            member = self._run_member(item)
+        # One entry at a time, not a slice: the entries are made on demand (the import
+        # core builds each one's first Spec), and a run usually ends at its second member
+        # when it ends early (a reference export of 4,000 series made 97 entries per
+        # series here, 0.19 s of a 0.45 s import).
+        for k in range(at + 1, min(at + most, len(wanted))):
+            member = self._run_member(wanted[k])
             if member is None or member[0] != end + 1 or member[1] - member[0] + 1 != n:
                 break
             if member[3] != ms:
