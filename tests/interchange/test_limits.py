@@ -220,3 +220,27 @@ def test_the_command_line_takes_the_bounds_by_the_same_names(exports, tmp_path) 
     assert result.stderr.splitlines()[0].endswith("--max-cell-bytes N")
     refused = run(cli, ["--store", store, "add", "--csv", str(db), "--max-cell-bytes", "9"])
     assert refused.exit_code == 2 and "go with --sqlite or --parquet" in refused.output
+
+
+def test_a_sqlite_array_without_rowid_spans_is_refused_one_row_past_the_bound(
+    exports, dst, tmp_path
+) -> None:
+    """A values table without rowids (or its rows in no rowid order) gives no spans to
+    bound an array before it is read: the read stops one row past the bound and refuses
+    (the release before imported these 1,000-row arrays under a 958-row bound)."""
+    db = tmp_path / "x.db"
+    shutil.copy(exports / "x.db", db)
+    values = f"{STS}_values"
+    edit(
+        db,
+        f'ALTER TABLE "{values}" RENAME TO old; '
+        f'CREATE TABLE "{values}" (array_id INTEGER NOT NULL, timestamp INTEGER NOT NULL, '
+        "value REAL, PRIMARY KEY (array_id, timestamp)) WITHOUT ROWID; "
+        f'INSERT INTO "{values}" SELECT * FROM old; DROP TABLE old',
+    )
+    with pytest.raises(InvalidParameterError) as refused:
+        dst.import_sqlite(db, max_array_bytes=23_000)
+    assert "holds at least 959 rows, more than the 958 the store reads" in str(refused.value)
+    assert dst.list_metadata() == []
+    ids = dst.import_sqlite(db, max_array_bytes=24_000)
+    assert [s.data[-1] for s in dst.read_by_ids(ids)] == [999.0, 1000.0, 1001.0]

@@ -86,13 +86,20 @@ class Limits:
         return max(1, self.max_array_bytes // 8)
 
     def too_many_rows(
-        self, what: str, rows: int, *, table: str, limit: int | None = None
+        self,
+        what: str,
+        rows: int,
+        *,
+        table: str,
+        limit: int | None = None,
+        at_least: bool = False,
     ) -> InvalidParameterError:
         """The refusal of ``what`` (an array, a row group) of ``rows`` rows (``limit``:
-        the rows the bound allows, :attr:`max_rows` unless given)."""
+        the rows the bound allows, :attr:`max_rows` unless given; ``at_least``: the read
+        stopped at ``rows``)."""
         limit = self.max_rows if limit is None else limit
         return InvalidParameterError(
-            f"{what} holds {rows:,} rows, more than the {limit:,} the store reads in one "
+            f"{what} holds {'at least ' if at_least else ''}{rows:,} rows, more than the {limit:,} the store reads in one "
             f"array ({self.max_array_bytes:,} bytes at 8 a row and column); nothing of it "
             "was read. A real series that long needs a higher bound: {max_array_bytes}",
             table=table,

@@ -238,9 +238,21 @@ class GroupReader(ValuesLookup):
         columns = ["timestamp", *(c for c, _ in values_key_columns(tst))]
         got: dict[str, list] = {c: [] for c in [*columns, "value"]}
         wheres = []
+        limit = self.row_limit()
         for aid, span in spans:
             where, params = self._where(aid, span)
+            if span is None:
+                # No rowid span bounded it before the read (a table without rowids, or
+                # rows in no rowid order): one row past what the bound leaves is read at
+                # most, and the array refused if it is there.
+                room = limit - len(got["value"])
+                where = f"{where} LIMIT {room + 1}"
             first = self._get("value", where, params)
+            if span is None and len(first) > room:
+                what = self.place.row_text(key, [], None, series=True)
+                raise self.limits.too_many_rows(
+                    what, limit + 1, table=self.place.values, limit=limit, at_least=True
+                )
             if span is not None and 2 * len(first) < span[1] - span[0] + 1:
                 # A sparse span: this partition's arrays are interleaved, so from the next
                 # group on the index finds their rows faster than a range scan would.
