@@ -26,6 +26,7 @@ May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -41,7 +42,7 @@ from ..core.periods import as_period
 from ..errors import DamagedStoreError, StorageError, TimeSeriesError, damage_terms
 from ..model import OwnerCategory, TimeSeriesType
 from .arrays import describe_os_error
-from .segments import SegmentGone, Segments
+from .segments import ASIDE_DIR, SegmentGone, Segments
 
 if TYPE_CHECKING:
     from .store import Store
@@ -353,6 +354,18 @@ class Diagnosis:
     damaged_segments: list[str] = field(default_factory=list, repr=False)
     #: Series ids whose catalog rows no longer decode, with why (not part of the dict).
     bad_rows: dict[int, tuple] = field(default_factory=dict, repr=False)
+    #: Files (or directories) in ``segments/`` that no catalog row names and no pending
+    #: marker claims: never deleted, ``repair`` sets them aside.
+    unnamed: list[str] = field(default_factory=list)
+    #: What earlier writes set aside in ``segments-aside/`` (not damage: look at them,
+    #: delete them when sure they hold nothing you need).
+    set_aside: list[str] = field(default_factory=list)
+    #: Names in ``segments/`` of pending files of a write that did not commit (only
+    #: known to be dead under the write lock; not part of the dict).
+    pending: list[str] = field(default_factory=list, repr=False)
+    #: Names in ``segments/`` of sealed files not named (a write between its seal and its
+    #: commit, or a commit the catalog lost): set aside by the next writer (not in the dict).
+    sealed: list[str] = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         """The report as plain JSON types (what ``verify -f json`` prints)."""
@@ -360,6 +373,8 @@ class Diagnosis:
         out.pop("lost_keys")
         out.pop("damaged_segments")
         out.pop("bad_rows")
+        out.pop("pending")
+        out.pop("sealed")
         return out
 
 
@@ -473,6 +488,7 @@ def diagnose(store: Store, progress: Callable[[int, int], None] | None = None) -
             )
     report.checked = checked
     report.lost_keys = set(lost)
+    _unnamed_files(store, report, {n for n, _ in segment_rows})
     for sid, (detail, owner, otype, category, name) in sorted(report.bad_rows.items()):
         report.series_lost.append(
             LostSeries(
@@ -506,6 +522,35 @@ def diagnose(store: Store, progress: Callable[[int, int], None] | None = None) -
             )
     report.ok = not report.errors
     return report
+
+
+def _unnamed_files(store: Store, report: Diagnosis, named: set[str]) -> None:
+    """Note what ``segments/`` holds beyond the catalog's segments, and what earlier
+    writes set aside.
+
+    Read without the write lock, a file a writer is writing right now is marked pending
+    and left out; one committed after the catalog was read here may be named unnamed
+    (run ``verify`` again).
+    """
+    segs = store._segments
+    try:
+        found = segs.leftovers(named)
+    except StorageError as exc:
+        report.errors.append(str(exc))
+        return
+    report.pending = list(found.pending)
+    report.sealed = list(found.sealed)
+    for name in found.unnamed:
+        path = segs.path(name)
+        report.unnamed.append(str(path))
+        report.errors.append(
+            f"{path} is in the segments folder but the catalog does not name it (an older "
+            "catalog restored, a lost catalog log, a damaged row, or a file put there); "
+            "repair sets it aside, deleting nothing"
+        )
+    aside = segs.root / ASIDE_DIR
+    with contextlib.suppress(OSError):
+        report.set_aside = sorted(str(aside / n) for n in os.listdir(aside))
 
 
 def bad_rows(cat: Any) -> dict[int, tuple]:

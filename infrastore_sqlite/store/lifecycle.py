@@ -35,6 +35,7 @@ from .api import check_store_file
 from .arrays import COMPRESSIONS, compression_spec, describe_os_error, fsync_path
 from .catalog import Catalog
 from .segments import (
+    GENERATION_KEY,
     LEGACY_SEGMENT,
     SEGMENT_DIR,
     SegmentGone,
@@ -50,7 +51,7 @@ from .tracing import LOG
 if TYPE_CHECKING:
     from .store import Store
 
-_GENERATION_KEY = "infrastore_sqlite.catalog_generation"
+_GENERATION_KEY = GENERATION_KEY
 _COMPRESSION_KEY = "infrastore_sqlite.compression"
 
 DEFAULT_TIMEOUT = 5.0
