@@ -122,6 +122,11 @@ def _is_marker(entry: os.DirEntry | None) -> bool:
         return False
 
 
+class ForeignSegmentError(MismatchedArtifactError, StorageError):
+    """A segment file that carries another catalog's generation (another store's file, or
+    a damaged attribute): damage to name and set aside, never read."""
+
+
 class SegmentGone(StorageError):
     """A segment named by an older catalog snapshot was merged away; read the catalog again."""
 
@@ -261,10 +266,9 @@ class Segments:
             actual = actual.decode()
         if actual != self.generation:
             f.close()
-            raise MismatchedArtifactError(
-                f"the segment {path} does not belong to this store's catalog (generation "
-                f"{actual}, catalog {self.generation}); restore the store directory as it was "
-                "written, as a whole"
+            raise ForeignSegmentError(
+                f"the segment {path} is not this store's: it carries generation {actual!r}, "
+                f"the catalog {self.generation!r}"
             )
         self._readers[name] = f
         while len(self._readers) > _MAX_OPEN_READERS:
