@@ -233,6 +233,18 @@ class DamagedStoreError(IntegrityError):
     the damaged files. The store's other series stay readable."""
 
 
+class CatalogDamagedError(DamagedStoreError):
+    """The store's catalog cannot be read as a catalog: empty, without an SQLite header,
+    without the store's tables, or rows that SQLite cannot read. ``key`` is the catalog
+    file, ``problem`` what is wrong (``empty``, ``no header``, ``no tables``,
+    ``unreadable``, ``journal``). Only ``Store.create`` makes a catalog: nothing
+    opens such a file as a new one."""
+
+    def __init__(self, message: str, *, problem: str, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.problem = problem
+
+
 class StorageError(TimeSeriesError):
     """The HDF5 or SQLite layer failed (I/O, corruption, not a database)."""
 
@@ -279,6 +291,7 @@ class MismatchedArtifactError(IncompatibleFormatError):
 
 
 __all__ = [
+    "CatalogDamagedError",
     "CatalogMigrationRequiredError",
     "CatalogTooNewError",
     "ConnectionError",

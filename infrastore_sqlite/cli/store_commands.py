@@ -10,18 +10,20 @@ import shlex
 import sys
 from collections.abc import Mapping
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import click
 
 from ..errors import (
+    CatalogDamagedError,
     NotFoundError,
     StoreExistsError,
 )
 from ..interchange.series_files import series_meta, value_rows
 from ..store import Store, catalog_path
 from ..store.arrays import compression_spec
-from ..store.repair import restore_hint
+from ..store.repair import restore_hint, unopenable
 from .base import (
     _CANDIDATES_SHOWN,
     PROG,
@@ -508,8 +510,21 @@ def repair(ctx: click.Context, dry_run: bool) -> None:
     `verify` passes afterwards.
     """
     _format(ctx)
-    with _open_store(ctx, read_only=dry_run) as store:
-        report = store.repair(dry_run=dry_run)
+    try:
+        with _open_store(ctx, read_only=dry_run) as store:
+            report = store.repair(dry_run=dry_run)
+    except CatalogDamagedError as exc:
+        # A catalog no open reads: its stray journal set aside, or refused (unopenable).
+        early = unopenable(Path(_store_path(ctx)), exc, dry_run=dry_run)
+        early["catalog_errors"] = [exc.render("cli")]
+        if not early.pop("reopen"):
+            _emit_doc(ctx, early)
+            return
+        with _open_store(ctx, read_only=False) as store:
+            report = store.repair(dry_run=False)
+        report["set_aside"] = early["set_aside"] + report["set_aside"]
+        report["folder"] = report["folder"] or early["folder"]
+        report["ok_before"] = False
     if report["restore"]:
         report["restore"] = restore_hint(str(store.path), "cli")
     _emit_doc(ctx, report)

@@ -26,6 +26,7 @@ May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -38,10 +39,16 @@ import orjson
 from ..core.elements import parse_element_type
 from ..core.hashing import data_hashes, timestamps_hash
 from ..core.periods import as_period
-from ..errors import DamagedStoreError, StorageError, TimeSeriesError, damage_terms
+from ..errors import (
+    CatalogDamagedError,
+    DamagedStoreError,
+    StorageError,
+    TimeSeriesError,
+    damage_terms,
+)
 from ..model import OwnerCategory, TimeSeriesType
 from .arrays import describe_os_error
-from .segments import SegmentGone, Segments
+from .segments import ASIDE_DIR, ForeignSegmentError, SegmentGone, Segments
 
 if TYPE_CHECKING:
     from .store import Store
@@ -54,6 +61,7 @@ NO_DATASET = "dataset missing"  # the file has no pool the catalog names
 HASH_MISMATCH = "hash mismatch"  # the bytes read no longer hash to the array's key
 NOT_HELD = "not in catalog"  # a series names an array the catalog has no row for
 BAD_ROW = "catalog row damaged"  # a series row whose fields no longer decode
+FOREIGN = "not this store's"  # the file carries another catalog's generation
 
 # Slots verified at once when a part read first checks whole arrays (bytes read).
 _VERIFY_BYTES = 64 * 1024 * 1024
@@ -93,6 +101,8 @@ def hash_matches(keys: Sequence[tuple[bytes, str]], arrays: Sequence[np.ndarray]
 
 def _problem_of(exc: StorageError) -> tuple[str, str]:
     text = str(exc)
+    if isinstance(exc, ForeignSegmentError):
+        return FOREIGN, text
     return (NO_DATASET if "has no pool" in text else UNREADABLE), text
 
 
@@ -136,7 +146,7 @@ def read_group(
         raise
     except StorageError as exc:
         problem, detail = _problem_of(exc)
-        if problem == NO_DATASET or "cannot open the array file" in detail:
+        if problem in (NO_DATASET, FOREIGN) or "cannot open the array file" in detail:
             raise ArraysDamaged({k: (name, problem, detail) for k in keys}) from None
         return _one_by_one(segments, name, pool, slots, keys)
     if suspect is None:
@@ -353,6 +363,18 @@ class Diagnosis:
     damaged_segments: list[str] = field(default_factory=list, repr=False)
     #: Series ids whose catalog rows no longer decode, with why (not part of the dict).
     bad_rows: dict[int, tuple] = field(default_factory=dict, repr=False)
+    #: Files (or directories) in ``segments/`` that no catalog row names and no pending
+    #: marker claims: never deleted, ``repair`` sets them aside.
+    unnamed: list[str] = field(default_factory=list)
+    #: What earlier writes set aside in ``segments-aside/`` (not damage: look at them,
+    #: delete them when sure they hold nothing you need).
+    set_aside: list[str] = field(default_factory=list)
+    #: Names in ``segments/`` of pending files of a write that did not commit (only
+    #: known to be dead under the write lock; not part of the dict).
+    pending: list[str] = field(default_factory=list, repr=False)
+    #: Names in ``segments/`` of sealed files not named (a write between its seal and its
+    #: commit, or a commit the catalog lost): set aside by the next writer (not in the dict).
+    sealed: list[str] = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         """The report as plain JSON types (what ``verify -f json`` prints)."""
@@ -360,6 +382,8 @@ class Diagnosis:
         out.pop("lost_keys")
         out.pop("damaged_segments")
         out.pop("bad_rows")
+        out.pop("pending")
+        out.pop("sealed")
         return out
 
 
@@ -377,11 +401,29 @@ def catalog_check(store: Store) -> list[str]:
 
 
 def diagnose(store: Store, progress: Callable[[int, int], None] | None = None) -> Diagnosis:
-    """``Store.diagnose``: check every segment file, array and the catalog (no writes)."""
+    """``Store.diagnose``: check every segment file, array and the catalog (no writes).
+
+    Catalog damage met halfway (rows SQLite cannot read) ends the check with what was
+    found so far and the catalog named damaged, never an error out of it.
+    """
     store._open()
+    report = Diagnosis()
+    try:
+        return _diagnose(store, progress, report)
+    except CatalogDamagedError as exc:
+        report.ok = False
+        report.catalog["file"] = str(store._catalog.path)
+        report.catalog["ok"] = False
+        report.catalog["errors"].append(str(exc))
+        report.errors.append(str(exc))
+        return report
+
+
+def _diagnose(
+    store: Store, progress: Callable[[int, int], None] | None, report: Diagnosis
+) -> Diagnosis:
     cat = store._catalog
     segs = store._segments
-    report = Diagnosis()
     cat_file = str(cat.path)
     problems = catalog_check(store)
     report.catalog = {"file": cat_file, "ok": not problems, "errors": problems}
@@ -440,7 +482,9 @@ def diagnose(store: Store, progress: Callable[[int, int], None] | None = None) -
         except OSError as exc:
             seg_problem, seg_detail = UNREADABLE, describe_os_error(exc)
         else:
-            if nbytes is not None and size < int(nbytes):
+            if path.is_dir():
+                seg_problem, seg_detail = UNREADABLE, f"{path} is a directory, not a file"
+            elif nbytes is not None and size < int(nbytes):
                 seg_problem = TRUNCATED
                 seg_detail = f"{path} holds {size} bytes of the {int(nbytes)} written"
         if seg_problem in (MISSING, UNREADABLE):
@@ -473,6 +517,7 @@ def diagnose(store: Store, progress: Callable[[int, int], None] | None = None) -
             )
     report.checked = checked
     report.lost_keys = set(lost)
+    _unnamed_files(store, report, {n for n, _ in segment_rows})
     for sid, (detail, owner, otype, category, name) in sorted(report.bad_rows.items()):
         report.series_lost.append(
             LostSeries(
@@ -506,6 +551,35 @@ def diagnose(store: Store, progress: Callable[[int, int], None] | None = None) -
             )
     report.ok = not report.errors
     return report
+
+
+def _unnamed_files(store: Store, report: Diagnosis, named: set[str]) -> None:
+    """Note what ``segments/`` holds beyond the catalog's segments, and what earlier
+    writes set aside.
+
+    Read without the write lock, a file a writer is writing right now is marked pending
+    and left out; one committed after the catalog was read here may be named unnamed
+    (run ``verify`` again).
+    """
+    segs = store._segments
+    try:
+        found = segs.leftovers(named)
+    except StorageError as exc:
+        report.errors.append(str(exc))
+        return
+    report.pending = list(found.pending)
+    report.sealed = list(found.sealed)
+    for name in found.unnamed:
+        path = segs.path(name)
+        report.unnamed.append(str(path))
+        report.errors.append(
+            f"{path} is in the segments folder but the catalog does not name it (an older "
+            "catalog restored, a lost catalog log, a damaged row, or a file put there); "
+            "repair sets it aside, deleting nothing"
+        )
+    aside = segs.root / ASIDE_DIR
+    with contextlib.suppress(OSError):
+        report.set_aside = sorted(str(aside / n) for n in os.listdir(aside))
 
 
 def bad_rows(cat: Any) -> dict[int, tuple]:
@@ -545,6 +619,12 @@ def _check_row(row: tuple, out: dict[int, tuple]) -> None:
     """Note in ``out`` a :data:`_ROW_FIELDS` row whose fields no longer decode."""
     sid, code, et, res, hor, itv, shape, *who = row[:11]
     try:
+        # A flipped type bit in a row turns text into bytes (or a number into text).
+        texts = [row[i] for i in range(2, len(row)) if i not in (7, 9)]
+        if any(not isinstance(v, str | None) for v in texts):
+            raise ValueError("a text field holds bytes")
+        if any(not isinstance(row[i], int) or isinstance(row[i], bool) for i in (0, 1, 7, 9)):
+            raise ValueError("a number field holds something else")
         kind = TimeSeriesType.from_catalog_code(code)
         parse_element_type(et)
         if not kind.is_irregular:

@@ -49,13 +49,16 @@ class Transactions:
         self._merging = False
 
     @contextlib.contextmanager
-    def block(self) -> Iterator[None]:
+    def block(self, *, sweep: bool = True) -> Iterator[None]:
         """The block :meth:`Store.transaction` enters.
 
         The outermost block holds the catalog's write lock from its start (a second
         writer waits up to the store's timeout). Its new arrays go into one new segment,
         sealed (complete and fsynced) before the catalog commits; if anything fails, the
-        catalog rolls back and the segment is deleted.
+        catalog rolls back and the segment is deleted (see ``Segments.discard``).
+
+        ``sweep=False`` leaves ``segments/`` as it is at the start (``repair`` decides
+        about unnamed files itself, after it has decided everything else).
         """
         self._store._writable()
         outer = self._store._catalog.depth == 0
@@ -63,9 +66,12 @@ class Transactions:
             with self._store._catalog.transaction():
                 if outer:
                     self._doomed = []
-                    # Holding the write lock, no other writer is mid-segment: any file
-                    # the committed catalog does not name is a leftover of a failure.
-                    self._store._segments.sweep(self.segment_names())
+                    if sweep:
+                        # Holding the write lock, no other writer is between marking a
+                        # segment pending and committing it: a marked file the committed
+                        # catalog does not name is a failed write's; any other unnamed
+                        # file is set aside (Segments.sweep), never deleted.
+                        self._store._segments.sweep(self.segment_names())
                 yield
                 if outer:
                     self._seal()
@@ -77,8 +83,10 @@ class Transactions:
         if outer:
             LOG.info("committed a write to the store %s", self._store.path)
             self._store._segments.committed()
+            # Only what this committed transaction superseded (rewrite() fills it):
+            # named by the catalog, every live array copied out checked, its row deleted.
             doomed, self._doomed = self._doomed, []
-            self._store._segments.drop(doomed)
+            self._store._segments.drop_superseded(doomed)
             self.merge_small_segments()
 
     def segment_names(self) -> set[str]:
@@ -168,6 +176,9 @@ class Transactions:
                     )
                     moved += len(updates)
             cat.execute(f"DELETE FROM segments WHERE name IN ({marks})", list(names))
+            # Marked before the commit: should a kill come between the commit and their
+            # deletion, the next writer deletes them as this store's own leftovers.
+            self._store._segments.mark_superseded(names)
             self._doomed.extend(names)
         after = cat.scalar("SELECT bytes FROM segments WHERE name = ?", (target,)) if target else 0
         return {
