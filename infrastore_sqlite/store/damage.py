@@ -375,6 +375,9 @@ class Diagnosis:
     #: Names in ``segments/`` of sealed files not named (a write between its seal and its
     #: commit, or a commit the catalog lost): set aside by the next writer (not in the dict).
     sealed: list[str] = field(default_factory=list, repr=False)
+    #: Segments whose arrays the catalog places in them, sound, but which its segments
+    #: table does not list (a damaged name in a row): repair lists them again.
+    unlisted: list[str] = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         """The report as plain JSON types (what ``verify -f json`` prints)."""
@@ -384,6 +387,7 @@ class Diagnosis:
         out.pop("bad_rows")
         out.pop("pending")
         out.pop("sealed")
+        out.pop("unlisted")
         return out
 
 
@@ -460,11 +464,39 @@ def _diagnose(
             report.errors.append(f"the catalog {cat_file} is damaged: {exc}")
         return report
     lost: dict[tuple[bytes, str], tuple[str, str, str]] = {}
+    unlisted: dict[str, int] = {}
+    for segment in sorted({g for _h, _k, g in stray}):
+        # Arrays placed in a segment the segments table does not list (a damaged name in
+        # its row): if the file is there, its own and sound, they are not lost; repair
+        # lists it again. Otherwise they are lost with it.
+        rows = [r[:2] + r[4:] for r in arrays_in(cat, segment)]
+        found: dict[tuple[bytes, str], tuple[str, str, str]] = {}
+        if segs.path(segment).is_file() and "/" not in segment:
+            found = check_segment(segs, segment, rows)
+            if len(found) < len(rows):
+                unlisted[segment] = len(rows) - len(found)
+        else:
+            found = {
+                (bytes(r[0]), r[1]): (
+                    segment,
+                    MISSING,
+                    "the catalog names a segment it does not list",
+                )
+                for r in rows
+            }
+        lost.update(found)
     for h, kind, segment in stray:
-        lost[(bytes(h), kind)] = (
-            str(segment),
-            MISSING,
-            "the catalog names a segment it does not list",
+        if segment not in unlisted and (bytes(h), kind) not in lost:
+            lost[(bytes(h), kind)] = (
+                segment,
+                MISSING,
+                "the catalog names a segment it does not list",
+            )
+    for segment, n in unlisted.items():
+        report.unlisted.append(segment)
+        report.errors.append(
+            f"the catalog's segments table does not list {segs.path(segment)}, where {n} of its "
+            "arrays are (a damaged row); repair lists it again"
         )
     for h, kind in wanted:
         if (bytes(h), kind) not in held:
@@ -517,7 +549,7 @@ def _diagnose(
             )
     report.checked = checked
     report.lost_keys = set(lost)
-    _unnamed_files(store, report, {n for n, _ in segment_rows})
+    _unnamed_files(store, report, {n for n, _ in segment_rows} | set(unlisted))
     for sid, (detail, owner, otype, category, name) in sorted(report.bad_rows.items()):
         report.series_lost.append(
             LostSeries(

@@ -116,6 +116,7 @@ def repair(store: Store, *, dry_run: bool = False) -> dict[str, Any]:
         if not found.catalog["ok"]:
             _catalog_beyond_repair(store, found.catalog["errors"][0])
         if not found.ok:
+            _list_again(store, found.unlisted)
             salvaged = _salvage(store, found)
             _drop_lost(store, found)
         # The transaction's segment is sealed and named by the commit that ends the block.
@@ -138,6 +139,34 @@ def repair(store: Store, *, dry_run: bool = False) -> dict[str, Any]:
     out["arrays_salvaged"] = salvaged
     out["catalog_rebuilt"] = rebuilt or None
     return out
+
+
+def _list_again(store: Store, names: list[str]) -> None:
+    """Give back their ``segments`` rows to segments the catalog's arrays are placed in
+    but its segments table does not list (diagnose found them there, this store's and
+    sound): a damaged name in a row must not cost the series in them."""
+    cat = store._catalog
+    for name in names:
+        pools = sorted(
+            r[0]
+            for r in cat.execute(
+                "SELECT DISTINCT pool FROM arrays WHERE segment = ? AND pool != ''", (name,)
+            )
+        )
+        slots = cat.scalar(
+            "SELECT COALESCE(sum(n), 0) FROM (SELECT max(slot) + 1 AS n FROM arrays "
+            "WHERE segment = ? AND pool != '' GROUP BY pool)",
+            (name,),
+        )
+        cat.execute(
+            "INSERT OR REPLACE INTO segments (name, bytes, slots, pools) VALUES (?, ?, ?, ?)",
+            (
+                name,
+                os.path.getsize(store._segments.path(name)),
+                int(slots),
+                orjson.dumps(pools).decode(),
+            ),
+        )
 
 
 def _drop_pending(store: Store, names: list[str]) -> None:
