@@ -41,7 +41,7 @@ from ..core.periods import as_period
 from ..errors import DamagedStoreError, StorageError, TimeSeriesError, damage_terms
 from ..model import OwnerCategory, TimeSeriesType
 from .arrays import describe_os_error
-from .segments import SegmentGone, Segments
+from .segments import SegmentGone, Segments, WrongSegmentError
 
 if TYPE_CHECKING:
     from .store import Store
@@ -54,6 +54,7 @@ NO_DATASET = "dataset missing"  # the file has no pool the catalog names
 HASH_MISMATCH = "hash mismatch"  # the bytes read no longer hash to the array's key
 NOT_HELD = "not in catalog"  # a series names an array the catalog has no row for
 BAD_ROW = "catalog row damaged"  # a series row whose fields no longer decode
+WRONG_FILE = "wrong file"  # the file holds another segment (swapped, copied, renamed)
 
 # Slots verified at once when a part read first checks whole arrays (bytes read).
 _VERIFY_BYTES = 64 * 1024 * 1024
@@ -93,6 +94,8 @@ def hash_matches(keys: Sequence[tuple[bytes, str]], arrays: Sequence[np.ndarray]
 
 def _problem_of(exc: StorageError) -> tuple[str, str]:
     text = str(exc)
+    if isinstance(exc, WrongSegmentError):
+        return WRONG_FILE, text
     return (NO_DATASET if "has no pool" in text else UNREADABLE), text
 
 
@@ -127,7 +130,7 @@ def read_group(
         if thorough:
             arrays, suspect = segments.read(name, pool, slots), None
         else:
-            arrays, suspect = segments.read_checked(name, pool, slots)
+            arrays, suspect = segments.read_checked(name, pool, slots, keys)
     except SegmentGone:
         if not gone_is_missing:
             raise
@@ -136,7 +139,7 @@ def read_group(
         raise
     except StorageError as exc:
         problem, detail = _problem_of(exc)
-        if problem == NO_DATASET or "cannot open the array file" in detail:
+        if problem in (NO_DATASET, WRONG_FILE) or "cannot open the array file" in detail:
             raise ArraysDamaged({k: (name, problem, detail) for k in keys}) from None
         return _one_by_one(segments, name, pool, slots, keys)
     if suspect is None:

@@ -166,7 +166,13 @@ def _salvage(store: Store, found: Diagnosis) -> int:
                         [(bytes(g[0]), g[1]) for g in group],
                         thorough=True,
                     )
-                target, first = segs.write(pool, group[0][2], orjson.loads(group[0][3]), arrays)
+                target, first = segs.write(
+                    pool,
+                    group[0][2],
+                    orjson.loads(group[0][3]),
+                    arrays,
+                    [(bytes(g[0]), g[1]) for g in group],
+                )
                 updates.extend((target, first + i, g[0], g[1]) for i, g in enumerate(group))
             cat.executemany(
                 "UPDATE arrays SET segment = ?, slot = ? WHERE hash = ? AND kind = ?", updates

@@ -73,6 +73,15 @@ class SegmentGone(StorageError):
     """A segment named by an older catalog snapshot was merged away; read the catalog again."""
 
 
+class WrongSegmentError(StorageError):
+    """A segment file holds another segment (it records another name): a file swapped,
+    copied over a sibling or renamed. Never read; ``verify`` names it as damage."""
+
+
+#: The root attribute where a segment records its own file name (the catalog's name for it).
+NAME_ATTR = "segment_name"
+
+
 def catalog_file(root: Path) -> Path:
     """The catalog inside a store directory."""
     return root / CATALOG_NAME
@@ -213,6 +222,22 @@ class Segments:
                 f"{actual}, catalog {self.generation}); restore the store directory as it was "
                 "written, as a whole"
             )
+        try:
+            own = f.h5.attrs.get(NAME_ATTR)
+        except (OSError, RuntimeError, KeyError, ValueError) as exc:  # damaged metadata
+            f.close()
+            raise StorageError(
+                f"cannot open the array file {path}: {describe_os_error(exc)}"
+            ) from exc
+        if isinstance(own, bytes):
+            own = own.decode("utf-8", "replace")
+        # A segment written before names were recorded has none: read as before.
+        if own is not None and own != name:
+            f.close()
+            raise WrongSegmentError(
+                f"cannot open the array file {path}: it holds the segment {own}, not {name} "
+                "(a file swapped, copied over another or renamed); it is not read"
+            )
         self._readers[name] = f
         while len(self._readers) > _MAX_OPEN_READERS:
             _, old = self._readers.popitem(last=False)
@@ -226,11 +251,16 @@ class Segments:
         return self.reader(name).read(pool, slots, part)
 
     def read_checked(
-        self, name: str, pool: str, slots: Sequence[int]
+        self,
+        name: str,
+        pool: str,
+        slots: Sequence[int],
+        keys: Sequence[tuple[bytes, str]] | None = None,
     ) -> tuple[list[np.ndarray], list[int] | None]:
-        """Whole arrays checked against the segment's checksums (``ArrayFile.read_checked``):
-        the arrays and the slots that do not match, or None for a segment without them."""
-        return self.reader(name).read_checked(pool, slots)
+        """Whole arrays checked against the segment's checksums (``ArrayFile.read_checked``;
+        ``keys``: the arrays' keys, which a segment's checksums are bound to): the arrays
+        and the slots that do not match, or None for a segment without them."""
+        return self.reader(name).read_checked(pool, slots, keys)
 
     def row_bytes(self, name: str, pool: str) -> int:
         """Bytes of one array (one slot) of ``pool`` in segment ``name``."""
@@ -243,13 +273,21 @@ class Segments:
             f.close()
 
     # ------------------------------------------------------------------ writing
-    def write(self, pool: str, dtype: str, shape: Sequence[int], arrays: Sequence[np.ndarray]):
-        """Queue ``arrays`` into this transaction's segment; returns ``(segment, first slot)``."""
+    def write(
+        self,
+        pool: str,
+        dtype: str,
+        shape: Sequence[int],
+        arrays: Sequence[np.ndarray],
+        keys: Sequence[tuple[bytes, str]],
+    ):
+        """Queue ``arrays`` (their keys ``(hash, kind)`` in ``keys``) into this
+        transaction's segment; returns ``(segment, first slot)``."""
         if self._writer is None:
             self._open_writer()
         assert self._writer is not None and self._writer_name is not None
         first = self._slots.get(pool, 0)
-        self._writer.write(pool, dtype, shape, first, arrays)
+        self._writer.write(pool, dtype, shape, first, arrays, keys)
         self._slots[pool] = first + len(arrays)
         return self._writer_name, first
 
@@ -264,8 +302,10 @@ class Segments:
                 compression_level=3 if level is None else level,
                 shuffle=shuffle,
                 max_pending_bytes=self.write_buffer_bytes,
+                bound=True,
             )
             f.h5.attrs["catalog_generation"] = self.generation
+            f.h5.attrs[NAME_ATTR] = name
         except OSError as exc:  # a segment directory that went missing, permissions
             self.path(name).unlink(missing_ok=True)
             raise StorageError(

@@ -159,7 +159,9 @@ class Transactions:
                         # naming the damage; repair sets it aside).
                         arrays = self._read_checked(segment, pool, group)
                         dtype, shape = group[0][2], orjson.loads(group[0][3])
-                        target, first = self._store._segments.write(pool, dtype, shape, arrays)
+                        target, first = self._store._segments.write(
+                            pool, dtype, shape, arrays, [(bytes(g[0]), g[1]) for g in group]
+                        )
                         updates.extend((target, first + i, g[0], g[1]) for i, g in enumerate(group))
                         pools_after.add(pool)
                     cat.executemany(

@@ -371,7 +371,7 @@ class Writing:
             shape = list(pool[1])
             name = pool_name(dtype, shape)
             segment, first = self._store._segments.write(
-                name, dtype, shape, [arrays[k] for k in keys]
+                name, dtype, shape, [arrays[k] for k in keys], keys
             )
             shape_text = _shape_json(pool[1])
             rows.extend(
