@@ -21,7 +21,7 @@ from ..errors import (
 from ..interchange.series_files import series_meta, value_rows
 from ..store import Store, catalog_path
 from ..store.arrays import compression_spec
-from ..store.repair import restore_hint
+from ..store.repair import catalog_unusable, restore_hint
 from .base import (
     _CANDIDATES_SHOWN,
     PROG,
@@ -508,10 +508,14 @@ def repair(ctx: click.Context, dry_run: bool) -> None:
     `verify` passes afterwards.
     """
     _format(ctx)
-    with _open_store(ctx, read_only=dry_run) as store:
-        report = store.repair(dry_run=dry_run)
+    path = _store_path(ctx)
+    if catalog_unusable(path) is not None:  # lost, emptied or unreadable: rebuilt
+        report = Store.repair_catalog(path, dry_run=dry_run)
+    else:
+        with _open_store(ctx, read_only=dry_run) as store:
+            report = store.repair(dry_run=dry_run)
     if report["restore"]:
-        report["restore"] = restore_hint(str(store.path), "cli")
+        report["restore"] = restore_hint(str(path), "cli")
     _emit_doc(ctx, report)
     if report["restore"]:
         _note(ctx, report["restore"])

@@ -73,7 +73,7 @@ KEYS_GROUP = "keys"
 BOUND_ATTR = "sums_bound_to_keys"
 KIND_CODES = {"data": 0, "timestamps": 1}
 KIND_NAMES = {v: k for k, v in KIND_CODES.items()}
-_KEY_WIDTH = 33
+KEY_WIDTH = 33
 _SUMS_DTYPE = np.dtype(np.uint64)  # as a read wants them (HDF5 converts, if need be)
 _SUM_K1 = np.uint64(0x9E3779B97F4A7C15)
 _SUM_K2 = np.uint64(0xC2B2AE3D27D4EB4F)
@@ -119,7 +119,7 @@ def key_rows(keys: Sequence[tuple[bytes, str]]) -> np.ndarray:
     raw = b"".join(
         bytes(h)[:32].ljust(32, b"\0") + bytes((KIND_CODES.get(kind, 255),)) for h, kind in keys
     )
-    return np.frombuffer(raw, dtype=np.uint8).reshape(len(keys), _KEY_WIDTH)
+    return np.frombuffer(raw, dtype=np.uint8).reshape(len(keys), KEY_WIDTH)
 
 
 #: The weights ``1..n`` of :func:`slot_sums`' second checksum, per row width: a read checks
@@ -431,34 +431,13 @@ class ArrayFile:
                 rows = self._pool(name).chunks[0]
                 ds = group.create_dataset(
                     name,
-                    shape=(0, _KEY_WIDTH),
-                    maxshape=(None, _KEY_WIDTH),
+                    shape=(0, KEY_WIDTH),
+                    maxshape=(None, KEY_WIDTH),
                     dtype=np.uint8,
-                    chunks=(rows, _KEY_WIDTH),
+                    chunks=(rows, KEY_WIDTH),
                 )
             self._pools[key] = ds
         return ds
-
-    def slot_keys(self, name: str) -> list[tuple[bytes, str] | None]:
-        """Each slot's recorded key in pool ``name`` (None: the slot has none recorded).
-
-        Empty for a file that records no keys (written before them)."""
-        self.sync()
-        try:
-            ds = self._h5.get(KEYS_GROUP + "/" + name)
-            if ds is None:
-                return []
-            raw = np.asarray(ds[()], dtype=np.uint8)
-        except (OSError, ValueError, KeyError, RuntimeError, TypeError) as exc:
-            raise StorageError(
-                f"reading the keys of pool {name} in {self.path} failed: {describe_os_error(exc)}"
-            ) from exc
-        out: list[tuple[bytes, str] | None] = []
-        for row in raw.reshape(-1, _KEY_WIDTH):
-            kind = KIND_NAMES.get(int(row[32]))
-            h = row[:32].tobytes()
-            out.append(None if kind is None or not any(h) else (h, kind))
-        return out
 
     def write(
         self,

@@ -41,6 +41,7 @@ from ..core.periods import as_period
 from ..errors import DamagedStoreError, StorageError, TimeSeriesError, damage_terms
 from ..model import OwnerCategory, TimeSeriesType
 from .arrays import describe_os_error
+from .journal import unknown_transactions
 from .segments import SegmentGone, Segments, WrongSegmentError
 
 if TYPE_CHECKING:
@@ -387,6 +388,12 @@ def diagnose(store: Store, progress: Callable[[int, int], None] | None = None) -
     report = Diagnosis()
     cat_file = str(cat.path)
     problems = catalog_check(store)
+    stale = unknown_transactions(store)
+    if stale:
+        problems.append(
+            f"stale: the segments record {len(stale)} transactions the catalog does not know "
+            "(an older copy restored, or a lost -wal); repair rebuilds it from them"
+        )
     report.catalog = {"file": cat_file, "ok": not problems, "errors": problems}
     for p in problems:
         report.errors.append(f"the catalog {cat_file} is damaged: {p}")

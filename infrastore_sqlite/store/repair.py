@@ -33,6 +33,7 @@ import os
 import shlex
 import shutil
 import time
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,9 @@ import orjson
 from ..errors import IntegrityError, StorageError, damage_terms
 from .arrays import describe_os_error, fsync_path
 from .damage import ArraysDamaged, Diagnosis, arrays_in, catalog_check, diagnose, read_group
+from .journal import unknown_transactions
+from .rebuild import rebuild_catalog
+from .segments import SEGMENT_DIR, catalog_file
 from .tracing import LOG
 
 if TYPE_CHECKING:
@@ -84,12 +88,30 @@ def restore_hint(store: str, audience: str = "api") -> str:
 def repair(store: Store, *, dry_run: bool = False) -> dict[str, Any]:
     """``Store.repair``: see the module docstring. Returns the report (what was set aside,
     kept and lost, and how to restore the lost series)."""
+    store._open()
+    stale = unknown_transactions(store)
+    if stale:  # decided before any write: a write would sweep the newer segments
+        why = (
+            f"the catalog is stale: the segments record {len(stale)} transactions it does "
+            "not know (an older copy restored, or a lost -wal)"
+        )
+        return rebuild_open_store(store, dry_run=dry_run, why=why)
     if dry_run:
-        store._open()
         return _report(store, diagnose(store), None, dry_run=True)
     store._writable()
     if store._catalog.in_transaction:
         raise StorageError("repair() cannot run inside a transaction; commit or roll back first")
+    try:
+        return _repair(store)
+    except BeyondIndexes as exc:
+        try:
+            return rebuild_open_store(store, dry_run=False, why=str(exc))
+        except IntegrityError:
+            raise exc from None
+
+
+def _repair(store: Store) -> dict[str, Any]:
+    """:func:`repair` of a store whose catalog is not stale."""
     moved: list[tuple[Path, Path]] = []
     folder: Path | None = None
     with store.transaction():
@@ -126,12 +148,17 @@ def _reindex(store: Store) -> None:
         cat.execute("REINDEX")
     problems = catalog_check(store)
     if problems:
-        raise IntegrityError(
+        raise BeyondIndexes(
             f"the catalog {cat.path} is damaged beyond what repair rebuilds ({problems[0]}); "
             "restore catalog.sqlite from a backup of this store, or export what still reads "
             "into a new store",
             terms=damage_terms(str(store.path)),
         )
+
+
+class BeyondIndexes(IntegrityError):
+    """The catalog is damaged beyond its indexes: repair rebuilds it from the segments'
+    records when they hold the store's history, and refuses otherwise."""
 
 
 def _salvage(store: Store, found: Diagnosis) -> int:
@@ -253,3 +280,142 @@ def _report(
         "catalog_errors": list(found.catalog.get("errors", [])),
         "restore": restore_hint(str(store.path)) if lost else None,
     }
+
+
+# ---------------------------------------------------------------------- the catalog rebuilt
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def catalog_unusable(path: str | Path) -> str | None:
+    """Why the catalog of the store directory ``path`` cannot be opened at all (missing,
+    empty, not an SQLite file, unreadable), or None. Only for a directory with a
+    ``segments`` folder: anything else is not a store for repair to rebuild."""
+    root = Path(path)
+    if not (root / SEGMENT_DIR).is_dir():
+        return None
+    cat = catalog_file(root)
+    try:
+        with open(cat, "rb") as fh:
+            head = fh.read(len(_SQLITE_HEADER))
+    except FileNotFoundError:
+        return f"the catalog {cat} is missing"
+    except OSError as exc:
+        return f"the catalog {cat} cannot be read: {describe_os_error(exc)}"
+    if not head:
+        return f"the catalog {cat} is empty (0 bytes)"
+    if head != _SQLITE_HEADER:
+        return f"the catalog {cat} is not an SQLite database (its header is damaged)"
+    import apsw  # only here: the catalog's own module wraps every other use
+
+    try:
+        conn = apsw.Connection(str(cat), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            conn.execute("SELECT count(*) FROM time_series_associations").fetchall()
+            conn.execute("SELECT count(*) FROM segments").fetchall()
+        finally:
+            conn.close()
+    except apsw.Error as exc:
+        return f"the catalog {cat} does not read ({' '.join(str(exc).split())[:200]})"
+    return None
+
+
+def recover_catalog(
+    path: str | Path, *, dry_run: bool = False, generation: str | None = None, why: str = ""
+) -> dict[str, Any]:
+    """Rebuild the catalog of the store directory ``path`` from its segments' records
+    (``rebuild.py``) and swap it in: the old catalog (with its -wal, -shm, -journal) is
+    moved into ``<store>/damaged-<UTC time>/``, never deleted; segment files the new
+    catalog names that were set aside or renamed are moved back under their recorded
+    names; then the new file is renamed over ``catalog.sqlite`` (atomic). Nothing else
+    may have the store open. With ``dry_run`` nothing changes. Returns repair's report,
+    with ``catalog_rebuilt``."""
+    root = Path(path)
+    work = root / f".catalog.rebuilding-{os.getpid()}-{uuid.uuid4().hex[:12]}.sqlite"
+    try:
+        found = rebuild_catalog(root, into=work, generation=generation)
+        folder: Path | None = None
+        old: list[str] = []
+        if not dry_run:
+            folder, old = _swap_in(root, work, found["moves"])
+    finally:
+        for p in (work, Path(f"{work}-wal"), Path(f"{work}-shm")):
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()  # this call's own work file (a dry run's, or a failed one's)
+    LOG.info("rebuilt the catalog of %s from its segments: %d series", root, found["series"])
+    lost = found["series_lost"]
+    return {
+        "dry_run": dry_run,
+        "ok_before": False,
+        "set_aside": old,
+        "folder": str(folder) if folder is not None else None,
+        "series_kept": found["series"],
+        "series_lost": lost,
+        "arrays_lost": 0,
+        "catalog_errors": [why] if why else [],
+        "restore": restore_hint(str(root)) if lost else None,
+        "catalog_rebuilt": {
+            "series": found["series"],
+            "transactions": found["transactions"],
+            "gaps": found["gaps"],
+            "moved": [list(m) for m in found["moves"]],
+        },
+    }
+
+
+def _swap_in(root: Path, work: Path, moves: list[tuple[str, str]]) -> tuple[Path | None, list[str]]:
+    """The rebuilt catalog ``work`` put in place (see :func:`recover_catalog`)."""
+    cat = catalog_file(root)
+    folder = aside_folder(root)
+    old: list[str] = []
+    sides = [Path(f"{cat}{suffix}") for suffix in ("-wal", "-shm", "-journal")]
+    try:
+        if cat.exists() or any(p.exists() for p in sides):
+            folder.mkdir()  # only when something goes into it
+        # The old catalog is linked aside first and replaced by the rename at the end, so
+        # a kill at any point leaves a catalog file (old or new) or none to rebuild again.
+        if cat.exists():
+            try:
+                os.link(cat, folder / cat.name)
+            except OSError:
+                shutil.copyfile(cat, folder / cat.name)
+                fsync_path(folder / cat.name)
+            old.append(str(cat))
+        for side in sides:
+            if side.exists():
+                os.rename(side, folder / side.name)  # never applied to the new catalog
+                old.append(str(side))
+        if old:
+            fsync_path(folder)
+        for src, dst in moves:
+            if not Path(dst).exists():
+                os.rename(src, dst)
+        fsync_path(root / SEGMENT_DIR)
+        os.rename(work, cat)
+        fsync_path(root)
+    except OSError as exc:
+        raise StorageError(
+            f"cannot put the rebuilt catalog in place in {root}: {describe_os_error(exc)}; the "
+            f"old catalog is kept in {folder}"
+        ) from exc
+    return (folder if old else None), old
+
+
+def rebuild_open_store(store: Store, *, dry_run: bool, why: str) -> dict[str, Any]:
+    """Rebuild the catalog of an open store (stale, or damaged beyond its indexes): its
+    files closed, the catalog rebuilt and swapped in, the store opened again in place."""
+    root = Path(store.path)
+    generation = store._segments.generation
+    if dry_run:
+        return recover_catalog(root, dry_run=True, generation=generation, why=why)
+    store._writable()
+    timeout = store._catalog.timeout
+    store._segments.close()
+    store._catalog.close()
+    try:
+        report = recover_catalog(root, generation=generation, why=why)
+    finally:
+        fresh = type(store).open(root, timeout=timeout)
+        store._catalog, store._segments = fresh._catalog, fresh._segments
+        fresh._segments = None  # type: ignore[assignment]  # the files are store's now
+    return report

@@ -52,6 +52,8 @@ CATALOG_NAME = "catalog.sqlite"
 SEGMENT_DIR = "segments"
 LEGACY_SEGMENT = "legacy.h5"
 LEGACY_CATALOG_SUFFIX = ".sqlite"
+#: The mark of a segment sealed whose commit is not done: ``segments/<name>.sealed``.
+SEALED_SUFFIX = ".sealed"
 _MAX_OPEN_READERS = 64
 # Size-tiered merging: a segment's tier is log8 of its size in units of _TIER_BASE, and
 # _MERGE_FANIN segments of one tier are merged into one of the next. Every array is then
@@ -313,6 +315,31 @@ class Segments:
             ) from exc
         self._writer, self._writer_name, self._slots = f, name, {}
 
+    def mark_uncommitted(self) -> None:
+        """Mark this transaction's segment ``<name>.sealed`` until its commit is done
+        (:meth:`committed` removes the mark, :meth:`discard` too): a segment so marked
+        holds a transaction not known to have committed, whose record is therefore no
+        sign of a stale catalog (``journal.py``). Made before the record is complete, so
+        a complete record is never unmarked before its commit; durable with the segment
+        by the seal's directory fsync."""
+        if self._writer_name is not None:
+            mark = self.path(self._writer_name + SEALED_SUFFIX)
+            try:
+                os.close(os.open(mark, os.O_WRONLY | os.O_CREAT, 0o644))
+            except OSError as exc:
+                raise StorageError(
+                    f"cannot mark the segment {self.path(self._writer_name)}: "
+                    f"{describe_os_error(exc)}"
+                ) from exc
+
+    def writer_for_record(self) -> ArrayFile:
+        """This transaction's segment, opened when it has none yet: a transaction that
+        writes no arrays (a removal) still leaves its record (``journal.py``)."""
+        if self._writer is None:
+            self._open_writer()
+        assert self._writer is not None
+        return self._writer
+
     @property
     def writing(self) -> bool:
         return self._writer is not None
@@ -333,7 +360,7 @@ class Segments:
         self._sealed = name
         writer.finish()
         try:
-            fsync_path(self.dir)
+            fsync_path(self.dir)  # the segment's entry, and its mark (``mark_uncommitted``)
             nbytes = os.path.getsize(self.path(name))
         except OSError as exc:
             raise StorageError(
@@ -345,6 +372,9 @@ class Segments:
 
     def committed(self) -> None:
         """The commit that names the sealed segment is durable."""
+        if self._sealed is not None:
+            with contextlib.suppress(OSError):
+                self.path(self._sealed + SEALED_SUFFIX).unlink()
         self._sealed = None
         self._writer_name = None
         self._slots = {}
@@ -360,6 +390,8 @@ class Segments:
             self._readers.pop(name, None)
             with contextlib.suppress(OSError):
                 self.path(name).unlink()
+            with contextlib.suppress(OSError):
+                self.path(name + SEALED_SUFFIX).unlink()
         self._writer_name = self._sealed = None
         self._slots = {}
 

@@ -493,6 +493,38 @@ class Store(StoreApi):
         """
         return repair.repair(self, dry_run=dry_run)
 
+    @staticmethod
+    def repair_catalog(path: str | Path, *, dry_run: bool = False) -> dict[str, Any]:
+        """Rebuild the catalog of a store whose catalog cannot be opened (missing, emptied,
+        not an SQLite file) from the records its segments keep.
+
+        Every series whose arrays are intact comes back with its id; the old catalog is
+        moved into ``<store>/damaged-<UTC time>/``, never deleted. A stale catalog (an
+        older copy restored, a lost ``-wal``) or one damaged beyond its indexes is rebuilt
+        by :meth:`repair` of the open store. Nothing else may have the store open.
+
+        Parameters
+        ----------
+        path
+            The store directory.
+        dry_run
+            Report what the rebuilt catalog would hold; change nothing.
+
+        Returns
+        -------
+        dict
+            :meth:`repair`'s report, with ``catalog_rebuilt`` (``series``,
+            ``transactions`` replayed, ``gaps`` in the records, files ``moved`` back).
+
+        Raises
+        ------
+        IntegrityError
+            The segments hold no record of the store's history to rebuild from.
+        """
+        path = Path(path)
+        why = repair.catalog_unusable(path) or ""
+        return repair.recover_catalog(path, dry_run=dry_run, why=why)
+
     @property
     def write_buffer_bytes(self) -> int:
         """How many bytes of array writes may queue ahead of the background writer.

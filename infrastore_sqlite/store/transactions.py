@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..errors import InvalidParameterError, TimeSeriesError
+from . import journal
 from .damage import ArraysDamaged, damage_error, read_group
 from .segments import merge_candidates
 from .tracing import LOG
@@ -66,8 +67,10 @@ class Transactions:
                     # Holding the write lock, no other writer is mid-segment: any file
                     # the committed catalog does not name is a leftover of a failure.
                     self._store._segments.sweep(self.segment_names())
+                    journal.begin(self._store)
                 yield
                 if outer:
+                    journal.record(self._store)
                     self._seal()
         except BaseException:
             if outer:
@@ -169,6 +172,7 @@ class Transactions:
                         updates,
                     )
                     moved += len(updates)
+            journal.carry(self._store, names)  # the records outlive the files
             cat.execute(f"DELETE FROM segments WHERE name IN ({marks})", list(names))
             self._doomed.extend(names)
         after = cat.scalar("SELECT bytes FROM segments WHERE name = ?", (target,)) if target else 0

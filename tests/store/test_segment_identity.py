@@ -37,8 +37,9 @@ def _ids_in(path: Path, segment: Path) -> list[int]:
         return [
             r[0]
             for r in s._catalog.execute(
-                "SELECT t.id FROM time_series_associations t JOIN arrays a "
-                "ON a.hash = t.data_hash AND a.kind = 'data' WHERE a.segment = ? ORDER BY t.id",
+                "SELECT DISTINCT t.id FROM time_series_associations t JOIN arrays a "
+                "ON (a.hash = t.data_hash AND a.kind = 'data') OR (a.hash = t.timestamps_hash "
+                "AND a.kind = 'timestamps') WHERE a.segment = ? ORDER BY t.id",
                 (segment.name,),
             )
         ]
@@ -46,6 +47,8 @@ def _ids_in(path: Path, segment: Path) -> list[int]:
 
 def _outcomes(path: Path, expected: dict[int, tuple[bytes, str]]) -> dict[int, object]:
     """Each id: "ok" (read back exact), "wrong" (another value) or the refusal."""
+    # (a series whose data or time axis is in a file: the time axes the "events" series
+    # share are stored once, in the first segment written)
     out: dict[int, object] = {}
     with Store.open(path, read_only=True) as s:
         for i, (data, _dtype) in expected.items():
