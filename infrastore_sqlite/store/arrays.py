@@ -102,6 +102,14 @@ def slot_sums(block: np.ndarray, slots: np.ndarray) -> np.ndarray:
     return out
 
 
+def _hash_block(keys: Sequence[tuple[bytes, str]]) -> np.ndarray:
+    """The keys' hashes as a ``(len(keys), 32)`` uint8 block (shorter ones zero-padded)."""
+    raw = b"".join(h for h, _kind in keys)
+    if len(raw) != 32 * len(keys):  # not all 32 bytes: pad each (never so in practice)
+        raw = b"".join(bytes(h)[:32].ljust(32, b"\0") for h, _kind in keys)
+    return np.frombuffer(raw, dtype=np.uint8).reshape(len(keys), 32)
+
+
 def key_seeds(keys: Sequence[tuple[bytes, str]]) -> np.ndarray:
     """The two 64-bit terms each array's key adds to its checksums: ``(len(keys), 2)``.
 
@@ -110,16 +118,16 @@ def key_seeds(keys: Sequence[tuple[bytes, str]]) -> np.ndarray:
     the bytes of a slot that holds another array (a wrong slot in the catalog) differ by
     the two hashes' difference and never match (a 2**-128 chance for unrelated hashes).
     """
-    raw = b"".join(bytes(h)[:16].ljust(16, b"\0") for h, _kind in keys)
-    return np.frombuffer(raw, dtype="<u8").reshape(len(keys), 2).astype(np.uint64, copy=False)
+    block = np.ascontiguousarray(_hash_block(keys)[:, :16])
+    return block.view("<u8").astype(np.uint64, copy=False)
 
 
 def key_rows(keys: Sequence[tuple[bytes, str]]) -> np.ndarray:
     """``keys/<pool>`` rows of ``keys``: the 32-byte hash and a kind byte each."""
-    raw = b"".join(
-        bytes(h)[:32].ljust(32, b"\0") + bytes((KIND_CODES.get(kind, 255),)) for h, kind in keys
-    )
-    return np.frombuffer(raw, dtype=np.uint8).reshape(len(keys), KEY_WIDTH)
+    out = np.empty((len(keys), KEY_WIDTH), dtype=np.uint8)
+    out[:, :32] = _hash_block(keys)
+    out[:, 32] = [KIND_CODES.get(kind, 255) for _h, kind in keys]
+    return out
 
 
 #: The weights ``1..n`` of :func:`slot_sums`' second checksum, per row width: a read checks

@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import array
 import contextlib
+import struct
 import time
+import weakref
 import zlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -66,15 +68,20 @@ COMPLETE_ATTR = "record_complete"
 #: Columns whose values are bytes (written in hex).
 _BYTES = frozenset({"timestamps_hash", "data_hash", "features_hash"})
 _COLUMNS = ("id", *INSERT_COLUMNS)
-_SELECT = f"SELECT {', '.join(_COLUMNS)} FROM main.time_series_associations WHERE id IN carray(?)"
+# Two queries, each on the primary key: an OR of the two would scan the whole table.
+_SELECT_ADDED = f"SELECT {', '.join(_COLUMNS)} FROM main.time_series_associations WHERE id > ?"
+_SELECT_TOUCHED = (
+    f"SELECT {', '.join(_COLUMNS)} FROM main.time_series_associations WHERE id IN carray(?)"
+)
 
 # Temporary (per connection) tables and triggers: the ids and attribute keys this
-# transaction touched. Rolled back with it, like any table.
+# transaction changed or removed, and the highest id before it (every row it adds has a
+# higher one: AUTOINCREMENT), so an add's rows cost no trigger each. Rolled back with the
+# transaction, like any table.
 _SETUP = (
     "CREATE TEMP TABLE IF NOT EXISTS journal_ids (id INTEGER PRIMARY KEY)",
     "CREATE TEMP TABLE IF NOT EXISTS journal_attrs (key TEXT PRIMARY KEY)",
-    "CREATE TEMP TRIGGER IF NOT EXISTS journal_ins AFTER INSERT ON "
-    "main.time_series_associations BEGIN INSERT OR IGNORE INTO journal_ids VALUES (NEW.id); END",
+    "CREATE TEMP TABLE IF NOT EXISTS journal_mark (id INTEGER NOT NULL)",
     "CREATE TEMP TRIGGER IF NOT EXISTS journal_upd AFTER UPDATE ON "
     "main.time_series_associations BEGIN INSERT OR IGNORE INTO journal_ids VALUES (OLD.id); "
     "INSERT OR IGNORE INTO journal_ids VALUES (NEW.id); END",
@@ -92,13 +99,37 @@ _SETUP = (
 )
 
 
+#: Rows an add filed in the running transaction, by catalog: ``id -> CatalogRow`` (what
+#: :func:`note_added` was given), so the record of an add does not read them back.
+_NOTED: weakref.WeakKeyDictionary[Any, dict[int, tuple]] = weakref.WeakKeyDictionary()
+
+
 def begin(store: Store) -> None:
     """Make sure the writer's connection notes what the coming transaction touches."""
     cat = store._catalog
     if cat.read_only:
         return
-    for sql in _SETUP:
-        cat.execute(sql)
+    _NOTED.pop(cat, None)
+    try:
+        for sql in _SETUP:
+            cat.execute(sql)
+        cat.execute("DELETE FROM temp.journal_mark")
+        cat.execute(
+            "INSERT INTO temp.journal_mark SELECT COALESCE(MAX(id), 0) "
+            "FROM main.time_series_associations"
+        )
+    except StorageError:
+        # A damaged catalog: the transaction (a repair) meets the damage again and says
+        # so, before any record is due (a record then fails the transaction).
+        return
+
+
+def note_added(store: Store, ids: Sequence[int], rows: Sequence[tuple]) -> None:
+    """The rows an add just inserted (``INSERT_COLUMNS`` order), with their ids: the
+    record takes them from here instead of reading them back (checked against the
+    catalog's count of new rows; a row changed later in the transaction is read back)."""
+    noted = _NOTED.setdefault(store._catalog, {})
+    noted.update(zip(ids, rows, strict=True))
 
 
 def record(store: Store) -> None:
@@ -109,15 +140,42 @@ def record(store: Store) -> None:
     cat = store._catalog
     if cat.read_only:
         return
-    ids = [r[0] for r in cat.execute("SELECT id FROM temp.journal_ids ORDER BY id")]
+    noted = _NOTED.pop(cat, {})
+    mark = cat.scalar("SELECT id FROM temp.journal_mark")
+    touched = [r[0] for r in cat.execute("SELECT id FROM temp.journal_ids ORDER BY id")]
     keys = [r[0] for r in cat.execute("SELECT key FROM temp.journal_attrs ORDER BY key")]
-    if not ids and not keys:
+    count, low, high = cat.execute(
+        "SELECT count(*), COALESCE(min(id), 0), COALESCE(max(id), 0) "
+        "FROM main.time_series_associations WHERE id > ?",
+        (mark,),
+    ).fetchone()
+    if not touched and not keys and not count:
         return
-    rows = cat.execute(_SELECT, (apsw.carray(array.array("q", ids)),)).fetchall() if ids else []
-    present = {r[0] for r in rows}
-    removed = [i for i in ids if i not in present]
-    fhs = sorted({bytes(r[-1]) for r in rows})
+    # The added rows as noted, when the catalog's new rows are exactly those (a rolled
+    # back savepoint, or an insert by another path, makes them differ: read back then).
+    fresh = [i for i in noted if i > mark]
+    if count and len(fresh) == count and min(fresh) == low and max(fresh) == high:
+        redo = set(touched)
+        ids_added = [i for i in sorted(fresh) if i not in redo]
+        rows_added = [noted[i] for i in ids_added]
+    elif count:
+        got = cat.execute(_SELECT_ADDED, (mark,)).fetchall()
+        redo = set(touched)
+        ids_added = [r[0] for r in got if r[0] not in redo]
+        rows_added = [r[1:] for r in got if r[0] not in redo]
+    else:
+        ids_added, rows_added = [], []
+    changed = (
+        cat.execute(_SELECT_TOUCHED, (apsw.carray(array.array("q", touched)),)).fetchall()
+        if touched
+        else []
+    )
+    ids = ids_added + [r[0] for r in changed]
+    rows = rows_added + [r[1:] for r in changed]
+    present = set(ids)
+    removed = [i for i in touched if i not in present]
     features: dict[str, Any] = {}
+    fhs = sorted(set(_column(rows, _FEATURES_AT)))
     for start in range(0, len(fhs), 500):
         chunk = tuple(fhs[start : start + 500])
         for fh, text in cat.execute(
@@ -129,26 +187,25 @@ def record(store: Store) -> None:
     attributes = {}
     for key in keys:
         attributes[key] = cat.scalar("SELECT value FROM store_attributes WHERE key = ?", (key,))
-    prev = _previous(store, ids)
+    prev = _previous(store, mark)
     seq = max(prev + 1, time.time_ns() // 1000)
     cat.execute(
         "INSERT OR REPLACE INTO store_attributes (key, value) VALUES (?, ?)", (SEQ_KEY, str(seq))
     )
-    flags = [c in _BYTES for c in _COLUMNS]
+    blob = bytearray()
     doc = {
         "version": RECORD_VERSION,
         "seq": seq,
         "prev": prev,
         "columns": list(_COLUMNS),
-        "rows": [
-            [v.hex() if f and v is not None else v for v, f in zip(r, flags, strict=True)]
-            for r in rows
-        ],
+        "n": len(ids),
+        "values": [ids, *_encode_columns(rows, blob)],
         "removed": removed,
         "features": features,
         "attributes": attributes,
     }
-    payload = zlib.compress(orjson.dumps(doc), 1)
+    text = zlib.compress(orjson.dumps(doc), 1)
+    payload = struct.pack("<Q", len(text)) + text + bytes(blob)
     writer = store._segments.writer_for_record()
     write_record(writer, seq, prev, payload)
     # Last before the seal (every array is in: ``h5`` waits for the queued writes): a
@@ -160,10 +217,63 @@ def record(store: Store) -> None:
     cat.execute("DELETE FROM temp.journal_attrs")
 
 
-def _previous(store: Store, ids: Sequence[int]) -> int:
-    """The sequence number this transaction follows: the catalog's last, or 0 for a
-    store whose every row is this transaction's (its first), -1 otherwise (the catalog
-    holds rows from before records were kept)."""
+_FEATURES_AT = INSERT_COLUMNS.index("features_hash")
+
+
+def _column(rows: Sequence[tuple], at: int) -> list[Any]:
+    return [r[at] for r in rows]
+
+
+def _encode_columns(rows: Sequence[tuple], blob: bytearray) -> list[Any]:
+    """Each :data:`INSERT_COLUMNS` column of ``rows``, compactly: ``{"c": value}`` when
+    every row has one value (most columns of a bulk add), ``{"b": offset}`` for a hash
+    column of 32-byte values (appended raw to ``blob``: hex would double them and not
+    compress), else the list of values (hashes in hex)."""
+    out: list[Any] = []
+    cols = list(zip(*rows, strict=True)) if rows else [() for _ in INSERT_COLUMNS]
+    for name, col in zip(INSERT_COLUMNS, cols, strict=True):
+        first = col[0] if col else None
+        if col and col.count(first) == len(col):
+            out.append({"c": bytes(first).hex() if name in _BYTES and first is not None else first})
+        elif name in _BYTES and all(v is not None and len(v) == 32 for v in col):
+            out.append({"b": len(blob)})
+            blob += b"".join(col)
+        elif name in _BYTES:
+            out.append([None if v is None else bytes(v).hex() for v in col])
+        else:
+            out.append(list(col))
+    return out
+
+
+def record_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """A record's rows (:func:`decode`'s document), each as ``column -> value``
+    (hashes as bytes)."""
+    columns = doc["columns"]
+    n = int(doc["n"])
+    blob = doc.get("blob", b"")
+    cols = []
+    for name, col in zip(columns, doc["values"], strict=True):
+        if isinstance(col, dict) and "c" in col:
+            value = col["c"]
+            if name in _BYTES and value is not None:
+                value = bytes.fromhex(value)
+            col = [value] * n
+        elif isinstance(col, dict):
+            at = int(col["b"])
+            raw = blob[at : at + 32 * n]
+            col = [raw[i : i + 32] for i in range(0, 32 * n, 32)]
+        elif name in _BYTES:
+            col = [None if v is None else bytes.fromhex(v) for v in col]
+        if len(col) != n:
+            raise ValueError("the record's columns differ in length")
+        cols.append(col)
+    return [dict(zip(columns, values, strict=True)) for values in zip(*cols, strict=True)]
+
+
+def _previous(store: Store, mark: int) -> int:
+    """The sequence number this transaction follows: the catalog's last; else 0 when the
+    catalog held no row before it (a new store: its history starts here), -1 otherwise
+    (rows from before records were kept: the history is incomplete)."""
     cat = store._catalog
     text = cat.scalar("SELECT value FROM store_attributes WHERE key = ?", (SEQ_KEY,))
     if text is not None:
@@ -171,11 +281,7 @@ def _previous(store: Store, ids: Sequence[int]) -> int:
             return int(text)
         except ValueError:
             return -1
-    older = cat.scalar(
-        "SELECT count(*) FROM time_series_associations WHERE id NOT IN carray(?)",
-        (apsw.carray(array.array("q", ids or [0])),),
-    )
-    return 0 if not older else -1
+    return 0 if not mark else -1
 
 
 def write_record(writer: ArrayFile, seq: int, prev: int, payload: bytes) -> None:
@@ -228,23 +334,17 @@ def heads_of(h5: h5py.File) -> list[tuple[int, int]]:
 
 
 def decode(payload: bytes) -> dict[str, Any]:
-    """A record's document (ValueError when it does not decode)."""
+    """A record's document (ValueError when it does not decode): the JSON part, with the
+    raw bytes after it as ``blob``."""
     try:
-        doc = orjson.loads(zlib.decompress(payload))
-    except (zlib.error, orjson.JSONDecodeError) as exc:
+        (size,) = struct.unpack_from("<Q", payload)
+        doc = orjson.loads(zlib.decompress(payload[8 : 8 + size]))
+    except (struct.error, zlib.error, orjson.JSONDecodeError) as exc:
         raise ValueError(f"the record does not decode: {exc}") from exc
     if not isinstance(doc, dict) or doc.get("version") != RECORD_VERSION:
         raise ValueError("the record is of an unknown version")
+    doc["blob"] = payload[8 + size :]
     return doc
-
-
-def row_values(doc: dict[str, Any], row: list[Any]) -> dict[str, Any]:
-    """A record's row as ``column -> value`` (hashes as bytes)."""
-    out = dict(zip(doc["columns"], row, strict=True))
-    for c in _BYTES:
-        if out.get(c) is not None:
-            out[c] = bytes.fromhex(out[c])
-    return out
 
 
 def carry(store: Store, names: Iterable[str]) -> None:

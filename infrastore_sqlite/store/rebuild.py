@@ -45,7 +45,7 @@ from ..model import OwnerCategory, TimeSeriesType
 from .arrays import KEY_WIDTH, KEYS_GROUP, KIND_NAMES, ArrayFile, describe_os_error
 from .catalog import Catalog
 from .damage import hash_matches
-from .journal import SEQ_KEY, decode, records_of, row_values
+from .journal import SEQ_KEY, decode, record_rows, records_of
 from .prepare import INSERT_COLUMNS
 from .rows import feature_rows
 from .segments import NAME_ATTR, SEGMENT_DIR
@@ -203,8 +203,7 @@ def rebuild_catalog(
         last = seq
         try:
             doc = decode(payload)
-            for r in doc["rows"]:
-                values = row_values(doc, r)
+            for values in record_rows(doc):
                 sid = int(values.pop("id"))
                 rows[sid] = values
                 top_id = max(top_id, sid)

@@ -33,6 +33,7 @@ from ..errors import (
     InvalidParameterError,
 )
 from ..model import TimeSeriesType
+from . import journal
 from .api import series_id
 from .arrays import pool_name
 from .prepare import (
@@ -140,6 +141,7 @@ class Writing:
             )
             raise self._duplicate(prepared[done].row, prepared[done].label) from exc
         ids = list(range(first, first + len(prepared)))
+        journal.note_added(self._store, ids, [p.row for p in prepared])
         if cat.conn.last_insert_rowid() != ids[-1]:
             raise IntegrityError(
                 "the catalog numbered new series out of sequence; nothing was added. Run "

@@ -19,7 +19,7 @@ from damaged_store import T0, build_world, fresh, segment_files
 
 from infrastore_sqlite import SingleTimeSeries, Store
 from infrastore_sqlite.errors import IntegrityError
-from infrastore_sqlite.store.journal import decode, records_of
+from infrastore_sqlite.store.journal import decode, record_rows, records_of
 
 RELEASE_STORE = Path(__file__).resolve().parents[1] / "data" / "release_store"
 
@@ -71,7 +71,7 @@ def test_every_transaction_leaves_its_record(world, tmp_path: Path) -> None:
     docs.sort(key=lambda d: d["seq"])
     assert len(docs) == 7  # five adds, a removal (its own small segment), an attribute
     assert [d["prev"] for d in docs] == [0] + [d["seq"] for d in docs[:-1]]
-    assert [len(d["rows"]) for d in docs] == [6, 6, 6, 6, 6, 0, 0]
+    assert [len(record_rows(d)) for d in docs] == [6, 6, 6, 6, 6, 0, 0]
     assert docs[5]["removed"] == [1, 2] and docs[6]["attributes"] == {"site": "north"}
 
 
