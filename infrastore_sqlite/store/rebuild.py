@@ -293,14 +293,24 @@ def _find_arrays(
 ) -> dict[tuple[bytes, str], tuple[str, str, str, SegmentFile | None, str, int]]:
     """Where each array the rows need has an intact copy: ``key -> (dtype, shape,
     segment name, file, pool, slot)``; an empty array has no file (pool "")."""
-    wanted: dict[tuple[bytes, str], dict[str, Any]] = {}
+    wanted: dict[tuple[bytes, str], dict[str, Any] | None] = {}
     for values in rows.values():
         wanted.setdefault((values["data_hash"], "data"), values)
         if values.get("timestamps_hash") is not None:
             wanted.setdefault((values["timestamps_hash"], "timestamps"), values)
+    return _locate(wanted, files, root)
+
+
+def _locate(
+    wanted: dict[tuple[bytes, str], dict[str, Any] | None], files: list[SegmentFile], root: Path
+) -> dict[tuple[bytes, str], tuple]:
+    """:func:`_find_arrays` of keys (each with the series row an empty array is guessed
+    from, or None)."""
     out: dict[tuple[bytes, str], tuple] = {}
     # Empty arrays are stored nowhere: their key is checked against an empty array.
     for key, values in wanted.items():
+        if values is None:
+            continue
         dtype, shape = _empty_guess(key[1], values)
         if dtype is None or 0 not in shape:
             continue
@@ -469,3 +479,19 @@ def _write_catalog(
         ) from exc
     finally:
         cat.close()
+
+
+def relocate(
+    root: str | Path, generation: str, keys: set[tuple[bytes, str]]
+) -> dict[tuple[bytes, str], tuple[str, str, int, SegmentFile]]:
+    """Intact copies of ``keys`` (arrays a catalog lost track of: a wrong slot or a
+    wrong segment name in its rows) among the store's files that record their own name
+    (in ``segments/``, or set aside and free to move back under it): ``key ->
+    (segment, pool, slot, file)``, each read and re-hashed."""
+    files = [
+        f
+        for f in survey(Path(root))
+        if f.generation == generation and f.name and (f.name == f.path.name or f.movable)
+    ]
+    places = _locate(dict.fromkeys(keys), files, Path(root))
+    return {k: (p[2], p[4], p[5], p[3]) for k, p in places.items()}

@@ -43,7 +43,7 @@ from ..errors import IntegrityError, StorageError, damage_terms
 from .arrays import describe_os_error, fsync_path
 from .damage import ArraysDamaged, Diagnosis, arrays_in, catalog_check, diagnose, read_group
 from .journal import unknown_transactions
-from .rebuild import rebuild_catalog
+from .rebuild import rebuild_catalog, relocate
 from .segments import SEGMENT_DIR, catalog_file
 from .tracing import LOG
 
@@ -121,6 +121,14 @@ def _repair(store: Store) -> dict[str, Any]:
             found = diagnose(store)
         if found.ok:
             return _report(store, found, None, dry_run=False)
+        if found.lost_keys and relocate_lost(store, found.lost_keys):
+            # Arrays the catalog lost track of (a wrong slot or segment name in a row)
+            # found intact by the keys the segments record: pointed at, not dropped.
+            found = diagnose(store)
+            if found.ok:
+                report = _report(store, found, None, dry_run=False)
+                report["ok_before"] = False
+                return report
         if found.damaged_segments:
             folder = aside_folder(store.path)
         salvaged = _salvage(store, found)
@@ -154,6 +162,42 @@ def _reindex(store: Store) -> None:
             "into a new store",
             terms=damage_terms(str(store.path)),
         )
+
+
+def relocate_lost(store: Store, keys: set[tuple[bytes, str]]) -> int:
+    """Point the catalog's rows of lost arrays at intact copies the segments' key records
+    show (``rebuild.relocate``); returns how many were found."""
+    cat = store._catalog
+    places = relocate(store.path, store._segments.generation, keys)
+    named = {r[0] for r in cat.execute("SELECT name FROM segments")}
+    for (h, kind), (segment, pool, slot, f) in sorted(places.items()):
+        if segment not in named:  # an intact file whose name the catalog lost
+            target = store._segments.path(segment)
+            if f.path != target:  # set aside by a sweep: moved back under its name
+                try:
+                    os.rename(f.path, target)
+                    f.path = target
+                except OSError:
+                    continue
+            cat.execute(
+                "INSERT INTO segments (name, bytes, slots, pools) VALUES (?, ?, ?, ?)",
+                (
+                    segment,
+                    os.path.getsize(f.path),
+                    sum(sum(1 for k in ks if k is not None) for ks in f.keys.values()),
+                    orjson.dumps(sorted(f.keys)).decode(),
+                ),
+            )
+            named.add(segment)
+        dtype, _, dims = pool.partition("__")
+        shape = orjson.dumps([] if dims == "s" else [int(d) for d in dims.split("x")]).decode()
+        cat.execute(
+            "INSERT OR REPLACE INTO arrays (hash, kind, dtype, shape, pool, slot, segment) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (h, kind, dtype, shape, pool, slot, segment),
+        )
+        store._segments.forget(segment)
+    return len(places)
 
 
 class BeyondIndexes(IntegrityError):
