@@ -83,6 +83,17 @@ def damage_terms(store: str) -> dict[str, Term]:
     }
 
 
+def rebuild_terms(store: str) -> dict[str, Term]:
+    """How to repair the store at ``store`` when its catalog cannot be opened (``repair``
+    on the command line, ``Store.repair_catalog`` in Python)."""
+    quoted = shlex.quote(store)
+    return {
+        "rebuild": Term(
+            f"`infrastore-sqlite --store {quoted} repair`", f"Store.repair_catalog({store!r})"
+        )
+    }
+
+
 def render(
     template: str, terms: Mapping[str, Term], audience: Audience, command: str | None = None
 ) -> str:

@@ -32,6 +32,7 @@ from ..errors import (
     StorageError,
     StoreBusyError,
     damage_terms,
+    rebuild_terms,
 )
 from .arrays import describe_os_error
 
@@ -179,13 +180,15 @@ class Catalog:
 
     def damaged(self, problem: str, what: str) -> CatalogDamagedError:
         """The refusal of a catalog that cannot be read as one (see ``CatalogDamagedError``)."""
+        store = os.path.dirname(self.path) or "."
         return CatalogDamagedError(
             f"the catalog {self.path} {what}, so the store cannot be read; nothing was "
-            "changed. Restore catalog.sqlite from a backup of this store directory (the "
-            "segment files beside it are kept as they are); only creating a store makes a "
-            "new catalog",
+            "changed. Run {rebuild} to rebuild it from the records its segments keep (the "
+            "damaged file is moved aside, never deleted), or restore catalog.sqlite from a "
+            "backup of this store directory; only creating a store makes a new catalog",
             problem=problem,
             key=self.path,
+            terms=rebuild_terms(store),
         )
 
     def _check_header(self) -> None:

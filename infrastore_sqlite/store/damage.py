@@ -48,7 +48,8 @@ from ..errors import (
 )
 from ..model import OwnerCategory, TimeSeriesType
 from .arrays import describe_os_error
-from .segments import ASIDE_DIR, ForeignSegmentError, SegmentGone, Segments
+from .journal import unknown_transactions
+from .segments import ASIDE_DIR, ForeignSegmentError, SegmentGone, Segments, WrongSegmentError
 
 if TYPE_CHECKING:
     from .store import Store
@@ -62,6 +63,7 @@ HASH_MISMATCH = "hash mismatch"  # the bytes read no longer hash to the array's 
 NOT_HELD = "not in catalog"  # a series names an array the catalog has no row for
 BAD_ROW = "catalog row damaged"  # a series row whose fields no longer decode
 FOREIGN = "not this store's"  # the file carries another catalog's generation
+WRONG_FILE = "wrong file"  # the file holds another segment (swapped, copied, renamed)
 
 # Slots verified at once when a part read first checks whole arrays (bytes read).
 _VERIFY_BYTES = 64 * 1024 * 1024
@@ -103,6 +105,8 @@ def _problem_of(exc: StorageError) -> tuple[str, str]:
     text = str(exc)
     if isinstance(exc, ForeignSegmentError):
         return FOREIGN, text
+    if isinstance(exc, WrongSegmentError):
+        return WRONG_FILE, text
     return (NO_DATASET if "has no pool" in text else UNREADABLE), text
 
 
@@ -137,7 +141,7 @@ def read_group(
         if thorough:
             arrays, suspect = segments.read(name, pool, slots), None
         else:
-            arrays, suspect = segments.read_checked(name, pool, slots)
+            arrays, suspect = segments.read_checked(name, pool, slots, keys)
     except SegmentGone:
         if not gone_is_missing:
             raise
@@ -146,7 +150,7 @@ def read_group(
         raise
     except StorageError as exc:
         problem, detail = _problem_of(exc)
-        if problem in (NO_DATASET, FOREIGN) or "cannot open the array file" in detail:
+        if problem in (NO_DATASET, FOREIGN, WRONG_FILE) or "cannot open the array file" in detail:
             raise ArraysDamaged({k: (name, problem, detail) for k in keys}) from None
         return _one_by_one(segments, name, pool, slots, keys)
     if suspect is None:
@@ -430,6 +434,12 @@ def _diagnose(
     segs = store._segments
     cat_file = str(cat.path)
     problems = catalog_check(store)
+    stale = unknown_transactions(store)
+    if stale:
+        problems.append(
+            f"stale: the segments record {len(stale)} transactions the catalog does not know "
+            "(an older copy restored, or a lost -wal); repair rebuilds it from them"
+        )
     report.catalog = {"file": cat_file, "ok": not problems, "errors": problems}
     for p in problems:
         report.errors.append(f"the catalog {cat_file} is damaged: {p}")
@@ -499,6 +509,8 @@ def _diagnose(
             "arrays are (a damaged row); repair lists it again"
         )
     for h, kind in wanted:
+        if not isinstance(h, bytes):
+            continue  # a damaged hash field: its row is a bad row (bad_rows)
         if (bytes(h), kind) not in held:
             lost[(bytes(h), kind)] = ("", NOT_HELD, "the catalog has no row for the array")
     total = len(held)
@@ -622,6 +634,7 @@ def bad_rows(cat: Any) -> dict[int, tuple]:
     try:
         for row in cat.execute(f"SELECT {_ROW_FIELDS} FROM time_series_associations"):
             _check_row(row, out)
+        _bad_hashes(cat, out)
         return out
     except UnicodeDecodeError:
         pass  # text that is not UTF-8 stops the scan: go again one row at a time
@@ -635,7 +648,33 @@ def bad_rows(cat: Any) -> dict[int, tuple]:
             out[int(sid)] = (f"text that is not UTF-8 ({exc.reason})", 0, "", "", "")
             continue
         _check_row(row, out)
+    _bad_hashes(cat, out)
     return out
+
+
+# A row's hash that is not 32 bytes (SHA-256): damage no read could follow.
+_BAD_HASH = (
+    "typeof(data_hash) != 'blob' OR length(data_hash) != 32 OR (timestamps_hash IS NOT NULL "
+    "AND (typeof(timestamps_hash) != 'blob' OR length(timestamps_hash) != 32))"
+)
+
+
+def _bad_hashes(cat: Any, out: dict[int, tuple]) -> None:
+    """Note in ``out`` the series rows whose hash fields are damaged (not 32 bytes)."""
+    for (sid,) in cat.execute(
+        f"SELECT id FROM time_series_associations WHERE {_BAD_HASH}"
+    ).fetchall():
+        if int(sid) in out:
+            continue
+        try:
+            who = cat.execute(
+                "SELECT owner_id, owner_type, owner_category, name "
+                "FROM time_series_associations WHERE id = ?",
+                (sid,),
+            ).fetchone()
+        except UnicodeDecodeError:
+            who = (0, "", "", "")
+        out[int(sid)] = ("a hash field is damaged (not 32 bytes)", *who)
 
 
 # Every column a read decodes (text is decoded as UTF-8 on fetch), the fields checked first.

@@ -1,13 +1,32 @@
-"""Repairing a damaged store: damaged segments set aside, what still reads salvaged.
+"""Repairing a damaged store: damaged segments set aside, what still reads salvaged, a
+catalog that is lost, stale or damaged rebuilt.
 
-:func:`repair` is ``Store.repair``. It is one write transaction under the store's write
-lock, like every other write (``transactions.py``):
+:func:`repair_directory` is the one path that repairs a store by its directory (the
+CLI's ``repair``, ``Store.repair_catalog``), in this order:
 
-1. :func:`~.damage.diagnose` the store, holding the lock, so nothing changes under it;
-2. every array of a damaged segment that still reads and re-hashes to its key is copied
-   into the transaction's new segment and its catalog row pointed there;
-3. the catalog rows of the series whose arrays are lost are removed (with the arrays and
-   feature rows only they used), and the damaged segments' rows deleted;
+1. a stray rollback journal beside the catalog (``catalog.sqlite-journal``: no writer of
+   a store leaves one) is set aside (:func:`unopenable`), then repair goes on;
+2. a catalog no open can read (missing, empty, headerless, table-less, unreadable) is
+   rebuilt from the records the segments keep (``rebuild.py``, :func:`recover_catalog`);
+3. otherwise the store is opened and :func:`repair` (``Store.repair``) runs.
+
+:func:`repair` of an open store:
+
+1. a stale catalog (the segments record transactions it does not know: an older copy
+   restored, a lost ``-wal``) is rebuilt from the records, decided before any write;
+2. a catalog ``PRAGMA integrity_check`` finds damaged is mended by ``REINDEX``; when
+   that does not make it sound, by copying every table's rows into a fresh file
+   (``catalog_copy.py``) when every row still reads, else by the rebuild from the
+   segments' records (:func:`rebuild_open_store`), else refused, changing nothing. The
+   copy comes first: when every row reads it loses nothing, keeps every id and holds
+   what no record does (rows of a store from before records were kept, its internal
+   attributes); the records are what brings back rows whose pages no longer read;
+3. one write transaction under the store's write lock, like every other write
+   (``transactions.py``): :func:`~.damage.diagnose` the store, holding the lock, so
+   nothing changes under it; every array of a damaged segment that still reads and
+   re-hashes to its key is copied into the transaction's new segment and its catalog row
+   pointed there; the catalog rows of the series whose arrays are lost are removed (with
+   the arrays and feature rows only they used), and the damaged segments' rows deleted;
 4. after the commit, the damaged files, and every file in ``segments/`` the catalog does
    not name and no pending marker claims, are moved into ``<store>/damaged-<UTC time>/``
    (never deleted). Nothing on disk changes before the commit but the transaction's own
@@ -20,11 +39,9 @@ the export and ``list`` to know of the mark, and the restore path is an ordinary
 ``add --replace`` of a file that holds them, which puts them back under new ids either
 way. The report lists every one (id, owner, type, name), so nothing is lost silently.
 
-A damaged catalog (``PRAGMA integrity_check`` fails) is rebuilt in place when only its
-indexes are damaged (``REINDEX``); otherwise repair refuses and says what to do.
-
 May import: :mod:`infrastore_sqlite.errors`, and its siblings ``damage``, ``segments``,
-``arrays``, ``tracing`` (the ``Store`` only for type checking).
+``arrays``, ``catalog``, ``catalog_copy``, ``journal``, ``rebuild``, ``tracing`` (the ``Store`` only for
+type checking).
 """
 
 from __future__ import annotations
@@ -32,46 +49,34 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
-import time
+import shutil
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ..errors import (
+    Audience,
     CatalogDamagedError,
     IntegrityError,
     StorageError,
     TimeSeriesError,
-    damage_terms,
 )
-from ..model import OwnerCategory, TimeSeriesType
 from .arrays import describe_os_error, fsync_path
-from .catalog import JOURNAL, Catalog
+from .catalog import JOURNAL
+from .catalog_copy import BeyondIndexes, aside_folder, catalog_beyond_repair, mend_catalog
 from .damage import ArraysDamaged, Diagnosis, arrays_in, catalog_check, diagnose, read_group
-from .segments import CATALOG_NAME, GENERATION_KEY, PENDING_SUFFIX
+from .journal import unknown_transactions
+from .rebuild import rebuild_catalog, relocate
+from .segments import PENDING_SUFFIX, SEGMENT_DIR, catalog_file
 from .tracing import LOG
 
 if TYPE_CHECKING:
     from .store import Store
-
-#: The folder damaged segments are moved into: ``<store>/damaged-<UTC time>``. It is
-#: beside ``segments/``, never in it, so no name in it can be taken for a segment.
-ASIDE_PREFIX = "damaged-"
 # Arrays copied per read/write step while salvaging.
 _STEP = 1024
-
-
-def aside_folder(root: Path) -> Path:
-    """A new folder name for the segments this repair sets aside."""
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    folder = root / f"{ASIDE_PREFIX}{stamp}"
-    n = 1
-    while folder.exists():
-        n += 1
-        folder = root / f"{ASIDE_PREFIX}{stamp}-{n}"
-    return folder
 
 
 def restore_hint(store: str, audience: str = "api") -> str:
@@ -91,15 +96,84 @@ def restore_hint(store: str, audience: str = "api") -> str:
     )
 
 
+def repair_directory(
+    path: str | Path,
+    *,
+    dry_run: bool,
+    open_store: Callable[[bool], Store],
+    audience: Audience = "api",
+) -> dict[str, Any]:
+    """Repair the store in the directory ``path``, whatever state its catalog is in: the
+    one path of the CLI's ``repair`` and ``Store.repair_catalog`` (see the module
+    docstring for the order).
+
+    ``open_store(read_only)`` opens the store; ``audience`` spells the refusals the
+    report quotes (``"api"`` or ``"cli"``). A catalog no open can read is rebuilt from
+    the segments' records (:func:`recover_catalog`); a stray journal is set aside first
+    (with ``dry_run`` only reported, and nothing else checked: no open reads through
+    it); any other refusal of the open (a store busy, not a store) is raised as it is.
+    """
+    root = Path(path)
+    early: dict[str, Any] | None = None
+    while True:
+        try:
+            store = open_store(dry_run)
+        except CatalogDamagedError as exc:
+            if exc.problem == JOURNAL and early is None:
+                early = unopenable(root, exc, dry_run=dry_run)
+                early["catalog_errors"] = [exc.render(audience)]
+                if early.pop("reopen"):
+                    continue  # set aside: the catalog is opened again
+                return early
+            why = catalog_unusable(root) or exc.render(audience)
+        except TimeSeriesError:
+            why = catalog_unusable(root)  # a catalog missing beside the segments
+            if why is None:
+                raise
+        else:
+            with store:
+                report = store.repair(dry_run=dry_run)
+            break
+        report = recover_catalog(root, dry_run=dry_run, why=why)
+        break
+    if early is not None:
+        report["set_aside"] = early["set_aside"] + report["set_aside"]
+        report["folder"] = report["folder"] or early["folder"]
+        report["catalog_errors"] = early["catalog_errors"] + report["catalog_errors"]
+        report["ok_before"] = False
+    return report
+
+
 def repair(store: Store, *, dry_run: bool = False) -> dict[str, Any]:
     """``Store.repair``: see the module docstring. Returns the report (what was set aside,
     kept and lost, and how to restore the lost series)."""
+    store._open()
+    stale = unknown_transactions(store)
+    if stale:  # decided before any write: a write would set the newer segments aside
+        why = (
+            f"the catalog is stale: the segments record {len(stale)} transactions it does "
+            "not know (an older copy restored, or a lost -wal)"
+        )
+        return rebuild_open_store(store, dry_run=dry_run, why=why)
     if dry_run:
-        store._open()
         return _report(store, diagnose(store), None, dry_run=True)
     store._writable()
     if store._catalog.in_transaction:
         raise StorageError("repair() cannot run inside a transaction; commit or roll back first")
+    try:
+        return _repair(store)
+    except BeyondIndexes as exc:
+        # No copy of its tables makes the catalog sound: the segments' records rebuild
+        # it, or, when they cannot (a store from before records were kept), the refusal
+        # stands, having changed nothing.
+        try:
+            return rebuild_open_store(store, dry_run=False, why=str(exc))
+        except IntegrityError:
+            raise exc from None
+
+
+def _repair(store: Store) -> dict[str, Any]:
+    """:func:`repair` of a store whose catalog is not stale (see the module docstring)."""
     segs = store._segments
     # Everything is decided inside the transaction, under the write lock, and nothing on
     # disk changes before its commit but its own new segment (marked pending, deleted on
@@ -107,18 +181,26 @@ def repair(store: Store, *, dry_run: bool = False) -> dict[str, Any]:
     # a kill before they move leaves them unnamed in segments/, where the next writer or
     # repair sets them aside in turn.
     salvaged = 0
+    ok_before = True
     rebuilt: dict[str, Any] = {}
     mended = catalog_check(store)
     if mended:
-        _repair_catalog(store, rebuilt)
+        mend_catalog(store, rebuilt)
     with store._transactions.block(sweep=False):
         found = diagnose(store)
         if not found.catalog["ok"]:
-            _catalog_beyond_repair(store, found.catalog["errors"][0])
+            catalog_beyond_repair(store, found.catalog["errors"][0])
         if not found.ok:
             _list_again(store, found.unlisted)
-            salvaged = _salvage(store, found)
-            _drop_lost(store, found)
+            if found.lost_keys and relocate_lost(store, found.lost_keys):
+                # Arrays the catalog lost track of (a wrong slot or segment name in a
+                # row) found intact by the keys the segments record: pointed at, not
+                # dropped. Diagnosed again, still under the lock.
+                ok_before = False
+                found = diagnose(store)
+            if not found.ok:
+                salvaged = _salvage(store, found)
+                _drop_lost(store, found)
         # The transaction's segment is sealed and named by the commit that ends the block.
     # Pending files listed under the lock belong to writes that did not commit.
     _drop_pending(store, found.pending)
@@ -134,11 +216,47 @@ def repair(store: Store, *, dry_run: bool = False) -> dict[str, Any]:
         out["series_lost"] = rebuilt.pop("lost") + out["series_lost"]
         out["restore"] = restore_hint(str(store.path))
     rebuilt.pop("lost", None)
-    out["ok_before"] = out["ok_before"] and not mended and not found.sealed
+    out["ok_before"] = out["ok_before"] and ok_before and not mended and not found.sealed
     out["catalog_errors"] = mended + out["catalog_errors"]
     out["arrays_salvaged"] = salvaged
     out["catalog_rebuilt"] = rebuilt or None
     return out
+
+
+def relocate_lost(store: Store, keys: set[tuple[bytes, str]]) -> int:
+    """Point the catalog's rows of lost arrays at intact copies the segments' key records
+    show (``rebuild.relocate``); returns how many were found."""
+    cat = store._catalog
+    places = relocate(store.path, store._segments.generation, keys)
+    named = {r[0] for r in cat.execute("SELECT name FROM segments")}
+    for (h, kind), (segment, pool, slot, f) in sorted(places.items()):
+        if segment not in named:  # an intact file whose name the catalog lost
+            target = store._segments.path(segment)
+            if f.path != target:  # set aside by a sweep: moved back under its name
+                try:
+                    os.rename(f.path, target)
+                    f.path = target
+                except OSError:
+                    continue
+            cat.execute(
+                "INSERT INTO segments (name, bytes, slots, pools) VALUES (?, ?, ?, ?)",
+                (
+                    segment,
+                    os.path.getsize(f.path),
+                    sum(sum(1 for k in ks if k is not None) for ks in f.keys.values()),
+                    orjson.dumps(sorted(f.keys)).decode(),
+                ),
+            )
+            named.add(segment)
+        dtype, _, dims = pool.partition("__")
+        shape = orjson.dumps([] if dims == "s" else [int(d) for d in dims.split("x")]).decode()
+        cat.execute(
+            "INSERT OR REPLACE INTO arrays (hash, kind, dtype, shape, pool, slot, segment) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (h, kind, dtype, shape, pool, slot, segment),
+        )
+        store._segments.forget(segment)
+    return len(places)
 
 
 def _list_again(store: Store, names: list[str]) -> None:
@@ -216,254 +334,6 @@ def unopenable(root: Path, exc: CatalogDamagedError, *, dry_run: bool) -> dict[s
     }
 
 
-def _repair_catalog(store: Store, report: dict[str, Any]) -> Path | None:
-    """Mend a catalog ``PRAGMA integrity_check`` finds damaged, before anything else.
-
-    First ``REINDEX`` in a write transaction, kept only if the catalog is then sound.
-    Otherwise the catalog is rebuilt into a fresh file from what every table still
-    yields (:func:`_rebuild_catalog`) and swapped in. Returns the folder the damaged
-    catalog was moved into, if it was.
-    """
-    cat = store._catalog
-    try:
-        with cat.transaction():
-            cat.execute("REINDEX")
-            if catalog_check(store):
-                raise _NotMended
-        return None
-    except (_NotMended, TimeSeriesError):
-        pass
-    return _rebuild_catalog(store, report)
-
-
-class _NotMended(Exception):
-    """REINDEX did not make the catalog sound: roll it back."""
-
-
-def _rebuild_catalog(store: Store, report: dict[str, Any]) -> Path:
-    """Rebuild the catalog into a fresh file from what every table still yields, then
-    swap it in (rename; the damaged file moved aside, never deleted).
-
-    The copy is made holding the write lock on the damaged catalog, so nothing changes
-    under it; rows SQLite cannot read are skipped (each table is scanned again after
-    the last row read, stepping over what fails). The fresh file is complete, closed and
-    fsynced before the damaged one moves; a failure before the swap removes only the
-    fresh file (this repair's own) and changes nothing.
-    """
-    root = store.path
-    old = store._catalog
-    work = root / f".catalog.rebuild-{os.getpid()}-{uuid.uuid4().hex[:12]}.sqlite"
-    closed = False
-    try:
-        fresh = Catalog(work, create=True, timeout=old.timeout)
-        try:
-            # The write lock, only held (ended by a rollback: a commit on a damaged file
-            # can fail where nothing was written).
-            old.execute("BEGIN IMMEDIATE")
-            try:
-                known = _ids_in_indexes(old)
-                copied, skipped = _copy_tables(old, fresh)
-            finally:
-                with contextlib.suppress(TimeSeriesError):
-                    old.execute("ROLLBACK")
-            kept = {r[0] for r in fresh.execute("SELECT id FROM time_series_associations")}
-            generation = fresh.scalar(
-                "SELECT value FROM store_attributes WHERE key = ?", (GENERATION_KEY,)
-            )
-        finally:
-            fresh.close()
-        if skipped:
-            # A row no page yields is a series lost without a trace of which: refused,
-            # rather than a repair that loses series it cannot name.
-            _catalog_beyond_repair(
-                store,
-                f"{skipped} reads of its tables fail, so some rows are lost and which "
-                "cannot be told",
-            )
-        if not generation:
-            _catalog_beyond_repair(
-                store, "its store attributes (the generation its segments carry) do not read"
-            )
-        fsync_path(work)
-        closed = True
-        old.close()  # the last connection of this process: SQLite checkpoints its log
-        folder = aside_folder(root)
-        folder.mkdir()
-        for suffix in ("", "-wal", "-shm"):
-            src = Path(old.path + suffix)
-            if src.exists():
-                os.rename(src, folder / src.name)
-        os.rename(work, old.path)
-        fsync_path(folder)
-        fsync_path(root)
-    except BaseException:
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            Path(str(work) + suffix).unlink(missing_ok=True)
-        if closed and Path(old.path).exists():  # not swapped: the store opens it again
-            store._catalog = Catalog(old.path, timeout=old.timeout)
-        raise
-    store._catalog = Catalog(old.path, timeout=old.timeout)
-    LOG.warning(
-        "rebuilt the catalog %s: %d rows copied, %d unreadable skipped; the damaged one is in %s",
-        old.path,
-        copied,
-        skipped,
-        folder,
-    )
-    report.update(
-        {"rows_copied": copied, "rows_skipped": skipped, "old": str(folder / CATALOG_NAME)}
-    )
-    # Series whose rows the indexes still name but no table page yields: lost with the
-    # damaged pages, listed like every series repair loses.
-    report["lost"] = [
-        {
-            "id": int(sid),
-            "owner_id": int(owner) if isinstance(owner, int) else 0,
-            "owner_type": "",
-            "owner_category": _category_name(category),
-            "type": _type_name(code),
-            "name": name if isinstance(name, str) else "",
-        }
-        for sid, (owner, category, code, name) in sorted(known.items())
-        if sid not in kept
-    ]
-    return folder
-
-
-def _ids_in_indexes(old: Catalog) -> dict[int, tuple]:
-    """``id -> (owner_id, owner_category, type code, name)`` of every series the identity
-    index still names (read from the index alone: it covers those columns), as far as
-    it reads."""
-    out: dict[int, tuple] = {}
-    with contextlib.suppress(TimeSeriesError, UnicodeDecodeError):
-        for sid, *rest in old.execute(
-            "SELECT id, owner_id, owner_category, time_series_type, name "
-            "FROM time_series_associations INDEXED BY ts_identity"
-        ):
-            out[int(sid)] = tuple(rest)
-    return out
-
-
-def _category_name(code: Any) -> str:
-    try:
-        return OwnerCategory(int(code)).name
-    except (TypeError, ValueError):
-        return ""
-
-
-def _type_name(code: Any) -> str:
-    try:
-        return TimeSeriesType.from_catalog_code(code).name
-    except (TimeSeriesError, KeyError, TypeError, ValueError):
-        return ""
-
-
-def _copy_tables(old: Catalog, fresh: Catalog) -> tuple[int, int]:
-    """Every row of every table of ``fresh``'s schema that ``old`` still yields, copied
-    into ``fresh``; returns ``(rows copied, reads that failed)``."""
-    copied = failed = 0
-    tables = [
-        r[0]
-        for r in fresh.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-        )
-    ]
-    with fresh.transaction():
-        for table in tables:
-            info = fresh.execute(f"PRAGMA table_info({table})").fetchall()
-            cols = [r[1] for r in info]
-            text = {r[1] for r in info if str(r[2]).upper() == "TEXT"}
-            rowid = not fresh.scalar(
-                "SELECT 1 FROM sqlite_master WHERE name = ? AND sql LIKE '%WITHOUT ROWID%'",
-                (table,),
-            )
-            key = ["rowid"] if rowid else [r[1] for r in sorted(info, key=lambda r: r[5]) if r[5]]
-            # Text read as bytes and written back as text: a cell that is not UTF-8 is
-            # kept as it is (diagnose names its row), not a reason to lose the row.
-            picked = [f"CAST({c} AS BLOB)" if c in text else c for c in cols]
-            insert = (
-                f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) VALUES "
-                f"({', '.join('CAST(? AS TEXT)' if c in text else '?' for c in cols)})"
-            )
-            n, bad = _copy_rows(old, fresh, table, key, picked, insert)
-            copied += n
-            failed += bad
-        with contextlib.suppress(TimeSeriesError):
-            for name, seq in old.execute("SELECT name, seq FROM sqlite_sequence").fetchall():
-                fresh.execute("DELETE FROM sqlite_sequence WHERE name = ?", (name,))
-                fresh.execute(
-                    "INSERT INTO sqlite_sequence (name, seq) SELECT ?, max(?, "
-                    f"COALESCE((SELECT max(rowid) FROM {_table_of(tables, name)}), 0))",
-                    (name, seq),
-                )
-    return copied, failed
-
-
-def _table_of(tables: list[str], name: Any) -> str:
-    """``name`` if it is one of ``tables`` (an identifier safe to put in SQL)."""
-    if name not in tables:
-        raise StorageError(f"the catalog's sqlite_sequence names no table of it ({name!r})")
-    return str(name)
-
-
-def _copy_rows(
-    old: Catalog, fresh: Catalog, table: str, key: list[str], picked: list[str], insert: str
-) -> tuple[int, int]:
-    """One table's readable rows, in key order; after a read that fails, again from past
-    the last key read (a rowid table also stepping ahead past a damaged page)."""
-    cols = ", ".join([*key, *picked])
-    order = ", ".join(key)
-    by_rowid = key == ["rowid"]
-    last: tuple | None = None
-    copied = failed = 0
-    jump = 1
-    while True:
-        if last is None:
-            sql, params = f"SELECT {cols} FROM {table} NOT INDEXED ORDER BY {order}", ()
-        elif by_rowid:
-            sql = f"SELECT {cols} FROM {table} NOT INDEXED WHERE rowid > ? ORDER BY rowid"
-            params = (last[0] + jump - 1,)
-        else:
-            marks = ", ".join("?" * len(key))
-            sql = f"SELECT {cols} FROM {table} WHERE ({order}) > ({marks}) ORDER BY {order}"
-            params = last
-        got = 0
-        try:
-            for row in old.execute(sql, params):
-                fresh.execute(insert, row[len(key) :])
-                last = tuple(row[: len(key)])
-                got += 1
-            return copied + got, failed
-        except CatalogDamagedError:
-            copied += got
-            failed += 1
-        if not by_rowid:
-            if not got:  # no way past a damaged page of a table keyed by its content
-                return copied, failed
-            continue
-        if last is None:
-            last = (0,)
-        # Past a damaged page: step over rowids, twice as far each time nothing reads.
-        jump = 1 if got else jump * 2
-        if jump > 2**40:
-            return copied, failed
-
-
-def _catalog_beyond_repair(store: Store, what: str) -> None:
-    """Refuse a catalog this repair cannot bring back, changing nothing.
-
-    The one place (with :func:`unopenable`) where rebuilding a catalog from the
-    segments' own records would plug in.
-    """
-    raise IntegrityError(
-        f"the catalog {store._catalog.path} is damaged beyond what repair rebuilds ({what}); "
-        "nothing was changed. Restore catalog.sqlite from a backup of this store, or export "
-        "what still reads into a new store",
-        key=store._catalog.path,
-        terms=damage_terms(str(store.path)),
-    )
-
-
 def _salvage(store: Store, found: Diagnosis) -> int:
     """Copy every array of a damaged segment that reads and re-hashes into this
     transaction's segment; returns how many."""
@@ -496,7 +366,13 @@ def _salvage(store: Store, found: Diagnosis) -> int:
                         [(bytes(g[0]), g[1]) for g in group],
                         thorough=True,
                     )
-                target, first = segs.write(pool, group[0][2], orjson.loads(group[0][3]), arrays)
+                target, first = segs.write(
+                    pool,
+                    group[0][2],
+                    orjson.loads(group[0][3]),
+                    arrays,
+                    [(bytes(g[0]), g[1]) for g in group],
+                )
                 updates.extend((target, first + i, g[0], g[1]) for i, g in enumerate(group))
             cat.executemany(
                 "UPDATE arrays SET segment = ?, slot = ? WHERE hash = ? AND kind = ?", updates
@@ -550,3 +426,143 @@ def _report(
         "catalog_errors": list(found.catalog.get("errors", [])),
         "restore": restore_hint(str(store.path)) if lost else None,
     }
+
+
+# ---------------------------------------------------------------------- the catalog rebuilt
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def catalog_unusable(path: str | Path) -> str | None:
+    """Why the catalog of the store directory ``path`` cannot be opened at all (missing,
+    empty, not an SQLite file, unreadable), or None. Only for a directory with a
+    ``segments`` folder: anything else is not a store for repair to rebuild."""
+    root = Path(path)
+    if not (root / SEGMENT_DIR).is_dir():
+        return None
+    cat = catalog_file(root)
+    try:
+        with open(cat, "rb") as fh:
+            head = fh.read(len(_SQLITE_HEADER))
+    except FileNotFoundError:
+        return f"the catalog {cat} is missing"
+    except OSError as exc:
+        return f"the catalog {cat} cannot be read: {describe_os_error(exc)}"
+    if not head:
+        return f"the catalog {cat} is empty (0 bytes)"
+    if head != _SQLITE_HEADER:
+        return f"the catalog {cat} is not an SQLite database (its header is damaged)"
+    import apsw  # only here: the catalog's own module wraps every other use
+
+    try:
+        conn = apsw.Connection(str(cat), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            conn.execute("SELECT count(*) FROM time_series_associations").fetchall()
+            conn.execute("SELECT count(*) FROM segments").fetchall()
+        finally:
+            conn.close()
+    except apsw.Error as exc:
+        return f"the catalog {cat} does not read ({' '.join(str(exc).split())[:200]})"
+    return None
+
+
+def recover_catalog(
+    path: str | Path, *, dry_run: bool = False, generation: str | None = None, why: str = ""
+) -> dict[str, Any]:
+    """Rebuild the catalog of the store directory ``path`` from its segments' records
+    (``rebuild.py``) and swap it in: the old catalog (with its -wal, -shm, -journal) is
+    moved into ``<store>/damaged-<UTC time>/``, never deleted; segment files the new
+    catalog names that were set aside or renamed are moved back under their recorded
+    names; then the new file is renamed over ``catalog.sqlite`` (atomic). Nothing else
+    may have the store open. With ``dry_run`` nothing changes. Returns repair's report,
+    with ``catalog_rebuilt``."""
+    root = Path(path)
+    work = root / f".catalog.rebuilding-{os.getpid()}-{uuid.uuid4().hex[:12]}.sqlite"
+    try:
+        found = rebuild_catalog(root, into=work, generation=generation)
+        folder: Path | None = None
+        old: list[str] = []
+        if not dry_run:
+            folder, old = _swap_in(root, work, found["moves"])
+    finally:
+        for p in (work, Path(f"{work}-wal"), Path(f"{work}-shm")):
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()  # this call's own work file (a dry run's, or a failed one's)
+    LOG.info("rebuilt the catalog of %s from its segments: %d series", root, found["series"])
+    lost = found["series_lost"]
+    return {
+        "dry_run": dry_run,
+        "ok_before": False,
+        "set_aside": old,
+        "folder": str(folder) if folder is not None else None,
+        "series_kept": found["series"],
+        "series_lost": lost,
+        "arrays_lost": 0,
+        "catalog_errors": [why] if why else [],
+        "restore": restore_hint(str(root)) if lost else None,
+        "catalog_rebuilt": {
+            "from": "segments",
+            "series": found["series"],
+            "transactions": found["transactions"],
+            "gaps": found["gaps"],
+            "moved": [list(m) for m in found["moves"]],
+        },
+    }
+
+
+def _swap_in(root: Path, work: Path, moves: list[tuple[str, str]]) -> tuple[Path | None, list[str]]:
+    """The rebuilt catalog ``work`` put in place (see :func:`recover_catalog`)."""
+    cat = catalog_file(root)
+    folder = aside_folder(root)
+    old: list[str] = []
+    sides = [Path(f"{cat}{suffix}") for suffix in ("-wal", "-shm", "-journal")]
+    try:
+        if cat.exists() or any(p.exists() for p in sides):
+            folder.mkdir()  # only when something goes into it
+        # The old catalog is linked aside first and replaced by the rename at the end, so
+        # a kill at any point leaves a catalog file (old or new) or none to rebuild again.
+        if cat.exists():
+            try:
+                os.link(cat, folder / cat.name)
+            except OSError:
+                shutil.copyfile(cat, folder / cat.name)
+                fsync_path(folder / cat.name)
+            old.append(str(cat))
+        for side in sides:
+            if side.exists():
+                os.rename(side, folder / side.name)  # never applied to the new catalog
+                old.append(str(side))
+        if old:
+            fsync_path(folder)
+        for src, dst in moves:
+            if not Path(dst).exists():
+                os.rename(src, dst)
+        fsync_path(root / SEGMENT_DIR)
+        os.rename(work, cat)
+        fsync_path(root)
+    except OSError as exc:
+        raise StorageError(
+            f"cannot put the rebuilt catalog in place in {root}: {describe_os_error(exc)}; the "
+            f"old catalog is kept in {folder}"
+        ) from exc
+    return (folder if old else None), old
+
+
+def rebuild_open_store(store: Store, *, dry_run: bool, why: str) -> dict[str, Any]:
+    """Rebuild the catalog of an open store (stale, or damaged beyond its indexes): its
+    files closed, the catalog rebuilt and swapped in, the store opened again in place."""
+    root = Path(store.path)
+    generation = store._segments.generation
+    if dry_run:
+        return recover_catalog(root, dry_run=True, generation=generation, why=why)
+    store._writable()
+    timeout = store._catalog.timeout
+    store._segments.close()
+    store._catalog.close()
+    try:
+        report = recover_catalog(root, generation=generation, why=why)
+    finally:
+        fresh = type(store).open(root, timeout=timeout)
+        store._catalog, store._segments = fresh._catalog, fresh._segments
+        fresh._segments = None  # type: ignore[assignment]  # the files are store's now
+    return report

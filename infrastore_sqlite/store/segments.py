@@ -47,6 +47,7 @@ import contextlib
 import math
 import os
 import shutil
+import stat
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -122,6 +123,15 @@ def _is_marker(entry: os.DirEntry | None) -> bool:
         return False
 
 
+def _is_mark_file(path: Path) -> bool:
+    """Whether ``path`` is a marker as the store writes one: an empty regular file."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size == 0
+
+
 class ForeignSegmentError(MismatchedArtifactError, StorageError):
     """A segment file that carries another catalog's generation (another store's file, or
     a damaged attribute): damage to name and set aside, never read."""
@@ -129,6 +139,15 @@ class ForeignSegmentError(MismatchedArtifactError, StorageError):
 
 class SegmentGone(StorageError):
     """A segment named by an older catalog snapshot was merged away; read the catalog again."""
+
+
+class WrongSegmentError(StorageError):
+    """A segment file holds another segment (it records another name): a file swapped,
+    copied over a sibling or renamed. Never read; ``verify`` names it as damage."""
+
+
+#: The root attribute where a segment records its own file name (the catalog's name for it).
+NAME_ATTR = "segment_name"
 
 
 def catalog_file(root: Path) -> Path:
@@ -270,6 +289,22 @@ class Segments:
                 f"the segment {path} is not this store's: it carries generation {actual!r}, "
                 f"the catalog {self.generation!r}"
             )
+        try:
+            own = f.h5.attrs.get(NAME_ATTR)
+        except (OSError, RuntimeError, KeyError, ValueError) as exc:  # damaged metadata
+            f.close()
+            raise StorageError(
+                f"cannot open the array file {path}: {describe_os_error(exc)}"
+            ) from exc
+        if isinstance(own, bytes):
+            own = own.decode("utf-8", "replace")
+        # A segment written before names were recorded has none: read as before.
+        if own is not None and own != name:
+            f.close()
+            raise WrongSegmentError(
+                f"cannot open the array file {path}: it holds the segment {own}, not {name} "
+                "(a file swapped, copied over another or renamed); it is not read"
+            )
         self._readers[name] = f
         while len(self._readers) > _MAX_OPEN_READERS:
             _, old = self._readers.popitem(last=False)
@@ -283,11 +318,16 @@ class Segments:
         return self.reader(name).read(pool, slots, part)
 
     def read_checked(
-        self, name: str, pool: str, slots: Sequence[int]
+        self,
+        name: str,
+        pool: str,
+        slots: Sequence[int],
+        keys: Sequence[tuple[bytes, str]] | None = None,
     ) -> tuple[list[np.ndarray], list[int] | None]:
-        """Whole arrays checked against the segment's checksums (``ArrayFile.read_checked``):
-        the arrays and the slots that do not match, or None for a segment without them."""
-        return self.reader(name).read_checked(pool, slots)
+        """Whole arrays checked against the segment's checksums (``ArrayFile.read_checked``;
+        ``keys``: the arrays' keys, which a segment's checksums are bound to): the arrays
+        and the slots that do not match, or None for a segment without them."""
+        return self.reader(name).read_checked(pool, slots, keys)
 
     def row_bytes(self, name: str, pool: str) -> int:
         """Bytes of one array (one slot) of ``pool`` in segment ``name``."""
@@ -300,13 +340,21 @@ class Segments:
             f.close()
 
     # ------------------------------------------------------------------ writing
-    def write(self, pool: str, dtype: str, shape: Sequence[int], arrays: Sequence[np.ndarray]):
-        """Queue ``arrays`` into this transaction's segment; returns ``(segment, first slot)``."""
+    def write(
+        self,
+        pool: str,
+        dtype: str,
+        shape: Sequence[int],
+        arrays: Sequence[np.ndarray],
+        keys: Sequence[tuple[bytes, str]],
+    ):
+        """Queue ``arrays`` (their keys ``(hash, kind)`` in ``keys``) into this
+        transaction's segment; returns ``(segment, first slot)``."""
         if self._writer is None:
             self._open_writer()
         assert self._writer is not None and self._writer_name is not None
         first = self._slots.get(pool, 0)
-        self._writer.write(pool, dtype, shape, first, arrays)
+        self._writer.write(pool, dtype, shape, first, arrays, keys)
         self._slots[pool] = first + len(arrays)
         return self._writer_name, first
 
@@ -336,8 +384,10 @@ class Segments:
                 compression_level=3 if level is None else level,
                 shuffle=shuffle,
                 max_pending_bytes=self.write_buffer_bytes,
+                bound=True,
             )
             f.h5.attrs["catalog_generation"] = self.generation
+            f.h5.attrs[NAME_ATTR] = name
         except OSError as exc:  # a segment directory that went missing, permissions
             self.path(name).unlink(missing_ok=True)  # marked: this process's own file
             marker.unlink(missing_ok=True)
@@ -345,6 +395,31 @@ class Segments:
                 f"cannot create a segment in {self.dir}: {describe_os_error(exc)}"
             ) from exc
         self._writer, self._writer_name, self._slots = f, name, {}
+
+    def mark_uncommitted(self) -> None:
+        """Make sure this transaction's segment is marked ``<name>.pending`` before its
+        record is complete (``journal.py``): a segment so marked (``.pending``, then
+        ``.sealed`` from the seal until :meth:`committed`) holds a transaction not known
+        to have committed, whose record is no sign of a stale catalog. The mark was made
+        before the file's first byte (:meth:`_open_writer`); made again here only if it
+        was removed by hand, so a complete record is never unmarked before its commit."""
+        if self._writer_name is not None:
+            mark = self.path(self._writer_name + PENDING_SUFFIX)
+            try:
+                os.close(os.open(mark, os.O_WRONLY | os.O_CREAT, 0o644))
+            except OSError as exc:
+                raise StorageError(
+                    f"cannot mark the segment {self.path(self._writer_name)}: "
+                    f"{describe_os_error(exc)}"
+                ) from exc
+
+    def writer_for_record(self) -> ArrayFile:
+        """This transaction's segment, opened when it has none yet: a transaction that
+        writes no arrays (a removal) still leaves its record (``journal.py``)."""
+        if self._writer is None:
+            self._open_writer()
+        assert self._writer is not None
+        return self._writer
 
     @property
     def writing(self) -> bool:
@@ -473,10 +548,8 @@ class Segments:
             self.forget(name)
             with contextlib.suppress(OSError):
                 self.path(name).unlink()
-        for name in found.markers:
-            with contextlib.suppress(OSError):
-                self.path(name).unlink()
         if found.unnamed:
+            # Before the markers go: a sealed file's mark moves with it (set_aside).
             try:
                 moved = self.set_aside(found.unnamed, self.root / ASIDE_DIR)
             except StorageError as exc:  # left where they are: verify names them
@@ -484,11 +557,19 @@ class Segments:
             else:
                 for src, dst in moved:
                     LOG.warning("set aside %s (the catalog does not name it) as %s", src, dst)
+        for name in found.markers:
+            with contextlib.suppress(OSError):
+                self.path(name).unlink()
         return found
 
     def set_aside(self, names: Iterable[str], folder: Path) -> list[tuple[Path, Path]]:
         """Move entries of ``segments/`` into ``folder`` (created if need be) under their
-        own names (``name.2``… if taken), durably; returns ``(from, to)`` pairs."""
+        own names (``name.2``… if taken), durably; returns ``(from, to)`` pairs.
+
+        A file's ``.sealed`` mark moves with it: a transaction not known to have
+        committed stays so marked where it is kept, so its record is never taken for
+        one a stale catalog lost (``journal.unknown_transactions``).
+        """
         out = []
         try:
             folder.mkdir(exist_ok=True)
@@ -502,6 +583,9 @@ class Segments:
                     dst = folder / f"{name}.{n}"
                 os.rename(src, dst)
                 out.append((src, dst))
+                mark = self.path(name + SEALED_SUFFIX)
+                if _is_mark_file(mark):
+                    os.replace(mark, dst.with_name(dst.name + SEALED_SUFFIX))
             fsync_path(folder)
             fsync_path(self.dir)
             fsync_path(self.root)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..errors import InvalidParameterError, TimeSeriesError
+from . import journal
 from .damage import ArraysDamaged, damage_error, read_group
 from .segments import merge_candidates
 from .tracing import LOG
@@ -72,8 +73,11 @@ class Transactions:
                         # catalog does not name is a failed write's; any other unnamed
                         # file is set aside (Segments.sweep), never deleted.
                         self._store._segments.sweep(self.segment_names())
+                    # The record this transaction leaves in its segment (journal.py).
+                    journal.begin(self._store)
                 yield
                 if outer:
+                    journal.record(self._store)
                     self._seal()
         except BaseException:
             if outer:
@@ -167,7 +171,9 @@ class Transactions:
                         # naming the damage; repair sets it aside).
                         arrays = self._read_checked(segment, pool, group)
                         dtype, shape = group[0][2], orjson.loads(group[0][3])
-                        target, first = self._store._segments.write(pool, dtype, shape, arrays)
+                        target, first = self._store._segments.write(
+                            pool, dtype, shape, arrays, [(bytes(g[0]), g[1]) for g in group]
+                        )
                         updates.extend((target, first + i, g[0], g[1]) for i, g in enumerate(group))
                         pools_after.add(pool)
                     cat.executemany(
@@ -175,6 +181,7 @@ class Transactions:
                         updates,
                     )
                     moved += len(updates)
+            journal.carry(self._store, names)  # the records outlive the files
             cat.execute(f"DELETE FROM segments WHERE name IN ({marks})", list(names))
             # Marked before the commit: should a kill come between the commit and their
             # deletion, the next writer deletes them as this store's own leftovers.

@@ -9,6 +9,7 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
 
@@ -61,9 +62,13 @@ def test_each_write_adds_one_sealed_segment_and_a_rollback_none(store: Store, st
     assert len(segment_names(store_path)) == 2
     names = {r[0] for r in store._catalog.execute("SELECT name FROM segments")}
     assert names == set(segment_names(store_path))
-    # a write that adds no new array (same content) makes no segment
+    # a write that adds no new array (same content) seals a segment holding only the
+    # record of what it did to the catalog (issue 33: the catalog can be rebuilt)
     add(store, "a", np.arange(5), owner=9)
-    assert len(segment_names(store_path)) == 2
+    assert len(segment_names(store_path)) == 3
+    (only,) = set(segment_names(store_path)) - names
+    with h5py.File(store_path / "segments" / only, "r") as h5:
+        assert list(h5["pools"]) == [] and len(h5["journal"]) == 1
 
 
 def test_leftover_segments_are_swept_by_the_next_writer(store: Store, store_path) -> None:

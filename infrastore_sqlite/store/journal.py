@@ -1,0 +1,423 @@
+"""The record each write transaction leaves in its segment: what it did to the catalog.
+
+The catalog is the store's one point of truth, and one file: lost, emptied, restored from
+an older copy, or damaged beyond its indexes, it would take every series with it although
+the arrays are intact in ``segments/``. So every write transaction that changes series
+rows or store attributes writes, inside the segment it seals before its catalog commit,
+a record of that change (``journal/<seq>``, a zlib-compressed JSON document):
+
+- ``seq``: the transaction's sequence number, ``prev``: the one before it in this catalog
+  (0 for a store's first; -1 when the catalog held rows from before records were kept, so
+  the history is incomplete and a rebuild cannot stand on it alone);
+- ``rows``: every series row the transaction added or changed, whole, with its id
+  (``columns`` names the fields, hashes in hex);
+- ``removed``: the ids it removed; ``features``: the feature maps its rows name;
+- ``attributes``: the store attributes it set (None: removed).
+
+Which rows changed is collected by temporary triggers on the writer's connection (they
+live in its ``temp`` schema, not in the catalog file, so no catalog migration and no
+other connection sees them), so every path that writes rows — adds, replacements,
+removals, transforms, owner changes, repair — is recorded alike. A transaction that
+writes no arrays but changes rows (a removal) still seals a segment: a small one holding
+only its record. Merges and compaction copy the records of the segments they rewrite into
+the new one (:func:`carry`), so a record lives as long as the store.
+
+``rebuild.py`` replays them in ``seq`` order to make a new catalog. ``seq`` is the larger
+of the previous one plus one and the time in microseconds, so a transaction written on a
+stale catalog (an older copy restored) still sorts after the ones it did not see.
+
+May import: :mod:`infrastore_sqlite.errors`, and its siblings ``arrays``, ``prepare``
+(``INSERT_COLUMNS``), ``segments`` (the ``Store`` only for type checking).
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import struct
+import time
+import weakref
+import zlib
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import apsw
+import h5py
+import numpy as np
+import orjson
+
+from ..errors import StorageError, TimeSeriesError
+from .arrays import ArrayFile, describe_os_error
+from .prepare import INSERT_COLUMNS
+from .segments import PENDING_SUFFIX, SEALED_SUFFIX
+
+if TYPE_CHECKING:
+    from .store import Store
+
+#: The group of a segment holding the records, one dataset per transaction.
+JOURNAL_GROUP = "journal"
+#: The store attribute holding the sequence number of the last recorded transaction.
+SEQ_KEY = "infrastore_sqlite.journal_seq"
+RECORD_VERSION = 1
+#: Marker files beside a segment whose transaction is not known to have committed
+#: (``<name>.pending``: being written; ``<name>.sealed``: complete, its commit not
+#: confirmed). Its records are no sign of a stale catalog: they may never have committed.
+UNCOMMITTED_MARKERS = (PENDING_SUFFIX, SEALED_SUFFIX)
+#: The root attribute a segment gets once its record and arrays are all written.
+COMPLETE_ATTR = "record_complete"
+#: Columns whose values are bytes (written in hex).
+_BYTES = frozenset({"timestamps_hash", "data_hash", "features_hash"})
+_COLUMNS = ("id", *INSERT_COLUMNS)
+# Two queries, each on the primary key: an OR of the two would scan the whole table.
+_SELECT_ADDED = f"SELECT {', '.join(_COLUMNS)} FROM main.time_series_associations WHERE id > ?"
+_SELECT_TOUCHED = (
+    f"SELECT {', '.join(_COLUMNS)} FROM main.time_series_associations WHERE id IN carray(?)"
+)
+
+# Temporary (per connection) tables and triggers: the ids and attribute keys this
+# transaction changed or removed, and the highest id before it (every row it adds has a
+# higher one: AUTOINCREMENT), so an add's rows cost no trigger each. Rolled back with the
+# transaction, like any table.
+_SETUP = (
+    "CREATE TEMP TABLE IF NOT EXISTS journal_ids (id INTEGER PRIMARY KEY)",
+    "CREATE TEMP TABLE IF NOT EXISTS journal_attrs (key TEXT PRIMARY KEY)",
+    "CREATE TEMP TABLE IF NOT EXISTS journal_mark (id INTEGER NOT NULL)",
+    "CREATE TEMP TRIGGER IF NOT EXISTS journal_upd AFTER UPDATE ON "
+    "main.time_series_associations BEGIN INSERT OR IGNORE INTO journal_ids VALUES (OLD.id); "
+    "INSERT OR IGNORE INTO journal_ids VALUES (NEW.id); END",
+    "CREATE TEMP TRIGGER IF NOT EXISTS journal_del AFTER DELETE ON "
+    "main.time_series_associations BEGIN INSERT OR IGNORE INTO journal_ids VALUES (OLD.id); END",
+    "CREATE TEMP TRIGGER IF NOT EXISTS journal_attr_ins AFTER INSERT ON main.store_attributes "
+    "WHEN NEW.key NOT LIKE 'infrastore\\_sqlite.%' ESCAPE '\\' "
+    "BEGIN INSERT OR IGNORE INTO journal_attrs VALUES (NEW.key); END",
+    "CREATE TEMP TRIGGER IF NOT EXISTS journal_attr_upd AFTER UPDATE ON main.store_attributes "
+    "WHEN NEW.key NOT LIKE 'infrastore\\_sqlite.%' ESCAPE '\\' "
+    "BEGIN INSERT OR IGNORE INTO journal_attrs VALUES (NEW.key); END",
+    "CREATE TEMP TRIGGER IF NOT EXISTS journal_attr_del AFTER DELETE ON main.store_attributes "
+    "WHEN OLD.key NOT LIKE 'infrastore\\_sqlite.%' ESCAPE '\\' "
+    "BEGIN INSERT OR IGNORE INTO journal_attrs VALUES (OLD.key); END",
+)
+
+
+#: Rows an add filed in the running transaction, by catalog: ``id -> CatalogRow`` (what
+#: :func:`note_added` was given), so the record of an add does not read them back.
+_NOTED: weakref.WeakKeyDictionary[Any, dict[int, tuple]] = weakref.WeakKeyDictionary()
+
+
+def begin(store: Store) -> None:
+    """Make sure the writer's connection notes what the coming transaction touches."""
+    cat = store._catalog
+    if cat.read_only:
+        return
+    _NOTED.pop(cat, None)
+    try:
+        for sql in _SETUP:
+            cat.execute(sql)
+        cat.execute("DELETE FROM temp.journal_mark")
+        cat.execute(
+            "INSERT INTO temp.journal_mark SELECT COALESCE(MAX(id), 0) "
+            "FROM main.time_series_associations"
+        )
+    except StorageError:
+        # A damaged catalog: the transaction (a repair) meets the damage again and says
+        # so, before any record is due (a record then fails the transaction).
+        return
+
+
+def note_added(store: Store, ids: Sequence[int], rows: Sequence[tuple]) -> None:
+    """The rows an add just inserted (``INSERT_COLUMNS`` order), with their ids: the
+    record takes them from here instead of reading them back (checked against the
+    catalog's count of new rows; a row changed later in the transaction is read back)."""
+    noted = _NOTED.setdefault(store._catalog, {})
+    noted.update(zip(ids, rows, strict=True))
+
+
+def record(store: Store) -> None:
+    """Write the running transaction's record into its segment, before the seal.
+
+    Nothing when it touched no series row and no store attribute (a merge, a compaction).
+    """
+    cat = store._catalog
+    if cat.read_only:
+        return
+    noted = _NOTED.pop(cat, {})
+    mark = cat.scalar("SELECT id FROM temp.journal_mark")
+    touched = [r[0] for r in cat.execute("SELECT id FROM temp.journal_ids ORDER BY id")]
+    keys = [r[0] for r in cat.execute("SELECT key FROM temp.journal_attrs ORDER BY key")]
+    count, low, high = cat.execute(
+        "SELECT count(*), COALESCE(min(id), 0), COALESCE(max(id), 0) "
+        "FROM main.time_series_associations WHERE id > ?",
+        (mark,),
+    ).fetchone()
+    if not touched and not keys and not count:
+        return
+    # The added rows as noted, when the catalog's new rows are exactly those (a rolled
+    # back savepoint, or an insert by another path, makes them differ: read back then).
+    fresh = [i for i in noted if i > mark]
+    if count and len(fresh) == count and min(fresh) == low and max(fresh) == high:
+        redo = set(touched)
+        ids_added = [i for i in sorted(fresh) if i not in redo]
+        rows_added = [noted[i] for i in ids_added]
+    elif count:
+        got = cat.execute(_SELECT_ADDED, (mark,)).fetchall()
+        redo = set(touched)
+        ids_added = [r[0] for r in got if r[0] not in redo]
+        rows_added = [r[1:] for r in got if r[0] not in redo]
+    else:
+        ids_added, rows_added = [], []
+    changed = (
+        cat.execute(_SELECT_TOUCHED, (apsw.carray(array.array("q", touched)),)).fetchall()
+        if touched
+        else []
+    )
+    ids = ids_added + [r[0] for r in changed]
+    rows = rows_added + [r[1:] for r in changed]
+    present = set(ids)
+    removed = [i for i in touched if i not in present]
+    features: dict[str, Any] = {}
+    fhs = sorted(set(_column(rows, _FEATURES_AT)))
+    for start in range(0, len(fhs), 500):
+        chunk = tuple(fhs[start : start + 500])
+        for fh, text in cat.execute(
+            "SELECT features_hash, features_json FROM feature_maps "
+            "WHERE features_hash IN carray(?)",
+            (apsw.carray(chunk),),
+        ):
+            features[bytes(fh).hex()] = text
+    attributes = {}
+    for key in keys:
+        attributes[key] = cat.scalar("SELECT value FROM store_attributes WHERE key = ?", (key,))
+    prev = _previous(store, mark)
+    seq = max(prev + 1, time.time_ns() // 1000)
+    cat.execute(
+        "INSERT OR REPLACE INTO store_attributes (key, value) VALUES (?, ?)", (SEQ_KEY, str(seq))
+    )
+    blob = bytearray()
+    doc = {
+        "version": RECORD_VERSION,
+        "seq": seq,
+        "prev": prev,
+        "columns": list(_COLUMNS),
+        "n": len(ids),
+        "values": [ids, *_encode_columns(rows, blob)],
+        "removed": removed,
+        "features": features,
+        "attributes": attributes,
+    }
+    text = zlib.compress(orjson.dumps(doc), 1)
+    payload = struct.pack("<Q", len(text)) + text + bytes(blob)
+    writer = store._segments.writer_for_record()
+    write_record(writer, seq, prev, payload)
+    # Last before the seal (every array is in: ``h5`` waits for the queued writes): a
+    # file killed while it was written lacks it, and its records never count as known
+    # to a catalog (see :func:`unknown_transactions`).
+    store._segments.mark_uncommitted()
+    writer.h5.attrs[COMPLETE_ATTR] = 1
+    cat.execute("DELETE FROM temp.journal_ids")
+    cat.execute("DELETE FROM temp.journal_attrs")
+
+
+_FEATURES_AT = INSERT_COLUMNS.index("features_hash")
+
+
+def _column(rows: Sequence[tuple], at: int) -> list[Any]:
+    return [r[at] for r in rows]
+
+
+def _encode_columns(rows: Sequence[tuple], blob: bytearray) -> list[Any]:
+    """Each :data:`INSERT_COLUMNS` column of ``rows``, compactly: ``{"c": value}`` when
+    every row has one value (most columns of a bulk add), ``{"b": offset}`` for a hash
+    column of 32-byte values (appended raw to ``blob``: hex would double them and not
+    compress), else the list of values (hashes in hex)."""
+    out: list[Any] = []
+    cols = list(zip(*rows, strict=True)) if rows else [() for _ in INSERT_COLUMNS]
+    for name, col in zip(INSERT_COLUMNS, cols, strict=True):
+        first = col[0] if col else None
+        if col and col.count(first) == len(col):
+            out.append({"c": bytes(first).hex() if name in _BYTES and first is not None else first})
+        elif name in _BYTES and all(v is not None and len(v) == 32 for v in col):
+            out.append({"b": len(blob)})
+            blob += b"".join(col)
+        elif name in _BYTES:
+            out.append([None if v is None else bytes(v).hex() for v in col])
+        else:
+            out.append(list(col))
+    return out
+
+
+def record_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """A record's rows (:func:`decode`'s document), each as ``column -> value``
+    (hashes as bytes)."""
+    columns = doc["columns"]
+    n = int(doc["n"])
+    blob = doc.get("blob", b"")
+    cols = []
+    for name, col in zip(columns, doc["values"], strict=True):
+        if isinstance(col, dict) and "c" in col:
+            value = col["c"]
+            if name in _BYTES and value is not None:
+                value = bytes.fromhex(value)
+            col = [value] * n
+        elif isinstance(col, dict):
+            at = int(col["b"])
+            raw = blob[at : at + 32 * n]
+            col = [raw[i : i + 32] for i in range(0, 32 * n, 32)]
+        elif name in _BYTES:
+            col = [None if v is None else bytes.fromhex(v) for v in col]
+        if len(col) != n:
+            raise ValueError("the record's columns differ in length")
+        cols.append(col)
+    return [dict(zip(columns, values, strict=True)) for values in zip(*cols, strict=True)]
+
+
+def _previous(store: Store, mark: int) -> int:
+    """The sequence number this transaction follows: the catalog's last; else 0 when the
+    catalog held no row before it (a new store: its history starts here), -1 otherwise
+    (rows from before records were kept: the history is incomplete)."""
+    cat = store._catalog
+    text = cat.scalar("SELECT value FROM store_attributes WHERE key = ?", (SEQ_KEY,))
+    if text is not None:
+        try:
+            return int(text)
+        except ValueError:
+            return -1
+    return 0 if not mark else -1
+
+
+def write_record(writer: ArrayFile, seq: int, prev: int, payload: bytes) -> None:
+    """One record into a segment being written (``journal/<seq>``; a copy already there
+    is kept)."""
+    try:
+        group = writer.h5.require_group(JOURNAL_GROUP)
+        name = f"{seq:020d}"
+        if name in group:
+            return
+        ds = group.create_dataset(name, data=np.frombuffer(payload, dtype=np.uint8))
+        ds.attrs["seq"] = seq
+        ds.attrs["prev"] = prev
+    except (OSError, ValueError, TypeError, RuntimeError) as exc:
+        raise StorageError(
+            f"writing the transaction record into {writer.path} failed: {describe_os_error(exc)}"
+        ) from exc
+
+
+def records_of(h5: h5py.File) -> list[tuple[int, int, bytes]]:
+    """``(seq, prev, payload)`` of every record in an open segment, in ``seq`` order.
+
+    A record that does not read is skipped (the caller's report names the file)."""
+    group = h5.get(JOURNAL_GROUP)
+    if group is None:
+        return []
+    out = []
+    for name in sorted(group):
+        try:
+            ds = group[name]
+            out.append((int(ds.attrs["seq"]), int(ds.attrs["prev"]), ds[()].tobytes()))
+        except (OSError, ValueError, KeyError, RuntimeError, TypeError):
+            continue
+    return out
+
+
+def heads_of(h5: h5py.File) -> list[tuple[int, int]]:
+    """``(seq, prev)`` of every record in an open segment, without their payloads."""
+    group = h5.get(JOURNAL_GROUP)
+    if group is None:
+        return []
+    out = []
+    for name in sorted(group):
+        try:
+            ds = group[name]
+            out.append((int(ds.attrs["seq"]), int(ds.attrs["prev"])))
+        except (OSError, ValueError, KeyError, RuntimeError, TypeError):
+            continue
+    return out
+
+
+def decode(payload: bytes) -> dict[str, Any]:
+    """A record's document (ValueError when it does not decode): the JSON part, with the
+    raw bytes after it as ``blob``."""
+    try:
+        (size,) = struct.unpack_from("<Q", payload)
+        doc = orjson.loads(zlib.decompress(payload[8 : 8 + size]))
+    except (struct.error, zlib.error, orjson.JSONDecodeError) as exc:
+        raise ValueError(f"the record does not decode: {exc}") from exc
+    if not isinstance(doc, dict) or doc.get("version") != RECORD_VERSION:
+        raise ValueError("the record is of an unknown version")
+    doc["blob"] = payload[8 + size :]
+    return doc
+
+
+def carry(store: Store, names: Iterable[str]) -> None:
+    """Copy the records of segments ``names`` (being rewritten) into this transaction's
+    segment, so they outlive the files. A record that does not read is left behind."""
+    writer = None
+    for name in names:
+        try:
+            h5 = store._segments.reader(name).h5
+            found = records_of(h5)
+        except (TimeSeriesError, OSError, KeyError, ValueError, RuntimeError):
+            continue
+        for seq, prev, payload in found:
+            if writer is None:
+                writer = store._segments.writer_for_record()
+            write_record(writer, seq, prev, payload)
+    if writer is not None:
+        store._segments.mark_uncommitted()
+        writer.h5.attrs[COMPLETE_ATTR] = 1
+
+
+def store_heads(root: Path, generation: str) -> dict[int, int]:
+    """``seq -> prev`` of every record in the store directory's ``.h5`` files of
+    ``generation`` (``segments/`` and one folder level beside it)."""
+    out: dict[int, int] = {}
+    paths: list[Path] = []
+    with contextlib.suppress(OSError):
+        for entry in sorted(root.iterdir()):
+            if entry.is_dir() and not entry.is_symlink():
+                with contextlib.suppress(OSError):
+                    paths.extend(p for p in sorted(entry.iterdir()) if p.suffix == ".h5")
+    for path in paths:
+        if any(path.with_name(path.name + m).exists() for m in UNCOMMITTED_MARKERS):
+            continue  # a transaction not known to have committed: not the catalog's to know
+        try:
+            with h5py.File(path, "r", locking=False) as h5:
+                found = h5.attrs.get("catalog_generation")
+                if isinstance(found, bytes):
+                    found = found.decode("utf-8", "replace")
+                if found != generation or not h5.attrs.get(COMPLETE_ATTR, 0):
+                    continue
+                for seq, prev in heads_of(h5):
+                    out.setdefault(seq, prev)
+        except (OSError, ValueError, KeyError, RuntimeError, TypeError):
+            continue
+    return out
+
+
+def unknown_transactions(store: Store) -> list[int]:
+    """The recorded transactions the catalog does not know: records in the store's files
+    that are not on the chain of the catalog's last one (a catalog restored from an older
+    copy, a lost ``-wal``; or a transaction killed between its seal and its commit).
+
+    Empty for a catalog that records no history (a store of before records were kept).
+    """
+    cat = store._catalog
+    try:
+        text = cat.scalar("SELECT value FROM store_attributes WHERE key = ?", (SEQ_KEY,))
+        last = int(text) if text is not None else None
+    except (TimeSeriesError, ValueError, apsw.Error):
+        return []
+    heads = store_heads(Path(store.path), store._segments.generation)
+    if not heads:
+        return []
+    chain: set[int] = set()
+    at = last if last is not None else 0
+    while at in heads and at not in chain:
+        chain.add(at)
+        at = heads[at]
+    complete = at == 0
+    # Off the chain and newer than the catalog's last, or anywhere off a chain that
+    # reaches the store's first transaction.
+    return sorted(
+        seq for seq in heads if seq not in chain and (complete or last is None or seq > last)
+    )
