@@ -435,3 +435,30 @@ def test_a_refused_repair_leaves_no_folder(world, tmp_path: Path) -> None:
     assert sorted(p.name for p in path.iterdir() if not p.name.endswith(("-wal", "-shm"))) == [
         n for n in entries if not n.endswith(("-wal", "-shm"))
     ]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_catalog_damage_is_one_clean_refusal_in_the_api(world, tmp_path: Path, seed: int) -> None:
+    """A table page of the catalog zeroed: list_metadata, read_by_ids and diagnose either
+    answer or raise a TimeSeriesError (a DamagedStoreError naming the catalog for rows
+    SQLite cannot read), never a raw apsw error."""
+    from infrastore_sqlite.errors import DamagedStoreError
+
+    path = fresh(world[:2], tmp_path)
+    what = table_page_zeroed(random.Random(seed), path, path)
+    try:
+        s = Store.open(path, read_only=True)
+    except TimeSeriesError as exc:  # the catalog's schema itself does not read
+        assert isinstance(exc, DamagedStoreError) and "catalog.sqlite" in str(exc), what
+        return
+    with s:
+        for call in (s.list_metadata, lambda: s.read_by_ids(sorted(world[1]))):
+            try:
+                call()
+            except TimeSeriesError as exc:
+                assert "\n" not in str(exc)
+                if isinstance(exc, DamagedStoreError) and "SQLite cannot read" in str(exc):
+                    assert str(path / "catalog.sqlite") in str(exc)
+                    assert "Store.diagnose()" in str(exc), str(exc)
+        found = s.diagnose()
+        assert not found.ok and not found.catalog["ok"], what
