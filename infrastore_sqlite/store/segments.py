@@ -614,6 +614,13 @@ class Segments:
                 f"cannot mark segments in {self.dir} superseded: {describe_os_error(exc)}"
             ) from exc
 
+    def unmark(self, names: Iterable[str]) -> None:
+        """Remove the pending marks :meth:`mark_superseded` made (its transaction rolled
+        back: the segments are the catalog's still)."""
+        for name in names:
+            with contextlib.suppress(OSError):
+                self.path(name + PENDING_SUFFIX).unlink()
+
     def drop_superseded(self, names: Iterable[str]) -> None:
         """Delete segments a committed merge, compaction or repair superseded.
 

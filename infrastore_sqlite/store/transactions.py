@@ -82,6 +82,9 @@ class Transactions:
         except BaseException:
             if outer:
                 self._store._segments.discard()
+                # Still named by the catalog: their pending marks go at once, so no
+                # older catalog restored later could make them look like leftovers.
+                self._store._segments.unmark(self._doomed)
                 self._doomed = []
             raise
         if outer:

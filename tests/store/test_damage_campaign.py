@@ -354,3 +354,111 @@ def _print_table(table: dict[str, collections.Counter[str]]) -> None:
     for counts in table.values():
         total.update(counts)
     print("| **all** | " + " | ".join(f"**{total[c]}**" for c in COLUMNS) + " |")
+
+
+# ---------------------------------------------------------------------------- markers
+
+
+def test_only_a_file_a_pending_mark_claims_is_deleted(world, tmp_path: Path) -> None:
+    """What the next writer does with each kind of file in segments/ the catalog does not
+    name: deletes a pending one with its mark, sets every other aside, drops stale marks."""
+    path = fresh(world[:2], tmp_path)
+    segs = path / "segments"
+    named = segment_files(path)[0].name
+    (segs / "a1.h5").write_bytes(b"a write that did not commit")
+    (segs / "a1.h5.pending").touch()
+    (segs / "b2.h5").write_bytes(b"sealed, its commit unknown")
+    (segs / "b2.h5.sealed").touch()
+    (segs / "c3.h5").write_bytes(b"nobody's")
+    (segs / "d4.h5.pending").write_bytes(b"a mark's name, but content")
+    (segs / f"{named}.pending").touch()  # a stale mark beside a named segment
+    with Store.open(path, read_only=True) as s:
+        found = s.diagnose()
+        assert sorted(Path(u).name for u in found.unnamed) == ["c3.h5", "d4.h5.pending"]
+    with Store.open(path) as s:
+        s.add_time_series(777, "Gen", "Component", _series(1))
+    left = sorted(p.name for p in segs.iterdir())
+    assert "a1.h5" not in left and "a1.h5.pending" not in left
+    assert f"{named}.pending" not in left and named in left
+    assert not [n for n in left if n.endswith((".pending", ".sealed"))]
+    aside = {p.name: p.read_bytes() for p in (path / "segments-aside").iterdir()}
+    assert aside == {
+        "b2.h5": b"sealed, its commit unknown",
+        "c3.h5": b"nobody's",
+        "d4.h5.pending": b"a mark's name, but content",
+    }
+    with Store.open(path, read_only=True) as s:
+        found = s.diagnose()
+        assert found.ok and len(found.set_aside) == 3
+
+
+def test_a_rolled_back_compaction_leaves_no_mark(
+    world, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """compact marks the segments it replaces pending before its commit; when the commit
+    does not happen (here its new segment fails to seal) the marks go with the rollback,
+    so no older catalog restored later could make those segments look like leftovers."""
+    from infrastore_sqlite.errors import StorageError
+    from infrastore_sqlite.store.segments import Segments
+
+    path = fresh(world[:2], tmp_path)
+    before = [p.name for p in segment_files(path)]
+    marked: list[str] = []
+    real_mark = Segments.mark_superseded
+
+    def mark(self, names):
+        marked.extend(names)
+        real_mark(self, names)
+
+    def seal(self):
+        raise StorageError("injected: the disk is full")
+
+    monkeypatch.setattr(Segments, "mark_superseded", mark)
+    monkeypatch.setattr(Segments, "seal", seal)
+    with Store.open(path) as s, pytest.raises(StorageError, match="injected"):
+        s.compact()
+    assert sorted(marked) == before  # the marks were made, then taken back
+    after = [p.name for p in segment_files(path)]
+    assert [n for n in after if not n.endswith(".pending")] == before
+    assert not [n for n in after if n.endswith((".pending", ".sealed"))]
+    monkeypatch.undo()
+    with Store.open(path) as s:
+        assert s.verify_integrity() == {"ok": True, "errors": []}
+
+
+def test_a_refused_repair_leaves_no_folder(world, tmp_path: Path) -> None:
+    path = fresh(world[:2], tmp_path)
+    table_page_zeroed(random.Random(3), path, path)
+    entries = sorted(p.name for p in path.iterdir())
+    r = CliRunner().invoke(cli, ["--store", str(path), "repair"])
+    assert r.exit_code == 1 and "nothing was changed" in r.stderr
+    assert sorted(p.name for p in path.iterdir() if not p.name.endswith(("-wal", "-shm"))) == [
+        n for n in entries if not n.endswith(("-wal", "-shm"))
+    ]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_catalog_damage_is_one_clean_refusal_in_the_api(world, tmp_path: Path, seed: int) -> None:
+    """A table page of the catalog zeroed: list_metadata, read_by_ids and diagnose either
+    answer or raise a TimeSeriesError (a DamagedStoreError naming the catalog for rows
+    SQLite cannot read), never a raw apsw error."""
+    from infrastore_sqlite.errors import DamagedStoreError
+
+    path = fresh(world[:2], tmp_path)
+    what = table_page_zeroed(random.Random(seed), path, path)
+    try:
+        s = Store.open(path, read_only=True)
+    except TimeSeriesError as exc:  # the catalog's schema itself does not read
+        assert isinstance(exc, DamagedStoreError) and "catalog.sqlite" in str(exc), what
+        return
+    with s:
+        for call in (s.list_metadata, lambda: s.read_by_ids(sorted(world[1]))):
+            try:
+                call()
+            except TimeSeriesError as exc:
+                assert "\n" not in str(exc)
+                if isinstance(exc, DamagedStoreError) and "SQLite cannot read" in str(exc):
+                    assert str(path / "catalog.sqlite") in str(exc)
+                    assert "Store.diagnose()" in str(exc), str(exc)
+        found = s.diagnose()
+        assert not found.ok and not found.catalog["ok"], what
