@@ -42,7 +42,7 @@ import orjson
 from ..core.elements import NUMPY_DTYPES
 from ..errors import IntegrityError, StorageError, TimeSeriesError
 from ..model import OwnerCategory, TimeSeriesType
-from .arrays import KEY_WIDTH, KEYS_GROUP, KIND_NAMES, ArrayFile, describe_os_error
+from .arrays import KEY_WIDTH, KEYS_GROUP, KIND_NAMES, ArrayFile, describe_os_error, fsync_path
 from .catalog import Catalog
 from .damage import hash_matches
 from .journal import SEQ_KEY, decode, record_rows, records_of
@@ -495,3 +495,41 @@ def relocate(
     ]
     places = _locate(dict.fromkeys(keys), files, Path(root))
     return {k: (p[2], p[4], p[5], p[3]) for k, p in places.items()}
+
+
+def restore_names(root: str | Path, generation: str) -> list[tuple[str, str]]:
+    """Move each file of ``segments/`` that records another name than its own back under
+    the name it records (files swapped, or renamed), when that name is free or held by
+    another such file; returns the moves ``(from, to)``. A file whose recorded name is
+    held by the right file (a copy over a sibling) stays where it is, for repair to set
+    aside. Files are only renamed (through a work name beside ``segments/``), never
+    deleted."""
+    root = Path(root)
+    seg_dir = root / SEGMENT_DIR
+    wrong = [
+        f
+        for f in survey(root)
+        if f.in_segments and f.generation == generation and f.name and f.name != f.path.name
+    ]
+    leaving = {f.path for f in wrong}
+    parked: list[tuple[Path, Path, Path]] = []
+    for f in wrong:
+        target = seg_dir / f.name
+        if target.exists() and target not in leaving:
+            continue  # the right file holds that name: this one is a copy
+        work = root / f".{f.name}.moving-{os.getpid()}"
+        os.rename(f.path, work)
+        parked.append((work, target, f.path))
+    moves = []
+    for work, target, origin in parked:
+        if not target.exists():
+            os.rename(work, target)
+            moves.append((str(origin), str(target)))
+        elif not origin.exists():
+            os.rename(work, origin)  # two files claim one name: left as they were
+        else:
+            continue  # both names taken meanwhile: left beside segments/ (never swept)
+    if parked:
+        fsync_path(seg_dir)
+        fsync_path(root)
+    return moves

@@ -43,7 +43,7 @@ from ..errors import IntegrityError, StorageError, damage_terms
 from .arrays import describe_os_error, fsync_path
 from .damage import ArraysDamaged, Diagnosis, arrays_in, catalog_check, diagnose, read_group
 from .journal import unknown_transactions
-from .rebuild import rebuild_catalog, relocate
+from .rebuild import rebuild_catalog, relocate, restore_names
 from .segments import SEGMENT_DIR, catalog_file
 from .tracing import LOG
 
@@ -101,8 +101,25 @@ def repair(store: Store, *, dry_run: bool = False) -> dict[str, Any]:
     store._writable()
     if store._catalog.in_transaction:
         raise StorageError("repair() cannot run inside a transaction; commit or roll back first")
+    # Files swapped or renamed in segments/ go back under the names they record first
+    # (renamed, never deleted): what they hold is then read where the catalog says.
     try:
-        return _repair(store)
+        moved = restore_names(store.path, store._segments.generation)
+    except OSError as exc:
+        raise StorageError(
+            f"cannot move the segments of {store.path} back under their names: "
+            f"{describe_os_error(exc)}"
+        ) from exc
+    for _src, dst in moved:
+        store._segments.forget(Path(dst).name)
+    try:
+        report = _repair(store)
+        if moved:
+            report["ok_before"] = False
+            report["catalog_errors"].append(
+                f"{len(moved)} segment files were under another segment's name; moved back"
+            )
+        return report
     except BeyondIndexes as exc:
         try:
             return rebuild_open_store(store, dry_run=False, why=str(exc))
