@@ -41,7 +41,7 @@ from ..core.periods import as_period
 from ..errors import DamagedStoreError, StorageError, TimeSeriesError, damage_terms
 from ..model import OwnerCategory, TimeSeriesType
 from .arrays import describe_os_error
-from .journal import unknown_transactions
+from .journal import row_mismatches, unknown_transactions
 from .segments import SegmentGone, Segments, WrongSegmentError
 
 if TYPE_CHECKING:
@@ -394,6 +394,14 @@ def diagnose(store: Store, progress: Callable[[int, int], None] | None = None) -
             f"stale: the segments record {len(stale)} transactions the catalog does not know "
             "(an older copy restored, or a lost -wal); repair rebuilds it from them"
         )
+    else:
+        differ = row_mismatches(store)
+        if differ:
+            shown = "; ".join(f"id {i}: {why}" for i, why in sorted(differ.items())[:5])
+            problems.append(
+                f"{len(differ)} series rows differ from the transaction records the segments "
+                f"keep ({shown}); repair restores them from the records"
+            )
     report.catalog = {"file": cat_file, "ok": not problems, "errors": problems}
     for p in problems:
         report.errors.append(f"the catalog {cat_file} is damaged: {p}")

@@ -45,7 +45,7 @@ from ..model import OwnerCategory, TimeSeriesType
 from .arrays import KEY_WIDTH, KEYS_GROUP, KIND_NAMES, ArrayFile, describe_os_error, fsync_path
 from .catalog import Catalog
 from .damage import hash_matches
-from .journal import SEQ_KEY, decode, record_rows, records_of
+from .journal import SEQ_KEY, records_of, replay
 from .prepare import INSERT_COLUMNS
 from .rows import feature_rows
 from .segments import NAME_ATTR, SEGMENT_DIR
@@ -189,32 +189,12 @@ def rebuild_catalog(
             "after series written before records were kept; restore catalog.sqlite from a "
             "backup of this store"
         )
-    rows: dict[int, dict[str, Any]] = {}
-    features: dict[str, str] = {}
-    attributes: dict[str, str | None] = {}
-    gaps: list[str] = []
-    top_id = 0
-    last = 0
-    bad_records = 0
-    for seq in order:
-        prev, payload = records[seq]
-        if prev != last:
-            gaps.append(f"transaction {seq} follows {prev}, the records' last was {last}")
-        last = seq
-        try:
-            doc = decode(payload)
-            for values in record_rows(doc):
-                sid = int(values.pop("id"))
-                rows[sid] = values
-                top_id = max(top_id, sid)
-            for sid in doc["removed"]:
-                rows.pop(int(sid), None)
-                top_id = max(top_id, int(sid))
-            features.update(doc["features"])
-            attributes.update(doc["attributes"])
-        except (ValueError, KeyError, TypeError) as exc:
-            bad_records += 1
-            gaps.append(f"transaction {seq} does not decode ({exc})")
+    made = replay(records, order)
+    rows: dict[int, dict[str, Any]] = made["rows"]
+    features: dict[str, str] = made["features"]
+    attributes: dict[str, str | None] = made["attributes"]
+    gaps: list[str] = made["gaps"]
+    top_id = made["top_id"]
     places = _find_arrays(rows, ours, root)
     kept: dict[int, dict[str, Any]] = {}
     lost = []
@@ -255,7 +235,7 @@ def rebuild_catalog(
         "series": len(kept),
         "ids": sorted(kept),
         "series_lost": lost,
-        "transactions": len(order) - bad_records,
+        "transactions": made["transactions"],
         "gaps": gaps,
         "segments": sorted(named),
         "moves": moves,

@@ -42,7 +42,7 @@ import orjson
 from ..errors import IntegrityError, StorageError, damage_terms
 from .arrays import describe_os_error, fsync_path
 from .damage import ArraysDamaged, Diagnosis, arrays_in, catalog_check, diagnose, read_group
-from .journal import unknown_transactions
+from .journal import row_mismatches, unknown_transactions
 from .rebuild import rebuild_catalog, relocate, restore_names
 from .segments import SEGMENT_DIR, catalog_file
 from .tracing import LOG
@@ -94,6 +94,13 @@ def repair(store: Store, *, dry_run: bool = False) -> dict[str, Any]:
         why = (
             f"the catalog is stale: the segments record {len(stale)} transactions it does "
             "not know (an older copy restored, or a lost -wal)"
+        )
+        return rebuild_open_store(store, dry_run=dry_run, why=why)
+    differ = row_mismatches(store)
+    if differ:  # a damaged row is never made the new truth: the records restore it
+        why = (
+            f"{len(differ)} series rows differ from the transaction records (ids "
+            f"{', '.join(str(i) for i in sorted(differ)[:12])})"
         )
         return rebuild_open_store(store, dry_run=dry_run, why=why)
     if dry_run:

@@ -112,6 +112,33 @@ def segment_name_flip(rng, path, _w):
     return set()
 
 
+def _row_damage(rng, path, column: str) -> None:
+    """One bit of one row's field flipped, past the store's write path (as on disk)."""
+    with Store.open(path) as s:
+        sid = rng.choice(
+            [r[0] for r in s._catalog.execute("SELECT id FROM time_series_associations")]
+        )
+        value = s._catalog.scalar(
+            f"SELECT {column} FROM time_series_associations WHERE id = ?", (sid,)
+        )
+        raw = bytearray(value.encode() if isinstance(value, str) else value)
+        raw[rng.randrange(len(raw))] ^= 1 << rng.randrange(7)
+        new = raw.decode() if isinstance(value, str) else bytes(raw)
+        s._catalog.conn.execute(
+            f"UPDATE time_series_associations SET {column} = ? WHERE id = ?", (new, sid)
+        )
+
+
+def row_name_flip(rng, path, _w):
+    _row_damage(rng, path, "name")
+    return set()
+
+
+def row_hash_flip(rng, path, _w):
+    _row_damage(rng, path, "data_hash")
+    return set()
+
+
 def catalog_deleted(_rng, path, _w):
     (path / "catalog.sqlite").unlink()
     return set()
@@ -176,6 +203,8 @@ KINDS = [
     from_another_store,
     slot_flip,
     segment_name_flip,
+    row_name_flip,
+    row_hash_flip,
     catalog_deleted,
     catalog_truncated,
     older_catalog_restored,
