@@ -391,7 +391,7 @@ def diagnose(store: Store, progress: Callable[[int, int], None] | None = None) -
     stale = unknown_transactions(store)
     if stale:
         problems.append(
-            f"stale: the segments record {len(stale)} transactions the catalog does not know "
+            f"stale: the segments record {len(stale)} transaction{'s' * (len(stale) != 1)} the catalog does not know "
             "(an older copy restored, or a lost -wal); repair rebuilds it from them"
         )
     else:

@@ -92,8 +92,8 @@ def repair(store: Store, *, dry_run: bool = False) -> dict[str, Any]:
     stale = unknown_transactions(store)
     if stale:  # decided before any write: a write would sweep the newer segments
         why = (
-            f"the catalog is stale: the segments record {len(stale)} transactions it does "
-            "not know (an older copy restored, or a lost -wal)"
+            f"the catalog is stale: the segments record {len(stale)} transaction{'s' * (len(stale) != 1)} it "
+            "does not know (an older copy restored, or a lost -wal)"
         )
         return rebuild_open_store(store, dry_run=dry_run, why=why)
     differ = row_mismatches(store)
