@@ -48,8 +48,15 @@ from ..errors import (
 )
 from ..model import OwnerCategory, TimeSeriesType
 from .arrays import describe_os_error
-from .journal import unknown_transactions
-from .segments import ASIDE_DIR, ForeignSegmentError, SegmentGone, Segments, WrongSegmentError
+from .journal import row_mismatches, unknown_transactions
+from .segments import (
+    ASIDE_DIR,
+    SEALED_SUFFIX,
+    ForeignSegmentError,
+    SegmentGone,
+    Segments,
+    WrongSegmentError,
+)
 
 if TYPE_CHECKING:
     from .store import Store
@@ -437,9 +444,17 @@ def _diagnose(
     stale = unknown_transactions(store)
     if stale:
         problems.append(
-            f"stale: the segments record {len(stale)} transactions the catalog does not know "
+            f"stale: the segments record {len(stale)} transaction{'s' * (len(stale) != 1)} the catalog does not know "
             "(an older copy restored, or a lost -wal); repair rebuilds it from them"
         )
+    else:
+        differ = row_mismatches(store)
+        if differ:
+            shown = "; ".join(f"id {i}: {why}" for i, why in sorted(differ.items())[:5])
+            problems.append(
+                f"{len(differ)} series rows differ from the transaction records the segments "
+                f"keep ({shown}); repair restores them from the records"
+            )
     report.catalog = {"file": cat_file, "ok": not problems, "errors": problems}
     for p in problems:
         report.errors.append(f"the catalog {cat_file} is damaged: {p}")
@@ -623,7 +638,13 @@ def _unnamed_files(store: Store, report: Diagnosis, named: set[str]) -> None:
         )
     aside = segs.root / ASIDE_DIR
     with contextlib.suppress(OSError):
-        report.set_aside = sorted(str(aside / n) for n in os.listdir(aside))
+        kept = set(os.listdir(aside))
+        # A sealed file's mark moved with it (Segments.set_aside) is not a file of its own.
+        report.set_aside = sorted(
+            str(aside / n)
+            for n in kept
+            if not (n.endswith(SEALED_SUFFIX) and n[: -len(SEALED_SUFFIX)] in kept)
+        )
 
 
 def bad_rows(cat: Any) -> dict[int, tuple]:

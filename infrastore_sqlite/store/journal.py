@@ -194,16 +194,20 @@ def record(store: Store) -> None:
         "INSERT OR REPLACE INTO store_attributes (key, value) VALUES (?, ?)", (SEQ_KEY, str(seq))
     )
     blob = bytearray()
+    values = [ids, *_encode_columns(rows, blob)]
     doc = {
         "version": RECORD_VERSION,
         "seq": seq,
         "prev": prev,
         "columns": list(_COLUMNS),
         "n": len(ids),
-        "values": [ids, *_encode_columns(rows, blob)],
+        "values": values,
         "removed": removed,
         "features": features,
         "attributes": attributes,
+        # The raw hash columns after the JSON have no zlib check of their own: a flipped
+        # bit there must fail the record, never restore a row with a wrong hash.
+        "blob_crc": zlib.crc32(blob),
     }
     text = zlib.compress(orjson.dumps(doc), 1)
     payload = struct.pack("<Q", len(text)) + text + bytes(blob)
@@ -313,7 +317,10 @@ def records_of(h5: h5py.File) -> list[tuple[int, int, bytes]]:
     for name in sorted(group):
         try:
             ds = group[name]
-            out.append((int(ds.attrs["seq"]), int(ds.attrs["prev"]), ds[()].tobytes()))
+            seq = int(ds.attrs["seq"])
+            if name != f"{seq:020d}":
+                continue  # a damaged header: the record is not taken for another
+            out.append((seq, int(ds.attrs["prev"]), ds[()].tobytes()))
         except (OSError, ValueError, KeyError, RuntimeError, TypeError):
             continue
     return out
@@ -328,7 +335,10 @@ def heads_of(h5: h5py.File) -> list[tuple[int, int]]:
     for name in sorted(group):
         try:
             ds = group[name]
-            out.append((int(ds.attrs["seq"]), int(ds.attrs["prev"])))
+            seq = int(ds.attrs["seq"])
+            if name != f"{seq:020d}":
+                continue  # a damaged header: the record is not taken for another
+            out.append((seq, int(ds.attrs["prev"])))
         except (OSError, ValueError, KeyError, RuntimeError, TypeError):
             continue
     return out
@@ -345,6 +355,8 @@ def decode(payload: bytes) -> dict[str, Any]:
     if not isinstance(doc, dict) or doc.get("version") != RECORD_VERSION:
         raise ValueError("the record is of an unknown version")
     doc["blob"] = payload[8 + size :]
+    if "blob_crc" in doc and zlib.crc32(doc["blob"]) != doc["blob_crc"]:
+        raise ValueError("the record's hash columns are damaged (their CRC differs)")
     return doc
 
 
@@ -421,3 +433,144 @@ def unknown_transactions(store: Store) -> list[int]:
     return sorted(
         seq for seq in heads if seq not in chain and (complete or last is None or seq > last)
     )
+
+
+def store_records(root: Path, generation: str) -> dict[int, tuple[int, bytes]]:
+    """``seq -> (prev, payload)`` of every record in the store directory's complete
+    ``.h5`` files of ``generation`` (as :func:`store_heads` finds them)."""
+    out: dict[int, tuple[int, bytes]] = {}
+    for path in _store_files(root):
+        if any(path.with_name(path.name + m).exists() for m in UNCOMMITTED_MARKERS):
+            continue
+        try:
+            with h5py.File(path, "r", locking=False) as h5:
+                if _generation(h5) != generation or not h5.attrs.get(COMPLETE_ATTR, 0):
+                    continue
+                for seq, prev, payload in records_of(h5):
+                    out.setdefault(seq, (prev, payload))
+        except (OSError, ValueError, KeyError, RuntimeError, TypeError):
+            continue
+    return out
+
+
+def _store_files(root: Path) -> list[Path]:
+    paths: list[Path] = []
+    with contextlib.suppress(OSError):
+        for entry in sorted(root.iterdir()):
+            if entry.is_dir() and not entry.is_symlink():
+                with contextlib.suppress(OSError):
+                    paths.extend(p for p in sorted(entry.iterdir()) if p.suffix == ".h5")
+    return paths
+
+
+def _generation(h5: h5py.File) -> str | None:
+    found = h5.attrs.get("catalog_generation")
+    if isinstance(found, bytes):
+        found = found.decode("utf-8", "replace")
+    return None if found is None else str(found)
+
+
+def replay(records: dict[int, tuple[int, bytes]], seqs: Iterable[int]) -> dict[str, Any]:
+    """The catalog the records ``seqs`` make, replayed in order: ``rows`` (id -> column
+    -> value), ``features``, ``attributes``, ``top_id`` (the highest id ever used),
+    ``gaps`` (where a record does not follow the one before, or does not decode) and
+    ``transactions`` (how many replayed)."""
+    rows: dict[int, dict[str, Any]] = {}
+    features: dict[str, str] = {}
+    attributes: dict[str, str | None] = {}
+    gaps: list[str] = []
+    top_id = last = done = 0
+    for seq in seqs:
+        prev, payload = records[seq]
+        if prev != last:
+            gaps.append(f"transaction {seq} follows {prev}, the records' last was {last}")
+        last = seq
+        try:
+            doc = decode(payload)
+            if doc.get("seq") != seq or doc.get("prev") != prev:
+                raise ValueError("its sequence numbers differ from its dataset's")
+            for values in record_rows(doc):
+                sid = int(values.pop("id"))
+                rows[sid] = values
+                top_id = max(top_id, sid)
+            for sid in doc["removed"]:
+                rows.pop(int(sid), None)
+                top_id = max(top_id, int(sid))
+            features.update(doc["features"])
+            attributes.update(doc["attributes"])
+            done += 1
+        except (ValueError, KeyError, TypeError) as exc:
+            gaps.append(f"transaction {seq} does not decode ({exc})")
+    return {
+        "rows": rows,
+        "features": features,
+        "attributes": attributes,
+        "top_id": top_id,
+        "gaps": gaps,
+        "transactions": done,
+    }
+
+
+_INTS = frozenset(
+    {"owner_id", "owner_category", "time_series_type", "initial_ms", "length", "count"}
+)
+# The catalog's row columns as stored (text cast to bytes, so a damaged one never fails).
+_RAW_SELECT = (
+    "SELECT id, "
+    + ", ".join(c if c in _BYTES or c in _INTS else f"CAST({c} AS BLOB)" for c in INSERT_COLUMNS)
+    + " FROM main.time_series_associations"
+)
+
+
+def row_mismatches(store: Store) -> dict[int, str]:
+    """Catalog rows that differ from what the transaction records say they are: ``id ->
+    what differs``, a series row missing or one no record made included. Empty when the
+    records cannot judge (a store of before records were kept, or a chain with a gap).
+
+    A flipped byte in a name, a hash or any other field of a row is told apart from the
+    truth this way, and ``repair`` restores the rows from the records."""
+    cat = store._catalog
+    try:
+        text = cat.scalar("SELECT value FROM store_attributes WHERE key = ?", (SEQ_KEY,))
+        last = int(text) if text is not None else None
+    except (TimeSeriesError, ValueError, apsw.Error):
+        return {}
+    if last is None:
+        return {}
+    records = store_records(Path(store.path), store._segments.generation)
+    chain = []
+    at = last
+    while at in records and at not in chain:
+        chain.append(at)
+        at = records[at][0]
+    if at != 0:
+        return {}  # the history does not reach the store's first transaction
+    made = replay(records, reversed(chain))
+    if made["gaps"]:
+        return {}
+    out: dict[int, str] = {}
+    seen = set()
+    try:
+        got = cat.execute(_RAW_SELECT).fetchall()
+    except (TimeSeriesError, apsw.Error):
+        return {}
+    for row in got:
+        sid = row[0]
+        seen.add(sid)
+        want = made["rows"].get(sid)
+        if want is None:
+            out[sid] = "a row no transaction record made"
+            continue
+        for name, value in zip(INSERT_COLUMNS, row[1:], strict=True):
+            expected = want.get(name)
+            if isinstance(expected, str):
+                expected = expected.encode()
+            if isinstance(value, memoryview | bytearray):
+                value = bytes(value)
+            if value != expected:
+                out[sid] = f"its {name} differs from the transaction record"
+                break
+    for sid in made["rows"]:
+        if sid not in seen:
+            out[sid] = "its row is missing from the catalog"
+    return out

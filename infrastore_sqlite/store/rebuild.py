@@ -42,10 +42,10 @@ import orjson
 from ..core.elements import NUMPY_DTYPES
 from ..errors import IntegrityError, StorageError, TimeSeriesError
 from ..model import OwnerCategory, TimeSeriesType
-from .arrays import KEY_WIDTH, KEYS_GROUP, KIND_NAMES, ArrayFile, describe_os_error
+from .arrays import KEY_WIDTH, KEYS_GROUP, KIND_NAMES, ArrayFile, describe_os_error, fsync_path
 from .catalog import Catalog
 from .damage import hash_matches
-from .journal import SEQ_KEY, decode, record_rows, records_of
+from .journal import SEQ_KEY, records_of, replay
 from .prepare import INSERT_COLUMNS
 from .rows import feature_rows
 from .segments import NAME_ATTR, SEGMENT_DIR
@@ -189,32 +189,12 @@ def rebuild_catalog(
             "after series written before records were kept; restore catalog.sqlite from a "
             "backup of this store"
         )
-    rows: dict[int, dict[str, Any]] = {}
-    features: dict[str, str] = {}
-    attributes: dict[str, str | None] = {}
-    gaps: list[str] = []
-    top_id = 0
-    last = 0
-    bad_records = 0
-    for seq in order:
-        prev, payload = records[seq]
-        if prev != last:
-            gaps.append(f"transaction {seq} follows {prev}, the records' last was {last}")
-        last = seq
-        try:
-            doc = decode(payload)
-            for values in record_rows(doc):
-                sid = int(values.pop("id"))
-                rows[sid] = values
-                top_id = max(top_id, sid)
-            for sid in doc["removed"]:
-                rows.pop(int(sid), None)
-                top_id = max(top_id, int(sid))
-            features.update(doc["features"])
-            attributes.update(doc["attributes"])
-        except (ValueError, KeyError, TypeError) as exc:
-            bad_records += 1
-            gaps.append(f"transaction {seq} does not decode ({exc})")
+    made = replay(records, order)
+    rows: dict[int, dict[str, Any]] = made["rows"]
+    features: dict[str, str] = made["features"]
+    attributes: dict[str, str | None] = made["attributes"]
+    gaps: list[str] = made["gaps"]
+    top_id = made["top_id"]
     places = _find_arrays(rows, ours, root)
     kept: dict[int, dict[str, Any]] = {}
     lost = []
@@ -255,7 +235,7 @@ def rebuild_catalog(
         "series": len(kept),
         "ids": sorted(kept),
         "series_lost": lost,
-        "transactions": len(order) - bad_records,
+        "transactions": made["transactions"],
         "gaps": gaps,
         "segments": sorted(named),
         "moves": moves,
@@ -495,3 +475,41 @@ def relocate(
     ]
     places = _locate(dict.fromkeys(keys), files, Path(root))
     return {k: (p[2], p[4], p[5], p[3]) for k, p in places.items()}
+
+
+def restore_names(root: str | Path, generation: str) -> list[tuple[str, str]]:
+    """Move each file of ``segments/`` that records another name than its own back under
+    the name it records (files swapped, or renamed), when that name is free or held by
+    another such file; returns the moves ``(from, to)``. A file whose recorded name is
+    held by the right file (a copy over a sibling) stays where it is, for repair to set
+    aside. Files are only renamed (through a work name beside ``segments/``), never
+    deleted."""
+    root = Path(root)
+    seg_dir = root / SEGMENT_DIR
+    wrong = [
+        f
+        for f in survey(root)
+        if f.in_segments and f.generation == generation and f.name and f.name != f.path.name
+    ]
+    leaving = {f.path for f in wrong}
+    parked: list[tuple[Path, Path, Path]] = []
+    for f in wrong:
+        target = seg_dir / f.name
+        if target.exists() and target not in leaving:
+            continue  # the right file holds that name: this one is a copy
+        work = root / f".{f.name}.moving-{os.getpid()}"
+        os.rename(f.path, work)
+        parked.append((work, target, f.path))
+    moves = []
+    for work, target, origin in parked:
+        if not target.exists():
+            os.rename(work, target)
+            moves.append((str(origin), str(target)))
+        elif not origin.exists():
+            os.rename(work, origin)  # two files claim one name: left as they were
+        else:
+            continue  # both names taken meanwhile: left beside segments/ (never swept)
+    if parked:
+        fsync_path(seg_dir)
+        fsync_path(root)
+    return moves

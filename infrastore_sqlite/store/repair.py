@@ -68,8 +68,8 @@ from .arrays import describe_os_error, fsync_path
 from .catalog import JOURNAL
 from .catalog_copy import BeyondIndexes, aside_folder, catalog_beyond_repair, mend_catalog
 from .damage import ArraysDamaged, Diagnosis, arrays_in, catalog_check, diagnose, read_group
-from .journal import unknown_transactions
-from .rebuild import rebuild_catalog, relocate
+from .journal import row_mismatches, unknown_transactions
+from .rebuild import rebuild_catalog, relocate, restore_names
 from .segments import PENDING_SUFFIX, SEGMENT_DIR, catalog_file
 from .tracing import LOG
 
@@ -151,8 +151,15 @@ def repair(store: Store, *, dry_run: bool = False) -> dict[str, Any]:
     stale = unknown_transactions(store)
     if stale:  # decided before any write: a write would set the newer segments aside
         why = (
-            f"the catalog is stale: the segments record {len(stale)} transactions it does "
-            "not know (an older copy restored, or a lost -wal)"
+            f"the catalog is stale: the segments record {len(stale)} transaction{'s' * (len(stale) != 1)} it "
+            "does not know (an older copy restored, or a lost -wal)"
+        )
+        return rebuild_open_store(store, dry_run=dry_run, why=why)
+    differ = row_mismatches(store)
+    if differ:  # a damaged row is never made the new truth: the records restore it
+        why = (
+            f"{len(differ)} series rows differ from the transaction records (ids "
+            f"{', '.join(str(i) for i in sorted(differ)[:12])})"
         )
         return rebuild_open_store(store, dry_run=dry_run, why=why)
     if dry_run:
@@ -160,8 +167,25 @@ def repair(store: Store, *, dry_run: bool = False) -> dict[str, Any]:
     store._writable()
     if store._catalog.in_transaction:
         raise StorageError("repair() cannot run inside a transaction; commit or roll back first")
+    # Files swapped or renamed in segments/ go back under the names they record first
+    # (renamed, never deleted): what they hold is then read where the catalog says.
     try:
-        return _repair(store)
+        moved = restore_names(store.path, store._segments.generation)
+    except OSError as exc:
+        raise StorageError(
+            f"cannot move the segments of {store.path} back under their names: "
+            f"{describe_os_error(exc)}"
+        ) from exc
+    for _src, dst in moved:
+        store._segments.forget(Path(dst).name)
+    try:
+        report = _repair(store)
+        if moved:
+            report["ok_before"] = False
+            report["catalog_errors"].append(
+                f"{len(moved)} segment files were under another segment's name; moved back"
+            )
+        return report
     except BeyondIndexes as exc:
         # No copy of its tables makes the catalog sound: the segments' records rebuild
         # it, or, when they cannot (a store from before records were kept), the refusal

@@ -214,3 +214,38 @@ def test_a_store_without_records_is_refused_and_left_as_it_was(tmp_path: Path) -
     with pytest.raises(IntegrityError, match="no segment holds a record"):
         Store.repair_catalog(path)
     assert sorted(p.name for p in path.rglob("*")) == listing
+
+
+@pytest.mark.parametrize("column", ["name", "data_hash", "owner_id"])
+def test_a_damaged_row_is_named_and_restored_from_the_records(
+    world, tmp_path: Path, column: str
+) -> None:
+    """One byte of a row changed (what a flipped bit in a page does): verify names the
+    row, and repair restores it from the records instead of keeping the damage."""
+    path = fresh(world, tmp_path)
+    before = state(path)
+    with Store.open(path) as s:
+        # Written past the store's own write path (as damage is): no record of it.
+        s._catalog.conn.execute("DROP TRIGGER IF EXISTS temp.journal_upd")
+        if column == "name":
+            s._catalog.conn.execute(
+                "UPDATE time_series_associations SET name = 'load_f' WHERE id = 3"
+            )
+        elif column == "data_hash":
+            h = s._catalog.scalar("SELECT data_hash FROM time_series_associations WHERE id = 3")
+            flipped = bytes([h[0] ^ 1]) + bytes(h[1:])
+            s._catalog.conn.execute(
+                "UPDATE time_series_associations SET data_hash = ? WHERE id = 3", (flipped,)
+            )
+        else:
+            s._catalog.conn.execute(
+                "UPDATE time_series_associations SET owner_id = owner_id + 4 WHERE id = 3"
+            )
+    with Store.open(path, read_only=True) as s:
+        found = s.diagnose()
+        assert not found.ok
+        assert any("id 3:" in e and column in e for e in found.catalog["errors"]), found.catalog
+    with Store.open(path) as s:
+        report = s.repair()
+        assert report["catalog_rebuilt"]["series"] == len(before)
+    check_back(path, before)
