@@ -31,6 +31,7 @@ from ..errors import (
     CatalogTooNewError,
     StorageError,
     StoreBusyError,
+    Term,
     damage_terms,
     rebuild_terms,
 )
@@ -219,7 +220,7 @@ class Catalog:
                     "the journal aside (moved, not deleted), then {verify}",
                     problem=JOURNAL,
                     key=journal,
-                    terms=damage_terms(store),
+                    terms=_journal_terms(store),
                 )
         if len(head) < 100 or not head.startswith(b"SQLite format 3\0"):
             raise self.damaged(NO_HEADER, "has no SQLite header (it is not a database file)")
@@ -469,6 +470,15 @@ class Catalog:
         if conn is not None:
             with contextlib.suppress(apsw.Error):
                 conn.close()
+
+
+def _journal_terms(store: str) -> dict[str, Term]:
+    """``damage_terms`` for a store that does not open: ``Store.repair`` cannot be
+    reached from Python, so the API spelling names the command line's repair."""
+    terms = damage_terms(store)
+    cli = terms["repair"].cli
+    terms["repair"] = Term(cli, f"{cli} (the store does not open for Store.repair)")
+    return terms
 
 
 class Rows:
