@@ -474,10 +474,10 @@ class Catalog:
 
 def _journal_terms(store: str) -> dict[str, Term]:
     """``damage_terms`` for a store that does not open: ``Store.repair`` cannot be
-    reached from Python, so the API spelling names the command line's repair."""
+    reached from Python, so the API spelling names ``Store.repair_catalog(path)``, which
+    repairs a store by its directory (the command line's ``repair`` does the same)."""
     terms = damage_terms(store)
-    cli = terms["repair"].cli
-    terms["repair"] = Term(cli, f"{cli} (the store does not open for Store.repair)")
+    terms["repair"] = rebuild_terms(store)["rebuild"]
     return terms
 
 

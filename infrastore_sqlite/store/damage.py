@@ -557,6 +557,9 @@ def _diagnose(
             if found:
                 lost.update(found)
                 seg_lost = len(found)
+                wrong = [v for v in found.values() if v[1] == WRONG_FILE]
+                if wrong:  # another segment's file: its size says nothing of damage
+                    seg_problem, seg_detail = WRONG_FILE, wrong[0][2]
                 if not seg_problem:
                     kinds = sorted({v[1] for v in found.values()})
                     seg_problem = kinds[0] if len(kinds) == 1 else UNREADABLE

@@ -100,9 +100,12 @@ _SETUP = (
 )
 
 
-#: Rows an add filed in the running transaction, by catalog: ``id -> CatalogRow`` (what
-#: :func:`note_added` was given), so the record of an add does not read them back.
-_NOTED: weakref.WeakKeyDictionary[Any, dict[int, tuple]] = weakref.WeakKeyDictionary()
+#: What the adds of the running transaction filed, by catalog, already encoded (a few
+#: dozen bytes a series, not the rows): ``parts`` (encoded parts, see :func:`_part`),
+#: ``ranges`` (``(first id, count)`` of each) and ``features`` (their feature hashes).
+_NOTED: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+#: Rows read back per part when an add's rows were not noted (memory bounded by it).
+_PART_ROWS = 4096
 
 
 def begin(store: Store) -> None:
@@ -126,11 +129,33 @@ def begin(store: Store) -> None:
 
 
 def note_added(store: Store, ids: Sequence[int], rows: Sequence[tuple]) -> None:
-    """The rows an add just inserted (``INSERT_COLUMNS`` order), with their ids: the
-    record takes them from here instead of reading them back (checked against the
-    catalog's count of new rows; a row changed later in the transaction is read back)."""
-    noted = _NOTED.setdefault(store._catalog, {})
-    noted.update(zip(ids, rows, strict=True))
+    """The rows an add just inserted (``INSERT_COLUMNS`` order) with their consecutive
+    ids, encoded now into a part of the record (the rows are not kept: an import's
+    memory does not grow by them); the record uses the parts when the catalog's new rows
+    are exactly these, and reads the rows back otherwise."""
+    if not ids:
+        return
+    noted = _NOTED.setdefault(store._catalog, {"parts": [], "ranges": [], "features": set()})
+    noted["parts"].append(_part(rows, first=ids[0]))
+    noted["ranges"].append((ids[0], len(ids)))
+    noted["features"].update(_column(rows, _FEATURES_AT))
+
+
+def _part(rows: Sequence[tuple], *, first: int | None = None, ids: Sequence[int] = ()) -> bytes:
+    """Rows encoded as one part of a record: ``<QQ`` (sizes), the zlib'd JSON of the
+    columns (:func:`_encode_columns`; ids as ``first`` of a consecutive run, or listed),
+    then the raw bytes of its hash columns."""
+    blob = bytearray()
+    doc: dict[str, Any] = {"n": len(rows), "values": _encode_columns(rows, blob)}
+    # The raw hash columns after the JSON have no zlib check of their own: a flipped bit
+    # there must fail the record, never restore a row with a wrong hash.
+    doc["blob_crc"] = zlib.crc32(blob)
+    if first is not None:
+        doc["first"] = first
+    else:
+        doc["ids"] = list(ids)
+    text = zlib.compress(orjson.dumps(doc), 1)
+    return struct.pack("<QQ", len(text), len(blob)) + text + bytes(blob)
 
 
 def record(store: Store) -> None:
@@ -141,7 +166,7 @@ def record(store: Store) -> None:
     cat = store._catalog
     if cat.read_only:
         return
-    noted = _NOTED.pop(cat, {})
+    noted = _NOTED.pop(cat, None) or {"parts": [], "ranges": [], "features": set()}
     mark = cat.scalar("SELECT id FROM temp.journal_mark")
     touched = [r[0] for r in cat.execute("SELECT id FROM temp.journal_ids ORDER BY id")]
     keys = [r[0] for r in cat.execute("SELECT key FROM temp.journal_attrs ORDER BY key")]
@@ -152,33 +177,48 @@ def record(store: Store) -> None:
     ).fetchone()
     if not touched and not keys and not count:
         return
-    # The added rows as noted, when the catalog's new rows are exactly those (a rolled
+    # The adds' parts as noted, when the catalog's new rows are exactly those (a rolled
     # back savepoint, or an insert by another path, makes them differ: read back then).
-    fresh = [i for i in noted if i > mark]
-    if count and len(fresh) == count and min(fresh) == low and max(fresh) == high:
-        redo = set(touched)
-        ids_added = [i for i in sorted(fresh) if i not in redo]
-        rows_added = [noted[i] for i in ids_added]
-    elif count:
-        got = cat.execute(_SELECT_ADDED, (mark,)).fetchall()
-        redo = set(touched)
-        ids_added = [r[0] for r in got if r[0] not in redo]
-        rows_added = [r[1:] for r in got if r[0] not in redo]
+    # Rows changed afterwards are read back below; a record replays its parts in order.
+    ranges = noted["ranges"]
+    ids_noted = sum(n for _f, n in ranges)
+    fhs: set[bytes] = set()
+    if (
+        count
+        and ranges
+        and ids_noted == count
+        and min(f for f, _ in ranges) == low
+        and (max(f + n - 1 for f, n in ranges) == high)
+    ):
+        parts = list(noted["parts"])
+        fhs.update(noted["features"])
     else:
-        ids_added, rows_added = [], []
-    changed = (
-        cat.execute(_SELECT_TOUCHED, (apsw.carray(array.array("q", touched)),)).fetchall()
-        if touched
-        else []
-    )
-    ids = ids_added + [r[0] for r in changed]
-    rows = rows_added + [r[1:] for r in changed]
-    present = set(ids)
+        parts = []
+        after = mark
+        while count:
+            got = cat.execute(
+                _SELECT_ADDED + " ORDER BY id LIMIT ?", (after, _PART_ROWS)
+            ).fetchall()
+            if not got:
+                break
+            rows = [r[1:] for r in got]
+            parts.append(_part(rows, ids=[r[0] for r in got]))
+            fhs.update(_column(rows, _FEATURES_AT))
+            after = got[-1][0]
+    present: set[int] = set()
+    for start in range(0, len(touched), _PART_ROWS):
+        chunk = touched[start : start + _PART_ROWS]
+        got = cat.execute(_SELECT_TOUCHED, (apsw.carray(array.array("q", chunk)),)).fetchall()
+        if got:
+            rows = [r[1:] for r in got]
+            parts.append(_part(rows, ids=[r[0] for r in got]))
+            fhs.update(_column(rows, _FEATURES_AT))
+            present.update(r[0] for r in got)
     removed = [i for i in touched if i not in present]
     features: dict[str, Any] = {}
-    fhs = sorted(set(_column(rows, _FEATURES_AT)))
-    for start in range(0, len(fhs), 500):
-        chunk = tuple(fhs[start : start + 500])
+    ordered = sorted(fhs)
+    for start in range(0, len(ordered), 500):
+        chunk = tuple(ordered[start : start + 500])
         for fh, text in cat.execute(
             "SELECT features_hash, features_json FROM feature_maps "
             "WHERE features_hash IN carray(?)",
@@ -193,24 +233,18 @@ def record(store: Store) -> None:
     cat.execute(
         "INSERT OR REPLACE INTO store_attributes (key, value) VALUES (?, ?)", (SEQ_KEY, str(seq))
     )
-    blob = bytearray()
-    values = [ids, *_encode_columns(rows, blob)]
     doc = {
         "version": RECORD_VERSION,
         "seq": seq,
         "prev": prev,
-        "columns": list(_COLUMNS),
-        "n": len(ids),
-        "values": values,
+        "columns": list(INSERT_COLUMNS),
+        "parts": len(parts),
         "removed": removed,
         "features": features,
         "attributes": attributes,
-        # The raw hash columns after the JSON have no zlib check of their own: a flipped
-        # bit there must fail the record, never restore a row with a wrong hash.
-        "blob_crc": zlib.crc32(blob),
     }
     text = zlib.compress(orjson.dumps(doc), 1)
-    payload = struct.pack("<Q", len(text)) + text + bytes(blob)
+    payload = b"".join([struct.pack("<Q", len(text)), text, *parts])
     writer = store._segments.writer_for_record()
     write_record(writer, seq, prev, payload)
     # Last before the seal (every array is in: ``h5`` waits for the queued writes): a
@@ -251,28 +285,36 @@ def _encode_columns(rows: Sequence[tuple], blob: bytearray) -> list[Any]:
 
 
 def record_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """A record's rows (:func:`decode`'s document), each as ``column -> value``
-    (hashes as bytes)."""
+    """A record's rows (:func:`decode`'s document), each as ``column -> value`` with its
+    ``id`` (hashes as bytes), in the order its parts replay them."""
     columns = doc["columns"]
-    n = int(doc["n"])
-    blob = doc.get("blob", b"")
-    cols = []
-    for name, col in zip(columns, doc["values"], strict=True):
-        if isinstance(col, dict) and "c" in col:
-            value = col["c"]
-            if name in _BYTES and value is not None:
-                value = bytes.fromhex(value)
-            col = [value] * n
-        elif isinstance(col, dict):
-            at = int(col["b"])
-            raw = blob[at : at + 32 * n]
-            col = [raw[i : i + 32] for i in range(0, 32 * n, 32)]
-        elif name in _BYTES:
-            col = [None if v is None else bytes.fromhex(v) for v in col]
-        if len(col) != n:
-            raise ValueError("the record's columns differ in length")
-        cols.append(col)
-    return [dict(zip(columns, values, strict=True)) for values in zip(*cols, strict=True)]
+    out: list[dict[str, Any]] = []
+    for part, blob in doc["part_docs"]:
+        n = int(part["n"])
+        ids = (
+            list(range(int(part["first"]), int(part["first"]) + n))
+            if "first" in part
+            else [int(i) for i in part["ids"]]
+        )
+        cols: list[list[Any]] = [ids]
+        for name, col in zip(columns, part["values"], strict=True):
+            if isinstance(col, dict) and "c" in col:
+                value = col["c"]
+                if name in _BYTES and value is not None:
+                    value = bytes.fromhex(value)
+                col = [value] * n
+            elif isinstance(col, dict):
+                at = int(col["b"])
+                raw = blob[at : at + 32 * n]
+                col = [raw[i : i + 32] for i in range(0, 32 * n, 32)]
+            elif name in _BYTES:
+                col = [None if v is None else bytes.fromhex(v) for v in col]
+            if len(col) != n:
+                raise ValueError("the record's columns differ in length")
+            cols.append(col)
+        keys = ["id", *columns]
+        out.extend(dict(zip(keys, values, strict=True)) for values in zip(*cols, strict=True))
+    return out
 
 
 def _previous(store: Store, mark: int) -> int:
@@ -345,18 +387,28 @@ def heads_of(h5: h5py.File) -> list[tuple[int, int]]:
 
 
 def decode(payload: bytes) -> dict[str, Any]:
-    """A record's document (ValueError when it does not decode): the JSON part, with the
-    raw bytes after it as ``blob``."""
+    """A record's document (ValueError when it does not decode): the JSON head, with
+    its parts as ``part_docs`` (``(part, raw bytes)`` each)."""
     try:
         (size,) = struct.unpack_from("<Q", payload)
         doc = orjson.loads(zlib.decompress(payload[8 : 8 + size]))
-    except (struct.error, zlib.error, orjson.JSONDecodeError) as exc:
+        if not isinstance(doc, dict) or doc.get("version") != RECORD_VERSION:
+            raise ValueError("the record is of an unknown version")
+        at = 8 + size
+        parts = []
+        for _ in range(int(doc["parts"])):
+            text_len, blob_len = struct.unpack_from("<QQ", payload, at)
+            at += 16
+            part = orjson.loads(zlib.decompress(payload[at : at + text_len]))
+            at += text_len
+            raw = payload[at : at + blob_len]
+            if "blob_crc" in part and zlib.crc32(raw) != part["blob_crc"]:
+                raise ValueError("its hash columns are damaged (their CRC differs)")
+            parts.append((part, raw))
+            at += blob_len
+    except (struct.error, zlib.error, orjson.JSONDecodeError, KeyError, TypeError) as exc:
         raise ValueError(f"the record does not decode: {exc}") from exc
-    if not isinstance(doc, dict) or doc.get("version") != RECORD_VERSION:
-        raise ValueError("the record is of an unknown version")
-    doc["blob"] = payload[8 + size :]
-    if "blob_crc" in doc and zlib.crc32(doc["blob"]) != doc["blob_crc"]:
-        raise ValueError("the record's hash columns are damaged (their CRC differs)")
+    doc["part_docs"] = parts
     return doc
 
 
