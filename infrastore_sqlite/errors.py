@@ -83,6 +83,17 @@ def damage_terms(store: str) -> dict[str, Term]:
     }
 
 
+def rebuild_terms(store: str) -> dict[str, Term]:
+    """How to repair the store at ``store`` when its catalog cannot be opened (``repair``
+    on the command line, ``Store.repair_catalog`` in Python)."""
+    quoted = shlex.quote(store)
+    return {
+        "rebuild": Term(
+            f"`infrastore-sqlite --store {quoted} repair`", f"Store.repair_catalog({store!r})"
+        )
+    }
+
+
 def render(
     template: str, terms: Mapping[str, Term], audience: Audience, command: str | None = None
 ) -> str:
@@ -238,6 +249,18 @@ class DamagedStoreError(IntegrityError):
     the damaged files. The store's other series stay readable."""
 
 
+class CatalogDamagedError(DamagedStoreError):
+    """The store's catalog cannot be read as a catalog: empty, without an SQLite header,
+    without the store's tables, or rows that SQLite cannot read. ``key`` is the catalog
+    file, ``problem`` what is wrong (``empty``, ``no header``, ``no tables``,
+    ``unreadable``, ``journal``). Only ``Store.create`` makes a catalog: nothing
+    opens such a file as a new one."""
+
+    def __init__(self, message: str, *, problem: str, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.problem = problem
+
+
 class StorageError(TimeSeriesError):
     """The HDF5 or SQLite layer failed (I/O, corruption, not a database)."""
 
@@ -305,6 +328,7 @@ class FileTriggersWarning(UserWarning):
 
 
 __all__ = [
+    "CatalogDamagedError",
     "CatalogMigrationRequiredError",
     "CatalogTooNewError",
     "ConnectionError",

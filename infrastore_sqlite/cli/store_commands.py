@@ -21,7 +21,7 @@ from ..errors import (
 from ..interchange.series_files import json_row, series_meta, value_rows
 from ..store import Store, catalog_path
 from ..store.arrays import compression_spec
-from ..store.repair import restore_hint
+from ..store.repair import repair_directory, restore_hint
 from .base import (
     _CANDIDATES_SHOWN,
     PROG,
@@ -513,13 +513,23 @@ def repair(ctx: click.Context, dry_run: bool) -> None:
     to its key is copied into a new segment; the series whose data is lost are removed
     from the catalog (listed in the report, with how to add them back from an export);
     the damaged files are moved into a damaged-<time> folder inside the store directory.
-    `verify` passes afterwards.
+    A catalog that is missing, emptied, unreadable, stale (an older copy restored, a lost
+    -wal) or damaged beyond its indexes is rebuilt, every series with an intact array
+    kept with its id, the old one moved aside; a stray catalog.sqlite-journal is set
+    aside. Nothing is deleted. `verify` passes afterwards.
     """
     _format(ctx)
-    with _open_store(ctx, read_only=dry_run) as store:
-        report = store.repair(dry_run=dry_run)
+    path = _store_path(ctx)
+    # One path for every state of the catalog: a stray journal set aside, a catalog no
+    # open reads rebuilt from the segments' records, else the store opened and repaired.
+    report = repair_directory(
+        path,
+        dry_run=dry_run,
+        open_store=lambda read_only: Store.open(path, read_only=read_only, timeout=_timeout(ctx)),
+        audience="cli",
+    )
     if report["restore"]:
-        report["restore"] = restore_hint(str(store.path), "cli")
+        report["restore"] = restore_hint(str(path), "cli")
     _emit_doc(ctx, report)
     if report["restore"]:
         _note(ctx, report["restore"])

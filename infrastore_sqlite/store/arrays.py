@@ -64,6 +64,16 @@ _NO_CACHE.set_chunk_cache(0, 0, 1.0)
 # them in one vectorized pass per slab. Segments written before have none: their reads
 # are checked by the content hash instead (``damage.read_group``).
 SUMS_GROUP = "sums"
+# A segment written by this release also keeps ``keys/<pool>``: each slot's array key (the
+# 32-byte content hash and a kind byte), so a catalog can be rebuilt from the segments and
+# an array found again when the catalog's slot for it is wrong; and its checksums are
+# bound to that key (:func:`key_seeds`), so a slot read for another array never passes.
+# The root attribute ``BOUND_ATTR`` marks such a file; files without it are read as before.
+KEYS_GROUP = "keys"
+BOUND_ATTR = "sums_bound_to_keys"
+KIND_CODES = {"data": 0, "timestamps": 1}
+KIND_NAMES = {v: k for k, v in KIND_CODES.items()}
+KEY_WIDTH = 33
 _SUMS_DTYPE = np.dtype(np.uint64)  # as a read wants them (HDF5 converts, if need be)
 _SUM_K1 = np.uint64(0x9E3779B97F4A7C15)
 _SUM_K2 = np.uint64(0xC2B2AE3D27D4EB4F)
@@ -89,6 +99,34 @@ def slot_sums(block: np.ndarray, slots: np.ndarray) -> np.ndarray:
     out[:, 0] = words.sum(axis=1, dtype=np.uint64) + _SUM_K1 * place
     out[:, 1] = np.einsum("ij,j->i", words, index, dtype=np.uint64, casting="unsafe")
     out[:, 1] += _SUM_K2 * place
+    return out
+
+
+def _hash_block(keys: Sequence[tuple[bytes, str]]) -> np.ndarray:
+    """The keys' hashes as a ``(len(keys), 32)`` uint8 block (shorter ones zero-padded)."""
+    raw = b"".join(h for h, _kind in keys)
+    if len(raw) != 32 * len(keys):  # not all 32 bytes: pad each (never so in practice)
+        raw = b"".join(bytes(h)[:32].ljust(32, b"\0") for h, _kind in keys)
+    return np.frombuffer(raw, dtype=np.uint8).reshape(len(keys), 32)
+
+
+def key_seeds(keys: Sequence[tuple[bytes, str]]) -> np.ndarray:
+    """The two 64-bit terms each array's key adds to its checksums: ``(len(keys), 2)``.
+
+    The content hash's bytes 0-7 and 8-15, little-endian. A bound segment stores
+    ``slot_sums + key_seeds``; a read subtracts the seeds of the keys it asked for, so
+    the bytes of a slot that holds another array (a wrong slot in the catalog) differ by
+    the two hashes' difference and never match (a 2**-128 chance for unrelated hashes).
+    """
+    block = np.ascontiguousarray(_hash_block(keys)[:, :16])
+    return block.view("<u8").astype(np.uint64, copy=False)
+
+
+def key_rows(keys: Sequence[tuple[bytes, str]]) -> np.ndarray:
+    """``keys/<pool>`` rows of ``keys``: the 32-byte hash and a kind byte each."""
+    out = np.empty((len(keys), KEY_WIDTH), dtype=np.uint8)
+    out[:, :32] = _hash_block(keys)
+    out[:, 32] = [KIND_CODES.get(kind, 255) for _h, kind in keys]
     return out
 
 
@@ -225,6 +263,7 @@ class ArrayFile:
         compression_level: int = 3,
         shuffle: bool = True,
         max_pending_bytes: int = MAX_PENDING_BYTES,
+        bound: bool = False,
     ) -> None:
         self.path = str(path)
         #: Bytes of queued writes the caller may run ahead of the writer thread by.
@@ -251,6 +290,9 @@ class ArrayFile:
             )
             self._h5.create_group("pools")
             self._h5.create_group(SUMS_GROUP)
+            if bound:
+                self._h5.attrs[BOUND_ATTR] = 1
+                self._h5.create_group(KEYS_GROUP)
         else:
             try:
                 has_pools = "pools" in self._h5
@@ -272,6 +314,13 @@ class ArrayFile:
         self._maps: dict[str, ChunkMap | None] = {}
         self._fd: int | None = None
         self._held_sums: dict[str, np.ndarray] = {}  # a read-only file's, per pool
+        if mode == "x":
+            self.bound = bound
+        else:
+            try:
+                self.bound = bool(self._h5.attrs.get(BOUND_ATTR, 0))
+            except (OSError, RuntimeError, KeyError, ValueError, TypeError):
+                self.bound = False  # damaged metadata: a read names it
 
     @property
     def h5(self) -> h5py.File:
@@ -378,6 +427,26 @@ class ArrayFile:
         self._pools[key] = ds
         return ds
 
+    def _keys(self, name: str) -> h5py.Dataset:
+        """The key twin ``keys/<pool>`` of a bound file being written (made on first use)."""
+        key = KEYS_GROUP + "/" + name
+        ds = self._pools.get(key)
+        if ds is None:
+            group = self._h5.require_group(KEYS_GROUP)
+            if name in group:
+                ds = group[name]
+            else:
+                rows = self._pool(name).chunks[0]
+                ds = group.create_dataset(
+                    name,
+                    shape=(0, KEY_WIDTH),
+                    maxshape=(None, KEY_WIDTH),
+                    dtype=np.uint8,
+                    chunks=(rows, KEY_WIDTH),
+                )
+            self._pools[key] = ds
+        return ds
+
     def write(
         self,
         name: str,
@@ -385,11 +454,16 @@ class ArrayFile:
         shape: Sequence[int],
         first_slot: int,
         arrays: Sequence[np.ndarray],
+        keys: Sequence[tuple[bytes, str]] | None = None,
     ) -> None:
         """Queue ``arrays`` (each of ``shape``) for consecutive slots from ``first_slot``.
 
-        The arrays must not be changed afterwards; :meth:`sync` waits for the write.
+        ``keys``: each array's ``(hash, kind)``, which a bound file (``bound=True``)
+        needs: it records them and binds the checksums to them. The arrays must not be
+        changed afterwards; :meth:`sync` waits for the write.
         """
+        if self.bound and (keys is None or len(keys) != len(arrays)):
+            raise StorageError(f"writing pool {name} in {self.path}: every array needs its key")
         if self._writer is None:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="infrastore-sqlite-h5")
         # All of one dtype and shape: one size each (not a sum over a batch's arrays).
@@ -403,13 +477,15 @@ class ArrayFile:
             self._pending[0][0].done() or self._pending_bytes + size > self.max_pending_bytes
         ):
             self._settle_oldest()
-        future = self._writer.submit(self._write_now, name, dtype, shape, first_slot, arrays)
+        future = self._writer.submit(
+            self._write_now, name, dtype, shape, first_slot, arrays, keys if self.bound else None
+        )
         self._pending.append((future, size))
         self._pending_bytes += size
 
     def _write_now(self, *job: Any) -> None:
         """Do one write of :meth:`write` (its arguments, in order); the writer thread's side."""
-        name, dtype, shape, first_slot, arrays = job
+        name, dtype, shape, first_slot, arrays, keys = job
         ds = self._pool(name, dtype, shape)
         end = first_slot + len(arrays)
         try:
@@ -422,7 +498,14 @@ class ArrayFile:
             sums = self._sums(name, create=True)
             if sums.shape[0] < end:
                 sums.resize(ds.shape[0], axis=0)
-            sums[first_slot:end] = slot_sums(block, np.arange(first_slot, end))
+            stored = slot_sums(block, np.arange(first_slot, end))
+            if keys is not None:
+                stored += key_seeds(keys)  # modulo 2**64, as the sums themselves
+                held = self._keys(name)
+                if held.shape[0] < end:
+                    held.resize(ds.shape[0], axis=0)
+                held[first_slot:end] = key_rows(keys)
+            sums[first_slot:end] = stored
         except (OSError, ValueError, TypeError) as exc:
             raise StorageError(
                 f"writing pool {name} in {self.path} failed: {describe_os_error(exc)}"
@@ -455,13 +538,22 @@ class ArrayFile:
             self._settle_oldest()
 
     def read_checked(
-        self, name: str, slots: Sequence[int]
+        self,
+        name: str,
+        slots: Sequence[int],
+        keys: Sequence[tuple[bytes, str]] | None = None,
     ) -> tuple[list[np.ndarray], list[int] | None]:
         """:meth:`read` of whole arrays, checked against the pool's checksums: the arrays
-        and the slots whose checksum does not match (None: the pool has no checksums)."""
+        and the slots whose checksum does not match (None: the pool has no checksums, or
+        a bound file's checksums were asked for without the arrays' ``keys``)."""
         self.sync()
         if not slots:
             return [], []
+        seeds = None
+        if self.bound:
+            if keys is None or len(keys) != len(slots):
+                return self.read(name, slots), None
+            seeds = key_seeds(keys)
         try:
             sums = self._sums(name)
         except (OSError, ValueError, KeyError, RuntimeError, TypeError):
@@ -489,7 +581,7 @@ class ArrayFile:
         except (OSError, ValueError, KeyError, RuntimeError, TypeError):
             stored = None
         bad: list[int] = []
-        check = (sums if stored is None else stored, 0 if stored is None else lo, bad)
+        check = (sums if stored is None else stored, 0 if stored is None else lo, bad, seeds)
         return self.read(name, slots, (), _check=check), bad
 
     def read(
@@ -497,7 +589,7 @@ class ArrayFile:
         name: str,
         slots: Sequence[int],
         part: tuple[Any, ...] = (),
-        _check: tuple[Any, int, list[int]] | None = None,
+        _check: tuple[Any, int, list[int], np.ndarray | None] | None = None,
     ) -> list[np.ndarray]:
         """Read the arrays at ``slots`` (any order), each one a fresh array.
 
@@ -532,13 +624,14 @@ class ArrayFile:
         name: str,
         slots: Sequence[int],
         part: tuple[Any, ...],
-        check: tuple[Any, int, list[int]] | None = None,
+        check: tuple[Any, int, list[int], np.ndarray | None] | None = None,
     ) -> tuple[list[np.ndarray], np.ndarray | None]:
         """:meth:`read`'s slab reads: the arrays in ascending slot order, and the order
         that puts them back in the order asked (None: already in it). With ``check``
         (the checksums: the twin dataset or those of slots from an offset on, the offset,
-        a list) each slab is checked and the wanted slots whose checksum does not match
-        are appended to the list."""
+        a list, and the keys' seeds of a bound file in the order asked, or None) each slab
+        is checked and the wanted slots whose checksum does not match are appended to the
+        list."""
         dsid, dtype, row_shape, crow = self._shape_of(name)
         n = len(slots)
         given = np.asarray(slots, dtype=np.int64)
@@ -551,6 +644,9 @@ class ArrayFile:
             at = given[order]
             gaps = np.diff(at)
         distinct = bool((gaps > 0).all())
+        seeds = None if check is None else check[3]
+        if seeds is not None and order is not None:
+            seeds = seeds[order]
         # Slots sharing a chunk come in one read: a chunk is then decompressed once per
         # call, not once per array (a batch in hash order scatters over every chunk).
         # How many slots one slab may span: a few chunks' worth, or what _SLAB_BYTES holds
@@ -577,7 +673,14 @@ class ArrayFile:
                 if len(slab) != hi - lo:  # h5py clips a slice past the end
                     raise IndexError(f"slots {lo}..{hi - 1} are past the end of the pool")
                 if check is not None:
-                    self._check_slab(check, slab, lo, hi, at[start:cut])
+                    self._check_slab(
+                        check,
+                        slab,
+                        lo,
+                        hi,
+                        at[start:cut],
+                        None if seeds is None else seeds[start:cut],
+                    )
                 if distinct and hi - lo == cut - start:
                     got.extend(slab)  # every slot of the slab wanted: its rows, as views
                 else:
@@ -612,14 +715,28 @@ class ArrayFile:
 
     @staticmethod
     def _check_slab(
-        check: tuple[Any, int, list[int]], slab: np.ndarray, lo: int, hi: int, wanted
+        check: tuple[Any, int, list[int], Any],
+        slab: np.ndarray,
+        lo: int,
+        hi: int,
+        wanted,
+        seeds: np.ndarray | None = None,
     ) -> None:
-        """Compare a slab's checksums with the stored ones; note the wanted slots that differ."""
-        sums, offset, bad = check
+        """Compare a slab's checksums with the stored ones; note the wanted slots that
+        differ. ``seeds``: a bound file's key terms of the ``wanted`` slots, in order."""
+        sums, offset, bad = check[:3]
         stored = sums[lo - offset : hi - offset]
         if len(stored) != hi - lo:  # the twin is shorter: every slot past it is unchecked
             stored = np.concatenate([stored, np.zeros((hi - lo - len(stored), 2), np.uint64)])
-        differ = (slot_sums(slab, np.arange(lo, hi)) != stored).any(axis=1)
+        got = slot_sums(slab, np.arange(lo, hi))
+        if seeds is not None:
+            # Only the wanted slots: the key of a slot between them is not known here.
+            at = np.asarray(wanted, dtype=np.int64) - lo
+            differ_at = (got[at] + seeds != stored[at]).any(axis=1)
+            if differ_at.any():
+                bad.extend(int(k) for k in np.asarray(wanted)[differ_at].tolist())
+            return
+        differ = (got != stored).any(axis=1)
         if differ.any():
             wanted_set = set(np.flatnonzero(differ) + lo)
             bad.extend(int(k) for k in wanted if int(k) in wanted_set)

@@ -26,12 +26,25 @@ import apsw
 
 from ..errors import (
     READ_ONLY_OPEN,
+    CatalogDamagedError,
     CatalogMigrationRequiredError,
     CatalogTooNewError,
     StorageError,
     StoreBusyError,
+    Term,
+    damage_terms,
+    rebuild_terms,
 )
 from .arrays import describe_os_error
+
+# What is wrong with a catalog that cannot be read as one (CatalogDamagedError.problem).
+EMPTY = "empty"
+NO_HEADER = "no header"
+NO_TABLES = "no tables"
+UNREADABLE = "unreadable"
+JOURNAL = "journal"
+# The tables every catalog since the first migration holds.
+_TABLES = ("time_series_associations", "feature_maps", "feature_sets", "arrays", "store_attributes")
 
 _STEP = re.compile(r"^(\d{4})_[A-Za-z0-9_]+\.sql$")
 # The page cache, in KiB: every connection starts with _CACHE_KIB; a writer's grows with
@@ -98,6 +111,8 @@ class Catalog:
         flags = apsw.SQLITE_OPEN_READONLY if read_only else apsw.SQLITE_OPEN_READWRITE
         if create:
             flags |= apsw.SQLITE_OPEN_CREATE
+        else:
+            self._check_header()
         try:
             self.conn = apsw.Connection(self.path, flags=flags)
             self.conn.setbusytimeout(max(0, int(self.timeout * 1000)))
@@ -115,6 +130,8 @@ class Catalog:
                         raise
                     self.conn.close()
                     self.conn = self._open_immutable(flags)
+            if not create:
+                self._check_tables()  # before the first pragma that could write
             if not read_only:
                 # One pragma per call: apsw stops a multi-statement string at the first
                 # statement that returns a row (journal_mode does).
@@ -126,6 +143,9 @@ class Catalog:
         except apsw.BusyError as exc:
             self.close()
             raise self._busy() from exc
+        except CatalogDamagedError:
+            self.close()
+            raise
         except apsw.Error as exc:
             # Described before the close: the OS error behind it lives on the connection.
             what = self._describe(exc)
@@ -143,6 +163,8 @@ class Catalog:
                     "as it is, use {read_only}",
                     terms={"read_only": READ_ONLY_OPEN},
                 ) from exc
+            if isinstance(exc, apsw.NotADBError | apsw.CorruptError) and not create:
+                raise self.damaged(UNREADABLE, f"cannot be read ({what})") from exc
             hint = (
                 "is it a store's catalog?"
                 if isinstance(exc, apsw.NotADBError | apsw.CorruptError)
@@ -156,6 +178,77 @@ class Catalog:
         except BaseException:
             self.close()  # a refused open must not leave the file held
             raise
+
+    def damaged(self, problem: str, what: str) -> CatalogDamagedError:
+        """The refusal of a catalog that cannot be read as one (see ``CatalogDamagedError``)."""
+        store = os.path.dirname(self.path) or "."
+        return CatalogDamagedError(
+            f"the catalog {self.path} {what}, so the store cannot be read; nothing was "
+            "changed. Run {rebuild} to rebuild it from the records its segments keep (the "
+            "damaged file is moved aside, never deleted), or restore catalog.sqlite from a "
+            "backup of this store directory; only creating a store makes a new catalog",
+            problem=problem,
+            key=self.path,
+            terms=rebuild_terms(store),
+        )
+
+    def _check_header(self) -> None:
+        """Refuse a catalog file that is empty or has no SQLite header, before SQLite
+        opens it: SQLite takes an empty file for a new database, which a writable open
+        would then fill with an empty catalog (and the store would seem to hold nothing)."""
+        try:
+            with open(self.path, "rb") as f:
+                head = f.read(100)
+        except FileNotFoundError:
+            return  # SQLite's own refusal names it
+        except OSError as exc:
+            raise StorageError(
+                f"cannot read the catalog {self.path}: {describe_os_error(exc)}"
+            ) from exc
+        if not head:
+            raise self.damaged(EMPTY, "is empty (0 bytes)")
+        journal = self.path + "-journal"
+        with contextlib.suppress(OSError):
+            size = os.path.getsize(journal)
+            if size:
+                store = os.path.dirname(self.path) or "."
+                raise CatalogDamagedError(
+                    f"the catalog {self.path} has a rollback journal beside it ({journal}, "
+                    f"{size} bytes) that no writer of a store leaves (its catalog keeps a "
+                    "WAL log); reading through it could put its bytes into the catalog, so "
+                    "the store is not opened and nothing was changed. Run {repair} to set "
+                    "the journal aside (moved, not deleted), then {verify}",
+                    problem=JOURNAL,
+                    key=journal,
+                    terms=_journal_terms(store),
+                )
+        if len(head) < 100 or not head.startswith(b"SQLite format 3\0"):
+            raise self.damaged(NO_HEADER, "has no SQLite header (it is not a database file)")
+
+    def _check_tables(self) -> None:
+        """Refuse a catalog without the store's tables: a database no ``create`` made.
+
+        Revision 0 is what SQLite says of a file no migration ever ran on; only
+        ``Store.create`` runs the first one.
+        """
+        try:
+            version = self.conn.execute("PRAGMA user_version").fetchall()[0][0]
+            tables = {
+                r[0]
+                for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+        except (apsw.NotADBError, apsw.CorruptError) as exc:
+            raise self.damaged(UNREADABLE, f"cannot be read ({_one_line(exc)})") from exc
+        if not tables:
+            raise self.damaged(NO_TABLES, "holds none of a store's tables")
+        if not version:
+            raise self.damaged(
+                NO_TABLES,
+                "reads as schema revision 0, a file no store made (its header is damaged)",
+            )
+        missing = sorted(set(_TABLES) - tables)
+        if missing:
+            raise self.damaged(NO_TABLES, f"lacks the tables {', '.join(missing)}")
 
     def _on_read_only_media(self) -> bool:
         """Whether a read-only open failed only because SQLite cannot create the WAL's
@@ -239,25 +332,39 @@ class Catalog:
         )
 
     # -- queries -----------------------------------------------------------------------
-    def execute(self, sql: str, params: Any = None) -> apsw.Cursor:
+    def execute(self, sql: str, params: Any = None) -> Rows:
+        """Run ``sql``; its rows, whose reading refuses catalog damage cleanly (:class:`Rows`)."""
         try:
-            return self.conn.execute(sql, params)
+            return Rows(self, self.conn.execute(sql, params))
         except apsw.ConstraintError:
             raise
-        except apsw.BusyError as exc:
-            raise self._busy() from exc
         except apsw.Error as exc:
-            raise StorageError(f"catalog query failed: {self._describe(exc)}") from exc
+            raise self.failed(exc) from exc
 
     def executemany(self, sql: str, rows: Any) -> None:
         try:
             self.conn.executemany(sql, rows)
         except apsw.ConstraintError:
             raise
-        except apsw.BusyError as exc:
-            raise self._busy() from exc
         except apsw.Error as exc:
-            raise StorageError(f"catalog query failed: {self._describe(exc)}") from exc
+            raise self.failed(exc) from exc
+
+    def failed(self, exc: apsw.Error) -> StorageError | CatalogDamagedError:
+        """A failed catalog statement as the package's error: a damaged catalog (SQLite
+        found a page it cannot read) is :class:`CatalogDamagedError` naming the file and
+        what to run; a busy one :class:`StoreBusyError`; the rest ``StorageError``."""
+        if isinstance(exc, apsw.BusyError):
+            return self._busy()
+        if isinstance(exc, apsw.CorruptError | apsw.NotADBError):
+            store = os.path.dirname(self.path) or "."
+            return CatalogDamagedError(
+                f"the catalog {self.path} is damaged: SQLite cannot read some of its rows "
+                f"({_one_line(exc)}); run {{verify}} to list what is damaged, then {{repair}}",
+                problem=UNREADABLE,
+                key=self.path,
+                terms=damage_terms(store),
+            )
+        return StorageError(f"catalog query failed: {self._describe(exc)}")
 
     def scalar(self, sql: str, params: Any = None) -> Any:
         row = self.execute(sql, params).fetchone()
@@ -363,6 +470,64 @@ class Catalog:
         if conn is not None:
             with contextlib.suppress(apsw.Error):
                 conn.close()
+
+
+def _journal_terms(store: str) -> dict[str, Term]:
+    """``damage_terms`` for a store that does not open: ``Store.repair`` cannot be
+    reached from Python, so the API spelling names ``Store.repair_catalog(path)``, which
+    repairs a store by its directory (the command line's ``repair`` does the same)."""
+    terms = damage_terms(store)
+    terms["repair"] = rebuild_terms(store)["rebuild"]
+    return terms
+
+
+class Rows:
+    """The rows of one catalog statement (an ``apsw.Cursor``), read so that an error
+    SQLite raises while stepping them (a damaged page met halfway) is the package's
+    error (:meth:`Catalog.failed`), never a raw apsw one."""
+
+    __slots__ = ("_catalog", "_cursor")
+
+    def __init__(self, catalog: Catalog, cursor: apsw.Cursor) -> None:
+        self._catalog = catalog
+        self._cursor = cursor
+
+    def __iter__(self) -> Iterator[Any]:
+        try:
+            yield from self._cursor
+        except apsw.ConstraintError:
+            raise
+        except apsw.Error as exc:
+            raise self._catalog.failed(exc) from exc
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return self._cursor.fetchall()
+        except apsw.ConstraintError:
+            raise
+        except apsw.Error as exc:
+            raise self._catalog.failed(exc) from exc
+
+    def fetchone(self) -> Any:
+        try:
+            return self._cursor.fetchone()
+        except apsw.ConstraintError:
+            raise
+        except apsw.Error as exc:
+            raise self._catalog.failed(exc) from exc
+
+    @property
+    def get(self) -> Any:
+        try:
+            return self._cursor.get
+        except apsw.ConstraintError:
+            raise
+        except apsw.Error as exc:
+            raise self._catalog.failed(exc) from exc
+
+    @property
+    def description(self) -> Any:
+        return self._cursor.description
 
 
 def _one_line(exc: BaseException) -> str:

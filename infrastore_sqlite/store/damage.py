@@ -26,6 +26,7 @@ May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -38,10 +39,24 @@ import orjson
 from ..core.elements import parse_element_type
 from ..core.hashing import data_hashes, timestamps_hash
 from ..core.periods import as_period
-from ..errors import DamagedStoreError, StorageError, TimeSeriesError, damage_terms
+from ..errors import (
+    CatalogDamagedError,
+    DamagedStoreError,
+    StorageError,
+    TimeSeriesError,
+    damage_terms,
+)
 from ..model import OwnerCategory, TimeSeriesType
 from .arrays import describe_os_error
-from .segments import SegmentGone, Segments
+from .journal import row_mismatches, unknown_transactions
+from .segments import (
+    ASIDE_DIR,
+    SEALED_SUFFIX,
+    ForeignSegmentError,
+    SegmentGone,
+    Segments,
+    WrongSegmentError,
+)
 
 if TYPE_CHECKING:
     from .store import Store
@@ -54,6 +69,8 @@ NO_DATASET = "dataset missing"  # the file has no pool the catalog names
 HASH_MISMATCH = "hash mismatch"  # the bytes read no longer hash to the array's key
 NOT_HELD = "not in catalog"  # a series names an array the catalog has no row for
 BAD_ROW = "catalog row damaged"  # a series row whose fields no longer decode
+FOREIGN = "not this store's"  # the file carries another catalog's generation
+WRONG_FILE = "wrong file"  # the file holds another segment (swapped, copied, renamed)
 
 # Slots verified at once when a part read first checks whole arrays (bytes read).
 _VERIFY_BYTES = 64 * 1024 * 1024
@@ -93,6 +110,10 @@ def hash_matches(keys: Sequence[tuple[bytes, str]], arrays: Sequence[np.ndarray]
 
 def _problem_of(exc: StorageError) -> tuple[str, str]:
     text = str(exc)
+    if isinstance(exc, ForeignSegmentError):
+        return FOREIGN, text
+    if isinstance(exc, WrongSegmentError):
+        return WRONG_FILE, text
     return (NO_DATASET if "has no pool" in text else UNREADABLE), text
 
 
@@ -127,7 +148,7 @@ def read_group(
         if thorough:
             arrays, suspect = segments.read(name, pool, slots), None
         else:
-            arrays, suspect = segments.read_checked(name, pool, slots)
+            arrays, suspect = segments.read_checked(name, pool, slots, keys)
     except SegmentGone:
         if not gone_is_missing:
             raise
@@ -136,7 +157,7 @@ def read_group(
         raise
     except StorageError as exc:
         problem, detail = _problem_of(exc)
-        if problem == NO_DATASET or "cannot open the array file" in detail:
+        if problem in (NO_DATASET, FOREIGN, WRONG_FILE) or "cannot open the array file" in detail:
             raise ArraysDamaged({k: (name, problem, detail) for k in keys}) from None
         return _one_by_one(segments, name, pool, slots, keys)
     if suspect is None:
@@ -353,6 +374,21 @@ class Diagnosis:
     damaged_segments: list[str] = field(default_factory=list, repr=False)
     #: Series ids whose catalog rows no longer decode, with why (not part of the dict).
     bad_rows: dict[int, tuple] = field(default_factory=dict, repr=False)
+    #: Files (or directories) in ``segments/`` that no catalog row names and no pending
+    #: marker claims: never deleted, ``repair`` sets them aside.
+    unnamed: list[str] = field(default_factory=list)
+    #: What earlier writes set aside in ``segments-aside/`` (not damage: look at them,
+    #: delete them when sure they hold nothing you need).
+    set_aside: list[str] = field(default_factory=list)
+    #: Names in ``segments/`` of pending files of a write that did not commit (only
+    #: known to be dead under the write lock; not part of the dict).
+    pending: list[str] = field(default_factory=list, repr=False)
+    #: Names in ``segments/`` of sealed files not named (a write between its seal and its
+    #: commit, or a commit the catalog lost): set aside by the next writer (not in the dict).
+    sealed: list[str] = field(default_factory=list, repr=False)
+    #: Segments whose arrays the catalog places in them, sound, but which its segments
+    #: table does not list (a damaged name in a row): repair lists them again.
+    unlisted: list[str] = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         """The report as plain JSON types (what ``verify -f json`` prints)."""
@@ -360,6 +396,9 @@ class Diagnosis:
         out.pop("lost_keys")
         out.pop("damaged_segments")
         out.pop("bad_rows")
+        out.pop("pending")
+        out.pop("sealed")
+        out.pop("unlisted")
         return out
 
 
@@ -377,13 +416,45 @@ def catalog_check(store: Store) -> list[str]:
 
 
 def diagnose(store: Store, progress: Callable[[int, int], None] | None = None) -> Diagnosis:
-    """``Store.diagnose``: check every segment file, array and the catalog (no writes)."""
+    """``Store.diagnose``: check every segment file, array and the catalog (no writes).
+
+    Catalog damage met halfway (rows SQLite cannot read) ends the check with what was
+    found so far and the catalog named damaged, never an error out of it.
+    """
     store._open()
+    report = Diagnosis()
+    try:
+        return _diagnose(store, progress, report)
+    except CatalogDamagedError as exc:
+        report.ok = False
+        report.catalog["file"] = str(store._catalog.path)
+        report.catalog["ok"] = False
+        report.catalog["errors"].append(str(exc))
+        report.errors.append(str(exc))
+        return report
+
+
+def _diagnose(
+    store: Store, progress: Callable[[int, int], None] | None, report: Diagnosis
+) -> Diagnosis:
     cat = store._catalog
     segs = store._segments
-    report = Diagnosis()
     cat_file = str(cat.path)
     problems = catalog_check(store)
+    stale = unknown_transactions(store)
+    if stale:
+        problems.append(
+            f"stale: the segments record {len(stale)} transaction{'s' * (len(stale) != 1)} the catalog does not know "
+            "(an older copy restored, or a lost -wal); repair rebuilds it from them"
+        )
+    else:
+        differ = row_mismatches(store)
+        if differ:
+            shown = "; ".join(f"id {i}: {why}" for i, why in sorted(differ.items())[:5])
+            problems.append(
+                f"{len(differ)} series rows differ from the transaction records the segments "
+                f"keep ({shown}); repair restores them from the records"
+            )
     report.catalog = {"file": cat_file, "ok": not problems, "errors": problems}
     for p in problems:
         report.errors.append(f"the catalog {cat_file} is damaged: {p}")
@@ -418,13 +489,43 @@ def diagnose(store: Store, progress: Callable[[int, int], None] | None = None) -
             report.errors.append(f"the catalog {cat_file} is damaged: {exc}")
         return report
     lost: dict[tuple[bytes, str], tuple[str, str, str]] = {}
+    unlisted: dict[str, int] = {}
+    for segment in sorted({g for _h, _k, g in stray}):
+        # Arrays placed in a segment the segments table does not list (a damaged name in
+        # its row): if the file is there, its own and sound, they are not lost; repair
+        # lists it again. Otherwise they are lost with it.
+        rows = [r[:2] + r[4:] for r in arrays_in(cat, segment)]
+        found: dict[tuple[bytes, str], tuple[str, str, str]] = {}
+        if segs.path(segment).is_file() and "/" not in segment:
+            found = check_segment(segs, segment, rows)
+            if len(found) < len(rows):
+                unlisted[segment] = len(rows) - len(found)
+        else:
+            found = {
+                (bytes(r[0]), r[1]): (
+                    segment,
+                    MISSING,
+                    "the catalog names a segment it does not list",
+                )
+                for r in rows
+            }
+        lost.update(found)
     for h, kind, segment in stray:
-        lost[(bytes(h), kind)] = (
-            str(segment),
-            MISSING,
-            "the catalog names a segment it does not list",
+        if segment not in unlisted and (bytes(h), kind) not in lost:
+            lost[(bytes(h), kind)] = (
+                segment,
+                MISSING,
+                "the catalog names a segment it does not list",
+            )
+    for segment, n in unlisted.items():
+        report.unlisted.append(segment)
+        report.errors.append(
+            f"the catalog's segments table does not list {segs.path(segment)}, where {n} of its "
+            "arrays are (a damaged row); repair lists it again"
         )
     for h, kind in wanted:
+        if not isinstance(h, bytes):
+            continue  # a damaged hash field: its row is a bad row (bad_rows)
         if (bytes(h), kind) not in held:
             lost[(bytes(h), kind)] = ("", NOT_HELD, "the catalog has no row for the array")
     total = len(held)
@@ -440,7 +541,9 @@ def diagnose(store: Store, progress: Callable[[int, int], None] | None = None) -
         except OSError as exc:
             seg_problem, seg_detail = UNREADABLE, describe_os_error(exc)
         else:
-            if nbytes is not None and size < int(nbytes):
+            if path.is_dir():
+                seg_problem, seg_detail = UNREADABLE, f"{path} is a directory, not a file"
+            elif nbytes is not None and size < int(nbytes):
                 seg_problem = TRUNCATED
                 seg_detail = f"{path} holds {size} bytes of the {int(nbytes)} written"
         if seg_problem in (MISSING, UNREADABLE):
@@ -454,6 +557,9 @@ def diagnose(store: Store, progress: Callable[[int, int], None] | None = None) -
             if found:
                 lost.update(found)
                 seg_lost = len(found)
+                wrong = [v for v in found.values() if v[1] == WRONG_FILE]
+                if wrong:  # another segment's file: its size says nothing of damage
+                    seg_problem, seg_detail = WRONG_FILE, wrong[0][2]
                 if not seg_problem:
                     kinds = sorted({v[1] for v in found.values()})
                     seg_problem = kinds[0] if len(kinds) == 1 else UNREADABLE
@@ -473,6 +579,7 @@ def diagnose(store: Store, progress: Callable[[int, int], None] | None = None) -
             )
     report.checked = checked
     report.lost_keys = set(lost)
+    _unnamed_files(store, report, {n for n, _ in segment_rows} | set(unlisted))
     for sid, (detail, owner, otype, category, name) in sorted(report.bad_rows.items()):
         report.series_lost.append(
             LostSeries(
@@ -508,6 +615,41 @@ def diagnose(store: Store, progress: Callable[[int, int], None] | None = None) -
     return report
 
 
+def _unnamed_files(store: Store, report: Diagnosis, named: set[str]) -> None:
+    """Note what ``segments/`` holds beyond the catalog's segments, and what earlier
+    writes set aside.
+
+    Read without the write lock, a file a writer is writing right now is marked pending
+    and left out; one committed after the catalog was read here may be named unnamed
+    (run ``verify`` again).
+    """
+    segs = store._segments
+    try:
+        found = segs.leftovers(named)
+    except StorageError as exc:
+        report.errors.append(str(exc))
+        return
+    report.pending = list(found.pending)
+    report.sealed = list(found.sealed)
+    for name in found.unnamed:
+        path = segs.path(name)
+        report.unnamed.append(str(path))
+        report.errors.append(
+            f"{path} is in the segments folder but the catalog does not name it (an older "
+            "catalog restored, a lost catalog log, a damaged row, or a file put there); "
+            "repair sets it aside, deleting nothing"
+        )
+    aside = segs.root / ASIDE_DIR
+    with contextlib.suppress(OSError):
+        kept = set(os.listdir(aside))
+        # A sealed file's mark moved with it (Segments.set_aside) is not a file of its own.
+        report.set_aside = sorted(
+            str(aside / n)
+            for n in kept
+            if not (n.endswith(SEALED_SUFFIX) and n[: -len(SEALED_SUFFIX)] in kept)
+        )
+
+
 def bad_rows(cat: Any) -> dict[int, tuple]:
     """Series rows whose fields no longer decode (a damaged catalog page that SQLite's
     own check does not see: a bit flipped inside a row): ``id -> (what is wrong,
@@ -516,6 +658,7 @@ def bad_rows(cat: Any) -> dict[int, tuple]:
     try:
         for row in cat.execute(f"SELECT {_ROW_FIELDS} FROM time_series_associations"):
             _check_row(row, out)
+        _bad_hashes(cat, out)
         return out
     except UnicodeDecodeError:
         pass  # text that is not UTF-8 stops the scan: go again one row at a time
@@ -529,7 +672,33 @@ def bad_rows(cat: Any) -> dict[int, tuple]:
             out[int(sid)] = (f"text that is not UTF-8 ({exc.reason})", 0, "", "", "")
             continue
         _check_row(row, out)
+    _bad_hashes(cat, out)
     return out
+
+
+# A row's hash that is not 32 bytes (SHA-256): damage no read could follow.
+_BAD_HASH = (
+    "typeof(data_hash) != 'blob' OR length(data_hash) != 32 OR (timestamps_hash IS NOT NULL "
+    "AND (typeof(timestamps_hash) != 'blob' OR length(timestamps_hash) != 32))"
+)
+
+
+def _bad_hashes(cat: Any, out: dict[int, tuple]) -> None:
+    """Note in ``out`` the series rows whose hash fields are damaged (not 32 bytes)."""
+    for (sid,) in cat.execute(
+        f"SELECT id FROM time_series_associations WHERE {_BAD_HASH}"
+    ).fetchall():
+        if int(sid) in out:
+            continue
+        try:
+            who = cat.execute(
+                "SELECT owner_id, owner_type, owner_category, name "
+                "FROM time_series_associations WHERE id = ?",
+                (sid,),
+            ).fetchone()
+        except UnicodeDecodeError:
+            who = (0, "", "", "")
+        out[int(sid)] = ("a hash field is damaged (not 32 bytes)", *who)
 
 
 # Every column a read decodes (text is decoded as UTF-8 on fetch), the fields checked first.
@@ -545,6 +714,12 @@ def _check_row(row: tuple, out: dict[int, tuple]) -> None:
     """Note in ``out`` a :data:`_ROW_FIELDS` row whose fields no longer decode."""
     sid, code, et, res, hor, itv, shape, *who = row[:11]
     try:
+        # A flipped type bit in a row turns text into bytes (or a number into text).
+        texts = [row[i] for i in range(2, len(row)) if i not in (7, 9)]
+        if any(not isinstance(v, str | None) for v in texts):
+            raise ValueError("a text field holds bytes")
+        if any(not isinstance(row[i], int) or isinstance(row[i], bool) for i in (0, 1, 7, 9)):
+            raise ValueError("a number field holds something else")
         kind = TimeSeriesType.from_catalog_code(code)
         parse_element_type(et)
         if not kind.is_irregular:

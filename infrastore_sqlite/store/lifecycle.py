@@ -36,8 +36,10 @@ from .api import check_store_file
 from .arrays import COMPRESSIONS, compression_spec, describe_os_error, fsync_path
 from .catalog import Catalog
 from .segments import (
+    GENERATION_KEY,
     LEGACY_SEGMENT,
     SEGMENT_DIR,
+    ForeignSegmentError,
     SegmentGone,
     Segments,
     catalog_file,
@@ -51,7 +53,7 @@ from .tracing import LOG
 if TYPE_CHECKING:
     from .store import Store
 
-_GENERATION_KEY = "infrastore_sqlite.catalog_generation"
+_GENERATION_KEY = GENERATION_KEY
 _COMPRESSION_KEY = "infrastore_sqlite.compression"
 
 DEFAULT_TIMEOUT = 5.0
@@ -231,29 +233,36 @@ def open_store(
 def _check_generation(cat: Path, catalog: Catalog, segments: Segments) -> None:
     """Refuse a catalog copied without its segments, or beside another store's.
 
-    The first segment file that opens must carry the catalog's generation. A missing or
-    damaged segment is skipped: it is ``verify``'s to report and ``repair``'s to set
-    aside, and the store's other series stay readable. Only when the catalog names
-    segments and not one of them is there is the catalog refused as not this store's.
+    One segment file the catalog names must carry the catalog's generation. A missing or
+    damaged segment, or one of another generation (another store's file, a damaged
+    attribute), is skipped: it is ``verify``'s to report and ``repair``'s to set aside,
+    and the store's other series stay readable. Only when the catalog names segments and
+    not one of them is there and its own is the catalog refused as not this store's.
     """
     names = [r[0] for r in catalog.execute("SELECT name FROM segments ORDER BY name")]
-    present = 0
+    foreign = damaged = 0
     for name in names:
         try:
             segments.reader(name)
         except SegmentGone:
             continue
-        except MismatchedArtifactError:
-            raise
+        except ForeignSegmentError:
+            foreign += 1
+            continue
         except StorageError:
-            present += 1  # there, but damaged: verify names it
+            damaged += 1  # there, but damaged: verify names it
             continue
         return
-    if names and not present:
+    if names and not damaged:
         raise MismatchedArtifactError(
             f"the catalog {cat} does not belong to the segments in {segments.dir}: it names "
-            f"{len(names)} segment files ({names[0]}, …) and none of them is there; restore "
-            "the store directory as it was written, as a whole"
+            f"{len(names)} segment files ({names[0]}, …) and "
+            + (
+                "none of them is there"
+                if not foreign
+                else "not one there carries its generation (each does not belong to this store)"
+            )
+            + "; restore the store directory as it was written, as a whole"
         )
 
 

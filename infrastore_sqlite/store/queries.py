@@ -13,6 +13,7 @@ May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from ..errors import (
     InvalidParameterError,
     NotFoundError,
     OwnerMismatchError,
+    TimeSeriesError,
     damage_terms,
 )
 from ..model import OwnerCategory, TimeSeriesType
@@ -35,6 +37,12 @@ if TYPE_CHECKING:
     from .store import Store
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+# Positions in SELECT_ROWS of the text columns (a flipped type bit in a row turns text
+# into bytes, which no reader of a series expects) and of the integer ones.
+_TEXT_OF = operator.itemgetter(2, 5, 7, 9, 10, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 25)
+_INT_OF = operator.itemgetter(0, 1, 3, 4, 6, 8, 11)
+_TEXT_OK = frozenset({str, type(None)})
+_INT_OK = frozenset({int, type(None)})
 
 
 def check_owner(
@@ -90,7 +98,14 @@ class Queries:
         typed: dict[bytes, dict[str, Any]] = {}
         try:
             for r in cur:
-                row = SeriesRow.from_sql(r)
+                try:
+                    row = SeriesRow.from_sql(r)
+                except (KeyError, TypeError, ValueError, TimeSeriesError) as exc:
+                    raise self._damaged_row(r[0], str(exc)) from None
+                if not _TEXT_OK.issuperset(map(type, _TEXT_OF(r))) or not _INT_OK.issuperset(
+                    map(type, _INT_OF(r))
+                ):
+                    raise self._damaged_row(r[0], "a text or number field holds another type")
                 # JSON has no ±inf (the feature JSON holds null there); the typed rows do.
                 if row.features and None in row.features.values():
                     if row.features_hash not in typed:
@@ -99,6 +114,16 @@ class Queries:
                 yield row
         except UnicodeDecodeError as exc:
             raise self._undecodable(exc) from None
+
+    def _damaged_row(self, sid: Any, what: str) -> DamagedStoreError:
+        """The refusal of a catalog row whose fields no longer decode (a damaged page
+        SQLite's own check does not see: a bit flipped inside a row)."""
+        return DamagedStoreError(
+            f"the catalog row of series id {sid} is damaged ({what}), so it cannot be read; "
+            "run {verify} to name every damaged series, then {repair} to set them aside",
+            series=f"id {sid}",
+            terms=damage_terms(str(self._store.path)),
+        )
 
     def _undecodable(self, exc: UnicodeDecodeError) -> DamagedStoreError:
         """The refusal for catalog text that is not UTF-8 (SQLite stores what it is

@@ -387,9 +387,10 @@ class Reading:
             rows = self._fields_by_id(lookup)
         except UnicodeDecodeError as exc:  # a damaged catalog page inside a row's text
             raise DamagedStoreError(
-                f"the catalog {self._store._catalog.path} is damaged: a row of the series "
-                f"asked for holds text that is not UTF-8 ({exc.reason}); run {{verify}} to "
-                "list every damaged series, then {repair} to set the damage aside",
+                f"the catalog {self._store._catalog.path} is damaged: the row of "
+                f"{self._undecodable(lookup)} holds text that is not UTF-8 ({exc.reason}); "
+                "run {verify} to list every damaged series, then {repair} to set the damage "
+                "aside",
                 terms=damage_terms(str(self._store.path)),
             ) from None
         got = list(map(_ID, rows))
@@ -401,6 +402,20 @@ class Reading:
         if len(found) < len(set(wanted)):
             raise missing_ids([i for i in wanted if i not in found])
         return [found[i] for i in wanted]
+
+    def _undecodable(self, lookup: np.ndarray) -> str:
+        """Which series of ``lookup`` have a row that does not decode, as a refusal names
+        them (``series (id 9)``): each read alone, only once a read of them failed."""
+        bad = []
+        for sid in lookup.tolist():
+            try:
+                self._fields_by_id(np.array([sid], dtype=np.int64))
+            except UnicodeDecodeError:
+                bad.append(f"(id {sid})")
+            if len(bad) == 5:
+                bad.append("…")
+                break
+        return "the series " + ", ".join(bad) if bad else "a series asked for"
 
     def _fields_by_id(self, lookup: np.ndarray) -> list[tuple]:
         """:meth:`_read_fields`' query: the rows of the ids in ``lookup``, in id order

@@ -1,29 +1,47 @@
-"""Repairing a damaged store: damaged segments set aside, what still reads salvaged.
+"""Repairing a damaged store: damaged segments set aside, what still reads salvaged, a
+catalog that is lost, stale or damaged rebuilt.
 
-:func:`repair` is ``Store.repair``. It is one write transaction under the store's write
-lock, like every other write (``transactions.py``):
+:func:`repair_directory` is the one path that repairs a store by its directory (the
+CLI's ``repair``, ``Store.repair_catalog``), in this order:
 
-1. :func:`~.damage.diagnose` the store, holding the lock, so nothing changes under it;
-2. every array of a damaged segment that still reads and re-hashes to its key is copied
-   into the transaction's new segment and its catalog row pointed there;
-3. the catalog rows of the series whose arrays are lost are removed (with the arrays and
-   feature rows only they used), and the damaged segments' rows deleted;
-4. the damaged files are hard-linked (copied where links are not possible) into
-   ``<store>/damaged-<UTC time>/`` before the commit, and unlinked from ``segments/``
-   after it. A kill before the commit leaves the store as it was (and a folder of
-   copies); a kill after it leaves the damaged files both aside and in ``segments/``,
-   where the next writer deletes the second name as the leftover it now is.
+1. a stray rollback journal beside the catalog (``catalog.sqlite-journal``: no writer of
+   a store leaves one) is set aside (:func:`unopenable`), then repair goes on;
+2. a catalog no open can read (missing, empty, headerless, table-less, unreadable) is
+   rebuilt from the records the segments keep (``rebuild.py``, :func:`recover_catalog`);
+3. otherwise the store is opened and :func:`repair` (``Store.repair``) runs.
+
+:func:`repair` of an open store:
+
+1. a stale catalog (the segments record transactions it does not know: an older copy
+   restored, a lost ``-wal``) is rebuilt from the records, decided before any write;
+2. a catalog ``PRAGMA integrity_check`` finds damaged is mended by ``REINDEX``; when
+   that does not make it sound, by copying every table's rows into a fresh file
+   (``catalog_copy.py``) when every row still reads, else by the rebuild from the
+   segments' records (:func:`rebuild_open_store`), else refused, changing nothing. The
+   copy comes first: when every row reads it loses nothing, keeps every id and holds
+   what no record does (rows of a store from before records were kept, its internal
+   attributes); the records are what brings back rows whose pages no longer read;
+3. one write transaction under the store's write lock, like every other write
+   (``transactions.py``): :func:`~.damage.diagnose` the store, holding the lock, so
+   nothing changes under it; every array of a damaged segment that still reads and
+   re-hashes to its key is copied into the transaction's new segment and its catalog row
+   pointed there; the catalog rows of the series whose arrays are lost are removed (with
+   the arrays and feature rows only they used), and the damaged segments' rows deleted;
+4. after the commit, the damaged files, and every file in ``segments/`` the catalog does
+   not name and no pending marker claims, are moved into ``<store>/damaged-<UTC time>/``
+   (never deleted). Nothing on disk changes before the commit but the transaction's own
+   segment (marked pending, deleted on a rollback), so a refusal changes nothing, not
+   even a folder. A kill after the commit leaves the files unnamed in ``segments/``,
+   where the next writer or repair sets them aside in turn.
 
 Lost series are removed, not kept marked lost: a marked row would need every reader,
 the export and ``list`` to know of the mark, and the restore path is an ordinary
 ``add --replace`` of a file that holds them, which puts them back under new ids either
 way. The report lists every one (id, owner, type, name), so nothing is lost silently.
 
-A damaged catalog (``PRAGMA integrity_check`` fails) is rebuilt in place when only its
-indexes are damaged (``REINDEX``); otherwise repair refuses and says what to do.
-
 May import: :mod:`infrastore_sqlite.errors`, and its siblings ``damage``, ``segments``,
-``arrays``, ``tracing`` (the ``Store`` only for type checking).
+``arrays``, ``catalog``, ``catalog_copy``, ``journal``, ``rebuild``, ``tracing`` (the ``Store`` only for
+type checking).
 """
 
 from __future__ import annotations
@@ -32,36 +50,33 @@ import contextlib
 import os
 import shlex
 import shutil
-import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..errors import IntegrityError, StorageError, damage_terms
+from ..errors import (
+    Audience,
+    CatalogDamagedError,
+    IntegrityError,
+    StorageError,
+    TimeSeriesError,
+)
 from .arrays import describe_os_error, fsync_path
+from .catalog import JOURNAL
+from .catalog_copy import BeyondIndexes, aside_folder, catalog_beyond_repair, mend_catalog
 from .damage import ArraysDamaged, Diagnosis, arrays_in, catalog_check, diagnose, read_group
+from .journal import row_mismatches, unknown_transactions
+from .rebuild import rebuild_catalog, relocate, restore_names
+from .segments import PENDING_SUFFIX, SEGMENT_DIR, catalog_file
 from .tracing import LOG
 
 if TYPE_CHECKING:
     from .store import Store
-
-#: The folder damaged segments are moved into: ``<store>/damaged-<UTC time>``. It is
-#: beside ``segments/``, never in it, so no name in it can be taken for a segment.
-ASIDE_PREFIX = "damaged-"
 # Arrays copied per read/write step while salvaging.
 _STEP = 1024
-
-
-def aside_folder(root: Path) -> Path:
-    """A new folder name for the segments this repair sets aside."""
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    folder = root / f"{ASIDE_PREFIX}{stamp}"
-    n = 1
-    while folder.exists():
-        n += 1
-        folder = root / f"{ASIDE_PREFIX}{stamp}-{n}"
-    return folder
 
 
 def restore_hint(store: str, audience: str = "api") -> str:
@@ -81,57 +96,266 @@ def restore_hint(store: str, audience: str = "api") -> str:
     )
 
 
+def repair_directory(
+    path: str | Path,
+    *,
+    dry_run: bool,
+    open_store: Callable[[bool], Store],
+    audience: Audience = "api",
+) -> dict[str, Any]:
+    """Repair the store in the directory ``path``, whatever state its catalog is in: the
+    one path of the CLI's ``repair`` and ``Store.repair_catalog`` (see the module
+    docstring for the order).
+
+    ``open_store(read_only)`` opens the store; ``audience`` spells the refusals the
+    report quotes (``"api"`` or ``"cli"``). A catalog no open can read is rebuilt from
+    the segments' records (:func:`recover_catalog`); a stray journal is set aside first
+    (with ``dry_run`` only reported, and nothing else checked: no open reads through
+    it); any other refusal of the open (a store busy, not a store) is raised as it is.
+    """
+    root = Path(path)
+    early: dict[str, Any] | None = None
+    while True:
+        try:
+            store = open_store(dry_run)
+        except CatalogDamagedError as exc:
+            if exc.problem == JOURNAL and early is None:
+                early = unopenable(root, exc, dry_run=dry_run)
+                early["catalog_errors"] = [exc.render(audience)]
+                if early.pop("reopen"):
+                    continue  # set aside: the catalog is opened again
+                return early
+            why = catalog_unusable(root) or exc.render(audience)
+        except TimeSeriesError:
+            why = catalog_unusable(root)  # a catalog missing beside the segments
+            if why is None:
+                raise
+        else:
+            with store:
+                report = store.repair(dry_run=dry_run)
+            break
+        report = recover_catalog(root, dry_run=dry_run, why=why)
+        break
+    if early is not None:
+        report["set_aside"] = early["set_aside"] + report["set_aside"]
+        report["folder"] = report["folder"] or early["folder"]
+        report["catalog_errors"] = early["catalog_errors"] + report["catalog_errors"]
+        report["ok_before"] = False
+    return report
+
+
 def repair(store: Store, *, dry_run: bool = False) -> dict[str, Any]:
     """``Store.repair``: see the module docstring. Returns the report (what was set aside,
     kept and lost, and how to restore the lost series)."""
+    store._open()
+    stale = unknown_transactions(store)
+    if stale:  # decided before any write: a write would set the newer segments aside
+        why = (
+            f"the catalog is stale: the segments record {len(stale)} transaction{'s' * (len(stale) != 1)} it "
+            "does not know (an older copy restored, or a lost -wal)"
+        )
+        return rebuild_open_store(store, dry_run=dry_run, why=why)
+    differ = row_mismatches(store)
+    if differ:  # a damaged row is never made the new truth: the records restore it
+        why = (
+            f"{len(differ)} series rows differ from the transaction records (ids "
+            f"{', '.join(str(i) for i in sorted(differ)[:12])})"
+        )
+        return rebuild_open_store(store, dry_run=dry_run, why=why)
     if dry_run:
-        store._open()
         return _report(store, diagnose(store), None, dry_run=True)
     store._writable()
     if store._catalog.in_transaction:
         raise StorageError("repair() cannot run inside a transaction; commit or roll back first")
-    moved: list[tuple[Path, Path]] = []
-    folder: Path | None = None
-    with store.transaction():
+    # Files swapped or renamed in segments/ go back under the names they record first
+    # (renamed, never deleted): what they hold is then read where the catalog says.
+    try:
+        moved = restore_names(store.path, store._segments.generation)
+    except OSError as exc:
+        raise StorageError(
+            f"cannot move the segments of {store.path} back under their names: "
+            f"{describe_os_error(exc)}"
+        ) from exc
+    for _src, dst in moved:
+        store._segments.forget(Path(dst).name)
+    try:
+        report = _repair(store)
+        if moved:
+            report["ok_before"] = False
+            report["catalog_errors"].append(
+                f"{len(moved)} segment files were under another segment's name; moved back"
+            )
+        return report
+    except BeyondIndexes as exc:
+        # No copy of its tables makes the catalog sound: the segments' records rebuild
+        # it, or, when they cannot (a store from before records were kept), the refusal
+        # stands, having changed nothing.
+        try:
+            return rebuild_open_store(store, dry_run=False, why=str(exc))
+        except IntegrityError:
+            raise exc from None
+
+
+def _repair(store: Store) -> dict[str, Any]:
+    """:func:`repair` of a store whose catalog is not stale (see the module docstring)."""
+    segs = store._segments
+    # Everything is decided inside the transaction, under the write lock, and nothing on
+    # disk changes before its commit but its own new segment (marked pending, deleted on
+    # a rollback): a refusal changes nothing. The files set aside move after the commit;
+    # a kill before they move leaves them unnamed in segments/, where the next writer or
+    # repair sets them aside in turn.
+    salvaged = 0
+    ok_before = True
+    rebuilt: dict[str, Any] = {}
+    mended = catalog_check(store)
+    if mended:
+        mend_catalog(store, rebuilt)
+    with store._transactions.block(sweep=False):
         found = diagnose(store)
         if not found.catalog["ok"]:
-            _reindex(store)
-            found = diagnose(store)
-        if found.ok:
-            return _report(store, found, None, dry_run=False)
-        if found.damaged_segments:
-            folder = aside_folder(store.path)
-        salvaged = _salvage(store, found)
-        _drop_lost(store, found)
-        if found.damaged_segments:
-            assert folder is not None
-            moved = _set_aside(store, found.damaged_segments, folder)
+            catalog_beyond_repair(store, found.catalog["errors"][0])
+        if not found.ok:
+            _list_again(store, found.unlisted)
+            if found.lost_keys and relocate_lost(store, found.lost_keys):
+                # Arrays the catalog lost track of (a wrong slot or segment name in a
+                # row) found intact by the keys the segments record: pointed at, not
+                # dropped. Diagnosed again, still under the lock.
+                ok_before = False
+                found = diagnose(store)
+            if not found.ok:
+                salvaged = _salvage(store, found)
+                _drop_lost(store, found)
         # The transaction's segment is sealed and named by the commit that ends the block.
-    for original, _copy in moved:
-        with contextlib.suppress(FileNotFoundError):
-            original.unlink()
-    if moved:
-        with contextlib.suppress(OSError):
-            fsync_path(store._segments.dir)
+    # Pending files listed under the lock belong to writes that did not commit.
+    _drop_pending(store, found.pending)
+    names = [*found.damaged_segments, *(Path(u).name for u in found.unnamed), *found.sealed]
+    # Whatever the rest of the store, what the catalog no longer names is set aside.
+    present = [n for n in names if os.path.lexists(segs.path(n))]
+    folder = aside_folder(store.path) if present else None
+    if folder is not None:
+        segs.set_aside(present, folder)
     LOG.info("repaired the store %s: %d arrays salvaged", store.path, salvaged)
     out = _report(store, found, folder, dry_run=False)
+    if rebuilt.get("lost"):
+        out["series_lost"] = rebuilt.pop("lost") + out["series_lost"]
+        out["restore"] = restore_hint(str(store.path))
+    rebuilt.pop("lost", None)
+    out["ok_before"] = out["ok_before"] and ok_before and not mended and not found.sealed
+    out["catalog_errors"] = mended + out["catalog_errors"]
     out["arrays_salvaged"] = salvaged
+    out["catalog_rebuilt"] = rebuilt or None
     return out
 
 
-def _reindex(store: Store) -> None:
-    """Rebuild the catalog's indexes; refuse when the catalog is damaged beyond them."""
+def relocate_lost(store: Store, keys: set[tuple[bytes, str]]) -> int:
+    """Point the catalog's rows of lost arrays at intact copies the segments' key records
+    show (``rebuild.relocate``); returns how many were found."""
     cat = store._catalog
-    with contextlib.suppress(StorageError):
-        cat.execute("REINDEX")
-    problems = catalog_check(store)
-    if problems:
-        raise IntegrityError(
-            f"the catalog {cat.path} is damaged beyond what repair rebuilds ({problems[0]}); "
-            "restore catalog.sqlite from a backup of this store, or export what still reads "
-            "into a new store",
-            terms=damage_terms(str(store.path)),
+    places = relocate(store.path, store._segments.generation, keys)
+    named = {r[0] for r in cat.execute("SELECT name FROM segments")}
+    for (h, kind), (segment, pool, slot, f) in sorted(places.items()):
+        if segment not in named:  # an intact file whose name the catalog lost
+            target = store._segments.path(segment)
+            if f.path != target:  # set aside by a sweep: moved back under its name
+                try:
+                    os.rename(f.path, target)
+                    f.path = target
+                except OSError:
+                    continue
+            cat.execute(
+                "INSERT INTO segments (name, bytes, slots, pools) VALUES (?, ?, ?, ?)",
+                (
+                    segment,
+                    os.path.getsize(f.path),
+                    sum(sum(1 for k in ks if k is not None) for ks in f.keys.values()),
+                    orjson.dumps(sorted(f.keys)).decode(),
+                ),
+            )
+            named.add(segment)
+        dtype, _, dims = pool.partition("__")
+        shape = orjson.dumps([] if dims == "s" else [int(d) for d in dims.split("x")]).decode()
+        cat.execute(
+            "INSERT OR REPLACE INTO arrays (hash, kind, dtype, shape, pool, slot, segment) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (h, kind, dtype, shape, pool, slot, segment),
         )
+        store._segments.forget(segment)
+    return len(places)
+
+
+def _list_again(store: Store, names: list[str]) -> None:
+    """Give back their ``segments`` rows to segments the catalog's arrays are placed in
+    but its segments table does not list (diagnose found them there, this store's and
+    sound): a damaged name in a row must not cost the series in them."""
+    cat = store._catalog
+    for name in names:
+        pools = sorted(
+            r[0]
+            for r in cat.execute(
+                "SELECT DISTINCT pool FROM arrays WHERE segment = ? AND pool != ''", (name,)
+            )
+        )
+        slots = cat.scalar(
+            "SELECT COALESCE(sum(n), 0) FROM (SELECT max(slot) + 1 AS n FROM arrays "
+            "WHERE segment = ? AND pool != '' GROUP BY pool)",
+            (name,),
+        )
+        cat.execute(
+            "INSERT OR REPLACE INTO segments (name, bytes, slots, pools) VALUES (?, ?, ?, ?)",
+            (
+                name,
+                os.path.getsize(store._segments.path(name)),
+                int(slots),
+                orjson.dumps(pools).decode(),
+            ),
+        )
+
+
+def _drop_pending(store: Store, names: list[str]) -> None:
+    """Delete pending files the catalog, read under the write lock, showed uncommitted."""
+    for name in names:
+        for path in (store._segments.path(name), store._segments.path(name + PENDING_SUFFIX)):
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+def unopenable(root: Path, exc: CatalogDamagedError, *, dry_run: bool) -> dict[str, Any]:
+    """Where repair meets a catalog that cannot be opened (``Store.open`` refused it).
+
+    A rollback journal beside it is set aside (moved into a ``damaged-…`` folder, not
+    deleted; with ``dry_run`` only reported): the report returned then has ``reopen``
+    true, and the caller opens the store again and repairs the rest. An empty,
+    headerless, table-less or unreadable catalog could only be brought back by
+    rebuilding it from the segments, which this build does not do: ``exc`` is raised
+    again here, having changed nothing. This is the one place such a rebuild plugs in.
+    """
+    if exc.problem != JOURNAL:
+        raise exc
+    journal = Path(str(exc.key))
+    folder = None if dry_run else aside_folder(root)
+    if folder is not None:
+        try:
+            folder.mkdir()
+            os.rename(journal, folder / journal.name)
+            fsync_path(folder)
+            fsync_path(root)
+        except OSError as err:
+            raise StorageError(
+                f"cannot set the journal {journal} aside in {folder}: {describe_os_error(err)}"
+            ) from err
+        LOG.warning("set the catalog's stray journal %s aside in %s", journal, folder)
+    return {
+        "dry_run": dry_run,
+        "ok_before": False,
+        "set_aside": [str(journal)],
+        "folder": None if folder is None else str(folder),
+        "series_kept": 0,
+        "series_lost": [],
+        "arrays_lost": 0,
+        "catalog_errors": [str(exc)],
+        "restore": None,
+        "reopen": not dry_run,
+    }
 
 
 def _salvage(store: Store, found: Diagnosis) -> int:
@@ -166,7 +390,13 @@ def _salvage(store: Store, found: Diagnosis) -> int:
                         [(bytes(g[0]), g[1]) for g in group],
                         thorough=True,
                     )
-                target, first = segs.write(pool, group[0][2], orjson.loads(group[0][3]), arrays)
+                target, first = segs.write(
+                    pool,
+                    group[0][2],
+                    orjson.loads(group[0][3]),
+                    arrays,
+                    [(bytes(g[0]), g[1]) for g in group],
+                )
                 updates.extend((target, first + i, g[0], g[1]) for i, g in enumerate(group))
             cat.executemany(
                 "UPDATE arrays SET segment = ?, slot = ? WHERE hash = ? AND kind = ?", updates
@@ -193,35 +423,6 @@ def _drop_lost(store: Store, found: Diagnosis) -> None:
         )
 
 
-def _set_aside(store: Store, names: list[str], folder: Path) -> list[tuple[Path, Path]]:
-    """Link (or copy) the damaged segment files into ``folder``, durable before the
-    commit; the originals are unlinked after it."""
-    segs = store._segments
-    try:
-        folder.mkdir()
-        out = []
-        for name in names:
-            segs.forget(name)
-            src = segs.path(name)
-            dst = folder / name
-            if not src.exists():
-                continue  # a missing segment: nothing to keep
-            try:
-                os.link(src, dst)
-            except OSError:  # a file system without hard links: a copy keeps the bytes
-                shutil.copyfile(src, dst)
-                fsync_path(dst)
-            out.append((src, dst))
-        fsync_path(folder)
-        fsync_path(store.path)
-    except OSError as exc:
-        raise StorageError(
-            f"cannot set the damaged segments aside in {folder}: {describe_os_error(exc)}; "
-            "nothing was changed"
-        ) from exc
-    return out
-
-
 def _report(
     store: Store, found: Diagnosis, folder: Path | None, *, dry_run: bool
 ) -> dict[str, Any]:
@@ -239,7 +440,9 @@ def _report(
     return {
         "dry_run": dry_run,
         "ok_before": found.ok,
-        "set_aside": [s.file for s in found.segments],
+        "set_aside": [s.file for s in found.segments]
+        + list(found.unnamed)
+        + [str(store._segments.path(n)) for n in found.sealed],
         "folder": str(folder) if folder is not None else None,
         "series_kept": kept,
         "series_lost": lost,
@@ -247,3 +450,143 @@ def _report(
         "catalog_errors": list(found.catalog.get("errors", [])),
         "restore": restore_hint(str(store.path)) if lost else None,
     }
+
+
+# ---------------------------------------------------------------------- the catalog rebuilt
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def catalog_unusable(path: str | Path) -> str | None:
+    """Why the catalog of the store directory ``path`` cannot be opened at all (missing,
+    empty, not an SQLite file, unreadable), or None. Only for a directory with a
+    ``segments`` folder: anything else is not a store for repair to rebuild."""
+    root = Path(path)
+    if not (root / SEGMENT_DIR).is_dir():
+        return None
+    cat = catalog_file(root)
+    try:
+        with open(cat, "rb") as fh:
+            head = fh.read(len(_SQLITE_HEADER))
+    except FileNotFoundError:
+        return f"the catalog {cat} is missing"
+    except OSError as exc:
+        return f"the catalog {cat} cannot be read: {describe_os_error(exc)}"
+    if not head:
+        return f"the catalog {cat} is empty (0 bytes)"
+    if head != _SQLITE_HEADER:
+        return f"the catalog {cat} is not an SQLite database (its header is damaged)"
+    import apsw  # only here: the catalog's own module wraps every other use
+
+    try:
+        conn = apsw.Connection(str(cat), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            conn.execute("SELECT count(*) FROM time_series_associations").fetchall()
+            conn.execute("SELECT count(*) FROM segments").fetchall()
+        finally:
+            conn.close()
+    except apsw.Error as exc:
+        return f"the catalog {cat} does not read ({' '.join(str(exc).split())[:200]})"
+    return None
+
+
+def recover_catalog(
+    path: str | Path, *, dry_run: bool = False, generation: str | None = None, why: str = ""
+) -> dict[str, Any]:
+    """Rebuild the catalog of the store directory ``path`` from its segments' records
+    (``rebuild.py``) and swap it in: the old catalog (with its -wal, -shm, -journal) is
+    moved into ``<store>/damaged-<UTC time>/``, never deleted; segment files the new
+    catalog names that were set aside or renamed are moved back under their recorded
+    names; then the new file is renamed over ``catalog.sqlite`` (atomic). Nothing else
+    may have the store open. With ``dry_run`` nothing changes. Returns repair's report,
+    with ``catalog_rebuilt``."""
+    root = Path(path)
+    work = root / f".catalog.rebuilding-{os.getpid()}-{uuid.uuid4().hex[:12]}.sqlite"
+    try:
+        found = rebuild_catalog(root, into=work, generation=generation)
+        folder: Path | None = None
+        old: list[str] = []
+        if not dry_run:
+            folder, old = _swap_in(root, work, found["moves"])
+    finally:
+        for p in (work, Path(f"{work}-wal"), Path(f"{work}-shm")):
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()  # this call's own work file (a dry run's, or a failed one's)
+    LOG.info("rebuilt the catalog of %s from its segments: %d series", root, found["series"])
+    lost = found["series_lost"]
+    return {
+        "dry_run": dry_run,
+        "ok_before": False,
+        "set_aside": old,
+        "folder": str(folder) if folder is not None else None,
+        "series_kept": found["series"],
+        "series_lost": lost,
+        "arrays_lost": 0,
+        "catalog_errors": [why] if why else [],
+        "restore": restore_hint(str(root)) if lost else None,
+        "catalog_rebuilt": {
+            "from": "segments",
+            "series": found["series"],
+            "transactions": found["transactions"],
+            "gaps": found["gaps"],
+            "moved": [list(m) for m in found["moves"]],
+        },
+    }
+
+
+def _swap_in(root: Path, work: Path, moves: list[tuple[str, str]]) -> tuple[Path | None, list[str]]:
+    """The rebuilt catalog ``work`` put in place (see :func:`recover_catalog`)."""
+    cat = catalog_file(root)
+    folder = aside_folder(root)
+    old: list[str] = []
+    sides = [Path(f"{cat}{suffix}") for suffix in ("-wal", "-shm", "-journal")]
+    try:
+        if cat.exists() or any(p.exists() for p in sides):
+            folder.mkdir()  # only when something goes into it
+        # The old catalog is linked aside first and replaced by the rename at the end, so
+        # a kill at any point leaves a catalog file (old or new) or none to rebuild again.
+        if cat.exists():
+            try:
+                os.link(cat, folder / cat.name)
+            except OSError:
+                shutil.copyfile(cat, folder / cat.name)
+                fsync_path(folder / cat.name)
+            old.append(str(cat))
+        for side in sides:
+            if side.exists():
+                os.rename(side, folder / side.name)  # never applied to the new catalog
+                old.append(str(side))
+        if old:
+            fsync_path(folder)
+        for src, dst in moves:
+            if not Path(dst).exists():
+                os.rename(src, dst)
+        fsync_path(root / SEGMENT_DIR)
+        os.rename(work, cat)
+        fsync_path(root)
+    except OSError as exc:
+        raise StorageError(
+            f"cannot put the rebuilt catalog in place in {root}: {describe_os_error(exc)}; the "
+            f"old catalog is kept in {folder}"
+        ) from exc
+    return (folder if old else None), old
+
+
+def rebuild_open_store(store: Store, *, dry_run: bool, why: str) -> dict[str, Any]:
+    """Rebuild the catalog of an open store (stale, or damaged beyond its indexes): its
+    files closed, the catalog rebuilt and swapped in, the store opened again in place."""
+    root = Path(store.path)
+    generation = store._segments.generation
+    if dry_run:
+        return recover_catalog(root, dry_run=True, generation=generation, why=why)
+    store._writable()
+    timeout = store._catalog.timeout
+    store._segments.close()
+    store._catalog.close()
+    try:
+        report = recover_catalog(root, generation=generation, why=why)
+    finally:
+        fresh = type(store).open(root, timeout=timeout)
+        store._catalog, store._segments = fresh._catalog, fresh._segments
+        fresh._segments = None  # type: ignore[assignment]  # the files are store's now
+    return report

@@ -12,9 +12,25 @@ with every array ever stored in it, becomes unreadable. So a file is never modif
 a catalog row names it: each write transaction writes the arrays it adds into one new
 segment file, which is finished, closed and fsynced (the file, then its directory entry)
 before the catalog commit that first names it. The catalog commit is therefore the one
-point at which a write becomes visible; a failure before it leaves an unreferenced file
-that the next writer deletes (while it holds the write lock, so never a file another
-writer is still writing), a failure after it loses nothing.
+point at which a write becomes visible; a failure after it loses nothing.
+
+Nothing is deleted on a guess. Before the first byte of a new segment is written, the
+writer creates an empty marker ``segments/<name>.pending``: the store's record that
+``<name>`` is its own file of a transaction not yet committed (not fsynced on its own:
+a marker only permits a deletion, so one a power loss takes leaves a file set aside,
+never a file deleted). Once the segment is complete the marker is renamed ``<name>.sealed``, made
+durable by the directory fsync that makes the segment durable, and after the commit it
+is unlinked. So a killed or failed write leaves a file marked ``.pending`` (the next
+writer, holding the write lock, so no other writer is between marking and committing,
+deletes it when the catalog does not name it: its transaction did not commit) or, in
+the instant between the seal and the commit, one marked ``.sealed``, which may be a
+commit the catalog lost (a deleted ``-wal``) and is therefore set aside, not deleted.
+Any file in ``segments/`` the catalog does not name and no marker claims (an older
+catalog restored, a lost ``-wal``, a damaged name in a row, a file someone put there)
+is set aside into ``<store>/segments-aside/``, never deleted, and ``verify`` names it.
+Why marker files and not a catalog row committed first: the segment is created inside
+the catalog's write transaction, which cannot commit a row early; a second commit per
+write would cost a WAL fsync, the markers cost no fsync of their own.
 
 Small segments are merged as the store grows (:func:`merge_candidates`), so a user who
 adds series one call at a time ends with a few dozen files, not one per call; a merge is
@@ -31,14 +47,16 @@ import contextlib
 import math
 import os
 import shutil
+import stat
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import MismatchedArtifactError, StorageError
+from ..errors import MismatchedArtifactError, StorageError, shown
 from .arrays import (
     MAX_PENDING_BYTES,
     ArrayFile,
@@ -47,11 +65,20 @@ from .arrays import (
     fsync_path,
     parse_compression,
 )
+from .tracing import LOG
 
 CATALOG_NAME = "catalog.sqlite"
+#: The ``store_attributes`` key of the generation a catalog and its segments share.
+GENERATION_KEY = "infrastore_sqlite.catalog_generation"
 SEGMENT_DIR = "segments"
 LEGACY_SEGMENT = "legacy.h5"
 LEGACY_CATALOG_SUFFIX = ".sqlite"
+#: The marker of a segment being written: ``segments/<name>.pending`` (see the docstring).
+PENDING_SUFFIX = ".pending"
+#: The marker of a segment complete and about to be committed: ``<name>.sealed``.
+SEALED_SUFFIX = ".sealed"
+#: Where files ``segments/`` holds but the catalog does not name are moved: never deleted.
+ASIDE_DIR = "segments-aside"
 _MAX_OPEN_READERS = 64
 # Size-tiered merging: a segment's tier is log8 of its size in units of _TIER_BASE, and
 # _MERGE_FANIN segments of one tier are merged into one of the next. Every array is then
@@ -69,8 +96,58 @@ _TIER_BASE = 64 * 1024
 _MAX_MERGE_TIER = 3
 
 
+@dataclass
+class Leftovers:
+    """What ``segments/`` holds that the catalog does not name (:meth:`Segments.leftovers`)."""
+
+    #: Unnamed segments a marker claims: written by a transaction that did not commit.
+    pending: list[str] = field(default_factory=list)
+    #: Unnamed segments a ``.sealed`` marker claims: complete, their commit not known.
+    sealed: list[str] = field(default_factory=list)
+    #: Marker files (``<name>.pending``, ``<name>.sealed``), empty.
+    markers: list[str] = field(default_factory=list)
+    #: Files (or directories) no catalog row names and no marker claims: never deleted.
+    unnamed: list[str] = field(default_factory=list)
+
+
+_MARKS = (PENDING_SUFFIX, SEALED_SUFFIX)
+
+
+def _is_marker(entry: os.DirEntry | None) -> bool:
+    """Whether ``entry`` is what the store writes as a marker: an empty regular file."""
+    if entry is None:
+        return False
+    try:
+        return entry.is_file(follow_symlinks=False) and entry.stat().st_size == 0
+    except OSError:
+        return False
+
+
+def _is_mark_file(path: Path) -> bool:
+    """Whether ``path`` is a marker as the store writes one: an empty regular file."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size == 0
+
+
+class ForeignSegmentError(MismatchedArtifactError, StorageError):
+    """A segment file that carries another catalog's generation (another store's file, or
+    a damaged attribute): damage to name and set aside, never read."""
+
+
 class SegmentGone(StorageError):
     """A segment named by an older catalog snapshot was merged away; read the catalog again."""
+
+
+class WrongSegmentError(StorageError):
+    """A segment file holds another segment (it records another name): a file swapped,
+    copied over a sibling or renamed. Never read; ``verify`` names it as damage."""
+
+
+#: The root attribute where a segment records its own file name (the catalog's name for it).
+NAME_ATTR = "segment_name"
 
 
 def catalog_file(root: Path) -> Path:
@@ -208,10 +285,25 @@ class Segments:
             actual = actual.decode()
         if actual != self.generation:
             f.close()
-            raise MismatchedArtifactError(
-                f"the segment {path} does not belong to this store's catalog (generation "
-                f"{actual}, catalog {self.generation}); restore the store directory as it was "
-                "written, as a whole"
+            raise ForeignSegmentError(
+                f"the segment {path} is not this store's: it carries generation {actual!r}, "
+                f"the catalog {self.generation!r}"
+            )
+        try:
+            own = f.h5.attrs.get(NAME_ATTR)
+        except (OSError, RuntimeError, KeyError, ValueError) as exc:  # damaged metadata
+            f.close()
+            raise StorageError(
+                f"cannot open the array file {path}: {describe_os_error(exc)}"
+            ) from exc
+        if isinstance(own, bytes):
+            own = own.decode("utf-8", "replace")
+        # A segment written before names were recorded has none: read as before.
+        if own is not None and own != name:
+            f.close()
+            raise WrongSegmentError(
+                f"cannot open the array file {path}: it holds the segment {own}, not {name} "
+                "(a file swapped, copied over another or renamed); it is not read"
             )
         self._readers[name] = f
         while len(self._readers) > _MAX_OPEN_READERS:
@@ -226,11 +318,16 @@ class Segments:
         return self.reader(name).read(pool, slots, part)
 
     def read_checked(
-        self, name: str, pool: str, slots: Sequence[int]
+        self,
+        name: str,
+        pool: str,
+        slots: Sequence[int],
+        keys: Sequence[tuple[bytes, str]] | None = None,
     ) -> tuple[list[np.ndarray], list[int] | None]:
-        """Whole arrays checked against the segment's checksums (``ArrayFile.read_checked``):
-        the arrays and the slots that do not match, or None for a segment without them."""
-        return self.reader(name).read_checked(pool, slots)
+        """Whole arrays checked against the segment's checksums (``ArrayFile.read_checked``;
+        ``keys``: the arrays' keys, which a segment's checksums are bound to): the arrays
+        and the slots that do not match, or None for a segment without them."""
+        return self.reader(name).read_checked(pool, slots, keys)
 
     def row_bytes(self, name: str, pool: str) -> int:
         """Bytes of one array (one slot) of ``pool`` in segment ``name``."""
@@ -243,19 +340,42 @@ class Segments:
             f.close()
 
     # ------------------------------------------------------------------ writing
-    def write(self, pool: str, dtype: str, shape: Sequence[int], arrays: Sequence[np.ndarray]):
-        """Queue ``arrays`` into this transaction's segment; returns ``(segment, first slot)``."""
+    def write(
+        self,
+        pool: str,
+        dtype: str,
+        shape: Sequence[int],
+        arrays: Sequence[np.ndarray],
+        keys: Sequence[tuple[bytes, str]],
+    ):
+        """Queue ``arrays`` (their keys ``(hash, kind)`` in ``keys``) into this
+        transaction's segment; returns ``(segment, first slot)``."""
         if self._writer is None:
             self._open_writer()
         assert self._writer is not None and self._writer_name is not None
         first = self._slots.get(pool, 0)
-        self._writer.write(pool, dtype, shape, first, arrays)
+        self._writer.write(pool, dtype, shape, first, arrays, keys)
         self._slots[pool] = first + len(arrays)
         return self._writer_name, first
 
     def _open_writer(self) -> None:
         name = f"{uuid.uuid4().hex}.h5"
         kind, level, shuffle = parse_compression(self.compression)
+        marker = self.path(name + PENDING_SUFFIX)
+        try:
+            # The store's record that `name` is its own pending file, made before the
+            # file's first byte: only such a file may ever be deleted as a leftover. Not
+            # fsynced on its own (a directory fsync per write, measured +5 ms a write
+            # here): a marker only ever permits a deletion, so one lost with a power
+            # loss leaves its segment unmarked, set aside instead of deleted, and the
+            # mark that must not outlive an uncommitted state (.pending once the segment
+            # may be committed) is replaced under the seal's own directory fsync.
+            os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        except OSError as exc:
+            marker.unlink(missing_ok=True)
+            raise StorageError(
+                f"cannot create a segment in {self.dir}: {describe_os_error(exc)}"
+            ) from exc
         try:
             f = ArrayFile(
                 self.path(name),
@@ -264,14 +384,42 @@ class Segments:
                 compression_level=3 if level is None else level,
                 shuffle=shuffle,
                 max_pending_bytes=self.write_buffer_bytes,
+                bound=True,
             )
             f.h5.attrs["catalog_generation"] = self.generation
+            f.h5.attrs[NAME_ATTR] = name
         except OSError as exc:  # a segment directory that went missing, permissions
-            self.path(name).unlink(missing_ok=True)
+            self.path(name).unlink(missing_ok=True)  # marked: this process's own file
+            marker.unlink(missing_ok=True)
             raise StorageError(
                 f"cannot create a segment in {self.dir}: {describe_os_error(exc)}"
             ) from exc
         self._writer, self._writer_name, self._slots = f, name, {}
+
+    def mark_uncommitted(self) -> None:
+        """Make sure this transaction's segment is marked ``<name>.pending`` before its
+        record is complete (``journal.py``): a segment so marked (``.pending``, then
+        ``.sealed`` from the seal until :meth:`committed`) holds a transaction not known
+        to have committed, whose record is no sign of a stale catalog. The mark was made
+        before the file's first byte (:meth:`_open_writer`); made again here only if it
+        was removed by hand, so a complete record is never unmarked before its commit."""
+        if self._writer_name is not None:
+            mark = self.path(self._writer_name + PENDING_SUFFIX)
+            try:
+                os.close(os.open(mark, os.O_WRONLY | os.O_CREAT, 0o644))
+            except OSError as exc:
+                raise StorageError(
+                    f"cannot mark the segment {self.path(self._writer_name)}: "
+                    f"{describe_os_error(exc)}"
+                ) from exc
+
+    def writer_for_record(self) -> ArrayFile:
+        """This transaction's segment, opened when it has none yet: a transaction that
+        writes no arrays (a removal) still leaves its record (``journal.py``)."""
+        if self._writer is None:
+            self._open_writer()
+        assert self._writer is not None
+        return self._writer
 
     @property
     def writing(self) -> bool:
@@ -293,6 +441,14 @@ class Segments:
         self._sealed = name
         writer.finish()
         try:
+            # Sealed before the directory fsync that makes the segment durable, so that
+            # fsync makes the new mark durable too, at no extra cost: a segment whose
+            # commit may have happened is never marked pending, whatever then happens
+            # to the catalog's -wal.
+            try:
+                os.replace(self.path(name + PENDING_SUFFIX), self.path(name + SEALED_SUFFIX))
+            except FileNotFoundError:  # its marker was removed by hand: sealed all the same
+                os.close(os.open(self.path(name + SEALED_SUFFIX), os.O_WRONLY | os.O_CREAT, 0o644))
             fsync_path(self.dir)
             nbytes = os.path.getsize(self.path(name))
         except OSError as exc:
@@ -304,51 +460,183 @@ class Segments:
         return name, nbytes, sum(self._slots.values()), pools
 
     def committed(self) -> None:
-        """The commit that names the sealed segment is durable."""
+        """The commit that names the sealed segment is durable: its mark goes (no fsync:
+        a mark left beside a segment the catalog names is removed by the next writer)."""
+        if self._sealed is not None:
+            with contextlib.suppress(OSError):
+                self.path(self._sealed + SEALED_SUFFIX).unlink()
         self._sealed = None
         self._writer_name = None
         self._slots = {}
 
     def discard(self) -> None:
-        """The transaction rolled back: its segment (being written or sealed) goes."""
-        for name in (self._writer_name, self._sealed):
-            if name is None:
-                continue
-            if self._writer is not None:
-                self._writer.close()
-                self._writer = None
+        """The transaction rolled back: its segment goes, or waits for the next writer.
+
+        A segment still being written (marked pending) is deleted with its marker. A
+        sealed one failed at its commit: SQLite may still hold that commit in its log
+        (a failed fsync after the log write), so it is marked pending again and left for
+        the next writer, which deletes it, under the write lock, only if the catalog does
+        not name it.
+        """
+        if self._writer is not None and self._writer_name is not None:
+            name = self._writer_name
+            self._writer.close()
+            self._writer = None
             self._readers.pop(name, None)
             with contextlib.suppress(OSError):
                 self.path(name).unlink()
+            with contextlib.suppress(OSError):
+                self.path(name + PENDING_SUFFIX).unlink()
+        if self._sealed is not None:
+            name = self._sealed
+            self._readers.pop(name, None)
+            with contextlib.suppress(OSError):
+                os.replace(self.path(name + SEALED_SUFFIX), self.path(name + PENDING_SUFFIX))
+                fsync_path(self.dir)
         self._writer_name = self._sealed = None
         self._slots = {}
 
-    def sweep(self, referenced: set[str]) -> None:
-        """Delete segment files no committed catalog row names (a crash's leftovers).
+    def leftovers(self, referenced: set[str]) -> Leftovers:
+        """What ``segments/`` holds beyond the segments ``referenced`` (the catalog's).
 
-        Only called with the catalog's write lock held, so no other writer is between
-        creating a segment and committing it.
+        Only a file a ``.pending`` marker claims is a pending file, and only the holder of
+        the write lock may take it for a leftover (another writer may be between marking
+        and committing it); a ``.sealed`` one may be a commit the catalog lost. The rest
+        unnamed is ``unnamed``.
         """
         try:
-            names = os.listdir(self.dir)
+            entries = {e.name: e for e in os.scandir(self.dir)}
         except FileNotFoundError:
             raise StorageError(
                 f"the store {self.root} has no {SEGMENT_DIR} directory; restore the store "
                 "directory as a whole"
             ) from None
-        for name in names:
-            if name in referenced or name == self._writer_name:
+        except OSError as exc:
+            raise StorageError(f"cannot list {self.dir}: {describe_os_error(exc)}") from exc
+        out = Leftovers()
+        own = {self._writer_name, self._sealed} - {None}
+        for name, entry in sorted(entries.items()):
+            base, suffix = os.path.splitext(name)
+            if name in own or (suffix in _MARKS and base in own):
                 continue
-            self.drop([name])
+            if suffix in _MARKS and _is_marker(entry):
+                out.markers.append(name)
+            elif name in referenced:
+                continue
+            elif _is_marker(entries.get(name + PENDING_SUFFIX)):
+                out.pending.append(name)
+            elif _is_marker(entries.get(name + SEALED_SUFFIX)):
+                out.sealed.append(name)
+            else:
+                out.unnamed.append(name)
+        return out
 
-    def drop(self, names: Iterable[str]) -> None:
-        """Delete segments the committed catalog no longer names."""
-        for name in names:
-            f = self._readers.pop(name, None)
-            if f is not None:
-                f.close()
+    def sweep(self, referenced: set[str]) -> Leftovers:
+        """Clear ``segments/`` of what the catalog does not name, deleting nothing on a
+        guess: a pending file (its marker says it is this store's, written by a
+        transaction the catalog, read under the write lock, shows did not commit) is
+        deleted with its marker; every other unnamed file is moved into
+        ``segments-aside/``. Markers whose segment committed or was never written go.
+
+        Only called with the catalog's write lock held, so no other writer is between
+        marking a segment and committing it.
+        """
+        found = self.leftovers(referenced)
+        # Sealed files may be commits the catalog lost: kept, like every unnamed file.
+        found.unnamed.extend(found.sealed)
+        for name in found.pending:
+            self.forget(name)
             with contextlib.suppress(OSError):
                 self.path(name).unlink()
+        if found.unnamed:
+            # Before the markers go: a sealed file's mark moves with it (set_aside).
+            try:
+                moved = self.set_aside(found.unnamed, self.root / ASIDE_DIR)
+            except StorageError as exc:  # left where they are: verify names them
+                LOG.warning("%s", exc)
+            else:
+                for src, dst in moved:
+                    LOG.warning("set aside %s (the catalog does not name it) as %s", src, dst)
+        for name in found.markers:
+            with contextlib.suppress(OSError):
+                self.path(name).unlink()
+        return found
+
+    def set_aside(self, names: Iterable[str], folder: Path) -> list[tuple[Path, Path]]:
+        """Move entries of ``segments/`` into ``folder`` (created if need be) under their
+        own names (``name.2``… if taken), durably; returns ``(from, to)`` pairs.
+
+        A file's ``.sealed`` mark moves with it: a transaction not known to have
+        committed stays so marked where it is kept, so its record is never taken for
+        one a stale catalog lost (``journal.unknown_transactions``).
+        """
+        out = []
+        try:
+            folder.mkdir(exist_ok=True)
+            for name in names:
+                self.forget(name)
+                src = self.path(name)
+                dst = folder / name
+                n = 1
+                while dst.exists():
+                    n += 1
+                    dst = folder / f"{name}.{n}"
+                os.rename(src, dst)
+                out.append((src, dst))
+                mark = self.path(name + SEALED_SUFFIX)
+                if _is_mark_file(mark):
+                    os.replace(mark, dst.with_name(dst.name + SEALED_SUFFIX))
+            fsync_path(folder)
+            fsync_path(self.dir)
+            fsync_path(self.root)
+        except OSError as exc:
+            raise StorageError(
+                f"cannot set {shown([str(n) for n in names])} aside in {folder}: "
+                f"{describe_os_error(exc)}; nothing was deleted"
+            ) from exc
+        return out
+
+    def mark_superseded(self, names: Iterable[str]) -> None:
+        """Mark segments ``names`` pending before the commit that supersedes
+        them (a merge or compaction: its rows are deleted in that transaction).
+
+        A kill between that commit and :meth:`drop_superseded` then leaves them unnamed
+        and marked, which the next writer deletes as the store's own leftovers; if the
+        transaction rolls back they stay named, and their markers are simply removed.
+        """
+        try:
+            # Not fsynced (see _open_writer): a mark lost with a power loss leaves the
+            # superseded file unmarked, set aside by the next writer instead of deleted.
+            for name in names:
+                os.close(os.open(self.path(name + PENDING_SUFFIX), os.O_WRONLY | os.O_CREAT, 0o644))
+        except OSError as exc:
+            raise StorageError(
+                f"cannot mark segments in {self.dir} superseded: {describe_os_error(exc)}"
+            ) from exc
+
+    def unmark(self, names: Iterable[str]) -> None:
+        """Remove the pending marks :meth:`mark_superseded` made (its transaction rolled
+        back: the segments are the catalog's still)."""
+        for name in names:
+            with contextlib.suppress(OSError):
+                self.path(name + PENDING_SUFFIX).unlink()
+
+    def drop_superseded(self, names: Iterable[str]) -> None:
+        """Delete segments a committed merge, compaction or repair superseded.
+
+        The proof that each is the store's own and holds nothing needed: the committed
+        transaction read ``names`` from the catalog's ``segments`` rows, copied every live
+        array out of them checked against its checksums or key (``read_group``: a damaged
+        array fails the merge instead), and deleted those rows. A name that transaction
+        did not supersede is never passed here.
+        """
+        for name in names:
+            self.forget(name)
+            with contextlib.suppress(OSError):
+                self.path(name).unlink()
+            for mark in _MARKS:
+                with contextlib.suppress(OSError):
+                    self.path(name + mark).unlink()
 
     def pools_of(self, name: str) -> list[str]:
         return list(self.reader(name).pools())

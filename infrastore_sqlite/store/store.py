@@ -493,6 +493,50 @@ class Store(StoreApi):
         """
         return repair.repair(self, dry_run=dry_run)
 
+    @staticmethod
+    def repair_catalog(
+        path: str | Path, *, dry_run: bool = False, timeout: float = DEFAULT_TIMEOUT
+    ) -> dict[str, Any]:
+        """Repair the store in the directory ``path``, whatever state its catalog is in,
+        even one no open can read (what the command line's ``repair`` runs).
+
+        A stray rollback journal beside the catalog is set aside (moved, not deleted). A
+        catalog that cannot be opened (missing, emptied, headerless, without the store's
+        tables, unreadable) is rebuilt from the records its segments keep: every series
+        whose arrays are intact comes back with its id, and the old catalog is moved
+        into ``<store>/damaged-<UTC time>/``, never deleted. Otherwise the store is
+        opened and :meth:`repair` runs (which rebuilds a stale catalog, or one damaged
+        beyond its indexes, too). Nothing else may have the store open.
+
+        Parameters
+        ----------
+        path
+            The store directory.
+        dry_run
+            Report what would be done; change nothing.
+        timeout
+            Seconds to wait for another process's write, as in :meth:`open`.
+
+        Returns
+        -------
+        dict
+            :meth:`repair`'s report; ``catalog_rebuilt`` says how the catalog was rebuilt
+            (``from`` ``"segments"``: ``series``, ``transactions`` replayed, ``gaps`` in
+            the records, files ``moved`` back; ``"tables"``: ``rows_copied``).
+
+        Raises
+        ------
+        IntegrityError
+            The catalog cannot be opened and the segments hold no record of the store's
+            history to rebuild it from; nothing was changed.
+        """
+        where = Path(path)
+        return repair.repair_directory(
+            where,
+            dry_run=dry_run,
+            open_store=lambda read_only: Store.open(where, read_only=read_only, timeout=timeout),
+        )
+
     @property
     def write_buffer_bytes(self) -> int:
         """How many bytes of array writes may queue ahead of the background writer.

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..errors import InvalidParameterError, TimeSeriesError
+from . import journal
 from .damage import ArraysDamaged, damage_error, read_group
 from .segments import merge_candidates
 from .tracing import LOG
@@ -49,13 +50,16 @@ class Transactions:
         self._merging = False
 
     @contextlib.contextmanager
-    def block(self) -> Iterator[None]:
+    def block(self, *, sweep: bool = True) -> Iterator[None]:
         """The block :meth:`Store.transaction` enters.
 
         The outermost block holds the catalog's write lock from its start (a second
         writer waits up to the store's timeout). Its new arrays go into one new segment,
         sealed (complete and fsynced) before the catalog commits; if anything fails, the
-        catalog rolls back and the segment is deleted.
+        catalog rolls back and the segment is deleted (see ``Segments.discard``).
+
+        ``sweep=False`` leaves ``segments/`` as it is at the start (``repair`` decides
+        about unnamed files itself, after it has decided everything else).
         """
         self._store._writable()
         outer = self._store._catalog.depth == 0
@@ -63,22 +67,33 @@ class Transactions:
             with self._store._catalog.transaction():
                 if outer:
                     self._doomed = []
-                    # Holding the write lock, no other writer is mid-segment: any file
-                    # the committed catalog does not name is a leftover of a failure.
-                    self._store._segments.sweep(self.segment_names())
+                    if sweep:
+                        # Holding the write lock, no other writer is between marking a
+                        # segment pending and committing it: a marked file the committed
+                        # catalog does not name is a failed write's; any other unnamed
+                        # file is set aside (Segments.sweep), never deleted.
+                        self._store._segments.sweep(self.segment_names())
+                    # The record this transaction leaves in its segment (journal.py).
+                    journal.begin(self._store)
                 yield
                 if outer:
+                    journal.record(self._store)
                     self._seal()
         except BaseException:
             if outer:
                 self._store._segments.discard()
+                # Still named by the catalog: their pending marks go at once, so no
+                # older catalog restored later could make them look like leftovers.
+                self._store._segments.unmark(self._doomed)
                 self._doomed = []
             raise
         if outer:
             LOG.info("committed a write to the store %s", self._store.path)
             self._store._segments.committed()
+            # Only what this committed transaction superseded (rewrite() fills it):
+            # named by the catalog, every live array copied out checked, its row deleted.
             doomed, self._doomed = self._doomed, []
-            self._store._segments.drop(doomed)
+            self._store._segments.drop_superseded(doomed)
             self.merge_small_segments()
 
     def segment_names(self) -> set[str]:
@@ -159,7 +174,9 @@ class Transactions:
                         # naming the damage; repair sets it aside).
                         arrays = self._read_checked(segment, pool, group)
                         dtype, shape = group[0][2], orjson.loads(group[0][3])
-                        target, first = self._store._segments.write(pool, dtype, shape, arrays)
+                        target, first = self._store._segments.write(
+                            pool, dtype, shape, arrays, [(bytes(g[0]), g[1]) for g in group]
+                        )
                         updates.extend((target, first + i, g[0], g[1]) for i, g in enumerate(group))
                         pools_after.add(pool)
                     cat.executemany(
@@ -167,7 +184,11 @@ class Transactions:
                         updates,
                     )
                     moved += len(updates)
+            journal.carry(self._store, names)  # the records outlive the files
             cat.execute(f"DELETE FROM segments WHERE name IN ({marks})", list(names))
+            # Marked before the commit: should a kill come between the commit and their
+            # deletion, the next writer deletes them as this store's own leftovers.
+            self._store._segments.mark_superseded(names)
             self._doomed.extend(names)
         after = cat.scalar("SELECT bytes FROM segments WHERE name = ?", (target,)) if target else 0
         return {

@@ -33,6 +33,7 @@ from ..errors import (
     InvalidParameterError,
 )
 from ..model import TimeSeriesType
+from . import journal
 from .api import series_id
 from .arrays import pool_name
 from .prepare import (
@@ -140,6 +141,7 @@ class Writing:
             )
             raise self._duplicate(prepared[done].row, prepared[done].label) from exc
         ids = list(range(first, first + len(prepared)))
+        journal.note_added(self._store, ids, [p.row for p in prepared])
         if cat.conn.last_insert_rowid() != ids[-1]:
             raise IntegrityError(
                 "the catalog numbered new series out of sequence; nothing was added. Run "
@@ -371,7 +373,7 @@ class Writing:
             shape = list(pool[1])
             name = pool_name(dtype, shape)
             segment, first = self._store._segments.write(
-                name, dtype, shape, [arrays[k] for k in keys]
+                name, dtype, shape, [arrays[k] for k in keys], keys
             )
             shape_text = _shape_json(pool[1])
             rows.extend(

@@ -120,8 +120,12 @@ def test_read_only_catalog_refuses_writes(tmp_path: Path) -> None:
 def test_opening_something_that_is_not_a_catalog(tmp_path: Path) -> None:
     junk = tmp_path / "junk.sqlite"
     junk.write_bytes(b"this is not an sqlite database" * 100)
-    with pytest.raises(StorageError):
+    # damage named as such, never opened as a new database (issue 33)
+    from infrastore_sqlite.errors import CatalogDamagedError
+
+    with pytest.raises(CatalogDamagedError, match="no SQLite header"):
         Catalog(junk)
+    assert junk.read_bytes() == b"this is not an sqlite database" * 100
     with pytest.raises(StorageError, match="cannot open the catalog"):
         Catalog(tmp_path / "missing.sqlite")
 

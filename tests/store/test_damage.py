@@ -37,7 +37,7 @@ from infrastore_sqlite import (
     Store,
     TimeSeriesError,
 )
-from infrastore_sqlite.errors import DamagedStoreError
+from infrastore_sqlite.errors import CatalogDamagedError, DamagedStoreError
 
 TRIALS = 400
 
@@ -431,8 +431,17 @@ def _trial(path: Path, expected: dict[int, tuple[bytes, str]]) -> dict:
     counts["catalog damage found" if not found.catalog["ok"] else "segment damage found"] += 1
     counts["series lost"] += len(lost)
     try:
-        with Store.open(path) as w:
+        try:
+            w = Store.open(path)
+        except CatalogDamagedError as exc:
+            # A catalog no writable open reads: the refusal names Store.repair_catalog,
+            # which rebuilds it from the records the segments keep.
+            assert "Store.repair_catalog(" in str(exc), exc
+            report = Store.repair_catalog(path)
+            w = Store.open(path)
+        else:
             report = w.repair()
+        with w:
             after = w.diagnose()
             gone = {x["id"] for x in report["series_lost"]}
             survivors = [i for i in expected if i not in gone]

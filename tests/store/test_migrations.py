@@ -111,9 +111,23 @@ def test_older_catalog_read_only_says_to_open_it_writable(stored: Path, monkeypa
 
 
 def test_lowered_user_version_is_refused_read_only(stored: Path) -> None:
-    _set_user_version(stored, 0)
+    _set_user_version(stored, 1)
     with pytest.raises(CatalogMigrationRequiredError, match="open the store once for writing"):
         Store.open(stored, read_only=True)
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+def test_revision_zero_is_damage_not_a_catalog_to_make(stored: Path, read_only: bool) -> None:
+    """Only Store.create makes a catalog (issue 33): a catalog at revision 0 is named as
+    damage, for reading and for writing, and is left as it is."""
+    from infrastore_sqlite.errors import CatalogDamagedError
+
+    _set_user_version(stored, 0)
+    before = (stored / "catalog.sqlite").read_bytes()
+    with pytest.raises(CatalogDamagedError, match="schema revision 0") as err:
+        Store.open(stored, read_only=read_only)
+    assert "open the store once for writing" not in str(err.value)
+    assert (stored / "catalog.sqlite").read_bytes() == before
 
 
 def test_writable_open_migrates_in_place(stored: Path, monkeypatch) -> None:

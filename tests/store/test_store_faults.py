@@ -436,7 +436,8 @@ def test_sigkill_at_random_instants(op, world, expected) -> None:
         # and the next writer works on what the kill left
         with Store.open(path) as s:
             s.add_time_series(999, "Gen", "Component", _sts("after_kill", 999))
-            assert s.verify_integrity()["ok"]
+            verdict = s.verify_integrity()
+            assert verdict["ok"], verdict
     TRIALS[f"sigkill {op}"] = KILLS_PER_OP
     assert killed > 0
 

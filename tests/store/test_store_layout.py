@@ -9,6 +9,7 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
 
@@ -61,22 +62,38 @@ def test_each_write_adds_one_sealed_segment_and_a_rollback_none(store: Store, st
     assert len(segment_names(store_path)) == 2
     names = {r[0] for r in store._catalog.execute("SELECT name FROM segments")}
     assert names == set(segment_names(store_path))
-    # a write that adds no new array (same content) makes no segment
+    # a write that adds no new array (same content) seals a segment holding only the
+    # record of what it did to the catalog (issue 33: the catalog can be rebuilt)
     add(store, "a", np.arange(5), owner=9)
-    assert len(segment_names(store_path)) == 2
+    assert len(segment_names(store_path)) == 3
+    (only,) = set(segment_names(store_path)) - names
+    with h5py.File(store_path / "segments" / only, "r") as h5:
+        assert list(h5["pools"]) == [] and len(h5["journal"]) == 1
 
 
 def test_leftover_segments_are_swept_by_the_next_writer(store: Store, store_path) -> None:
+    """A file a marker claims (a write that did not commit) is deleted by the next writer;
+    an unnamed file nothing claims is set aside, never deleted (issue 33)."""
     add(store, "a", np.arange(5))
-    leftover = store_path / "segments" / "0123456789abcdef.h5"
+    segs = store_path / "segments"
+    leftover = segs / "0123456789abcdef.h5"
     leftover.write_bytes(b"half a file a killed writer left")
-    # readers never delete anything
+    (segs / "0123456789abcdef.h5.pending").touch()
+    stranger = segs / "fedcba9876543210.h5"
+    stranger.write_bytes(b"a file nothing claims")
+    # readers never delete anything; verify names the unclaimed file only
     with Store.open(store_path, read_only=True) as ro:
         assert len(ro.list_metadata()) == 1
-    assert leftover.exists()
+        found = ro.diagnose()
+        assert not found.ok and found.unnamed == [str(stranger)]
+    assert leftover.exists() and stranger.exists()
     add(store, "b", np.arange(6))
-    assert not leftover.exists()
-    assert store.verify_integrity()["ok"]
+    assert not leftover.exists() and not (segs / "0123456789abcdef.h5.pending").exists()
+    assert not stranger.exists()
+    aside = store_path / "segments-aside" / stranger.name
+    assert aside.read_bytes() == b"a file nothing claims"
+    found = store.diagnose()
+    assert found.ok and found.set_aside == [str(aside)]
 
 
 def test_tiers_and_merge_candidates() -> None:

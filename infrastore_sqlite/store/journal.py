@@ -1,0 +1,628 @@
+"""The record each write transaction leaves in its segment: what it did to the catalog.
+
+The catalog is the store's one point of truth, and one file: lost, emptied, restored from
+an older copy, or damaged beyond its indexes, it would take every series with it although
+the arrays are intact in ``segments/``. So every write transaction that changes series
+rows or store attributes writes, inside the segment it seals before its catalog commit,
+a record of that change (``journal/<seq>``, a zlib-compressed JSON document):
+
+- ``seq``: the transaction's sequence number, ``prev``: the one before it in this catalog
+  (0 for a store's first; -1 when the catalog held rows from before records were kept, so
+  the history is incomplete and a rebuild cannot stand on it alone);
+- ``rows``: every series row the transaction added or changed, whole, with its id
+  (``columns`` names the fields, hashes in hex);
+- ``removed``: the ids it removed; ``features``: the feature maps its rows name;
+- ``attributes``: the store attributes it set (None: removed).
+
+Which rows changed is collected by temporary triggers on the writer's connection (they
+live in its ``temp`` schema, not in the catalog file, so no catalog migration and no
+other connection sees them), so every path that writes rows — adds, replacements,
+removals, transforms, owner changes, repair — is recorded alike. A transaction that
+writes no arrays but changes rows (a removal) still seals a segment: a small one holding
+only its record. Merges and compaction copy the records of the segments they rewrite into
+the new one (:func:`carry`), so a record lives as long as the store.
+
+``rebuild.py`` replays them in ``seq`` order to make a new catalog. ``seq`` is the larger
+of the previous one plus one and the time in microseconds, so a transaction written on a
+stale catalog (an older copy restored) still sorts after the ones it did not see.
+
+May import: :mod:`infrastore_sqlite.errors`, and its siblings ``arrays``, ``prepare``
+(``INSERT_COLUMNS``), ``segments`` (the ``Store`` only for type checking).
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import struct
+import time
+import weakref
+import zlib
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import apsw
+import h5py
+import numpy as np
+import orjson
+
+from ..errors import StorageError, TimeSeriesError
+from .arrays import ArrayFile, describe_os_error
+from .prepare import INSERT_COLUMNS
+from .segments import PENDING_SUFFIX, SEALED_SUFFIX
+
+if TYPE_CHECKING:
+    from .store import Store
+
+#: The group of a segment holding the records, one dataset per transaction.
+JOURNAL_GROUP = "journal"
+#: The store attribute holding the sequence number of the last recorded transaction.
+SEQ_KEY = "infrastore_sqlite.journal_seq"
+RECORD_VERSION = 1
+#: Marker files beside a segment whose transaction is not known to have committed
+#: (``<name>.pending``: being written; ``<name>.sealed``: complete, its commit not
+#: confirmed). Its records are no sign of a stale catalog: they may never have committed.
+UNCOMMITTED_MARKERS = (PENDING_SUFFIX, SEALED_SUFFIX)
+#: The root attribute a segment gets once its record and arrays are all written.
+COMPLETE_ATTR = "record_complete"
+#: Columns whose values are bytes (written in hex).
+_BYTES = frozenset({"timestamps_hash", "data_hash", "features_hash"})
+_COLUMNS = ("id", *INSERT_COLUMNS)
+# Two queries, each on the primary key: an OR of the two would scan the whole table.
+_SELECT_ADDED = f"SELECT {', '.join(_COLUMNS)} FROM main.time_series_associations WHERE id > ?"
+_SELECT_TOUCHED = (
+    f"SELECT {', '.join(_COLUMNS)} FROM main.time_series_associations WHERE id IN carray(?)"
+)
+
+# Temporary (per connection) tables and triggers: the ids and attribute keys this
+# transaction changed or removed, and the highest id before it (every row it adds has a
+# higher one: AUTOINCREMENT), so an add's rows cost no trigger each. Rolled back with the
+# transaction, like any table.
+_SETUP = (
+    "CREATE TEMP TABLE IF NOT EXISTS journal_ids (id INTEGER PRIMARY KEY)",
+    "CREATE TEMP TABLE IF NOT EXISTS journal_attrs (key TEXT PRIMARY KEY)",
+    "CREATE TEMP TABLE IF NOT EXISTS journal_mark (id INTEGER NOT NULL)",
+    "CREATE TEMP TRIGGER IF NOT EXISTS journal_upd AFTER UPDATE ON "
+    "main.time_series_associations BEGIN INSERT OR IGNORE INTO journal_ids VALUES (OLD.id); "
+    "INSERT OR IGNORE INTO journal_ids VALUES (NEW.id); END",
+    "CREATE TEMP TRIGGER IF NOT EXISTS journal_del AFTER DELETE ON "
+    "main.time_series_associations BEGIN INSERT OR IGNORE INTO journal_ids VALUES (OLD.id); END",
+    "CREATE TEMP TRIGGER IF NOT EXISTS journal_attr_ins AFTER INSERT ON main.store_attributes "
+    "WHEN NEW.key NOT LIKE 'infrastore\\_sqlite.%' ESCAPE '\\' "
+    "BEGIN INSERT OR IGNORE INTO journal_attrs VALUES (NEW.key); END",
+    "CREATE TEMP TRIGGER IF NOT EXISTS journal_attr_upd AFTER UPDATE ON main.store_attributes "
+    "WHEN NEW.key NOT LIKE 'infrastore\\_sqlite.%' ESCAPE '\\' "
+    "BEGIN INSERT OR IGNORE INTO journal_attrs VALUES (NEW.key); END",
+    "CREATE TEMP TRIGGER IF NOT EXISTS journal_attr_del AFTER DELETE ON main.store_attributes "
+    "WHEN OLD.key NOT LIKE 'infrastore\\_sqlite.%' ESCAPE '\\' "
+    "BEGIN INSERT OR IGNORE INTO journal_attrs VALUES (OLD.key); END",
+)
+
+
+#: What the adds of the running transaction filed, by catalog, already encoded (a few
+#: dozen bytes a series, not the rows): ``parts`` (encoded parts, see :func:`_part`),
+#: ``ranges`` (``(first id, count)`` of each) and ``features`` (their feature hashes).
+_NOTED: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+#: Rows read back per part when an add's rows were not noted (memory bounded by it).
+_PART_ROWS = 4096
+
+
+def begin(store: Store) -> None:
+    """Make sure the writer's connection notes what the coming transaction touches."""
+    cat = store._catalog
+    if cat.read_only:
+        return
+    _NOTED.pop(cat, None)
+    try:
+        for sql in _SETUP:
+            cat.execute(sql)
+        cat.execute("DELETE FROM temp.journal_mark")
+        cat.execute(
+            "INSERT INTO temp.journal_mark SELECT COALESCE(MAX(id), 0) "
+            "FROM main.time_series_associations"
+        )
+    except StorageError:
+        # A damaged catalog: the transaction (a repair) meets the damage again and says
+        # so, before any record is due (a record then fails the transaction).
+        return
+
+
+def note_added(store: Store, ids: Sequence[int], rows: Sequence[tuple]) -> None:
+    """The rows an add just inserted (``INSERT_COLUMNS`` order) with their consecutive
+    ids, encoded now into a part of the record (the rows are not kept: an import's
+    memory does not grow by them); the record uses the parts when the catalog's new rows
+    are exactly these, and reads the rows back otherwise."""
+    if not ids:
+        return
+    noted = _NOTED.setdefault(store._catalog, {"parts": [], "ranges": [], "features": set()})
+    noted["parts"].append(_part(rows, first=ids[0]))
+    noted["ranges"].append((ids[0], len(ids)))
+    noted["features"].update(_column(rows, _FEATURES_AT))
+
+
+def _part(rows: Sequence[tuple], *, first: int | None = None, ids: Sequence[int] = ()) -> bytes:
+    """Rows encoded as one part of a record: ``<QQ`` (sizes), the zlib'd JSON of the
+    columns (:func:`_encode_columns`; ids as ``first`` of a consecutive run, or listed),
+    then the raw bytes of its hash columns."""
+    blob = bytearray()
+    doc: dict[str, Any] = {"n": len(rows), "values": _encode_columns(rows, blob)}
+    # The raw hash columns after the JSON have no zlib check of their own: a flipped bit
+    # there must fail the record, never restore a row with a wrong hash.
+    doc["blob_crc"] = zlib.crc32(blob)
+    if first is not None:
+        doc["first"] = first
+    else:
+        doc["ids"] = list(ids)
+    text = zlib.compress(orjson.dumps(doc), 1)
+    return struct.pack("<QQ", len(text), len(blob)) + text + bytes(blob)
+
+
+def record(store: Store) -> None:
+    """Write the running transaction's record into its segment, before the seal.
+
+    Nothing when it touched no series row and no store attribute (a merge, a compaction).
+    """
+    cat = store._catalog
+    if cat.read_only:
+        return
+    noted = _NOTED.pop(cat, None) or {"parts": [], "ranges": [], "features": set()}
+    mark = cat.scalar("SELECT id FROM temp.journal_mark")
+    touched = [r[0] for r in cat.execute("SELECT id FROM temp.journal_ids ORDER BY id")]
+    keys = [r[0] for r in cat.execute("SELECT key FROM temp.journal_attrs ORDER BY key")]
+    count, low, high = cat.execute(
+        "SELECT count(*), COALESCE(min(id), 0), COALESCE(max(id), 0) "
+        "FROM main.time_series_associations WHERE id > ?",
+        (mark,),
+    ).fetchone()
+    if not touched and not keys and not count:
+        return
+    # The adds' parts as noted, when the catalog's new rows are exactly those (a rolled
+    # back savepoint, or an insert by another path, makes them differ: read back then).
+    # Rows changed afterwards are read back below; a record replays its parts in order.
+    ranges = noted["ranges"]
+    ids_noted = sum(n for _f, n in ranges)
+    fhs: set[bytes] = set()
+    if (
+        count
+        and ranges
+        and ids_noted == count
+        and min(f for f, _ in ranges) == low
+        and (max(f + n - 1 for f, n in ranges) == high)
+    ):
+        parts = list(noted["parts"])
+        fhs.update(noted["features"])
+    else:
+        parts = []
+        after = mark
+        while count:
+            got = cat.execute(
+                _SELECT_ADDED + " ORDER BY id LIMIT ?", (after, _PART_ROWS)
+            ).fetchall()
+            if not got:
+                break
+            rows = [r[1:] for r in got]
+            parts.append(_part(rows, ids=[r[0] for r in got]))
+            fhs.update(_column(rows, _FEATURES_AT))
+            after = got[-1][0]
+    present: set[int] = set()
+    for start in range(0, len(touched), _PART_ROWS):
+        chunk = touched[start : start + _PART_ROWS]
+        got = cat.execute(_SELECT_TOUCHED, (apsw.carray(array.array("q", chunk)),)).fetchall()
+        if got:
+            rows = [r[1:] for r in got]
+            parts.append(_part(rows, ids=[r[0] for r in got]))
+            fhs.update(_column(rows, _FEATURES_AT))
+            present.update(r[0] for r in got)
+    removed = [i for i in touched if i not in present]
+    features: dict[str, Any] = {}
+    ordered = sorted(fhs)
+    for start in range(0, len(ordered), 500):
+        chunk = tuple(ordered[start : start + 500])
+        for fh, text in cat.execute(
+            "SELECT features_hash, features_json FROM feature_maps "
+            "WHERE features_hash IN carray(?)",
+            (apsw.carray(chunk),),
+        ):
+            features[bytes(fh).hex()] = text
+    attributes = {}
+    for key in keys:
+        attributes[key] = cat.scalar("SELECT value FROM store_attributes WHERE key = ?", (key,))
+    prev = _previous(store, mark)
+    seq = max(prev + 1, time.time_ns() // 1000)
+    cat.execute(
+        "INSERT OR REPLACE INTO store_attributes (key, value) VALUES (?, ?)", (SEQ_KEY, str(seq))
+    )
+    doc = {
+        "version": RECORD_VERSION,
+        "seq": seq,
+        "prev": prev,
+        "columns": list(INSERT_COLUMNS),
+        "parts": len(parts),
+        "removed": removed,
+        "features": features,
+        "attributes": attributes,
+    }
+    text = zlib.compress(orjson.dumps(doc), 1)
+    payload = b"".join([struct.pack("<Q", len(text)), text, *parts])
+    writer = store._segments.writer_for_record()
+    write_record(writer, seq, prev, payload)
+    # Last before the seal (every array is in: ``h5`` waits for the queued writes): a
+    # file killed while it was written lacks it, and its records never count as known
+    # to a catalog (see :func:`unknown_transactions`).
+    store._segments.mark_uncommitted()
+    writer.h5.attrs[COMPLETE_ATTR] = 1
+    cat.execute("DELETE FROM temp.journal_ids")
+    cat.execute("DELETE FROM temp.journal_attrs")
+
+
+_FEATURES_AT = INSERT_COLUMNS.index("features_hash")
+
+
+def _column(rows: Sequence[tuple], at: int) -> list[Any]:
+    return [r[at] for r in rows]
+
+
+def _encode_columns(rows: Sequence[tuple], blob: bytearray) -> list[Any]:
+    """Each :data:`INSERT_COLUMNS` column of ``rows``, compactly: ``{"c": value}`` when
+    every row has one value (most columns of a bulk add), ``{"b": offset}`` for a hash
+    column of 32-byte values (appended raw to ``blob``: hex would double them and not
+    compress), else the list of values (hashes in hex)."""
+    out: list[Any] = []
+    cols = list(zip(*rows, strict=True)) if rows else [() for _ in INSERT_COLUMNS]
+    for name, col in zip(INSERT_COLUMNS, cols, strict=True):
+        first = col[0] if col else None
+        if col and col.count(first) == len(col):
+            out.append({"c": bytes(first).hex() if name in _BYTES and first is not None else first})
+        elif name in _BYTES and all(v is not None and len(v) == 32 for v in col):
+            out.append({"b": len(blob)})
+            blob += b"".join(col)
+        elif name in _BYTES:
+            out.append([None if v is None else bytes(v).hex() for v in col])
+        else:
+            out.append(list(col))
+    return out
+
+
+def record_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """A record's rows (:func:`decode`'s document), each as ``column -> value`` with its
+    ``id`` (hashes as bytes), in the order its parts replay them."""
+    columns = doc["columns"]
+    out: list[dict[str, Any]] = []
+    for part, blob in doc["part_docs"]:
+        n = int(part["n"])
+        ids = (
+            list(range(int(part["first"]), int(part["first"]) + n))
+            if "first" in part
+            else [int(i) for i in part["ids"]]
+        )
+        cols: list[list[Any]] = [ids]
+        for name, col in zip(columns, part["values"], strict=True):
+            if isinstance(col, dict) and "c" in col:
+                value = col["c"]
+                if name in _BYTES and value is not None:
+                    value = bytes.fromhex(value)
+                col = [value] * n
+            elif isinstance(col, dict):
+                at = int(col["b"])
+                raw = blob[at : at + 32 * n]
+                col = [raw[i : i + 32] for i in range(0, 32 * n, 32)]
+            elif name in _BYTES:
+                col = [None if v is None else bytes.fromhex(v) for v in col]
+            if len(col) != n:
+                raise ValueError("the record's columns differ in length")
+            cols.append(col)
+        keys = ["id", *columns]
+        out.extend(dict(zip(keys, values, strict=True)) for values in zip(*cols, strict=True))
+    return out
+
+
+def _previous(store: Store, mark: int) -> int:
+    """The sequence number this transaction follows: the catalog's last; else 0 when the
+    catalog held no row before it (a new store: its history starts here), -1 otherwise
+    (rows from before records were kept: the history is incomplete)."""
+    cat = store._catalog
+    text = cat.scalar("SELECT value FROM store_attributes WHERE key = ?", (SEQ_KEY,))
+    if text is not None:
+        try:
+            return int(text)
+        except ValueError:
+            return -1
+    return 0 if not mark else -1
+
+
+def write_record(writer: ArrayFile, seq: int, prev: int, payload: bytes) -> None:
+    """One record into a segment being written (``journal/<seq>``; a copy already there
+    is kept)."""
+    try:
+        group = writer.h5.require_group(JOURNAL_GROUP)
+        name = f"{seq:020d}"
+        if name in group:
+            return
+        ds = group.create_dataset(name, data=np.frombuffer(payload, dtype=np.uint8))
+        ds.attrs["seq"] = seq
+        ds.attrs["prev"] = prev
+    except (OSError, ValueError, TypeError, RuntimeError) as exc:
+        raise StorageError(
+            f"writing the transaction record into {writer.path} failed: {describe_os_error(exc)}"
+        ) from exc
+
+
+def records_of(h5: h5py.File) -> list[tuple[int, int, bytes]]:
+    """``(seq, prev, payload)`` of every record in an open segment, in ``seq`` order.
+
+    A record that does not read is skipped (the caller's report names the file)."""
+    group = h5.get(JOURNAL_GROUP)
+    if group is None:
+        return []
+    out = []
+    for name in sorted(group):
+        try:
+            ds = group[name]
+            seq = int(ds.attrs["seq"])
+            if name != f"{seq:020d}":
+                continue  # a damaged header: the record is not taken for another
+            out.append((seq, int(ds.attrs["prev"]), ds[()].tobytes()))
+        except (OSError, ValueError, KeyError, RuntimeError, TypeError):
+            continue
+    return out
+
+
+def heads_of(h5: h5py.File) -> list[tuple[int, int]]:
+    """``(seq, prev)`` of every record in an open segment, without their payloads."""
+    group = h5.get(JOURNAL_GROUP)
+    if group is None:
+        return []
+    out = []
+    for name in sorted(group):
+        try:
+            ds = group[name]
+            seq = int(ds.attrs["seq"])
+            if name != f"{seq:020d}":
+                continue  # a damaged header: the record is not taken for another
+            out.append((seq, int(ds.attrs["prev"])))
+        except (OSError, ValueError, KeyError, RuntimeError, TypeError):
+            continue
+    return out
+
+
+def decode(payload: bytes) -> dict[str, Any]:
+    """A record's document (ValueError when it does not decode): the JSON head, with
+    its parts as ``part_docs`` (``(part, raw bytes)`` each)."""
+    try:
+        (size,) = struct.unpack_from("<Q", payload)
+        doc = orjson.loads(zlib.decompress(payload[8 : 8 + size]))
+        if not isinstance(doc, dict) or doc.get("version") != RECORD_VERSION:
+            raise ValueError("the record is of an unknown version")
+        at = 8 + size
+        parts = []
+        for _ in range(int(doc["parts"])):
+            text_len, blob_len = struct.unpack_from("<QQ", payload, at)
+            at += 16
+            part = orjson.loads(zlib.decompress(payload[at : at + text_len]))
+            at += text_len
+            raw = payload[at : at + blob_len]
+            if "blob_crc" in part and zlib.crc32(raw) != part["blob_crc"]:
+                raise ValueError("its hash columns are damaged (their CRC differs)")
+            parts.append((part, raw))
+            at += blob_len
+    except (struct.error, zlib.error, orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ValueError(f"the record does not decode: {exc}") from exc
+    doc["part_docs"] = parts
+    return doc
+
+
+def carry(store: Store, names: Iterable[str]) -> None:
+    """Copy the records of segments ``names`` (being rewritten) into this transaction's
+    segment, so they outlive the files. A record that does not read is left behind."""
+    writer = None
+    for name in names:
+        try:
+            h5 = store._segments.reader(name).h5
+            found = records_of(h5)
+        except (TimeSeriesError, OSError, KeyError, ValueError, RuntimeError):
+            continue
+        for seq, prev, payload in found:
+            if writer is None:
+                writer = store._segments.writer_for_record()
+            write_record(writer, seq, prev, payload)
+    if writer is not None:
+        store._segments.mark_uncommitted()
+        writer.h5.attrs[COMPLETE_ATTR] = 1
+
+
+def store_heads(root: Path, generation: str) -> dict[int, int]:
+    """``seq -> prev`` of every record in the store directory's ``.h5`` files of
+    ``generation`` (``segments/`` and one folder level beside it)."""
+    out: dict[int, int] = {}
+    paths: list[Path] = []
+    with contextlib.suppress(OSError):
+        for entry in sorted(root.iterdir()):
+            if entry.is_dir() and not entry.is_symlink():
+                with contextlib.suppress(OSError):
+                    paths.extend(p for p in sorted(entry.iterdir()) if p.suffix == ".h5")
+    for path in paths:
+        if any(path.with_name(path.name + m).exists() for m in UNCOMMITTED_MARKERS):
+            continue  # a transaction not known to have committed: not the catalog's to know
+        try:
+            with h5py.File(path, "r", locking=False) as h5:
+                found = h5.attrs.get("catalog_generation")
+                if isinstance(found, bytes):
+                    found = found.decode("utf-8", "replace")
+                if found != generation or not h5.attrs.get(COMPLETE_ATTR, 0):
+                    continue
+                for seq, prev in heads_of(h5):
+                    out.setdefault(seq, prev)
+        except (OSError, ValueError, KeyError, RuntimeError, TypeError):
+            continue
+    return out
+
+
+def unknown_transactions(store: Store) -> list[int]:
+    """The recorded transactions the catalog does not know: records in the store's files
+    that are not on the chain of the catalog's last one (a catalog restored from an older
+    copy, a lost ``-wal``; or a transaction killed between its seal and its commit).
+
+    Empty for a catalog that records no history (a store of before records were kept).
+    """
+    cat = store._catalog
+    try:
+        text = cat.scalar("SELECT value FROM store_attributes WHERE key = ?", (SEQ_KEY,))
+        last = int(text) if text is not None else None
+    except (TimeSeriesError, ValueError, apsw.Error):
+        return []
+    heads = store_heads(Path(store.path), store._segments.generation)
+    if not heads:
+        return []
+    chain: set[int] = set()
+    at = last if last is not None else 0
+    while at in heads and at not in chain:
+        chain.add(at)
+        at = heads[at]
+    complete = at == 0
+    # Off the chain and newer than the catalog's last, or anywhere off a chain that
+    # reaches the store's first transaction.
+    return sorted(
+        seq for seq in heads if seq not in chain and (complete or last is None or seq > last)
+    )
+
+
+def store_records(root: Path, generation: str) -> dict[int, tuple[int, bytes]]:
+    """``seq -> (prev, payload)`` of every record in the store directory's complete
+    ``.h5`` files of ``generation`` (as :func:`store_heads` finds them)."""
+    out: dict[int, tuple[int, bytes]] = {}
+    for path in _store_files(root):
+        if any(path.with_name(path.name + m).exists() for m in UNCOMMITTED_MARKERS):
+            continue
+        try:
+            with h5py.File(path, "r", locking=False) as h5:
+                if _generation(h5) != generation or not h5.attrs.get(COMPLETE_ATTR, 0):
+                    continue
+                for seq, prev, payload in records_of(h5):
+                    out.setdefault(seq, (prev, payload))
+        except (OSError, ValueError, KeyError, RuntimeError, TypeError):
+            continue
+    return out
+
+
+def _store_files(root: Path) -> list[Path]:
+    paths: list[Path] = []
+    with contextlib.suppress(OSError):
+        for entry in sorted(root.iterdir()):
+            if entry.is_dir() and not entry.is_symlink():
+                with contextlib.suppress(OSError):
+                    paths.extend(p for p in sorted(entry.iterdir()) if p.suffix == ".h5")
+    return paths
+
+
+def _generation(h5: h5py.File) -> str | None:
+    found = h5.attrs.get("catalog_generation")
+    if isinstance(found, bytes):
+        found = found.decode("utf-8", "replace")
+    return None if found is None else str(found)
+
+
+def replay(records: dict[int, tuple[int, bytes]], seqs: Iterable[int]) -> dict[str, Any]:
+    """The catalog the records ``seqs`` make, replayed in order: ``rows`` (id -> column
+    -> value), ``features``, ``attributes``, ``top_id`` (the highest id ever used),
+    ``gaps`` (where a record does not follow the one before, or does not decode) and
+    ``transactions`` (how many replayed)."""
+    rows: dict[int, dict[str, Any]] = {}
+    features: dict[str, str] = {}
+    attributes: dict[str, str | None] = {}
+    gaps: list[str] = []
+    top_id = last = done = 0
+    for seq in seqs:
+        prev, payload = records[seq]
+        if prev != last:
+            gaps.append(f"transaction {seq} follows {prev}, the records' last was {last}")
+        last = seq
+        try:
+            doc = decode(payload)
+            if doc.get("seq") != seq or doc.get("prev") != prev:
+                raise ValueError("its sequence numbers differ from its dataset's")
+            for values in record_rows(doc):
+                sid = int(values.pop("id"))
+                rows[sid] = values
+                top_id = max(top_id, sid)
+            for sid in doc["removed"]:
+                rows.pop(int(sid), None)
+                top_id = max(top_id, int(sid))
+            features.update(doc["features"])
+            attributes.update(doc["attributes"])
+            done += 1
+        except (ValueError, KeyError, TypeError) as exc:
+            gaps.append(f"transaction {seq} does not decode ({exc})")
+    return {
+        "rows": rows,
+        "features": features,
+        "attributes": attributes,
+        "top_id": top_id,
+        "gaps": gaps,
+        "transactions": done,
+    }
+
+
+_INTS = frozenset(
+    {"owner_id", "owner_category", "time_series_type", "initial_ms", "length", "count"}
+)
+# The catalog's row columns as stored (text cast to bytes, so a damaged one never fails).
+_RAW_SELECT = (
+    "SELECT id, "
+    + ", ".join(c if c in _BYTES or c in _INTS else f"CAST({c} AS BLOB)" for c in INSERT_COLUMNS)
+    + " FROM main.time_series_associations"
+)
+
+
+def row_mismatches(store: Store) -> dict[int, str]:
+    """Catalog rows that differ from what the transaction records say they are: ``id ->
+    what differs``, a series row missing or one no record made included. Empty when the
+    records cannot judge (a store of before records were kept, or a chain with a gap).
+
+    A flipped byte in a name, a hash or any other field of a row is told apart from the
+    truth this way, and ``repair`` restores the rows from the records."""
+    cat = store._catalog
+    try:
+        text = cat.scalar("SELECT value FROM store_attributes WHERE key = ?", (SEQ_KEY,))
+        last = int(text) if text is not None else None
+    except (TimeSeriesError, ValueError, apsw.Error):
+        return {}
+    if last is None:
+        return {}
+    records = store_records(Path(store.path), store._segments.generation)
+    chain = []
+    at = last
+    while at in records and at not in chain:
+        chain.append(at)
+        at = records[at][0]
+    if at != 0:
+        return {}  # the history does not reach the store's first transaction
+    made = replay(records, reversed(chain))
+    if made["gaps"]:
+        return {}
+    out: dict[int, str] = {}
+    seen = set()
+    try:
+        got = cat.execute(_RAW_SELECT).fetchall()
+    except (TimeSeriesError, apsw.Error):
+        return {}
+    for row in got:
+        sid = row[0]
+        seen.add(sid)
+        want = made["rows"].get(sid)
+        if want is None:
+            out[sid] = "a row no transaction record made"
+            continue
+        for name, value in zip(INSERT_COLUMNS, row[1:], strict=True):
+            expected = want.get(name)
+            if isinstance(expected, str):
+                expected = expected.encode()
+            if isinstance(value, memoryview | bytearray):
+                value = bytes(value)
+            if value != expected:
+                out[sid] = f"its {name} differs from the transaction record"
+                break
+    for sid in made["rows"]:
+        if sid not in seen:
+            out[sid] = "its row is missing from the catalog"
+    return out
