@@ -390,10 +390,23 @@ def _salvage(store: Store, found: Diagnosis) -> int:
                         [(bytes(g[0]), g[1]) for g in group],
                         thorough=True,
                     )
+                # The shape is the pool's, as read (the catalog's text of it may be the
+                # damaged cell): written with the arrays, and into their rows again.
+                shape = [int(d) for d in arrays[0].shape] if arrays else []
+                try:
+                    told = orjson.loads(group[0][3])
+                except orjson.JSONDecodeError:
+                    told = None
+                if told != shape:
+                    text = orjson.dumps(shape).decode()
+                    cat.executemany(
+                        "UPDATE arrays SET shape = ? WHERE hash = ? AND kind = ?",
+                        [(text, g[0], g[1]) for g in group],
+                    )
                 target, first = segs.write(
                     pool,
                     group[0][2],
-                    orjson.loads(group[0][3]),
+                    shape,
                     arrays,
                     [(bytes(g[0]), g[1]) for g in group],
                 )
