@@ -397,8 +397,10 @@ def _partition_type(
                     "time_series_type",
                     table=str(files["series"]),
                 )
-            col = pf.read(columns=["time_series_type"]).column(0)
-        values = [v for v in col.to_pylist()[:1] if v is not None]
+            # The first row only: a column of many rows of one long text (a dictionary
+            # page repeated by its indices) would be spelled out whole by a read.
+            first = next(pf.iter_batches(batch_size=1, columns=["time_series_type"]), None)
+        values = [v for v in (first.column(0).to_pylist() if first else []) if v is not None]
         if not values:
             raise InvalidParameterError(
                 f"{files['series']} has no rows and no footer, so nothing says which type "

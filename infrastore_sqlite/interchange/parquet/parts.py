@@ -163,8 +163,17 @@ def open_parquet(pq: Any, path: Path | ObjectPath, metadata: Any, role: str, **k
     if isinstance(metadata, PartsMetadata):
         import pyarrow
 
-        return PartsFile(pyarrow, pq, metadata, role)
+        return PartsFile(pyarrow, pq, metadata, role, read_dictionary=kw.get("read_dictionary"))
     return pq.ParquetFile(open_input(path), metadata=metadata, **kw)
+
+
+def text_columns(pa: Any, metadata: Any) -> list[str]:
+    """The names of the text and binary columns of a file (or of a part-file directory's
+    first part), from its footer."""
+    first = metadata.metas[0] if isinstance(metadata, PartsMetadata) else metadata
+    schema = first.schema.to_arrow_schema()
+    kinds = (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary)
+    return [f.name for f in schema if any(k(f.type) for k in kinds)]
 
 
 class PartsFile:
@@ -172,10 +181,19 @@ class PartsFile:
     few ``pyarrow.parquet.ParquetFile`` members the readers use (``metadata.num_rows``,
     ``schema_arrow``, ``iter_batches``, ``read``)."""
 
-    def __init__(self, pa: Any, pq: Any, meta: PartsMetadata, role: str) -> None:
+    def __init__(
+        self,
+        pa: Any,
+        pq: Any,
+        meta: PartsMetadata,
+        role: str,
+        *,
+        read_dictionary: list[str] | None = None,
+    ) -> None:
         self.pa, self.pq = pa, pq
         self.meta = meta
         self.role = role
+        self.read_dictionary = read_dictionary
         self._files: dict[int, Any] = {}
         first = self._file(0).schema_arrow
         self.schema_arrow = first
@@ -197,6 +215,7 @@ class PartsFile:
                 metadata=self.meta.metas[i],
                 buffer_size=_READ_BUFFER,
                 pre_buffer=False,
+                read_dictionary=self.read_dictionary,
             )
         return pf
 

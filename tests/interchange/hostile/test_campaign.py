@@ -155,6 +155,7 @@ CASES = [
     Case("values bomb, 10⁹ rows (RLE)", "parquet", values_bomb(1_000_000_000), "rows of one array"),
     Case("series bomb, 10⁸ copies of a row", "parquet", series_bomb(100_000_000), "holds series id 1 twice (again at row 2)"),
     Case("20 MiB text in a Parquet series cell", "parquet", series_bomb(1, "x" * (20 * 2**20)), "column `units`: the cell holds 20,971,520 bytes"),
+    Case("8 MiB text in every one of 10⁴ series rows (one dictionary entry)", "parquet", series_bomb(10_000, "x" * (8 * 2**20)), "holds series id 1 twice (again at row 2)"),
     Case("series listed twice (Parquet)", "parquet", relabel_parquet, "appears twice in the file", ("diff", "add", "add --replace")),
     Case("manifest name ../../etc/passwd", "parquet", manifest("../../etc/passwd"), "a name that leaves"),
     Case("values file a symlink out of the directory", "parquet", symlink_out, "is a symbolic link to"),
