@@ -39,6 +39,7 @@ import orjson
 from ..core.elements import parse_element_type
 from ..core.hashing import data_hashes, timestamps_hash
 from ..core.periods import as_period
+from ..core.timeref import MAX_MS, MIN_MS
 from ..errors import (
     CatalogDamagedError,
     DamagedStoreError,
@@ -587,6 +588,7 @@ def _diagnose(
             )
         )
         report.errors.append(f"the catalog row of series id {sid} is damaged: {detail}")
+    _unrenderable_instants(cat, report)
     if lost:
         for r in series_naming(store, sorted({k[0] for k in lost})):
             if r[0] in report.bad_rows:
@@ -647,6 +649,24 @@ def _unnamed_files(store: Store, report: Diagnosis, named: set[str]) -> None:
             str(aside / n)
             for n in kept
             if not (n.endswith(SEALED_SUFFIX) and n[: -len(SEALED_SUFFIX)] in kept)
+        )
+
+
+def _unrenderable_instants(cat: Any, report: Diagnosis) -> None:
+    """Name each series whose first instant no read can render (outside the years 1 to
+    9999: an import before the interchange refused such instants took them). Its values
+    are intact and kept; a read of it is refused, so verify says so and what to do."""
+    for sid, owner, name, ms in cat.execute(
+        "SELECT id, owner_id, name, initial_ms FROM time_series_associations "
+        "WHERE typeof(initial_ms) = 'integer' AND (initial_ms < ? OR initial_ms > ?)",
+        (MIN_MS, MAX_MS),
+    ).fetchall():
+        report.ok = False
+        report.errors.append(
+            f"series {name!r} (owner {owner}, id {sid}): its first instant ({ms} ms) is "
+            "outside the years 1 to 9999, so no read can render it (a file imported by an "
+            "earlier release); its values are kept: remove the series and add it again "
+            "with instants inside those years"
         )
 
 

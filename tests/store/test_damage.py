@@ -19,6 +19,7 @@ import random
 import shutil
 import signal
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +35,7 @@ from damaged_store import (
 
 from infrastore_sqlite import (
     NonSequentialTimeSeries,
+    SingleTimeSeries,
     Store,
     TimeSeriesError,
 )
@@ -531,3 +533,32 @@ def test_compact_does_not_copy_a_damaged_array_under_fresh_checksums(world, tmp_
         s.compact()
         assert s.verify_integrity() == {"ok": True, "errors": []}
         assert len(segment_files(path)) == 1
+
+
+def test_verify_names_a_series_whose_first_instant_no_read_can_render(tmp_path: Path) -> None:
+    """An instant outside the years 1 to 9999 (INT64_MAX ms), as an import before the
+    interchange refused them could store: a read of the series is refused, and verify
+    names it (it said ok), keeping its values."""
+    import apsw
+
+    path = tmp_path / "s"
+    with Store.create(path) as s:
+        t0 = datetime(2024, 1, 1, tzinfo=UTC)
+        ids = [
+            s.add_time_series(
+                k, "Gen", "Component", SingleTimeSeries(t0, "PT1H", [1.0, 2.0], f"s{k}")
+            )
+            for k in (1, 2)
+        ]
+    conn = apsw.Connection(str(path / "catalog.sqlite"))
+    conn.execute(
+        "UPDATE time_series_associations SET initial_ms = 9223372036854775807 WHERE id = ?",
+        (ids[1],),
+    )
+    conn.close()
+    with Store.open(path, read_only=True) as s:
+        found = s.verify_integrity()
+        assert found["ok"] is False
+        (line,) = [e for e in found["errors"] if "outside the years 1 to 9999" in e]
+        assert f"series 's2' (owner 2, id {ids[1]})" in line and "9223372036854775807 ms" in line
+        assert s.read_by_ids([ids[0]])[0].data.tolist() == [1.0, 2.0]
