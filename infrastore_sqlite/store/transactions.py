@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..errors import InvalidParameterError, TimeSeriesError
+from ..errors import DamagedStoreError, InvalidParameterError, TimeSeriesError, damage_terms
 from . import journal
 from .damage import ArraysDamaged, damage_error, read_group
 from .segments import merge_candidates
@@ -68,6 +68,7 @@ class Transactions:
                 if outer:
                     self._doomed = []
                     if sweep:
+                        self._refuse_stale()
                         # Holding the write lock, no other writer is between marking a
                         # segment pending and committing it: a marked file the committed
                         # catalog does not name is a failed write's; any other unnamed
@@ -95,6 +96,21 @@ class Transactions:
             doomed, self._doomed = self._doomed, []
             self._store._segments.drop_superseded(doomed)
             self.merge_small_segments()
+
+    def _refuse_stale(self) -> None:
+        """Refuse a write on a stale catalog (journal.newer_unnamed): it would give ids
+        the segments' records already gave, and a rebuild could not tell them apart."""
+        newer = journal.newer_unnamed(self._store, self.segment_names())
+        if newer:
+            n = len(newer)
+            raise DamagedStoreError(
+                f"the catalog {self._store._catalog.path} is stale: the segments record "
+                f"{n} transaction{'s' * (n != 1)} it does not know (an older copy "
+                "restored, or a lost -wal); nothing was written. Run {repair}, which "
+                "rebuilds it from them, then write again",
+                key=self._store._catalog.path,
+                terms=damage_terms(str(self._store.path)),
+            )
 
     def segment_names(self) -> set[str]:
         """The segment files the catalog names."""
