@@ -68,12 +68,13 @@ class Transactions:
                 if outer:
                     self._doomed = []
                     if sweep:
-                        self._refuse_stale()
+                        named = self.segment_names()
+                        self._refuse_stale(named)
                         # Holding the write lock, no other writer is between marking a
                         # segment pending and committing it: a marked file the committed
                         # catalog does not name is a failed write's; any other unnamed
                         # file is set aside (Segments.sweep), never deleted.
-                        self._store._segments.sweep(self.segment_names())
+                        self._store._segments.sweep(named)
                     # The record this transaction leaves in its segment (journal.py).
                     journal.begin(self._store)
                 yield
@@ -97,10 +98,10 @@ class Transactions:
             self._store._segments.drop_superseded(doomed)
             self.merge_small_segments()
 
-    def _refuse_stale(self) -> None:
+    def _refuse_stale(self, named: set[str]) -> None:
         """Refuse a write on a stale catalog (journal.newer_unnamed): it would give ids
         the segments' records already gave, and a rebuild could not tell them apart."""
-        newer = journal.newer_unnamed(self._store, self.segment_names())
+        newer = journal.newer_unnamed(self._store, named)
         if newer:
             n = len(newer)
             raise DamagedStoreError(
