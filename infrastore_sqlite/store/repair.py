@@ -67,7 +67,15 @@ from ..errors import (
 from .arrays import describe_os_error, fsync_path
 from .catalog import JOURNAL
 from .catalog_copy import BeyondIndexes, aside_folder, catalog_beyond_repair, mend_catalog
-from .damage import ArraysDamaged, Diagnosis, arrays_in, catalog_check, diagnose, read_group
+from .damage import (
+    ArraysDamaged,
+    Diagnosis,
+    arrays_in,
+    catalog_check,
+    diagnose,
+    pool_shape,
+    read_group,
+)
 from .journal import row_mismatches, unknown_transactions
 from .rebuild import rebuild_catalog, relocate, restore_names
 from .segments import PENDING_SUFFIX, SEGMENT_DIR, catalog_file
@@ -393,7 +401,7 @@ def _salvage(store: Store, found: Diagnosis) -> int:
                 target, first = segs.write(
                     pool,
                     group[0][2],
-                    orjson.loads(group[0][3]),
+                    pool_shape(group[0][3], arrays),
                     arrays,
                     [(bytes(g[0]), g[1]) for g in group],
                 )

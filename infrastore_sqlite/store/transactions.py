@@ -23,7 +23,7 @@ import orjson
 
 from ..errors import DamagedStoreError, InvalidParameterError, TimeSeriesError, damage_terms
 from . import journal
-from .damage import ArraysDamaged, damage_error, read_group
+from .damage import ArraysDamaged, damage_error, pool_shape, read_group
 from .segments import merge_candidates
 from .tracing import LOG
 
@@ -190,7 +190,7 @@ class Transactions:
                         # into a new segment under fresh checksums (it fails instead,
                         # naming the damage; repair sets it aside).
                         arrays = self._read_checked(segment, pool, group)
-                        dtype, shape = group[0][2], orjson.loads(group[0][3])
+                        dtype, shape = group[0][2], pool_shape(group[0][3], arrays)
                         target, first = self._store._segments.write(
                             pool, dtype, shape, arrays, [(bytes(g[0]), g[1]) for g in group]
                         )
