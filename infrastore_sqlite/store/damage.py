@@ -109,6 +109,19 @@ def hash_matches(keys: Sequence[tuple[bytes, str]], arrays: Sequence[np.ndarray]
     return ok
 
 
+def pool_shape(text: Any, arrays: Sequence[np.ndarray]) -> list[int]:
+    """The shape an ``arrays`` row records (``text``, JSON), or, when that text is damaged
+    (a flipped byte in the catalog), the shape of the arrays read, which were checked
+    against their keys: copying them never stops at a damaged shape field."""
+    try:
+        shape = orjson.loads(text)
+    except (orjson.JSONDecodeError, TypeError):
+        shape = None
+    if not isinstance(shape, list) or (arrays and list(np.shape(arrays[0])) != shape):
+        shape = list(np.shape(arrays[0])) if arrays else []
+    return shape
+
+
 def _problem_of(exc: StorageError) -> tuple[str, str]:
     text = str(exc)
     if isinstance(exc, ForeignSegmentError):

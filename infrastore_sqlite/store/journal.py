@@ -50,7 +50,7 @@ import orjson
 from ..errors import StorageError, TimeSeriesError
 from .arrays import ArrayFile, describe_os_error
 from .prepare import INSERT_COLUMNS
-from .segments import PENDING_SUFFIX, SEALED_SUFFIX
+from .segments import PENDING_SUFFIX, SEALED_SUFFIX, SEGMENT_DIR
 
 if TYPE_CHECKING:
     from .store import Store
@@ -429,6 +429,38 @@ def carry(store: Store, names: Iterable[str]) -> None:
     if writer is not None:
         store._segments.mark_uncommitted()
         writer.h5.attrs[COMPLETE_ATTR] = 1
+
+
+def newer_unnamed(store: Store, named: set[str]) -> list[int]:
+    """Records newer than the catalog's last transaction in the store's files the catalog
+    does not name (``segments/`` and the folders beside it): transactions it does not
+    know, a stale catalog (an older copy restored, a lost ``-wal``). Cheap enough for
+    every write: only unnamed files are opened. A write on such a catalog would reuse the
+    ids those transactions gave, so it is refused until ``repair`` rebuilds the catalog.
+    Empty for a catalog that records no history."""
+    try:
+        text = store._catalog.scalar("SELECT value FROM store_attributes WHERE key = ?", (SEQ_KEY,))
+        last = int(text) if text is not None else None
+    except (TimeSeriesError, ValueError, apsw.Error):
+        return []
+    if last is None:
+        return []
+    out: list[int] = []
+    for path in _store_files(Path(store.path)):
+        if path.parent.name == SEGMENT_DIR and path.name in named:
+            continue
+        if any(path.with_name(path.name + m).exists() for m in UNCOMMITTED_MARKERS):
+            continue  # not known to have committed
+        try:
+            with h5py.File(path, "r", locking=False) as h5:
+                if _generation(h5) != store._segments.generation or not h5.attrs.get(
+                    COMPLETE_ATTR, 0
+                ):
+                    continue
+                out.extend(seq for seq, _prev in heads_of(h5) if seq > last)
+        except (OSError, ValueError, KeyError, RuntimeError, TypeError):
+            continue
+    return sorted(out)
 
 
 def store_heads(root: Path, generation: str) -> dict[int, int]:

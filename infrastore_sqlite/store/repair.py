@@ -67,7 +67,15 @@ from ..errors import (
 from .arrays import describe_os_error, fsync_path
 from .catalog import JOURNAL
 from .catalog_copy import BeyondIndexes, aside_folder, catalog_beyond_repair, mend_catalog
-from .damage import ArraysDamaged, Diagnosis, arrays_in, catalog_check, diagnose, read_group
+from .damage import (
+    ArraysDamaged,
+    Diagnosis,
+    arrays_in,
+    catalog_check,
+    diagnose,
+    pool_shape,
+    read_group,
+)
 from .journal import row_mismatches, unknown_transactions
 from .rebuild import rebuild_catalog, relocate, restore_names
 from .segments import PENDING_SUFFIX, SEGMENT_DIR, catalog_file
@@ -392,7 +400,7 @@ def _salvage(store: Store, found: Diagnosis) -> int:
                     )
                 # The shape is the pool's, as read (the catalog's text of it may be the
                 # damaged cell): written with the arrays, and into their rows again.
-                shape = [int(d) for d in arrays[0].shape] if arrays else []
+                shape = pool_shape(group[0][3], arrays)
                 try:
                     told = orjson.loads(group[0][3])
                 except orjson.JSONDecodeError:

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..errors import InvalidParameterError, TimeSeriesError
+from ..errors import DamagedStoreError, InvalidParameterError, TimeSeriesError, damage_terms
 from . import journal
-from .damage import ArraysDamaged, damage_error, read_group
+from .damage import ArraysDamaged, damage_error, pool_shape, read_group
 from .segments import merge_candidates
 from .tracing import LOG
 
@@ -68,11 +68,13 @@ class Transactions:
                 if outer:
                     self._doomed = []
                     if sweep:
+                        named = self.segment_names()
+                        self._refuse_stale(named)
                         # Holding the write lock, no other writer is between marking a
                         # segment pending and committing it: a marked file the committed
                         # catalog does not name is a failed write's; any other unnamed
                         # file is set aside (Segments.sweep), never deleted.
-                        self._store._segments.sweep(self.segment_names())
+                        self._store._segments.sweep(named)
                     # The record this transaction leaves in its segment (journal.py).
                     journal.begin(self._store)
                 yield
@@ -95,6 +97,21 @@ class Transactions:
             doomed, self._doomed = self._doomed, []
             self._store._segments.drop_superseded(doomed)
             self.merge_small_segments()
+
+    def _refuse_stale(self, named: set[str]) -> None:
+        """Refuse a write on a stale catalog (journal.newer_unnamed): it would give ids
+        the segments' records already gave, and a rebuild could not tell them apart."""
+        newer = journal.newer_unnamed(self._store, named)
+        if newer:
+            n = len(newer)
+            raise DamagedStoreError(
+                f"the catalog {self._store._catalog.path} is stale: the segments record "
+                f"{n} transaction{'s' * (n != 1)} it does not know (an older copy "
+                "restored, or a lost -wal); nothing was written. Run {repair}, which "
+                "rebuilds it from them, then write again",
+                key=self._store._catalog.path,
+                terms=damage_terms(str(self._store.path)),
+            )
 
     def segment_names(self) -> set[str]:
         """The segment files the catalog names."""
@@ -173,7 +190,7 @@ class Transactions:
                         # into a new segment under fresh checksums (it fails instead,
                         # naming the damage; repair sets it aside).
                         arrays = self._read_checked(segment, pool, group)
-                        dtype, shape = group[0][2], orjson.loads(group[0][3])
+                        dtype, shape = group[0][2], pool_shape(group[0][3], arrays)
                         target, first = self._store._segments.write(
                             pool, dtype, shape, arrays, [(bytes(g[0]), g[1]) for g in group]
                         )
