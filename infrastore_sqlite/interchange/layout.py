@@ -204,6 +204,51 @@ def values_key_columns(tst: TimeSeriesType) -> list[tuple[str, str]]:
     return []
 
 
+# The columns of the fixed-name views (after ``partition_name``), the same in the SQLite
+# file and in ``query --parquet``'s DuckDB views.
+VIEW_COLUMNS: dict[str, list[str]] = {
+    "all_values": ["array_id", "timestamp", "issue_time", "percentile", "scenario", "value"],
+    "all_series": [
+        "array_id",
+        "id",
+        "owner_id",
+        "owner_type",
+        "owner_category",
+        "time_series_type",
+        "name",
+        "initial_timestamp",
+        "resolution",
+        "length",
+        "interval",
+        "horizon",
+        "count",
+        "features",
+        "element_type",
+        "element_shape",
+        "time_reference",
+        "units",
+        "quantity_kind",
+        "unit_system",
+        "component_field",
+        "application_data",
+    ],
+    "all_arrays": ["id", "data_hash", "time_axis"],
+}
+
+# The series columns a flattened view (``flat_<base>``) carries (what a spreadsheet user
+# filters and facets by); ``id`` is renamed so the view's own columns do not read as a
+# catalog.
+FLAT_SERIES_COLUMNS = (
+    ("id", "series_id"),
+    ("owner_id", "owner_id"),
+    ("owner_type", "owner_type"),
+    ("owner_category", "owner_category"),
+    ("name", "name"),
+    ("units", "units"),
+    ("quantity_kind", "quantity_kind"),
+    ("features", "features"),
+)
+
 # The kind of a partition's key columns (``values_key_columns``), the suffix of its typed
 # companion view (``all_values_<class>_<kind>``): every row of such a view has the same
 # key columns, so none reads as NULL (the SQLite file's views and ``query --parquet``'s).

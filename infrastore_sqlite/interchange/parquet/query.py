@@ -29,52 +29,17 @@ from typing import Any
 
 from ...errors import InvalidParameterError
 from ..duckdb_session import connect, load_extension, run_sql
-from ..layout import KEY_KINDS
+from ..layout import FLAT_SERIES_COLUMNS, KEY_KINDS, VIEW_COLUMNS
 from .discovery import Partition, discover
 from .layout import ROLES
 from .parts import PartsMetadata
 from .storage import ObjectPath
 
-__all__ = ["ALL_SERIES_COLUMNS", "connect_parquet", "query_parquet"]
+__all__ = ["connect_parquet", "query_parquet"]
 
-#: ``all_series``' columns, as the SQLite form's (``sqlite/schema.py`` VIEW_COLUMNS).
-ALL_SERIES_COLUMNS = [
-    "array_id",
-    "id",
-    "owner_id",
-    "owner_type",
-    "owner_category",
-    "time_series_type",
-    "name",
-    "initial_timestamp",
-    "resolution",
-    "length",
-    "interval",
-    "horizon",
-    "count",
-    "features",
-    "element_type",
-    "element_shape",
-    "time_reference",
-    "units",
-    "quantity_kind",
-    "unit_system",
-    "component_field",
-    "application_data",
-]
 #: The type a union view gives a series column a partition lacks.
 _NULL_TYPES = {"initial_timestamp": "TIMESTAMP", "length": "BIGINT", "count": "BIGINT"}
 _KEYS = (("issue_time", "TIMESTAMP"), ("percentile", "DOUBLE"), ("scenario", "BIGINT"))
-_FLAT_SERIES = (
-    ("id", "series_id"),
-    ("owner_id", "owner_id"),
-    ("owner_type", "owner_type"),
-    ("owner_category", "owner_category"),
-    ("name", "name"),
-    ("units", "units"),
-    ("quantity_kind", "quantity_kind"),
-    ("features", "features"),
-)
 _BASE = re.compile(r"[A-Za-z0-9_]+")
 _INTEGERS = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "BOOLEAN")
 
@@ -244,7 +209,7 @@ def _views(sources: list[tuple[str, Partition, dict[str, dict[str, str]]]]) -> l
                 f"FROM {base}_values"
             )
         cols = []
-        for c in ALL_SERIES_COLUMNS:
+        for c in VIEW_COLUMNS["all_series"]:
             if c not in st:
                 cols.append(f"CAST(NULL AS {_NULL_TYPES.get(c, 'VARCHAR')}) AS {c}")
             elif c == "initial_timestamp":
@@ -255,7 +220,7 @@ def _views(sources: list[tuple[str, Partition, dict[str, dict[str, str]]]]) -> l
         arrays.append(
             f"SELECT '{base}' AS partition_name, id, data_hash, time_axis FROM {base}_arrays"
         )
-        flat = [f"s.{c}" if c == a else f"s.{c} AS {a}" for c, a in _FLAT_SERIES]
+        flat = [f"s.{c}" if c == a else f"s.{c} AS {a}" for c, a in FLAT_SERIES_COLUMNS]
         flat += ["v.timestamp", *(f"v.{c}" for c, _ in _KEYS if c in vt), "v.value"]
         out.append(
             f"CREATE VIEW flat_{base} AS SELECT {', '.join(flat)} FROM {base}_values AS v "

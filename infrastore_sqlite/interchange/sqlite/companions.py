@@ -46,7 +46,13 @@ from ...core.periods import Period
 from ...core.timeref import reference_kind, zone_info
 from ...errors import InvalidParameterError
 from ...model import TimeSeriesType
-from ..layout import KEY_KINDS, Partition, key_kind, values_key_columns
+from ..layout import (
+    FLAT_SERIES_COLUMNS,
+    KEY_KINDS,
+    Partition,
+    key_kind,
+    values_key_columns,
+)
 from ..plan import ExportPlan
 from .cells import sql_value_type
 from .schema import ViewSource, q
@@ -69,19 +75,6 @@ TYPED_VIEWS = {
 # that stopped spanning its partitions.
 LEGACY_TYPED_VIEWS = tuple(TYPED_VIEWS.values())
 FLAT_PREFIX = "flat_"
-
-# The series columns a flattened view carries (what a spreadsheet user filters and
-# facets by); ``id`` is renamed so the view's own columns do not read as a catalog.
-FLAT_SERIES_COLUMNS = (
-    ("id", "series_id"),
-    ("owner_id", "owner_id"),
-    ("owner_type", "owner_type"),
-    ("owner_category", "owner_category"),
-    ("name", "name"),
-    ("units", "units"),
-    ("quantity_kind", "quantity_kind"),
-    ("features", "features"),
-)
 
 PROVENANCE_COLUMNS = (
     ("id", "INTEGER PRIMARY KEY"),

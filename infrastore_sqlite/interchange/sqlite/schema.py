@@ -14,6 +14,7 @@ from ...model import TimeSeriesType
 from ..layout import (
     SERIES_HEAD,
     SERIES_TAIL,
+    VIEW_COLUMNS,
     VIEW_MARKER,
     Partition,
     PartitionKey,
@@ -59,34 +60,6 @@ def index_ddl(p: Partition) -> str:
 
 
 # ---------------------------------------------------------------------- views
-VIEW_COLUMNS: dict[str, list[str]] = {
-    "all_values": ["array_id", "timestamp", "issue_time", "percentile", "scenario", "value"],
-    "all_series": [
-        "array_id",
-        "id",
-        "owner_id",
-        "owner_type",
-        "owner_category",
-        "time_series_type",
-        "name",
-        "initial_timestamp",
-        "resolution",
-        "length",
-        "interval",
-        "horizon",
-        "count",
-        "features",
-        "element_type",
-        "element_shape",
-        "time_reference",
-        "units",
-        "quantity_kind",
-        "unit_system",
-        "component_field",
-        "application_data",
-    ],
-    "all_arrays": ["id", "data_hash", "time_axis"],
-}
 
 
 @dataclass(slots=True)

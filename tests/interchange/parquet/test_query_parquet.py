@@ -18,13 +18,12 @@ import pytest
 from varied_store import build_varied, new_store
 
 from infrastore_sqlite.errors import InvalidParameterError
+from infrastore_sqlite.interchange.layout import VIEW_COLUMNS
 from infrastore_sqlite.interchange.parquet.query import (
-    ALL_SERIES_COLUMNS,
     connect_parquet,
     query_parquet,
 )
 from infrastore_sqlite.interchange.sqlite.query import connect_sqlite
-from infrastore_sqlite.interchange.sqlite.schema import VIEW_COLUMNS
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +37,11 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"pq": d / "pq", "db": d / "x.db", "dir": d}
 
 
-def test_all_series_has_the_sqlite_forms_columns() -> None:
-    assert VIEW_COLUMNS["all_series"] == ALL_SERIES_COLUMNS
+def test_the_fixed_views_have_the_sqlite_forms_columns(exported) -> None:
+    pq_con = connect_parquet(exported["pq"])
+    for view, columns in VIEW_COLUMNS.items():
+        got = [d[0] for d in pq_con.execute(f"SELECT * FROM {view} LIMIT 0").description]
+        assert got == ["partition_name", *columns], view
 
 
 def test_the_views_answer_as_the_sqlite_forms_do(exported) -> None:
