@@ -357,18 +357,25 @@ def _tree_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
+def _workdir(
+    named: str | None, prefix: str
+) -> tuple[Path, tempfile.TemporaryDirectory[str] | None]:
+    """``--workdir`` made if missing (kept), else a temporary directory (removed by the
+    caller through the object returned beside it)."""
+    if named:
+        workdir = Path(named).resolve()
+        workdir.mkdir(parents=True, exist_ok=True)
+        return workdir, None
+    tmp = tempfile.TemporaryDirectory(prefix=prefix)
+    return Path(tmp.name), tmp
+
+
 def billion_main(args: argparse.Namespace) -> int:
     n = BILLION_QUICK if args.quick else args.billion_series
     sys.path.insert(0, str(BENCH.parent / "tests"))  # the S3 server the tests start
     started = time.perf_counter()
     load_start = os.getloadavg()
-    tmp = None
-    if args.workdir:
-        workdir = Path(args.workdir).resolve()
-        workdir.mkdir(parents=True, exist_ok=True)
-    else:
-        tmp = tempfile.TemporaryDirectory(prefix="infrastore-billion-")
-        workdir = Path(tmp.name)
+    workdir, tmp = _workdir(args.workdir, "infrastore-billion-")
     need = billion_disk_needed(n)
     free_gb = shutil.disk_usage(workdir).free / 1e9
     print(
@@ -485,13 +492,7 @@ def main(argv: list[str] | None = None) -> int:
         cases += [("year", n) for n in _counts(args.year_sizes, YEAR_SIZES, "--year-sizes")]
     started = time.perf_counter()
     load_start = os.getloadavg()
-    tmp = None
-    if args.workdir:
-        workdir = Path(args.workdir).resolve()
-        workdir.mkdir(parents=True, exist_ok=True)
-    else:
-        tmp = tempfile.TemporaryDirectory(prefix="infrastore-scale-")
-        workdir = Path(tmp.name)
+    workdir, tmp = _workdir(args.workdir, "infrastore-scale-")
     runner = run.Runner(workdir, verbose=not args.quiet)
     records: list[dict[str, Any]] = []
     try:
