@@ -23,7 +23,15 @@ from ..csvinput import (
 from ..errors import InvalidParameterError, shown
 from ..interchange.filing import OUTCOMES
 from .base import PROG, _example, _format, _global_options, _open_store
-from .options import CATEGORY, DURATION, INSTANT, TYPE_NAME, _features, _limit_options, _limits
+from .options import (
+    CATEGORY,
+    DURATION,
+    INSTANT,
+    TYPE_NAME,
+    _features,
+    bound_keywords,
+    limit_options,
+)
 from .render import (
     _command_line,
     _emit_doc,
@@ -222,7 +230,7 @@ def _given(value: Any) -> bool:
     "import).",
 )
 @click.option("--dry-run", is_flag=True, help="Read and check everything, add nothing.")
-@_limit_options
+@limit_options
 @_global_options(hidden=True)
 @click.pass_context
 def add(
@@ -273,7 +281,7 @@ def add(
             "store already holds",
             ctx,
         )
-    if csv_file and _limits(kw):
+    if csv_file and bound_keywords(kw):
         raise click.UsageError(
             "--max-array-bytes and --max-cell-bytes go with --sqlite or --parquet", ctx
         )
@@ -331,7 +339,7 @@ def _add_interchange(ctx: click.Context, source: str, path: str, kw: dict[str, A
         "overrides": overrides or None,
         "per_partition": True,
         "on_conflict": "replace" if kw["replace"] else "ignore" if kw["ignore"] else "error",
-        **_limits(kw),
+        **bound_keywords(kw),
     }
     with _open_store(ctx, read_only=False) as store, _Progress(ctx, "import") as bar:
         if source == "--parquet":

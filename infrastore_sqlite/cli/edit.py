@@ -13,7 +13,7 @@ import click
 from ..errors import rehash_term
 from ..interchange.filing import DIFF_KEYS, has_changes
 from .base import PROG, _example, _format, _global_options, _open_store
-from .options import _limit_options, _limits, _selector_options
+from .options import _selector_options, bound_keywords, limit_options
 from .render import _emit_doc, _emit_rows, _note, _Progress, command
 
 # The table leaves out what the JSON/CSV forms carry for scripts (where the file holds it).
@@ -57,7 +57,7 @@ _DIFF_TABLE = tuple(
     is_flag=True,
     help="Exit 1 when importing the file would change the store (like git diff --exit-code).",
 )
-@_limit_options
+@limit_options
 @_global_options(hidden=True)
 @click.pass_context
 def diff(
@@ -92,12 +92,12 @@ def diff(
 
             options = parse_storage_options(storage_options) or None
             entries, changed = diff_parquet_report(
-                store, parquet_path, progress=bar, storage_options=options, **_limits(bounds)
+                store, parquet_path, progress=bar, storage_options=options, **bound_keywords(bounds)
             )
         else:
             changed = []
             entries = store.diff_sqlite(
-                sqlite_file, table_prefix=table_prefix, progress=bar, **_limits(bounds)
+                sqlite_file, table_prefix=table_prefix, progress=bar, **bound_keywords(bounds)
             )
     _emit_rows(ctx, entries, columns=list(DIFF_KEYS), table_columns=_DIFF_TABLE, fmt=fmt)
     counts = {c: sum(e["change"] == c for e in entries) for c in ("added", "replaced", "unchanged")}

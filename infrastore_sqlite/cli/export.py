@@ -34,7 +34,7 @@ from .base import (
     _globals,
     _open_store,
 )
-from .options import TIME_RANGE, _filters, _limit_options, _limits, _selector_options
+from .options import TIME_RANGE, _filters, _selector_options, bound_keywords, limit_options
 from .render import _dumps, _emit_doc, _emit_rows, _note, _Progress, command, on_interrupt
 from .store_commands import _one
 
@@ -72,7 +72,7 @@ from .store_commands import _one
     "(aws_region=…, aws_endpoint_url=…); repeatable. Credentials default to the AWS_* "
     "(GOOGLE_*, AZURE_*) environment.",
 )
-@_limit_options
+@limit_options
 @_global_options(hidden=True)
 @click.pass_context
 def rehash(
@@ -107,7 +107,7 @@ def rehash(
         options = parse_storage_options(storage_options) or None
         with _Progress(ctx, "rehash", "array") as bar:
             changed = rehash_parquet(
-                directory, progress=bar, storage_options=options, **_limits(bounds)
+                directory, progress=bar, storage_options=options, **bound_keywords(bounds)
             )
         _emit_doc(ctx, {"rehashed": changed, "dir": directory})
         return
@@ -122,7 +122,7 @@ def rehash(
                 db,  # type: ignore[arg-type]
                 table_prefix,
                 progress=bar,
-                **_limits(bounds),
+                **bound_keywords(bounds),
             )
     doc: dict[str, Any] = {"rehashed": changed, "db": db, "table_prefix": table_prefix}
     for warned in caught:

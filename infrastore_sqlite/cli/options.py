@@ -232,7 +232,7 @@ def _select(store: Store, kw: Mapping[str, Any]) -> list[Any]:
     return rows
 
 
-def _limit_options(f: Callable[..., Any]) -> Callable[..., Any]:
+def limit_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """``--max-array-bytes`` and ``--max-cell-bytes``: the store's bounds on what a file
     may make the command read at once (the library's ``max_array_bytes=`` and
     ``max_cell_bytes=``)."""
@@ -255,6 +255,6 @@ def _limit_options(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
-def _limits(kw: Mapping[str, Any]) -> dict[str, Any]:
+def bound_keywords(kw: Mapping[str, Any]) -> dict[str, Any]:
     """The bounds given on the command line, as the library's keywords."""
     return {k: kw[k] for k in ("max_array_bytes", "max_cell_bytes") if kw.get(k) is not None}
