@@ -41,6 +41,20 @@ def build_world(path: Path) -> dict[int, tuple[bytes, str]]:
     return expected
 
 
+#: A world built once by :func:`build_world` and kept (``python tests/damaged_store.py``
+#: writes it again): the random campaign (``test_damage.py``) damages bytes at seeded
+#: offsets, and a world built afresh holds other bytes there on every run (segment names,
+#: generation and records are random or timed), so the same seed hit other damage.
+WORLD_DATA = Path(__file__).resolve().parent / "data" / "damage_world"
+
+
+def world_expected() -> dict[int, tuple[bytes, str]]:
+    """What :func:`build_world` returns, without a store: ids 1, 2, … in build order."""
+    rng = np.random.default_rng(27)
+    series = [_series(k, rng) for _ in range(SEGMENTS) for k in range(PER_SEGMENT)]
+    return {i: (np.asarray(s.data).tobytes(), str(s.data.dtype)) for i, s in enumerate(series, 1)}
+
+
 def fresh(world, tmp_path: Path, name: str = "s.h5") -> Path:
     target = tmp_path / name
     if target.exists():
@@ -61,3 +75,12 @@ def segment_of(path: Path, series_id: int) -> Path:
             (series_id,),
         ).fetchone()
     return path / "segments" / name
+
+
+if __name__ == "__main__":
+    import sys
+
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else WORLD_DATA
+    shutil.rmtree(target, ignore_errors=True)
+    assert build_world(target) == world_expected()
+    print(f"wrote {target}")

@@ -27,10 +27,11 @@ import pytest
 from damaged_store import (
     PER_SEGMENT,
     SEGMENTS,
-    build_world,
+    WORLD_DATA,
     fresh,
     segment_files,
     segment_of,
+    world_expected,
 )
 
 from infrastore_sqlite import (
@@ -46,9 +47,15 @@ TRIALS = 400
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[int, tuple[bytes, str]]]:
+    """The kept world (``tests/data/damage_world``): the same bytes on every run, so each
+    seeded trial does the same damage. Checked sound and as built before any trial."""
     path = tmp_path_factory.mktemp("damage") / "world.h5"
-    expected = build_world(path)
+    shutil.copytree(WORLD_DATA, path)
+    expected = world_expected()
     assert len(list((path / "segments").iterdir())) == SEGMENTS
+    with Store.open(path, read_only=True) as s:
+        assert s.verify_integrity() == {"ok": True, "errors": []}
+        assert readback(s, expected) == {i: v[0] for i, v in expected.items()}
     return path, expected
 
 
