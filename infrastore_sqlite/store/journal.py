@@ -352,24 +352,23 @@ def records_of(h5: h5py.File) -> list[tuple[int, int, bytes]]:
     """``(seq, prev, payload)`` of every record in an open segment, in ``seq`` order.
 
     A record that does not read is skipped (the caller's report names the file)."""
-    group = h5.get(JOURNAL_GROUP)
-    if group is None:
-        return []
     out = []
-    for name in sorted(group):
+    for seq, prev, ds in _records(h5):
         try:
-            ds = group[name]
-            seq = int(ds.attrs["seq"])
-            if name != f"{seq:020d}":
-                continue  # a damaged header: the record is not taken for another
-            out.append((seq, int(ds.attrs["prev"]), ds[()].tobytes()))
-        except (OSError, ValueError, KeyError, RuntimeError, TypeError):
+            out.append((seq, prev, ds[()].tobytes()))
+        except (OSError, ValueError, RuntimeError, TypeError):
             continue
     return out
 
 
 def heads_of(h5: h5py.File) -> list[tuple[int, int]]:
     """``(seq, prev)`` of every record in an open segment, without their payloads."""
+    return [(seq, prev) for seq, prev, _ds in _records(h5)]
+
+
+def _records(h5: h5py.File) -> list[tuple[int, int, Any]]:
+    """``(seq, prev, dataset)`` of every record whose header reads, in ``seq`` order (a
+    payload that then does not read is skipped too)."""
     group = h5.get(JOURNAL_GROUP)
     if group is None:
         return []
@@ -380,7 +379,7 @@ def heads_of(h5: h5py.File) -> list[tuple[int, int]]:
             seq = int(ds.attrs["seq"])
             if name != f"{seq:020d}":
                 continue  # a damaged header: the record is not taken for another
-            out.append((seq, int(ds.attrs["prev"])))
+            out.append((seq, int(ds.attrs["prev"]), ds))
         except (OSError, ValueError, KeyError, RuntimeError, TypeError):
             continue
     return out
