@@ -343,7 +343,7 @@ def _add_interchange(ctx: click.Context, source: str, path: str, kw: dict[str, A
     }
     with _open_store(ctx, read_only=False) as store, _Progress(ctx, "import") as bar:
         if source == "--parquet":
-            from ..interchange.parquet.storage import parse_storage_options
+            from ..interchange.parquet.location import parse_storage_options
 
             options = parse_storage_options(kw["storage_options"])
             result = store.import_parquet(

@@ -88,7 +88,7 @@ def diff(
     with _open_store(ctx, read_only=True) as store, _Progress(ctx, "diff") as bar:
         if parquet_path:
             from ..interchange.parquet.diff import diff_parquet_report
-            from ..interchange.parquet.storage import parse_storage_options
+            from ..interchange.parquet.location import parse_storage_options
 
             options = parse_storage_options(storage_options) or None
             entries, changed = diff_parquet_report(

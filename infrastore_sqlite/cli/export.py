@@ -102,7 +102,7 @@ def rehash(
             raise click.UsageError(
                 "--table-prefix cannot be used with --dir: it names SQLite tables", ctx
             )
-        from ..interchange.parquet.storage import parse_storage_options
+        from ..interchange.parquet.location import parse_storage_options
 
         options = parse_storage_options(storage_options) or None
         with _Progress(ctx, "rehash", "array") as bar:
@@ -410,7 +410,7 @@ def _export_parquet(
     if directory is None:
         raise click.UsageError("export -f parquet needs --dir DIR", ctx)
     from ..interchange.parquet.export import SUMMARY_KEYS
-    from ..interchange.parquet.storage import parse_storage_options
+    from ..interchange.parquet.location import parse_storage_options
 
     on_interrupt(
         ctx,

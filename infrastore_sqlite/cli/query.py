@@ -74,8 +74,8 @@ def query(
     from ..interchange.duckdb_session import run_sql
 
     if parquet_path:
+        from ..interchange.parquet.location import parse_storage_options
         from ..interchange.parquet.query import connect_parquet
-        from ..interchange.parquet.storage import parse_storage_options
 
         options = parse_storage_options(storage_options) or None
         con = connect_parquet(parquet_path, storage_options=options)

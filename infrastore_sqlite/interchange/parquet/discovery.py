@@ -1,7 +1,7 @@
 """Finding the Parquet form's partitions at a path (a directory, a file or a stem), and
 checking their footers (``parquet-layout.md`` §5, §7): nothing here reads values.
 
-The path may be an object-storage URI (``storage.py``): a prefix is listed once, a
+The path may be an object-storage URI (a :class:`~.location.Location`): a prefix is listed once, a
 footer read with ranged requests, and an export's manifest, when there is one, checked
 against what the listing shows.
 """
@@ -12,7 +12,6 @@ import contextlib
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -35,8 +34,8 @@ from .layout import (
     TYPE_KEY,
     require_pyarrow,
 )
+from .location import MANIFEST, Location, locate
 from .parts import open_parquet, parts_metadata
-from .storage import MANIFEST, ObjectPath, locate, open_input
 
 __all__ = ["Found", "Partition", "discover", "inside"]
 
@@ -53,7 +52,7 @@ class Partition:
     alone) has ``type`` None until the inline flags and its metadata decide it."""
 
     stem: str
-    files: dict[str, Path | ObjectPath]
+    files: dict[str, Location]
     type: TimeSeriesType | None
     footers: dict[str, dict[str, str]] = field(default_factory=dict)
     #: Each file's Parquet metadata as discovery read it (the reader opens the file with
@@ -77,43 +76,9 @@ class Found:
     changed: list[str] = field(default_factory=list)
 
 
-def inside(d: Path | ObjectPath, name: str, *, listed_in: str | None = None) -> Path | ObjectPath:
-    """``d / name``, refused unless it stays in ``d``: no absolute name, no ``..``
-    segment, and (on disk) no symbolic link whose target leaves ``d``.
-
-    Parameters
-    ----------
-    d
-        The directory (or object-storage prefix) the files were exported to.
-    name
-        A name found in it, or one its manifest lists (``listed_in``: the manifest, for the
-        message).
-
-    Raises
-    ------
-    InvalidParameterError
-        The name or its link target leaves ``d``; the message names the entry.
-    """
-    by = f"{listed_in} lists {name!r}" if listed_in else f"{d / name}"
-    segments = name.replace("\\", "/").split("/")
-    if not name or name.startswith("/") or os.path.isabs(name) or ".." in segments:
-        raise InvalidParameterError(
-            f"{by}, a name that leaves {d} (an absolute name or a '..' segment); an "
-            "export's files all lie in its directory: remove that entry (or the manifest) "
-            "and import again",
-            table=str(d),
-        )
-    target = d / name
-    if isinstance(target, Path) and os.path.islink(target):
-        root = os.path.realpath(d)
-        real = os.path.realpath(target)
-        if os.path.commonpath([root, real]) != root:
-            raise InvalidParameterError(
-                f"{target} is a symbolic link to {real}, outside {d}; an export's files all "
-                "lie in its directory: copy the file itself there (not a link) and try again",
-                table=str(target),
-            )
-    return target
+def inside(d: Location, name: str, *, listed_in: str | None = None) -> Location:
+    """``d / name``, refused unless it stays in ``d`` (:meth:`Location.inside`)."""
+    return d.inside(name, listed_in=listed_in)
 
 
 def _role_of(name: str) -> tuple[str, str] | None:
@@ -136,11 +101,11 @@ def discover(
     """
     where = os.fspath(path)
     p = locate(where, storage_options)
-    if isinstance(p, Path) and where.lower().startswith("file://"):
-        where = os.fspath(p)  # a file:// URI as the path it names
+    if where.lower().startswith("file://"):
+        where = str(p)  # a file:// URI as the path it names
     if p.is_dir():
         split = _role_of(p.name)
-        names = p.listdir() if isinstance(p, ObjectPath) else os.listdir(p)
+        names = p.listdir()
         if not any(_role_of(n) for n in names) and (split or p.name.endswith(".parquet")):
             # A partition's file (or a foreign file) written as a directory of part files.
             if split is None:
@@ -164,12 +129,12 @@ def discover(
     )
 
 
-def _exists(path: Path | ObjectPath) -> bool:
+def _exists(path: Location) -> bool:
     """Whether a partition's file is there: a file, or a directory of part files."""
     return path.is_file() or path.is_dir()
 
 
-def _refuse_a_part(p: Path | ObjectPath, where: str) -> None:
+def _refuse_a_part(p: Location, where: str) -> None:
     """Refuse a part file named alone: its directory is the partition's file."""
     up = p.parent
     for _ in range(3):  # the part's directory, or a Polars key=value/ directory below it
@@ -184,10 +149,10 @@ def _refuse_a_part(p: Path | ObjectPath, where: str) -> None:
         up = up.parent
 
 
-def _discover_dir(d: Path | ObjectPath, where: str) -> Found:
+def _discover_dir(d: Location, where: str) -> Found:
     stems: dict[str, set[str]] = {}
     ignored: list[str] = []
-    names = d.listdir() if isinstance(d, ObjectPath) else os.listdir(d)
+    names = d.listdir()
     changed = _check_manifest(d / MANIFEST) if MANIFEST in names else []
     for name in sorted(names, key=lambda n: n.encode()):
         split = _role_of(name)
@@ -227,7 +192,7 @@ def _discover_dir(d: Path | ObjectPath, where: str) -> Found:
     return found
 
 
-def _check_manifest(manifest: Path | ObjectPath) -> list[str]:
+def _check_manifest(manifest: Location) -> list[str]:
     """The files of the directory that differ from what its manifest lists: a file whose
     size differs but whose footer reads was edited since the export (or written again by
     an engine, as a directory of parts) and is read as it is now; a file missing, or cut
@@ -236,7 +201,7 @@ def _check_manifest(manifest: Path | ObjectPath) -> list[str]:
     bounded (``MAX_MANIFEST_BYTES``)."""
     d = manifest.parent
     inside(d, manifest.name)
-    size = manifest.size() if isinstance(manifest, ObjectPath) else _local_size(manifest)
+    size = manifest.size()
     if size is not None and size > MAX_MANIFEST_BYTES:
         raise InvalidParameterError(
             f"{manifest} holds {size:,} bytes, more than the {MAX_MANIFEST_BYTES:,} an "
@@ -260,7 +225,7 @@ def _check_manifest(manifest: Path | ObjectPath) -> list[str]:
     changed: list[str] = []
     for name, size in wanted.items():
         path = d / name
-        have = path.size() if isinstance(path, ObjectPath) else _local_size(path)
+        have = path.size()
         if have == size:
             continue
         if (have is not None and _footer_reads(path)) or (have is None and path.is_dir()):
@@ -276,7 +241,7 @@ def _check_manifest(manifest: Path | ObjectPath) -> list[str]:
     return changed
 
 
-def _footer_reads(path: Path | ObjectPath) -> bool:
+def _footer_reads(path: Location) -> bool:
     try:
         _metadata(path)
     except StorageError:
@@ -284,14 +249,7 @@ def _footer_reads(path: Path | ObjectPath) -> bool:
     return True
 
 
-def _local_size(path: Path) -> int | None:
-    try:
-        return path.stat().st_size if path.is_file() else None
-    except OSError:
-        return None
-
-
-def _partition(d: Path | ObjectPath, stem: str, where: str, *, named: bool) -> Partition:
+def _partition(d: Location, stem: str, where: str, *, named: bool) -> Partition:
     files = {role: inside(d, f"{stem}{suffix}") for role, suffix in _SUFFIXES.items()}
     have = {role for role, f in files.items() if _exists(f)}
     if "values" not in have:
@@ -321,14 +279,14 @@ def _foreign(values: Any, stem: str, arrays: Any) -> Partition:
     return Partition(stem, files, None, footers, metadata)
 
 
-def _metadata(path: Path | ObjectPath) -> Any:
+def _metadata(path: Location) -> Any:
     """A file's Parquet metadata (its footer, parsed; of an object, read by range); of a
     directory of part files, every part's (:class:`PartsMetadata`)."""
     _, pq = require_pyarrow()
     if not path.is_file() and path.is_dir():
         return parts_metadata(pq, path, _metadata)
     with reading_errors(path):
-        return pq.read_metadata(open_input(path))
+        return pq.read_metadata(path.open_input())
 
 
 def _footer(metadata: Any) -> dict[str, str]:
@@ -343,7 +301,7 @@ def _footer(metadata: Any) -> dict[str, str]:
 
 
 def _check_footers(
-    stem: str, files: dict[str, Path | ObjectPath], footers: dict[str, dict[str, str]]
+    stem: str, files: dict[str, Location], footers: dict[str, dict[str, str]]
 ) -> None:
     with_footer = [r for r in ROLES if FORMAT_KEY in footers.get(r, {})]
     for role in with_footer:
@@ -380,7 +338,7 @@ def _check_footers(
 
 
 def _partition_type(
-    stem: str, files: dict[str, Path | ObjectPath], footers: dict[str, dict[str, str]]
+    stem: str, files: dict[str, Location], footers: dict[str, dict[str, str]]
 ) -> TimeSeriesType:
     for role in ROLES:
         name = footers[role].get(TYPE_KEY)
@@ -418,7 +376,7 @@ def _partition_type(
 
 
 @contextlib.contextmanager
-def reading_errors(path: Path | ObjectPath | str) -> Iterator[None]:
+def reading_errors(path: Location | str) -> Iterator[None]:
     """pyarrow's and the OS's read errors as a StorageError naming the file."""
     import pyarrow
 

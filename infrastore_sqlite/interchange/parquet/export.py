@@ -12,7 +12,7 @@ overlap. At most two row groups are held, one being encoded and the next (or one
 when a single array is longer than a group). The columns themselves (a grid's key
 columns unexpanded, numpy as Arrow, the series and arrays tables) are ``encode.py``'s.
 
-Atomicity (``publish.py``): every file is written under a temporary name in the target
+Atomicity (the target's publisher, ``location/``): every file is written under a temporary name in the target
 directory and renamed into place only after every partition succeeded, each partition's
 values file last; in object storage each file is a multipart upload, completed once its
 partition's three files are encoded, and a manifest is put last. On any failure every
@@ -27,7 +27,6 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
-from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -64,9 +63,8 @@ from .layout import (
     values_schema,
     writer_options,
 )
+from .location import Publisher, locate
 from .parallel import check_jobs, write_parallel
-from .publish import LocalPublisher, ObjectPublisher
-from .storage import ObjectPath, Upload, locate
 
 if TYPE_CHECKING:
     from ...store import Store
@@ -152,11 +150,7 @@ def export_parquet(
     )
     if not plan.partitions:
         return []
-    publisher: LocalPublisher | ObjectPublisher
-    if isinstance(target, ObjectPath):
-        publisher = ObjectPublisher(target, plan, overwrite=overwrite)
-    else:
-        publisher = LocalPublisher(target, plan, overwrite=overwrite)
+    publisher = target.publisher(plan, overwrite=overwrite)
     publisher.check()
     summary = _summary(directory, plan)
     if dry_run:
@@ -164,9 +158,7 @@ def export_parquet(
     publisher.begin()
     try:
         if jobs > 1 and len(plan.partitions) > 1:
-            write_parallel(
-                store, plan, publisher, jobs, storage_options=storage_options, progress=progress
-            )
+            write_parallel(store, plan, publisher, jobs, progress=progress)
         else:
             _write_files(pa, pq, store, plan, publisher, progress)
         publisher.commit()
@@ -197,7 +189,7 @@ def _write_files(
     pq: ModuleType,
     store: Store,
     plan: ExportPlan,
-    publisher: LocalPublisher | ObjectPublisher,
+    publisher: Publisher,
     progress: Progress | None,
 ) -> None:
     """Every partition's three files, where the publisher says (their temporary names,
@@ -213,7 +205,14 @@ def _write_files(
         with Prefetch(_prepared(pa, store, plan)) as steps:
             for kind, pp, payload in steps:
                 if kind == "begin":
-                    group = _Group(pa, pq, pp, publisher.sink(pp, "values"), encoder)
+                    group = _Group(
+                        pa,
+                        pq,
+                        pp,
+                        publisher.sink(pp, "values"),
+                        publisher.final(pp, "values"),
+                        encoder,
+                    )
                 elif kind == "segments":
                     assert group is not None
                     for seg in payload:
@@ -236,7 +235,9 @@ def _write_files(
                         table = _series_table(pa, store, pp)
                     else:
                         table = _arrays_table(pa, pp)
-                    _write_table(pa, pq, table, publisher.sink(pp, kind), kind)
+                    _write_table(
+                        pa, pq, table, publisher.sink(pp, kind), publisher.final(pp, kind), kind
+                    )
                     del table
                     publisher.finished(pp, kind)
     finally:
@@ -410,20 +411,22 @@ class _Group:
         pa: ModuleType,
         pq: ModuleType,
         pp: PartitionPlan,
-        path: Path,
+        sink: Any,
+        where: str,
         encoder: ThreadPoolExecutor,
     ) -> None:
         key = pp.partition.key
         self.pa = pa
-        self.path = path
+        #: The file as it will be named once published (for messages).
+        self.where = where
         self.encoder = encoder
         self.buffers: dict[str, np.ndarray] = {}  # the key columns' (see _buffer)
         self.schema = values_schema(pa, key, pp.width)
         self.pending: deque[Future[int]] = deque()  # queued groups, oldest first
         self._reset()
-        with _storage_errors(path):
+        with _storage_errors(where):
             self.writer = pq.ParquetWriter(
-                path, self.schema, **writer_options(pq, pa, self.schema, "values")
+                sink, self.schema, **writer_options(pq, pa, self.schema, "values")
             )
 
     def _reset(self) -> None:
@@ -501,7 +504,7 @@ class _Group:
         else:
             written = self._flush(self.rows) + self._settle()
         self.buffers.clear()  # before the series and arrays files are built
-        with _storage_errors(self.path):
+        with _storage_errors(self.where):
             self.writer.close()
         return written
 
@@ -549,7 +552,7 @@ class _Group:
                 chunks.append(_arrow_array(pa, column, f.type))
             arrays.append(pa.chunked_array(chunks, type=f.type))
         table = pa.Table.from_arrays(arrays, schema=self.schema)
-        with _storage_errors(self.path):
+        with _storage_errors(self.where):
             self.writer.write_table(table, row_group_size=group_rows)
         return rows
 
@@ -570,20 +573,23 @@ class _Group:
         return buffer[:rows]
 
 
-def _write_table(pa: ModuleType, pq: ModuleType, table: Any, path: Path, role: str) -> None:
-    """One file in one row group."""
-    with _storage_errors(path):
+def _write_table(
+    pa: ModuleType, pq: ModuleType, table: Any, sink: Any, where: str, role: str
+) -> None:
+    """One file in one row group, to ``sink`` (``where`` once published)."""
+    with _storage_errors(where):
         pq.write_table(
             table,
-            path,
+            sink,
             row_group_size=max(1, table.num_rows),
             **writer_options(pq, pa, table.schema, role),
         )
 
 
 @contextlib.contextmanager
-def _storage_errors(path: Path | Upload) -> Iterator[None]:
-    """pyarrow's and the OS's write errors as a StorageError naming the file."""
+def _storage_errors(where: str) -> Iterator[None]:
+    """pyarrow's and the OS's write errors as a StorageError naming the file (``where``:
+    its published name)."""
     import pyarrow
 
     try:
@@ -593,10 +599,6 @@ def _storage_errors(path: Path | Upload) -> Iterator[None]:
             f"{exc.template}; nothing of the export was kept", table=exc.table, terms=exc.terms
         ) from exc
     except (OSError, pyarrow.ArrowException) as exc:
-        if isinstance(path, Upload):
-            where = path.uri
-        else:
-            where = str(path.parent / path.name.removeprefix(".").rsplit(".", 2)[0])
         raise StorageError(
             f"writing {where} failed: {exc}; nothing of the export was kept", table=where
         ) from exc

@@ -14,7 +14,7 @@ names and renamed by it at the end; uploads are completed a partition at a time 
 recorded in its manifest, put last. When one writer fails the others stop at their next
 progress step, each removes what it wrote, and the parent removes what the finished
 ones published: nothing is left. Imports ``interchange`` and below, and its siblings
-``export``, ``publish`` and ``storage``.
+``export`` and ``location``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import multiprocessing
 import multiprocessing.util
 import os
 import pickle
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import (
     FIRST_COMPLETED,
     Future,
@@ -33,14 +33,12 @@ from concurrent.futures import (
     ThreadPoolExecutor,
     wait,
 )
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import InvalidParameterError
 from ..plan import ExportPlan
 from .layout import require_pyarrow
-from .publish import LocalPublisher, ObjectPublisher
-from .storage import ObjectPath, locate
+from .location import Publisher
 
 if TYPE_CHECKING:
     from ...store import Store
@@ -80,10 +78,9 @@ def order(plan: ExportPlan) -> list[int]:
 def write_parallel(
     store: Store,
     plan: ExportPlan,
-    publisher: LocalPublisher | ObjectPublisher,
+    publisher: Publisher,
     jobs: int,
     *,
-    storage_options: Mapping[str, Any] | None,
     progress: Callable[[int, int], None] | None,
 ) -> None:
     """Write every partition's files from ``jobs`` writers, through ``publisher`` (whose
@@ -101,11 +98,14 @@ def write_parallel(
     pa, pq = require_pyarrow()
     ctx = _context()
     abort = ctx.Event()
-    if isinstance(publisher, LocalPublisher):
-        where: dict[str, Any] = {"local": str(publisher.target), "token": publisher.token}
-    else:
-        where = {"uri": str(publisher.target), "storage_options": dict(storage_options or {})}
-    job = {"store": os.fspath(store.path), "where": where, "overwrite": publisher.overwrite}
+    # The target travels pickled (a bucket as its root and options, opened again in the
+    # worker); each worker's publisher writes under the parent's temporary names.
+    job = {
+        "store": os.fspath(store.path),
+        "target": publisher.target,
+        "token": publisher.token,
+        "overwrite": publisher.overwrite,
+    }
     queue = order(plan)
     total, done = plan.total_rows, 0
     results: dict[int, list[dict[str, Any]]] = {}
@@ -176,7 +176,7 @@ def write_parallel(
                 collect(block=True)
                 if progress and error is None:
                     progress(done + mine, total)
-            if isinstance(publisher, ObjectPublisher) and error is None:
+            if error is None:
                 publisher.settle()  # this process's uploads are in its files once complete
         except BaseException as exc:
             if error is None or not isinstance(exc, _Stopped):
@@ -187,13 +187,7 @@ def write_parallel(
         finally:
             # What the finished workers published is the parent's to remove on a failure,
             # and its manifest lists every file in partition order, as one process's does.
-            if isinstance(publisher, ObjectPublisher):
-                for i in sorted(results):
-                    for entry in results[i]:
-                        publisher.published.append(publisher.target / entry["name"])
-                        publisher.files.append(entry)
-                at = {pp.partition.file_stem: k for k, pp in enumerate(plan.partitions)}
-                publisher.files.sort(key=lambda e: at[e["partition"]])
+            publisher.adopt([entry for i in sorted(results) for entry in results[i]])
     if error is not None:
         raise error
 
@@ -294,16 +288,7 @@ def _work(job: dict[str, Any], i: int, packed: bytes) -> tuple[dict[int, list[di
     pa, pq = require_pyarrow()
     store = _store(job["store"])
     plan: ExportPlan = _PlanUnpickler(packed, store).load()
-    where = job["where"]
-    publisher: LocalPublisher | ObjectPublisher
-    if "local" in where:
-        publisher = LocalPublisher(
-            Path(where["local"]), plan, overwrite=job["overwrite"], token=where["token"]
-        )
-    else:
-        target = locate(where["uri"], where["storage_options"])
-        assert isinstance(target, ObjectPath)
-        publisher = ObjectPublisher(target, plan, overwrite=job["overwrite"])
+    publisher = job["target"].publisher(plan, overwrite=job["overwrite"], token=job["token"])
 
     def stop_if_told(done: int, total: int) -> None:
         if _abort is not None and _abort.is_set():
@@ -311,10 +296,9 @@ def _work(job: dict[str, Any], i: int, packed: bytes) -> tuple[dict[int, list[di
 
     try:
         _write_files(pa, pq, store, plan, publisher, stop_if_told)
-        if isinstance(publisher, ObjectPublisher):
-            publisher.settle()  # its partition's uploads complete before it reports them
+        publisher.settle()  # its partition's uploads complete before it reports them
     except BaseException:
         publisher.rollback()
         raise
-    files = {i: list(publisher.files)} if isinstance(publisher, ObjectPublisher) else {}
-    return files, plan.total_rows
+    entries = publisher.entries()
+    return ({i: entries} if entries else {}), plan.total_rows

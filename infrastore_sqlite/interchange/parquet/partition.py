@@ -38,21 +38,19 @@ from .grids import _affine, _sts_grids
 from .layout import (
     ELEMENT_SHAPE_KEY,
 )
+from .location import is_uri
 from .parts import PartsFile, open_parquet, text_columns
 from .spark import spark_instants
-from .storage import ObjectPath, is_uri
 
 _SORT = "sort the file by array_id (then issue_time, timestamp) and import again"
 
 __all__ = ["PartitionReader", "rehash_of"]
 
 
-def rehash_of(values_file: str | Path | ObjectPath) -> Term:
-    """How to recompute the hashes of the partition whose values file is ``values_file``:
-    ``rehash`` of the directory that holds it (the arrays file sits beside it); of a
-    local copy, for object storage."""
-    if isinstance(values_file, ObjectPath):
-        return rehash_dir_term(str(values_file.parent))
+def rehash_of(values_file: str) -> Term:
+    """How to recompute the hashes of the partition whose values file is named
+    ``values_file`` (a report's text): ``rehash`` of the directory that holds it (the
+    arrays file sits beside it); of a local copy, for object storage."""
     if is_uri(values_file):  # a URI as text: its prefix, not a Path's (which drops a /)
         return rehash_dir_term(posixpath.dirname(str(values_file).rstrip("/")))
     return rehash_dir_term(str(Path(values_file).parent))
@@ -127,7 +125,7 @@ class PartitionReader:
             row_word="row",
             word="file",
         )
-        self.rehash = rehash_of(part.files["values"])
+        self.rehash = rehash_dir_term(str(part.files["values"].parent))
         #: Whether the arrays' hashes can be checked (a foreign file without an arrays
         #: file has none to check against).
         self.checksum = True

@@ -23,14 +23,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ...errors import InvalidParameterError
 from .columns import null_mask, to_numpy
-from .storage import ObjectPath, open_input
+from .location import Location
 
 __all__ = [
     "PartsFile",
@@ -74,31 +73,15 @@ def _natural(name: str) -> list[Any]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
-def _children(d: Path | ObjectPath) -> tuple[list[str], list[str]]:
-    """``(file names, directory names)`` directly in ``d``."""
-    if isinstance(d, ObjectPath):
-        objects, prefixes = d.bucket.listing(d.key)
-        return list(objects), list(prefixes)
-    files: list[str] = []
-    dirs: list[str] = []
-    for entry in sorted(Path(d).iterdir()):
-        # A symlink is followed no further than a plain file: a part is a file.
-        if entry.is_dir() and not entry.is_symlink():
-            dirs.append(entry.name)
-        elif entry.is_file():
-            files.append(entry.name)
-    return files, dirs
-
-
-def list_parts(d: Path | ObjectPath) -> list[Path | ObjectPath]:
+def list_parts(d: Location) -> list[Location]:
     """Every ``*.parquet`` file in ``d`` and below (Polars' ``key=value/`` directories),
     in natural order of their paths; names starting with ``_`` or ``.`` (Spark's
     ``_SUCCESS`` and ``.crc`` files, a ``_temporary`` directory) are skipped."""
-    out: list[tuple[list[Any], Path | ObjectPath]] = []
-    pending: list[tuple[str, Path | ObjectPath]] = [("", d)]
+    out: list[tuple[list[Any], Location]] = []
+    pending: list[tuple[str, Location]] = [("", d)]
     while pending:
         rel, here = pending.pop()
-        files, dirs = _children(here)
+        files, dirs = here.children()
         for name in files:
             if not name.startswith(("_", ".")) and name.endswith(".parquet"):
                 out.append((_natural(f"{rel}{name}"), here / name))
@@ -113,8 +96,8 @@ def list_parts(d: Path | ObjectPath) -> list[Path | ObjectPath]:
 class PartsMetadata:
     """A part-file directory's parts and each one's Parquet metadata (its footer)."""
 
-    path: Path | ObjectPath
-    parts: list[Path | ObjectPath]
+    path: Location
+    parts: list[Location]
     metas: list[Any] = field(default_factory=list)
 
     @property
@@ -132,7 +115,7 @@ class PartsMetadata:
         return sum(int(m.num_row_groups) for m in self.metas)
 
 
-def parts_metadata(pq: Any, d: Path | ObjectPath, read: Any) -> PartsMetadata:
+def parts_metadata(pq: Any, d: Location, read: Any) -> PartsMetadata:
     """The parts of the directory ``d`` and their footers (each read by ``read(path)``).
 
     Raises
@@ -157,14 +140,14 @@ def arrow_schema(metadata: Any) -> Any:
     return first.schema.to_arrow_schema()
 
 
-def open_parquet(pq: Any, path: Path | ObjectPath, metadata: Any, role: str, **kw: Any) -> Any:
+def open_parquet(pq: Any, path: Location, metadata: Any, role: str, **kw: Any) -> Any:
     """``path`` opened for reading with the ``metadata`` read of it: a
     ``pyarrow.parquet.ParquetFile``, or a :class:`PartsFile` for a directory of parts."""
     if isinstance(metadata, PartsMetadata):
         import pyarrow
 
         return PartsFile(pyarrow, pq, metadata, role, read_dictionary=kw.get("read_dictionary"))
-    return pq.ParquetFile(open_input(path), metadata=metadata, **kw)
+    return pq.ParquetFile(path.open_input(), metadata=metadata, **kw)
 
 
 def text_columns(pa: Any, metadata: Any) -> list[str]:
@@ -211,7 +194,7 @@ class PartsFile:
         pf = self._files.get(i)
         if pf is None:
             pf = self._files[i] = self.pq.ParquetFile(
-                open_input(self.meta.parts[i]),
+                self.meta.parts[i].open_input(),
                 metadata=self.meta.metas[i],
                 buffer_size=_READ_BUFFER,
                 pre_buffer=False,

@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from ...errors import InvalidParameterError
@@ -33,7 +32,6 @@ from ..layout import FLAT_SERIES_COLUMNS, KEY_KINDS, VIEW_COLUMNS
 from .discovery import Partition, discover
 from .layout import ROLES
 from .parts import PartsMetadata
-from .storage import ObjectPath
 
 __all__ = ["connect_parquet", "query_parquet"]
 
@@ -96,8 +94,10 @@ def connect_parquet(
             table=found.where,
         )
     con = connect()
-    if any(isinstance(f, ObjectPath) for p in parts for f in p.files.values()):
-        _object_storage(con, parts[0].files["values"], storage_options or {})
+    values = parts[0].files["values"]
+    options = values.client_options()
+    if options is not None:  # a place another engine reaches through its client
+        _object_storage(con, values, options)
     sources = []
     for p in parts:
         base = p.stem.replace(".", "_")
@@ -118,11 +118,7 @@ def _files(p: Partition, role: str) -> list[str]:
     """The files DuckDB reads for a role: the file, or every part of its directory."""
     meta = p.metadata.get(role)
     paths = meta.parts if isinstance(meta, PartsMetadata) else [p.files[role]]
-    return [_uri(x) for x in paths]
-
-
-def _uri(x: Path | ObjectPath) -> str:
-    return str(x).replace("s3a://", "s3://", 1) if isinstance(x, ObjectPath) else os.fspath(x)
+    return [x.uri for x in paths]
 
 
 def _object_storage(con: Any, where: Any, options: Mapping[str, Any]) -> None:

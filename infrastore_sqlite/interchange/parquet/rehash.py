@@ -15,9 +15,7 @@ Unlike the import, a rehash that renumbers holds the partition's values file in 
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,9 +27,9 @@ from ..importing import Options, build_group, first_specs, read_rows
 from ..importing.limits import Limits
 from .discovery import discover
 from .layout import require_pyarrow
+from .location import MANIFEST, Location
 from .partition import PartitionReader
 from .parts import arrow_schema, open_parquet
-from .storage import MANIFEST, ObjectPath, storage_errors
 
 __all__ = ["rehash_parquet"]
 
@@ -82,12 +80,12 @@ def rehash_parquet(
     for reader in readers:
         reader.limits = limits
         for final in reader.part.files.values():
-            # (Object storage has no links: only a local file can be one.)
-            if isinstance(final, Path) and final.is_symlink():
-                # os.replace would put the new file in the link's place, and writing
-                # through it would change a file this directory does not hold.
+            link = final.link_target()
+            if link is not None:
+                # Replacing the file would put the new one in the link's place, and
+                # writing through it would change a file this directory does not hold.
                 raise InvalidParameterError(
-                    f"{final} is a symbolic link (to {os.readlink(final)}); rehash rewrites "
+                    f"{final} is a symbolic link (to {link}); rehash rewrites "
                     "the files in place and never through a link or over one: copy the "
                     "file itself there and rehash again. Nothing was written",
                     table=str(final),
@@ -156,59 +154,21 @@ def _apply(
     return {"moved": len(moved), **written}
 
 
-def _publish(pq: Any, files: dict[str, Any], tables: dict[str, Any]) -> dict[str, int]:
-    """Each table written over its role's file, values first and arrays last: locally
-    under a temporary name renamed into place once all are written; in object storage
-    one PUT each. A directory of part files there is set aside first (never removed:
-    ``.<name>.<token>.parts`` beside it, which every reader skips)."""
-    token = uuid.uuid4().hex[:8]
+def _publish(pq: Any, files: dict[str, Location], tables: dict[str, Any]) -> dict[str, int]:
+    """Each table written over its role's file, values first and arrays last, by the
+    place that holds them (:meth:`Location.rewrite`: on disk under temporary names renamed
+    into place once all are written; in object storage one PUT each). A directory of part
+    files is set aside first, never removed."""
     order = [r for r in ("values", "series", "arrays") if r in tables]
-    sizes: dict[str, int] = {}
-    if isinstance(files["arrays"], ObjectPath):
-        for role in order:
-            final: ObjectPath = files[role]
-            import pyarrow as pa
 
-            sink = pa.BufferOutputStream()
-            pq.write_table(tables[role], sink, compression="zstd")
-            data = sink.getvalue()
-            if not final.is_file() and final.is_dir():
-                _set_aside_parts(final, token)
-            final.put(data.to_pybytes(), overwrite=True)
-            sizes[final.name] = data.size
-        files["arrays"].bucket.forget(files["arrays"].parent.key)
-        return sizes
-    temps: dict[Path, Path] = {}
-    try:
-        for role in order:
-            final = Path(files[role])
-            tmp = temps[final] = final.with_name(f".{final.name}.{token}.partial")
-            pq.write_table(tables[role], tmp, compression="zstd")
-        for final, tmp in temps.items():
-            if final.is_dir():
-                os.replace(final, final.with_name(f".{final.name}.{token}.parts"))
-            os.replace(tmp, final)
-            sizes[final.name] = final.stat().st_size
-    finally:
-        for tmp in temps.values():
-            tmp.unlink(missing_ok=True)
-    return sizes
+    def writer(table: Any) -> Any:
+        return lambda sink: pq.write_table(table, sink, compression="zstd")
+
+    where = files["arrays"].parent
+    return where.rewrite([(files[role].name, writer(tables[role])) for role in order])
 
 
-def _set_aside_parts(d: ObjectPath, token: str) -> None:
-    """Every object under the prefix ``d`` moved to ``.<name>.<token>.parts/`` beside it."""
-    aside = d.parent / f".{d.name}.{token}.parts"
-    b = d.bucket
-    with storage_errors(str(d), "setting aside the parts of"):
-        for page in b.obstore.list(b.store, f"{d.key}/"):
-            for meta in page:
-                rel = meta["path"][len(d.key) + 1 :]
-                # (a fresh token: nothing is there to overwrite; S3 has no copy-if-absent)
-                b.obstore.rename(b.store, meta["path"], f"{aside.key}/{rel}")
-    b.forget(d.key)
-
-
-def update_manifest(where: Path | ObjectPath, sizes: dict[str, int]) -> None:
+def update_manifest(where: Location, sizes: dict[str, int]) -> None:
     """The export's manifest in ``where`` (when there is one) made to list ``sizes`` for
     the files rehash wrote, written last."""
     manifest = where / MANIFEST
@@ -221,14 +181,7 @@ def update_manifest(where: Path | ObjectPath, sizes: dict[str, int]) -> None:
                 f["size"] = sizes[f["name"]]
     except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
         return  # not a manifest this build reads: the import says so, naming it
-    data = orjson.dumps(doc, option=orjson.OPT_INDENT_2)
-    if isinstance(manifest, ObjectPath):
-        manifest.put(data, overwrite=True)
-        manifest.bucket.forget(where.key)  # type: ignore[union-attr]
-        return
-    tmp = manifest.with_name(f".{MANIFEST}.{uuid.uuid4().hex[:8]}.partial")
-    tmp.write_bytes(data)
-    os.replace(tmp, manifest)
+    manifest.replace_with(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
 
 
 def _renumber(

@@ -14,8 +14,8 @@ import pytest
 from varied_store import add, new_store, sts
 
 from infrastore_sqlite.errors import InvalidParameterError
+from infrastore_sqlite.interchange.parquet.location import MANIFEST, locate
 from infrastore_sqlite.interchange.parquet.rehash import rehash_parquet
-from infrastore_sqlite.interchange.parquet.storage import MANIFEST, locate
 
 STS = "SingleTimeSeries.f64.utc"
 

@@ -31,7 +31,7 @@ from varied_store import add, build_varied, new_store, sts
 from infrastore_sqlite import Store
 from infrastore_sqlite.cli import cli
 from infrastore_sqlite.errors import InvalidParameterError
-from infrastore_sqlite.interchange.parquet.storage import locate
+from infrastore_sqlite.interchange.parquet.location import locate
 
 ORDER = {
     "values": ["array_id", "timestamp"],

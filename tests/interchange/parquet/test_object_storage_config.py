@@ -16,7 +16,7 @@ from varied_store import add, new_store, sts
 
 from infrastore_sqlite.cli import PROG, cli
 from infrastore_sqlite.errors import InvalidParameterError
-from infrastore_sqlite.interchange.parquet.storage import locate
+from infrastore_sqlite.interchange.parquet.location import locate
 
 
 @pytest.fixture

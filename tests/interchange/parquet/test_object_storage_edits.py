@@ -25,7 +25,7 @@ from infrastore_sqlite import Store
 from infrastore_sqlite.cli import PROG, cli
 from infrastore_sqlite.errors import InvalidParameterError
 from infrastore_sqlite.interchange.parquet import import_parquet
-from infrastore_sqlite.interchange.parquet.storage import MANIFEST, locate
+from infrastore_sqlite.interchange.parquet.location import MANIFEST, locate
 
 STEM = "SingleTimeSeries.f64.utc"
 

@@ -15,7 +15,7 @@ from varied_store import build_varied, new_store, snapshot
 from infrastore_sqlite import Store
 from infrastore_sqlite.errors import StorageError
 from infrastore_sqlite.interchange.parquet import export_parquet, import_parquet
-from infrastore_sqlite.interchange.parquet.storage import MANIFEST, locate
+from infrastore_sqlite.interchange.parquet.location import MANIFEST, locate
 
 #: Fail fast once the server is gone (obstore's default is 10 tries over 3 minutes).
 QUICK = {"max_retries": "1", "retry_timeout": "2"}
@@ -122,7 +122,7 @@ def test_server_stopped_mid_import_resumes_with_ignore(
 _KILLED_EXPORT = """
 import os, signal, sys
 from infrastore_sqlite import Store
-from infrastore_sqlite.interchange.parquet import publish
+from infrastore_sqlite.interchange.parquet.location import _object as publish
 
 finished = publish.ObjectPublisher.finished
 seen = []

@@ -19,8 +19,8 @@ from infrastore_sqlite import Store
 from infrastore_sqlite.cli import PROG, cli
 from infrastore_sqlite.errors import DamagedStoreError, InvalidParameterError
 from infrastore_sqlite.interchange.parquet import export_parquet
+from infrastore_sqlite.interchange.parquet.location import MANIFEST, locate
 from infrastore_sqlite.interchange.parquet.parallel import order
-from infrastore_sqlite.interchange.parquet.storage import MANIFEST, locate
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,10 @@
-"""Where the Parquet form lives: a local path or an object-storage URI.
+"""An object-storage prefix (or object) as a :class:`~.base.Location`, and its publisher.
 
-Holds :func:`locate` (a path or URI → a local :class:`~pathlib.Path` or an
-:class:`ObjectPath`), the object-storage client (obstore, an optional extra: ``pip install
-'infrastore-sqlite[cloud]'``), the readers and uploads the container's Parquet files go
-through, and the wrapping of obstore's errors as :class:`StorageError`. Imports
-``errors`` and the standard library; obstore only when a URI is named.
+Holds the object-storage client (obstore, an optional extra: ``pip install
+'infrastore-sqlite[cloud]'``), the ranged reader and the uploads the container's Parquet
+files go through, :class:`ObjectPublisher`, and the wrapping of obstore's errors (by their
+classes, ``obstore.exceptions``) as :class:`StorageError`. obstore is imported only when a
+URI is named.
 
 Why obstore (not pyarrow's S3 file system): its multipart upload is aborted when the
 writer leaves with an error, so a failed export leaves no object behind; pyarrow's S3
@@ -13,6 +13,15 @@ output stream, closed after an error, completes the upload and publishes a parti
 one object near 100 GB (apache/arrow#41506). obstore also has a create-only put, which
 the manifest and every file small enough for one part use (:class:`Upload`), and takes
 the option names Polars' ``storage_options`` take.
+
+:class:`ObjectPublisher` writes each file to its final key as an upload that no listing
+shows until it is published (a multipart upload completed, or a file small enough for one
+part put whole, create-only unless ``overwrite``); a partition's files are published
+together once its three files are encoded (values last) only when the whole export
+commits, as Hadoop's S3A committers do, and a manifest (``_infrastore_manifest.json``: the
+partitions, files, sizes, keys) is put last; a process killed before leaves uploads never
+completed, which no listing shows. On a failure it removes what it published and aborts
+what it had not.
 """
 
 from __future__ import annotations
@@ -24,13 +33,18 @@ import io
 import os
 import posixpath
 import re
-from collections.abc import Iterator, Mapping
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import SplitResult
 
-from ...errors import (
+import orjson
+
+from ...._version import __version__
+from ....errors import (
     OVERWRITE,
     STORAGE_OPTION,
     InvalidParameterError,
@@ -38,23 +52,17 @@ from ...errors import (
     StorageError,
     Term,
 )
+from ...plan import ExportPlan, PartitionPlan
+from ..layout import file_names
+from .base import CLOUD_INSTALL, MANIFEST, PUBLISH_ORDER, Location, Publisher, refuse_collisions
 
 __all__ = [
-    "CLOUD_INSTALL",
-    "MANIFEST",
-    "ObjectPath",
-    "locate",
-    "open_input",
-    "parse_storage_options",
+    "ObjectLocation",
+    "ObjectPublisher",
+    "open_prefix",
     "storage_errors",
 ]
 
-#: The install command that brings object storage.
-CLOUD_INSTALL = "pip install 'infrastore-sqlite[cloud]'"
-#: The export's manifest, written last beside the files (``_``: engines skip it).
-MANIFEST = "_infrastore_manifest.json"
-#: URI schemes of object storage, as obstore and the engines spell them.
-_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss"})
 #: Options that configure obstore's HTTP client rather than the store (Polars takes both
 #: in one ``storage_options`` mapping; obstore wants them apart).
 _CLIENT_OPTIONS = frozenset(
@@ -78,11 +86,14 @@ _CHUNK = 256 << 10
 #: Bytes buffered before a multipart upload sends a part, at least: S3's smallest part.
 #: Small parts start the upload early, so it runs beside the encoding and what is left
 #: to send when the file is encoded is one part (sts 2,000's 30 MB values file: 16 MiB
-#: parts left 14 MB to the end). :meth:`ObjectPath.upload` takes larger ones for files
+#: parts left 14 MB to the end). :meth:`ObjectLocation.upload` takes larger ones for files
 #: that would need more than :data:`_MAX_PARTS` of these.
 PART_BYTES = 5 << 20
 #: Parts one upload is planned to fit in (S3 allows 10,000).
 _MAX_PARTS = 5000
+#: Uploads completed at once at the commit (each sends what is left of its file, a part
+#: at most, then completes).
+_COMPLETING = 4
 #: Parts of one upload in flight at once: what an upload holds is at most this many parts
 #: and the one filling, however slow the network, while the encoder goes on.
 _PARTS_IN_FLIGHT = 4
@@ -99,44 +110,19 @@ def require_obstore() -> ModuleType:
     return obstore
 
 
-def is_uri(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` names object storage (``s3://…``, ``gs://…``, ``az://…``, …)."""
-    text = os.fspath(path)
-    return isinstance(text, str) and text.split("://", 1)[0].lower() in _SCHEMES and ("://" in text)
-
-
-def parse_storage_options(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
-    """``KEY=VALUE`` texts (``--storage-option``) as a mapping; refuses one without ``=``."""
-    out: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise InvalidParameterError(
-                f"--storage-option {pair!r} is not KEY=VALUE; write it as, for example, "
-                "--storage-option aws_region=eu-west-1"
-            )
-        out[key.strip().lower()] = value
-    return out
-
-
-def locate(
-    path: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
-) -> Path | ObjectPath:
-    """A local path (plain or ``file://``) or an object in object storage.
+def open_prefix(
+    text: str, split: SplitResult, storage_options: Mapping[str, Any] | None
+) -> ObjectLocation:
+    """The prefix (or object) the URI ``text`` (split as ``split``) names, in its bucket
+    opened with ``storage_options``.
 
     Raises
     ------
     InvalidParameterError
-        ``storage_options`` given with a local path, or an option obstore does not take.
+        No bucket named, a ``..`` segment, or an option obstore does not take.
     MissingDependencyError
-        A URI named while obstore is not installed.
+        obstore is not installed.
     """
-    text = os.fspath(path)
-    if isinstance(text, str) and text.lower().startswith("file://"):
-        return Path(unquote(urlsplit(text).path))
-    if not is_uri(text):
-        return Path(text)
-    split = urlsplit(text)
     if not split.netloc:
         raise InvalidParameterError(
             f"{text} names no bucket; write it as {split.scheme}://BUCKET/PREFIX"
@@ -149,7 +135,7 @@ def locate(
             table=text,
         )
     bucket = Bucket(f"{split.scheme}://{split.netloc}", dict(storage_options or {}))
-    return ObjectPath(bucket, key)
+    return ObjectLocation(bucket, key)
 
 
 #: Options that configure obstore's retries (a request that fails is tried again, with
@@ -248,8 +234,11 @@ def _check_plain_http(root: str, config: Mapping[str, Any], client: Mapping[str,
 def _configuration_error(root: str, options: Mapping[str, Any], exc: BaseException) -> Exception:
     """obstore's refusal to build a client, in the caller's words: by its class where
     it has one (an unknown option), else its first line."""
+    from obstore.exceptions import UnknownConfigurationKeyError
+
     kind = type(exc).__name__
-    if kind == "UnknownConfigurationKeyError":
+    if isinstance(exc, UnknownConfigurationKeyError):
+        # (The class carries no field naming the key: its message does.)
         found = re.search(r"key: '([^']+)'", str(exc))
         key = found.group(1) if found else "one of them"
         return InvalidParameterError(
@@ -333,10 +322,14 @@ class Bucket:
         """Drop the listing of ``prefix`` (after writing there)."""
         self._listed.pop(prefix, None)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Opened again from its root and options where it is unpickled (a worker of a
+        # parallel export: with that process's environment, as it was made here).
+        return (Bucket, (self.root, self.options))
 
-class ObjectPath:
-    """An object (or a prefix) in a bucket, with the few ``Path`` operations discovery
-    uses: ``name``, ``parent``, ``/``, ``is_file``, ``is_dir``; ``str`` is its URI."""
+
+class ObjectLocation(Location):
+    """An object (or a prefix) in a bucket; ``str`` is its URI."""
 
     __slots__ = ("bucket", "key")
 
@@ -347,29 +340,28 @@ class ObjectPath:
     def __str__(self) -> str:
         return f"{self.bucket.root}/{self.key}" if self.key else self.bucket.root
 
-    __repr__ = __str__
-
-    def __fspath__(self) -> str:  # os.fspath(where) spells the URI
-        return str(self)
-
-    def __truediv__(self, name: str) -> ObjectPath:
-        return ObjectPath(self.bucket, f"{self.key}/{name}" if self.key else name)
-
-    joinpath = __truediv__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ObjectPath) and str(self) == str(other)
-
-    def __hash__(self) -> int:
-        return hash(str(self))
+    def __truediv__(self, name: str) -> ObjectLocation:
+        return ObjectLocation(self.bucket, f"{self.key}/{name}" if self.key else name)
 
     @property
     def name(self) -> str:
         return posixpath.basename(self.key)
 
     @property
-    def parent(self) -> ObjectPath:
-        return ObjectPath(self.bucket, posixpath.dirname(self.key))
+    def parent(self) -> ObjectLocation:
+        return ObjectLocation(self.bucket, posixpath.dirname(self.key))
+
+    @property
+    def uri(self) -> str:
+        # DuckDB's httpfs knows s3://, not Hadoop's s3a:// spelling of it.
+        return str(self).replace("s3a://", "s3://", 1)
+
+    def client_options(self) -> Mapping[str, Any] | None:
+        return self.bucket.options
+
+    def children(self) -> tuple[list[str], list[str]]:
+        objects, prefixes = self.bucket.listing(self.key)
+        return list(objects), list(prefixes)
 
     def listdir(self) -> list[str]:
         objects, prefixes = self.bucket.listing(self.key)
@@ -419,13 +411,55 @@ class ObjectPath:
         with storage_errors(str(self), "removing"):
             self.bucket.obstore.delete(self.bucket.store, self.key)
 
+    def replace_with(self, data: bytes) -> None:
+        """One PUT over the object (a PUT is atomic: a reader sees either whole)."""
+        self.put(data, overwrite=True)
+        self.bucket.forget(self.parent.key)
+
+    def rewrite(self, writes: list[tuple[str, Callable[[Any], None]]]) -> dict[str, int]:
+        """One PUT each, in order (each file encoded into memory first)."""
+        import pyarrow
+
+        token = uuid.uuid4().hex[:8]
+        sizes: dict[str, int] = {}
+        try:
+            for name, write in writes:
+                final = self / name
+                sink = pyarrow.BufferOutputStream()
+                write(sink)
+                data = sink.getvalue()
+                if not final.is_file() and final.is_dir():
+                    final.set_aside_parts(token)
+                final.put(data.to_pybytes(), overwrite=True)
+                sizes[name] = data.size
+        finally:
+            self.bucket.forget(self.key)
+        return sizes
+
+    def set_aside_parts(self, token: str) -> None:
+        """Every object under this prefix moved to ``.<name>.<token>.parts/`` beside it."""
+        aside = self.parent / f".{self.name}.{token}.parts"
+        b = self.bucket
+        with storage_errors(str(self), "setting aside the parts of"):
+            for page in b.obstore.list(b.store, f"{self.key}/"):
+                for meta in page:
+                    rel = meta["path"][len(self.key) + 1 :]
+                    # (a fresh token: nothing is there to overwrite; S3 has no copy-if-absent)
+                    b.obstore.rename(b.store, meta["path"], f"{aside.key}/{rel}")
+        b.forget(self.key)
+
+    def publisher(
+        self, plan: ExportPlan, *, overwrite: bool, token: str | None = None
+    ) -> ObjectPublisher:
+        return ObjectPublisher(self, plan, overwrite=overwrite, token=token)
+
 
 class _Ranged(io.RawIOBase):
     """An object as the seekable file pyarrow wraps, read by ranged requests whose
     responses are streamed (never the whole object, unless it is read whole: at most one
     piece of :data:`_CHUNK` bytes is held, and the read being put together)."""
 
-    def __init__(self, where: ObjectPath, size: int) -> None:
+    def __init__(self, where: ObjectLocation, size: int) -> None:
         self._where = where
         self._uri = str(where)
         self._size = size
@@ -549,7 +583,7 @@ class Upload(io.RawIOBase):
     relies on the export's check of the prefix.
     """
 
-    def __init__(self, where: ObjectPath, part: int, *, overwrite: bool = True) -> None:
+    def __init__(self, where: ObjectLocation, part: int, *, overwrite: bool = True) -> None:
         self.where = where
         self.uri = str(where)
         self.part = part
@@ -602,7 +636,9 @@ class Upload(io.RawIOBase):
         try:
             self.where.put(data, overwrite=self.overwrite)
         except StorageError as exc:
-            if type(exc.__cause__).__name__ != "AlreadyExistsError":
+            from obstore.exceptions import AlreadyExistsError
+
+            if not isinstance(exc.__cause__, AlreadyExistsError):
                 raise
             raise InvalidParameterError(
                 f"{self.uri} appeared while the export ran (another writer put it); it "
@@ -622,11 +658,6 @@ class Upload(io.RawIOBase):
                 with contextlib.suppress(Exception):
                     self._w.__exit__(RuntimeError, RuntimeError("export failed"), None)
         super().close()
-
-
-def open_input(path: Path | ObjectPath | str) -> Any:
-    """What pyarrow reads: the local path itself, or an object's ranged reader."""
-    return path.open_input() if isinstance(path, ObjectPath) else path
 
 
 @contextlib.contextmanager
@@ -649,6 +680,32 @@ _HOST = re.compile(r"\b(?:GET|PUT|POST|HEAD|DELETE) (https?://[^/\s?]+)")
 _STATUS = re.compile(r"status code: (\d{3})(?: ([A-Za-z][A-Za-z ]*[A-Za-z]))?")
 
 
+#: What to check, by obstore's class of the error (``obstore.exceptions``).
+_NOT_FOUND = "check the bucket (it must exist) and the path"
+_CREDENTIALS = (
+    "check the credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or "
+    "AWS_PROFILE), or {storage_option}"
+)
+_THERE = "remove it first, or pass {overwrite}"
+_NETWORK = "check the endpoint (AWS_ENDPOINT_URL or {storage_option}) and the network"
+#: The same, by the HTTP status of an error obstore has no class for (its
+#: ``GenericError``, whose status is only in its message).
+_BY_STATUS = {404: _NOT_FOUND, 401: _CREDENTIALS, 403: _CREDENTIALS, 409: _THERE, 412: _THERE}
+
+
+def _hint(exc: Exception, code: int | None) -> str:
+    """What to check for ``exc``: by its class, else by the HTTP status it carries."""
+    from obstore import exceptions as e
+
+    if isinstance(exc, e.NotFoundError):
+        return _NOT_FOUND
+    if isinstance(exc, e.PermissionDeniedError | e.UnauthenticatedError):
+        return _CREDENTIALS
+    if isinstance(exc, e.AlreadyExistsError | e.PreconditionError):
+        return _THERE
+    return _BY_STATUS.get(code, _NETWORK) if code is not None else _NETWORK
+
+
 def _storage_error(exc: Exception, uri: str, doing: str) -> StorageError:
     """One line for ``exc``: obstore's own text carries the request, its timing and the
     server's XML; it is kept whole only with ``INFRASTORE_SQLITE_DEBUG=1``."""
@@ -656,17 +713,7 @@ def _storage_error(exc: Exception, uri: str, doing: str) -> StorageError:
     text = " ".join(str(exc).split())
     found = _STATUS.search(text)
     code = int(found.group(1)) if found else None
-    if kind == "NotFoundError" or code == 404:
-        hint = "check the bucket (it must exist) and the path"
-    elif kind in ("PermissionDeniedError", "UnauthenticatedError") or code in (401, 403):
-        hint = (
-            "check the credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or "
-            "AWS_PROFILE), or {storage_option}"
-        )
-    elif kind == "AlreadyExistsError" or code in (409, 412):
-        hint = "remove it first, or pass {overwrite}"
-    else:
-        hint = "check the endpoint (AWS_ENDPOINT_URL or {storage_option}) and the network"
+    hint = _hint(exc, code)
     host = _HOST.search(text)
     at = host.group(1) if host else "the endpoint"
     lowered = text.lower()
@@ -690,3 +737,148 @@ def _storage_error(exc: Exception, uri: str, doing: str) -> StorageError:
         table=uri,
         terms={"overwrite": OVERWRITE, "storage_option": STORAGE_OPTION},
     )
+
+
+class ObjectPublisher(Publisher):
+    """A prefix in object storage: multipart uploads completed at the commit, the
+    manifest last."""
+
+    def __init__(
+        self, target: ObjectLocation, plan: ExportPlan, *, overwrite: bool, token: str | None = None
+    ) -> None:
+        self.target = target
+        self.plan = plan
+        self.overwrite = overwrite
+        #: (An upload is invisible until completed: no temporary names to share.)
+        self.token = token or uuid.uuid4().hex[:8]
+        self.open: dict[tuple[int, str], Upload] = {}
+        self.published: list[ObjectLocation] = []
+        self.files: list[dict[str, Any]] = []
+        #: The finished partitions' uploads, open (their parts sent, the uploads not
+        #: completed) until the commit.
+        self._pending: list[tuple[PartitionPlan, list[tuple[str, Upload]]]] = []
+
+    def check(self) -> None:
+        """Refuse files the export would create that are there already, and a manifest
+        of an earlier export (unless ``overwrite``); a missing bucket or wrong
+        credentials fail here, before anything is written."""
+        if self.overwrite:
+            return
+        existing = self.target.listdir()
+        if MANIFEST in existing:
+            raise InvalidParameterError(
+                f"{self.target} already holds an export (its {MANIFEST}); nothing was "
+                "written. Export to another prefix, or pass {overwrite} to replace its files",
+                table=str(self.target / MANIFEST),
+                terms={"overwrite": OVERWRITE},
+            )
+        refuse_collisions(str(self.target), existing, self.plan)
+
+    def begin(self) -> None:
+        if self.overwrite and MANIFEST in self.target.listdir():
+            # The old manifest goes first: it no longer describes what is there.
+            (self.target / MANIFEST).delete()
+
+    def sink(self, pp: PartitionPlan, role: str) -> Upload:
+        # Parts sized for the values file's rows at a generous 64 bytes each.
+        expected = 64 * int(pp.rows) if role == "values" else 0
+        key = self.target / file_names(pp.partition)[role]
+        upload = key.upload(expected, overwrite=self.overwrite)
+        self.open[id(pp), role] = upload
+        return upload
+
+    def finished(self, pp: PartitionPlan, role: str) -> None:
+        """After the partition's last file is encoded, keep its uploads open: nothing of
+        the export is completed (so nothing a listing shows) until :meth:`settle`, at the
+        commit, as Hadoop's S3A committers do. A process killed before then leaves only
+        uploads that were never completed, which no listing shows."""
+        if role != "arrays":
+            return
+        self._pending.append((pp, [(r, self.open.pop((id(pp), r))) for r in PUBLISH_ORDER]))
+
+    def settle(self) -> None:
+        """Complete every finished partition's uploads: the series and arrays files of
+        all of them, then their values files (each partition's values file last, so "the
+        partition exists" means "its values file exists"), a few at a time; the first
+        failure is raised after all of them stopped, the rest aborted (a rollback then
+        removes what completed)."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        batches = [
+            [(pp, r, up) for pp, uploads in pending for r, up in uploads if r != "values"],
+            [(pp, r, up) for pp, uploads in pending for r, up in uploads if r == "values"],
+        ]
+        error: BaseException | None = None
+        with ThreadPoolExecutor(_COMPLETING, thread_name_prefix="infrastore-sqlite-upload") as pool:
+            for batch in batches:
+                if error is not None:
+                    for _, _, up in batch:
+                        up.abort()
+                    continue
+                futures = [(pp, r, up, pool.submit(up.close)) for pp, r, up in batch]
+                for pp, r, up, fut in futures:
+                    try:
+                        fut.result()
+                    except BaseException as exc:
+                        error = error or exc
+                        continue
+                    self._published(pp, r, up)
+        if error is not None:
+            raise error
+
+    def _published(self, pp: PartitionPlan, r: str, upload: Upload) -> None:
+        names = file_names(pp.partition)
+        key = self.target / names[r]
+        self.published.append(key)
+        self.files.append(
+            {
+                "partition": pp.partition.file_stem,
+                "role": r,
+                "name": names[r],
+                "key": key.key,
+                "size": upload.size,
+            }
+        )
+
+    def entries(self) -> list[dict[str, Any]]:
+        return list(self.files)
+
+    def adopt(self, entries: list[dict[str, Any]]) -> None:
+        for entry in entries:
+            self.published.append(self.target / entry["name"])
+            self.files.append(entry)
+        # Listed in partition order whatever order the writers finished in.
+        at = {pp.partition.file_stem: k for k, pp in enumerate(self.plan.partitions)}
+        self.files.sort(key=lambda e: at[e["partition"]])
+
+    def commit(self) -> None:
+        self.settle()
+        # In partition order whatever order the uploads completed in.
+        at = {pp.partition.file_stem: k for k, pp in enumerate(self.plan.partitions)}
+        rank = {r: k for k, r in enumerate(PUBLISH_ORDER)}
+        self.files.sort(key=lambda e: (at.get(e["partition"], -1), rank.get(e["role"], 0)))
+        manifest = {
+            "format": "infrastore-sqlite export manifest",
+            "writer": f"infrastore-sqlite {__version__}",
+            "written": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "partitions": sorted({f["partition"] for f in self.files}),
+            "files": self.files,
+        }
+        data = orjson.dumps(manifest, option=orjson.OPT_INDENT_2)
+        with (self.target / MANIFEST).upload(overwrite=self.overwrite) as up:
+            up.write(data)
+        self.target.bucket.forget(self.target.key)
+
+    def rollback(self) -> None:
+        for _, uploads in self._pending:
+            for _, upload in uploads:
+                upload.abort()
+        self._pending.clear()
+        for upload in self.open.values():
+            upload.abort()
+        self.open.clear()
+        for key in self.published:
+            with contextlib.suppress(Exception):
+                key.delete()
+        self.target.bucket.forget(self.target.key)
