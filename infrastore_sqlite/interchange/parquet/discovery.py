@@ -37,7 +37,7 @@ from .layout import (
 from .location import MANIFEST, Location, locate
 from .parts import open_parquet, parts_metadata
 
-__all__ = ["Found", "Partition", "discover", "inside"]
+__all__ = ["Found", "Partition", "discover"]
 
 _SUFFIXES = {role: f".{role}.parquet" for role in ROLES}
 
@@ -74,11 +74,6 @@ class Found:
     ignored: list[str] = field(default_factory=list)
     #: Files an export's manifest lists at another size whose footer reads: edits.
     changed: list[str] = field(default_factory=list)
-
-
-def inside(d: Location, name: str, *, listed_in: str | None = None) -> Location:
-    """``d / name``, refused unless it stays in ``d`` (:meth:`Location.inside`)."""
-    return d.inside(name, listed_in=listed_in)
 
 
 def _role_of(name: str) -> tuple[str, str] | None:
@@ -197,10 +192,10 @@ def _check_manifest(manifest: Location) -> list[str]:
     size differs but whose footer reads was edited since the export (or written again by
     an engine, as a directory of parts) and is read as it is now; a file missing, or cut
     short so that its footer no longer reads, is refused as an incomplete copy. Every name
-    it lists must stay in the directory (:func:`inside`), and the manifest itself is
+    it lists must stay in the directory (:meth:`Location.inside`), and the manifest itself is
     bounded (``MAX_MANIFEST_BYTES``)."""
     d = manifest.parent
-    inside(d, manifest.name)
+    d.inside(manifest.name)
     size = manifest.size()
     if size is not None and size > MAX_MANIFEST_BYTES:
         raise InvalidParameterError(
@@ -221,7 +216,7 @@ def _check_manifest(manifest: Location) -> list[str]:
     except OSError as exc:
         raise StorageError(f"reading {manifest} failed: {exc}", table=str(manifest)) from exc
     for name in wanted:
-        inside(d, name, listed_in=str(manifest))
+        d.inside(name, listed_in=str(manifest))
     changed: list[str] = []
     for name, size in wanted.items():
         path = d / name
@@ -250,7 +245,7 @@ def _footer_reads(path: Location) -> bool:
 
 
 def _partition(d: Location, stem: str, where: str, *, named: bool) -> Partition:
-    files = {role: inside(d, f"{stem}{suffix}") for role, suffix in _SUFFIXES.items()}
+    files = {role: d.inside(f"{stem}{suffix}") for role, suffix in _SUFFIXES.items()}
     have = {role for role, f in files.items() if _exists(f)}
     if "values" not in have:
         other = files["series"] if "series" in have else files["arrays"]
