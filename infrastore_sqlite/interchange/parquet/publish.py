@@ -31,6 +31,7 @@ from ...errors import OVERWRITE, InvalidParameterError, shown
 from ..plan import ExportPlan, PartitionPlan
 from .layout import file_names
 from .storage import MANIFEST, ObjectPath, Upload
+from .uploads import abort_before_export
 
 __all__ = ["LocalPublisher", "ObjectPublisher"]
 
@@ -124,6 +125,8 @@ class ObjectPublisher:
         self.open: dict[tuple[int, str], Upload] = {}
         self.published: list[ObjectPath] = []
         self.files: list[dict[str, Any]] = []
+        #: Uploads a dead export had left at this export's keys, aborted by :meth:`begin`.
+        self.aborted = 0
         #: The finished partitions' uploads, open (their parts sent, the uploads not
         #: completed) until the commit.
         self._pending: list[tuple[PartitionPlan, list[tuple[str, Upload]]]] = []
@@ -145,6 +148,16 @@ class ObjectPublisher:
         _refuse_collisions(str(self.target), existing, self.plan)
 
     def begin(self) -> None:
+        # Uploads a dead export left at the keys this one writes are aborted first: they
+        # are invisible, but the bucket keeps them (and bills them) until aborted.
+        keys = [
+            (self.target / name).key
+            for pp in self.plan.partitions
+            for name in file_names(pp.partition).values()
+        ]
+        self.aborted = abort_before_export(
+            str(self.target), self.target.bucket.options, [*keys, (self.target / MANIFEST).key]
+        )
         if self.overwrite and MANIFEST in self.target.listdir():
             # The old manifest goes first: it no longer describes what is there.
             (self.target / MANIFEST).delete()

@@ -173,7 +173,7 @@ def _retry_value(root: str, name: str, value: Any) -> Any:
     return dt.timedelta(seconds=number)
 
 
-def _aws_profile(options: Mapping[str, Any]) -> dict[str, str]:
+def aws_profile(options: Mapping[str, Any]) -> dict[str, str]:
     """The keys, region and endpoint of an AWS profile (``aws_profile`` option, else
     ``AWS_PROFILE``, else ``default``) from the shared files (``~/.aws/credentials`` and
     ``~/.aws/config``, or where ``AWS_SHARED_CREDENTIALS_FILE`` / ``AWS_CONFIG_FILE``
@@ -281,7 +281,7 @@ class Bucket:
         self.root = root
         self.options = options
         if root.startswith(("s3://", "s3a://")):
-            options = {**_aws_profile(options), **options}
+            options = {**aws_profile(options), **options}
             options.pop("aws_profile", None)
         config: dict[str, Any] = {}
         client: dict[str, Any] = {}
