@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import click
 
 from .._version import __version__
-from . import add, edit, export, query, store_commands
+from . import add, edit, export, query, store_commands, uploads
 from .base import _CONTEXT, PROG, Globals, _example, _global_options
 from .render import _Group
 
@@ -76,6 +76,7 @@ for _command in (
     edit.diff,
     edit.unshare,
     query.query,
+    uploads.abort_uploads,
 ):
     cli.add_command(_command)
 

@@ -77,9 +77,19 @@ def test_help_ends_with_a_worked_example(name: str | None) -> None:
 
 
 @pytest.mark.parametrize("name", [None, *_commands()])
-def test_every_example_runs(name: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_every_example_runs(
+    name: str | None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+):
     command = cli if name is None else _commands()[name]
     examples = _examples(command)
+    if any("s3://" in line for line in examples):
+        # An example in object storage runs against the tests' S3 server (bucket
+        # ``infrastore``), its endpoint and keys in the AWS_* variables as a user's are.
+        for key, value in request.getfixturevalue("s3_server").env.items():
+            monkeypatch.setenv(key, value)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("INFRASTORE_STORE", raising=False)
     # No input files are put beside the examples: one that reads a file makes it first,

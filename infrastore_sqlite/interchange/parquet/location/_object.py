@@ -159,7 +159,7 @@ def _retry_value(root: str, name: str, value: Any) -> Any:
     return dt.timedelta(seconds=number)
 
 
-def _aws_profile(options: Mapping[str, Any]) -> dict[str, str]:
+def aws_profile(options: Mapping[str, Any]) -> dict[str, str]:
     """The keys, region and endpoint of an AWS profile (``aws_profile`` option, else
     ``AWS_PROFILE``, else ``default``) from the shared files (``~/.aws/credentials`` and
     ``~/.aws/config``, or where ``AWS_SHARED_CREDENTIALS_FILE`` / ``AWS_CONFIG_FILE``
@@ -270,7 +270,7 @@ class Bucket:
         self.root = root
         self.options = options
         if root.startswith(("s3://", "s3a://")):
-            options = {**_aws_profile(options), **options}
+            options = {**aws_profile(options), **options}
             options.pop("aws_profile", None)
         config: dict[str, Any] = {}
         client: dict[str, Any] = {}
@@ -754,6 +754,8 @@ class ObjectPublisher(Publisher):
         self.open: dict[tuple[int, str], Upload] = {}
         self.published: list[ObjectLocation] = []
         self.files: list[dict[str, Any]] = []
+        #: Uploads a dead export had left at this export's keys, aborted by :meth:`begin`.
+        self.aborted = 0
         #: The finished partitions' uploads, open (their parts sent, the uploads not
         #: completed) until the commit.
         self._pending: list[tuple[PartitionPlan, list[tuple[str, Upload]]]] = []
@@ -775,6 +777,18 @@ class ObjectPublisher(Publisher):
         refuse_collisions(str(self.target), existing, self.plan)
 
     def begin(self) -> None:
+        # Uploads a dead export left at the keys this one writes are aborted first: they
+        # are invisible, but the bucket keeps them (and bills them) until aborted.
+        from .uploads import abort_before_export  # it builds on this module
+
+        keys = [
+            (self.target / name).key
+            for pp in self.plan.partitions
+            for name in file_names(pp.partition).values()
+        ]
+        self.aborted = abort_before_export(
+            str(self.target), self.target.bucket.options, [*keys, (self.target / MANIFEST).key]
+        )
         if self.overwrite and MANIFEST in self.target.listdir():
             # The old manifest goes first: it no longer describes what is there.
             (self.target / MANIFEST).delete()
