@@ -103,8 +103,9 @@ class Container:
         raise NotImplementedError
 
     def stray_row(self, path: Path, place: Place) -> None:
-        """Make the first values row of the partition ``place`` name an array the arrays
-        table (file) does not hold."""
+        """Add a values row to the partition ``place`` that names an array the arrays
+        table (file) does not hold (after the others, with the highest ``array_id``: the
+        rows stay in order, and no array loses a row)."""
         raise NotImplementedError
 
 
@@ -141,10 +142,13 @@ class SqliteContainer(Container):
 
     def stray_row(self, path: Path, place: Place) -> None:
         values = place.values
+        # A copy of the last row, naming no array (appended: it takes the next rowid).
         self._edit(
             path,
+            f'INSERT INTO "{values}" SELECT * FROM "{values}" '
+            f'WHERE rowid = (SELECT max(rowid) FROM "{values}"); '
             f'UPDATE "{values}" SET array_id = 1000000 '
-            f'WHERE rowid = (SELECT min(rowid) FROM "{values}")',
+            f'WHERE rowid = (SELECT max(rowid) FROM "{values}")',
         )
 
 
@@ -172,12 +176,13 @@ class ParquetContainer(Container):
     def stray_row(self, path: Path, place: Place) -> None:
         file = Path(place.values)
         table = pq.read_table(file)
+        # A copy of the last row, naming no array, appended (the file stays sorted).
+        table = pa.concat_tables([table, table.slice(table.num_rows - 1)])
         aid = table.column("array_id").to_numpy().copy()
-        aid[0] = 1_000_000
+        aid[-1] = 1_000_000
         at = table.schema.get_field_index("array_id")
-        table = table.set_column(
-            at, table.schema.field(at), pa.array(aid, table.schema.field(at).type)
-        )
+        field = table.schema.field(at)
+        table = table.set_column(at, field, pa.array(aid, field.type))
         pq.write_table(table, file)
 
 
