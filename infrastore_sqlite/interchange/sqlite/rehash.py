@@ -22,7 +22,7 @@ from ..importing import Options, build_group, first_specs, read_rows
 from ..importing.limits import Limits
 from ..layout import validate_prefix
 from .database import open_database, triggers_in, write_transaction
-from .reader import _PartitionReader, discover
+from .reader import PartitionReader, discover
 
 __all__ = ["rehash_sqlite"]
 
@@ -97,7 +97,7 @@ def _rehash(
         for t in discover(conn, prefix, where, allow_derived=True)
         if t.type is not TimeSeriesType.DeterministicSingleTimeSeries
     ]
-    readers = [_PartitionReader(conn, t, where, limits) for t in parts]
+    readers = [PartitionReader.of(conn, t, where, limits) for t in parts]
     total = sum(r.values_count() for r in readers)
     done = 0
     changed = 0
@@ -112,7 +112,7 @@ def _rehash(
         for aid, key in arrays.items():
             ids_by_key.setdefault(key, []).append(aid)
         new_key: dict[int, tuple[str, str]] = dict(arrays)
-        reader.prepare_lookup()
+        reader.lookup.prepare()
         try:
             for key in sorted(ids_by_key):
                 spec = first_spec.get(key)
@@ -120,7 +120,7 @@ def _rehash(
                     continue
                 ids = sorted(ids_by_key[key])
                 with reader.reading():
-                    group = reader.read_group(key, ids, spec, spec.et.dtype)
+                    group = reader.group.read(key, ids, spec, spec.et.dtype)
                 if group is None:
                     continue
                 built = build_group(reader.place, group, [spec], opts)[spec.grid_key]
@@ -131,14 +131,14 @@ def _rehash(
                     for aid in ids:
                         new_key[aid] = (built.hash_hex, key[1])
         finally:
-            reader.drop_lookup()
+            reader.lookup.drop()
         changed += _apply(conn, reader, arrays, new_key)
     return changed
 
 
 def _apply(
     conn: apsw.Connection,
-    reader: _PartitionReader,
+    reader: PartitionReader,
     old: dict[int, tuple[str, str]],
     new: dict[int, tuple[str, str]],
 ) -> int:
@@ -146,7 +146,7 @@ def _apply(
     moved = [aid for aid in old if new[aid] != old[aid]]
     if not moved:
         return 0
-    A, S, V = reader.A, reader.S, reader.V
+    A, S, V = reader.tables.A, reader.tables.S, reader.tables.V
     # Park the rows being changed on unique placeholders first, so that no intermediate
     # state trips the UNIQUE (data_hash, time_axis) constraint.
     conn.executemany(

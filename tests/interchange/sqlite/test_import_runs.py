@@ -16,8 +16,7 @@ from conftest import copy_of, exported_db, query
 
 import infrastore_sqlite as I
 from infrastore_sqlite.errors import InvalidParameterError
-from infrastore_sqlite.interchange.sqlite import reader
-from infrastore_sqlite.interchange.sqlite.reader import group, lookup, source, tables
+from infrastore_sqlite.interchange.sqlite.reader import source, tables
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 N = 6  # series
@@ -49,14 +48,14 @@ def base_db(tmp_path_factory, starts):
 def runs(monkeypatch):
     """Count the groups the run read hands over."""
     taken = []
-    real = reader._PartitionReader._fast_run
+    real = source.PartitionReader._fast_run
 
     def spy(self, *args, **kwargs):
         out = real(self, *args, **kwargs)
         taken.extend(out[0])
         return out
 
-    monkeypatch.setattr(reader._PartitionReader, "_fast_run", spy)
+    monkeypatch.setattr(source.PartitionReader, "_fast_run", spy)
     return taken
 
 
@@ -137,14 +136,14 @@ def test_fault_in_a_run_is_refused_as_one_by_one(base_db, tmp_path, monkeypatch,
 
 def test_runs_of_one_start_are_one_range_scan(base_db, starts, tmp_path, monkeypatch):
     statements: list[str] = []
-    real = tables._column
+    real = tables.PartitionTables.column
 
-    def spy(conn, sql, params=()):
+    def spy(self, sql, params=()):
         statements.append(sql)
-        return real(conn, sql, params)
+        return real(self, sql, params)
 
-    for module in (lookup, group, source):  # every reader module that reads a column
-        monkeypatch.setattr(module, "_column", spy)
+    # Every reader object reads a column through its partition's tables.
+    monkeypatch.setattr(tables.PartitionTables, "column", spy)
     dst = I.Store.create(tmp_path / "dst.h5")
     try:
         assert len(dst.import_sqlite(base_db)) == N

@@ -22,16 +22,21 @@ What is SQLite's own is checked here, with the core's wording: cells of the wron
 class (timestamps that are not whole milliseconds, text where a number belongs), NULLs
 outside ``value``, values rows of no array, missing tables and columns.
 
-The reader is one class, :class:`_PartitionReader`, built up in layers, one module each:
+The reader of one partition is four objects, one module each, each built from the ones
+it uses (:meth:`.source.PartitionReader.of` composes them):
 
-* :mod:`.tables` — :func:`discover` (the partitions under a prefix), the partition's
-  tables and columns, its arrays and series rows, its errors wrapped (``reading``);
-* :mod:`.lookup` — how a group's rows are found (the ``array_id`` index, or one built in
-  TEMP; each array's rowid span and first row) and the refusal of values rows of no array;
-* :mod:`.group` — one values group: the fused read that checks a fixed grid inside
-  SQLite, the general read column by column, the refusal of an oversized cell;
-* :mod:`.source` — the class itself (the :class:`PartitionSource` the core reads): the
-  groups in key order, consecutive short arrays read a run at a time by one statement;
+* :mod:`.tables` — :func:`discover` (the partitions under a prefix), and
+  :class:`PartitionTables`: the partition's quoted table names and columns, its arrays
+  and series rows, its errors wrapped (``reading``);
+* :mod:`.lookup` — :class:`ValuesLookup` (from the tables): how a group's rows are found
+  (the ``array_id`` index, or one built in TEMP; each array's rowid span and first row)
+  and the refusal of values rows of no array;
+* :mod:`.group` — :class:`GroupReader` (from the tables and the lookup): one values
+  group, by the fused read that checks a fixed grid inside SQLite or the general read
+  column by column, and the refusal of an oversized cell;
+* :mod:`.source` — :class:`PartitionReader` (from all three; the :class:`PartitionSource`
+  the core reads): the groups in key order, consecutive short arrays read a run at a
+  time by one statement;
 * :mod:`.decoding` — one group's value cells to numpy (over :mod:`..cells`).
 
 This module holds the entry point, :func:`import_sqlite`, and re-exports the names the
@@ -63,13 +68,13 @@ from infrastore_sqlite.interchange.importing.limits import Limits
 from infrastore_sqlite.interchange.layout import validate_prefix
 
 from ..database import open_database
-from .source import _PartitionReader
+from .source import PartitionReader
 from .tables import discover
 
 if TYPE_CHECKING:
     from infrastore_sqlite.store import Store
 
-__all__ = ["ImportReport", "discover", "import_sqlite"]
+__all__ = ["ImportReport", "PartitionReader", "discover", "import_sqlite"]
 
 
 # ------------------------------------------------------------------------------ entry point
@@ -168,7 +173,7 @@ def import_sqlite(
         try:
             conn.execute("BEGIN")  # one consistent snapshot of the file
             parts = discover(conn, table_prefix, where)
-            readers = [_PartitionReader(conn, t, where, limits) for t in parts]
+            readers = [PartitionReader.of(conn, t, where, limits) for t in parts]
             total = sum(r.values_count() for r in readers)
         except apsw.Error as exc:
             raise StorageError(f"reading {where} failed: {exc}") from exc

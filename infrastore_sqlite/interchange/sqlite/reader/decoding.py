@@ -31,7 +31,7 @@ def _floats_only(cells: list) -> np.ndarray | None:
     return None
 
 
-def _decode(
+def decode(
     cells: list, dtype: str, *, fused: bool = False, scalar: bool = False
 ) -> np.ndarray | None:
     """Decode one group's value cells.
@@ -53,7 +53,7 @@ def _decode(
     return decode_cells(cells, dtype, scalar=scalar)
 
 
-def _bad_cell(cells: list, dtype: str) -> int | None:
+def bad_cell(cells: list, dtype: str) -> int | None:
     """The index of the first cell that cannot be decoded, or that differs in shape."""
     first_shape = None
     for i, cell in enumerate(cells):

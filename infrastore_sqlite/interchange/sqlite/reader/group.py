@@ -26,15 +26,31 @@ from infrastore_sqlite.model import TimeSeriesType
 
 from ..cells import oversized_cell
 from ..schema import q
-from .decoding import _bad_cell, _decode
+from .decoding import bad_cell, decode
 from .lookup import ValuesLookup
-from .tables import _column
+from .tables import PartitionTables
 
 
-class GroupReader(ValuesLookup):
-    """One values group: the fused read on a fixed grid, or the general read."""
+class GroupReader:
+    """One values group of a partition: the fused read on a fixed grid, or the general
+    read; built from the partition's tables and the lookup that finds a group's rows."""
 
-    def read_group(
+    def __init__(self, tables: PartitionTables, lookup: ValuesLookup) -> None:
+        self.tables = tables
+        self.lookup = lookup
+        # The tables' members every read uses, held here rather than reached through
+        # ``tables`` on each group.
+        self.conn = tables.conn
+        self.place = tables.place
+        self.type: TimeSeriesType = tables.type
+        self.limits = tables.limits
+        self.V = tables.V
+
+    def _get(self, column: str, where: str, params: tuple) -> list:
+        """One column of the values rows ``where`` selects."""
+        return self.tables.column(f"SELECT {column} FROM {self.V} WHERE {where}", params)
+
+    def read(
         self,
         key: tuple[str, str],
         ids: list[int],
@@ -46,8 +62,8 @@ class GroupReader(ValuesLookup):
         spans: list[tuple[int, tuple[int, int] | None]] = []
         for aid in ids:
             span = None
-            if self._mode == "range":
-                span = self._spans[aid] if aid in self._spans else self._span(aid)
+            if self.lookup.by_range:
+                span = self.lookup.span(aid)
                 if span is None:
                     continue  # no rows
             spans.append((aid, span))
@@ -90,7 +106,7 @@ class GroupReader(ValuesLookup):
             assert spec.res is not None
             if spec.res.calendar:
                 return None
-            first = self._head(aid, lo)[0]
+            first = self.lookup.head(aid, lo)[0]
             if type(first) is not int:
                 return None
             cond = "timestamp IS (?1 + (rowid - ?2) * ?3)"
@@ -103,7 +119,7 @@ class GroupReader(ValuesLookup):
             steps = spec.steps
             if n % steps or (not spec.itv.is_positive and n != steps):
                 return None
-            first = self._head(aid, lo)[1]
+            first = self.lookup.head(aid, lo)[1]
             if type(first) is not int:
                 return None
             issue = "(?1 + ((rowid - ?2) / ?6) * ?3)"
@@ -121,20 +137,19 @@ class GroupReader(ValuesLookup):
             return self._fast_irregular(key, aid, lo, hi, dtype)
         else:
             return None
-        if not self._tiled:
+        if not self.lookup.tiled:
             cond = f"array_id = ?5 AND {cond}"
-        cells = _column(
-            self.conn,
+        cells = self.tables.column(
             f"SELECT CASE WHEN {cond} THEN value ELSE x'00' END "
             f"FROM {self.V} WHERE rowid BETWEEN ?2 AND ?4",
             # ?5 (array_id) is a parameter only when the query still uses it, or when a
             # later one (?6, ?7) makes SQLite count it anyway.
-            params if len(params) > 5 or not self._tiled else params[:4],
+            params if len(params) > 5 or not self.lookup.tiled else params[:4],
         )
         if len(cells) != n:
             return None  # a gap in the span: rows of the array are interleaved with others
         try:
-            values = _decode(cells, dtype, fused=True)
+            values = decode(cells, dtype, fused=True)
         except InvalidParameterError:
             return None  # the general path reads the group again and names the row
         if values is None:
@@ -156,7 +171,7 @@ class GroupReader(ValuesLookup):
             return None
         n = hi - lo + 1
         steps = spec.steps
-        t0, first = self._head(aid, lo)
+        t0, first = self.lookup.head(aid, lo)
         if type(t0) is not int or type(first) is not int:
             return None
         nxt = self.conn.execute(
@@ -180,8 +195,7 @@ class GroupReader(ValuesLookup):
             lane_cond = f"scenario IS ((rowid - ?2) % {lanes})"
             lane_values = np.arange(lanes, dtype=np.int64)
         else:
-            pct = _column(
-                self.conn,
+            pct = self.tables.column(
                 f"SELECT percentile FROM {self.V} WHERE rowid BETWEEN ? AND ?",
                 (lo, lo + lanes - 1),
             )
@@ -206,10 +220,9 @@ class GroupReader(ValuesLookup):
     ) -> Group | None:
         """A NonSequential group's contiguous span: integer timestamps and the values."""
         n = hi - lo + 1
-        own = "" if self._tiled else " AND array_id = ?3"
-        params = (lo, hi) if self._tiled else (lo, hi, aid)
-        cells = _column(
-            self.conn,
+        own = "" if self.lookup.tiled else " AND array_id = ?3"
+        params = (lo, hi) if self.lookup.tiled else (lo, hi, aid)
+        cells = self.tables.column(
             "SELECT CASE WHEN typeof(timestamp) = 'integer'"
             f"{own} THEN value ELSE x'00' END FROM {self.V} WHERE rowid BETWEEN ?1 AND ?2",
             params,
@@ -217,13 +230,13 @@ class GroupReader(ValuesLookup):
         if len(cells) != n:
             return None
         try:
-            values = _decode(cells, dtype, fused=True)
+            values = decode(cells, dtype, fused=True)
         except InvalidParameterError:
             return None
         if values is None:
             return None
-        ts = _column(
-            self.conn, f"SELECT timestamp FROM {self.V} WHERE rowid BETWEEN ? AND ?", (lo, hi)
+        ts = self.tables.column(
+            f"SELECT timestamp FROM {self.V} WHERE rowid BETWEEN ? AND ?", (lo, hi)
         )
         if len(ts) != n:  # pragma: no cover - one snapshot
             return None
@@ -240,7 +253,7 @@ class GroupReader(ValuesLookup):
         wheres = []
         limit = self.row_limit()
         for aid, span in spans:
-            where, params = self._where(aid, span)
+            where, params = self.lookup.where(aid, span)
             if span is None:
                 # No rowid span bounded it before the read (a table without rowids, or
                 # rows in no rowid order): one row past what the bound leaves is read at
@@ -256,7 +269,7 @@ class GroupReader(ValuesLookup):
             if span is not None and 2 * len(first) < span[1] - span[0] + 1:
                 # A sparse span: this partition's arrays are interleaved, so from the next
                 # group on the index finds their rows faster than a range scan would.
-                self._mode = "index"
+                self.lookup.found_sparse()
             wheres.append((where, params))
             got["value"].extend(first)
             for c in columns:
@@ -277,9 +290,9 @@ class GroupReader(ValuesLookup):
         try:
             # The series rows declare a scalar element: the layout's column holds numbers.
             scalar = self.place.cell_shape == ()
-            group.values = _decode(got["value"], dtype, scalar=scalar)
+            group.values = decode(got["value"], dtype, scalar=scalar)
         except InvalidParameterError as exc:
-            i = _bad_cell(got["value"], dtype)
+            i = bad_cell(got["value"], dtype)
             raise bad_value(self.place, key, rowids(), i, exc) from None
         group.timestamp = self.place.ints(got["timestamp"], "timestamp", key, rowids, ms=True)
         if tst.is_forecast:
@@ -290,7 +303,7 @@ class GroupReader(ValuesLookup):
             group.lane = self.place.ints(got["scenario"], "scenario", key, rowids, ms=False)
         return group
 
-    def _oversized(self, key: tuple[str, str], ids: list[int], limit: int) -> Exception:
+    def oversized(self, key: tuple[str, str], ids: list[int], limit: int) -> Exception:
         """The refusal of the first cell of the array ``key`` longer than ``limit``.
 
         Asked only after SQLite refused a cell. The search runs under the same limit, so
@@ -319,7 +332,7 @@ class GroupReader(ValuesLookup):
         )
 
     def _too_big(self, marks: str, ids: list[int]) -> tuple[int | None, str | None]:
-        """``(rowid, column)`` of the first cell SQLite refuses to read (see _oversized)."""
+        """``(rowid, column)`` of the first cell SQLite refuses to read (see oversized)."""
         if not self.place.numbered:
             return None, None
         conn = self.conn

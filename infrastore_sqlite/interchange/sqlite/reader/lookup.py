@@ -24,17 +24,16 @@ from infrastore_sqlite.interchange.importing import stray_values_row
 from infrastore_sqlite.interchange.importing.keys import SortedIds
 
 from ..schema import q
-from .tables import TablesReader, _column
+from .tables import PartitionTables
 
 
 class ArraySpans:
     """Each array's rowid span and its first row's ``(timestamp, issue_time)``, as int64
-    columns sorted by array id; read like the dicts they stand in for
-    (``spans.get(aid)``: ``(lo, hi)``, None for an array without rows;
-    ``spans.heads.get(aid)``: the first row's coordinates, None when they are not
-    integers, which the reader then reads again)."""
+    columns sorted by array id (``spans.get(aid)``: ``(lo, hi)``, None for an array
+    without rows; ``spans.head(aid)``: the first row's coordinates, None when they are
+    not integers, which the reader then reads again)."""
 
-    __slots__ = ("_at", "_has", "_hi", "_i0", "_ids", "_lo", "_ok", "_t0", "heads")
+    __slots__ = ("_at", "_has", "_hi", "_i0", "_ids", "_lo", "_ok", "_t0")
 
     def __init__(
         self,
@@ -52,7 +51,6 @@ class ArraySpans:
         self._i0 = i0[order] if i0 is not None else None
         self._has, self._ok = has[order], ok[order]
         self._at = SortedIds(self._ids).at  # the position of an id, or -1
-        self.heads = _Heads(self)
 
     @classmethod
     def collect(cls, rows: Iterable[Sequence[Any]], *, forecast: bool) -> ArraySpans:
@@ -105,70 +103,75 @@ class ArraySpans:
         return bool(np.all(hi[:-1] < lo[1:]))
 
 
-class _Heads:
-    """:attr:`ArraySpans.heads`: the first rows' coordinates read like a dict."""
+class ValuesLookup:
+    """How each values group's rows are found in one partition's values table (its
+    ``array_id`` index or one built in TEMP; each array's rowid span and first row), and
+    the refusal of values rows of no array.
 
-    __slots__ = ("_spans",)
+    Built from the partition's :class:`PartitionTables`; the group reader
+    (:class:`.group.GroupReader`) asks it where a group's rows are.
+    """
 
-    def __init__(self, spans: ArraySpans) -> None:
-        self._spans = spans
+    def __init__(self, tables: PartitionTables) -> None:
+        self.tables = tables
+        self._temp: str | None = None  # temp table standing in for a missing index
+        # Each array's rowid span and its first row's coordinates, once found.
+        self.spans = ArraySpans.collect((), forecast=tables.type.is_forecast)
+        # True when the arrays' rowid spans do not overlap: every row inside a span is
+        # then the array's own (check_claimed has refused rows of no array).
+        self.tiled = False
+        self._sparse = False  # an interleaved span was met: find rows by index from now
 
-    def get(self, aid: int, default: Any = None) -> Any:
-        head = self._spans.head(aid)
-        return default if head is None else head
+    @property
+    def by_range(self) -> bool:
+        """Whether a group's rows are read as its rowid span (else by ``array_id``): not
+        in a values table without rowids, nor once a group's span proved sparse."""
+        return not self._sparse and self.tables.place.numbered
 
-    def __getitem__(self, aid: int) -> tuple[int, int | None]:
-        head = self._spans.head(aid)
-        if head is None:
-            raise KeyError(aid)
-        return head
-
-
-class ValuesLookup(TablesReader):
-    """Finding each values group's rows (index, spans, first rows); stray rows refused."""
+    def found_sparse(self) -> None:
+        """A group's span held fewer than half its own rows (the arrays interleave): the
+        index finds the next groups' rows faster than a range scan would."""
+        self._sparse = True
 
     def _has_index(self) -> bool:
-        for row in self.conn.execute(f"PRAGMA index_list({self.V})"):
-            info = self.conn.execute(f"PRAGMA index_info({q(row[1])})").fetchall()
+        t = self.tables
+        for row in t.conn.execute(f"PRAGMA index_list({t.V})"):
+            info = t.conn.execute(f"PRAGMA index_info({q(row[1])})").fetchall()
             if info and info[0][2] == "array_id" and not row[4]:  # not a partial index
                 return True
         return False
 
-    def prepare_lookup(self) -> None:
+    def prepare(self) -> None:
         """Make sure a group's rows can be found without scanning the table."""
-        if self._has_index() or not self.place.numbered:
+        t = self.tables
+        if self._has_index() or not t.place.numbered:
             return
         # No index on array_id (dropped, or a rebuilt table): build one in TEMP, which
         # a read-only connection may still write.
-        name = f"imp_rows_{abs(hash(self.place.values)) % 10**8}"
-        self.conn.execute(
+        name = f"imp_rows_{abs(hash(t.place.values)) % 10**8}"
+        t.conn.execute(
             f"DROP TABLE IF EXISTS temp.{name}; "
             f"CREATE TEMP TABLE {name} (a INTEGER, r INTEGER); "
-            f"INSERT INTO temp.{name} SELECT array_id, rowid FROM {self.V}; "
+            f"INSERT INTO temp.{name} SELECT array_id, rowid FROM {t.V}; "
             f"CREATE INDEX temp.{name}_a ON {name} (a, r)"
         )
         self._temp = name
 
-    def drop_lookup(self) -> None:
+    def drop(self) -> None:
+        """Drop what :meth:`prepare` built (a TEMP table)."""
         if self._temp is not None:
             with contextlib.suppress(apsw.Error):
-                self.conn.execute(f"DROP TABLE IF EXISTS temp.{self._temp}")
+                self.tables.conn.execute(f"DROP TABLE IF EXISTS temp.{self._temp}")
             self._temp = None
 
-    def open_values(self, arrays: Mapping[int, tuple[str, str]]) -> None:
+    def open(self, arrays: Mapping[int, tuple[str, str]]) -> None:
         """Find every group's rows (an index, or one built in TEMP) and refuse values rows
         of no array."""
-        self.prepare_lookup()
+        self.prepare()
         self.check_claimed(arrays)
         # Every id of ``arrays`` is a row of the arrays table (read from it), so the spans
         # of that table's ids are every group's.
         self.find_spans()
-
-    def check_unclaimed(self) -> None:
-        self._check_stray_scan()
-
-    def close_values(self) -> None:
-        self.drop_lookup()
 
     def check_claimed(self, arrays: Mapping[int, Any]) -> None:
         """Refuse a values row whose array_id is NULL or not in the arrays table.
@@ -176,106 +179,112 @@ class ValuesLookup(TablesReader):
         The distinct ids are walked through the index (one seek each), so this costs a
         few lookups per array rather than a pass over the values.
         """
+        t = self.tables
         if self._temp is not None:
             table, col = f"temp.{self._temp}", "a"
         elif self._has_index():
-            table, col = self.V, "array_id"
+            table, col = t.V, "array_id"
         else:
-            self._check_stray_scan()
+            self.check_stray_scan()
             return
-        if self.conn.execute(f"SELECT 1 FROM {table} WHERE {col} IS NULL LIMIT 1").get:
+        if t.conn.execute(f"SELECT 1 FROM {table} WHERE {col} IS NULL LIMIT 1").get:
             self._raise_stray(None)
         # The distinct ids in order, one index seek each, walked inside SQLite; the first
         # that is not an integer id of the arrays table (if any) comes back.
-        rows = self.conn.execute(
+        rows = t.conn.execute(
             f"WITH RECURSIVE d(x) AS (SELECT min({col}) FROM {table} UNION ALL "
             f"SELECT (SELECT min({col}) FROM {table} WHERE {col} > d.x) FROM d "
             "WHERE d.x IS NOT NULL) "
             "SELECT x FROM d WHERE x IS NOT NULL AND (typeof(x) <> 'integer' OR "
-            f"x NOT IN (SELECT id FROM {self.A} WHERE typeof(id) = 'integer')) LIMIT 1"
+            f"x NOT IN (SELECT id FROM {t.A} WHERE typeof(id) = 'integer')) LIMIT 1"
         ).fetchall()
         for (aid,) in rows:
             if type(aid) is not int or aid not in arrays:
                 self._raise_stray(aid)
             raise AssertionError(f"array_id {aid!r} is claimed")  # pragma: no cover
 
-    def _check_stray_scan(self) -> None:
-        row = self.conn.execute(
-            f"SELECT array_id FROM {self.V} WHERE array_id IS NULL OR array_id NOT IN "
-            f"(SELECT id FROM {self.A}) LIMIT 1"
+    def check_stray_scan(self) -> None:
+        """Refuse a values row of no array, by one pass over the values table."""
+        t = self.tables
+        row = t.conn.execute(
+            f"SELECT array_id FROM {t.V} WHERE array_id IS NULL OR array_id NOT IN "
+            f"(SELECT id FROM {t.A}) LIMIT 1"
         ).fetchone()
         if row is not None:
             self._raise_stray(row[0])
 
     def _raise_stray(self, aid: Any) -> None:
+        t = self.tables
         rowid = None
-        if self.place.numbered:
+        if t.place.numbered:
             cond = "array_id IS NULL" if aid is None else "array_id = ?"
-            rowid = self.conn.execute(
-                f"SELECT rowid FROM {self.V} WHERE {cond} LIMIT 1", () if aid is None else (aid,)
+            rowid = t.conn.execute(
+                f"SELECT rowid FROM {t.V} WHERE {cond} LIMIT 1", () if aid is None else (aid,)
             ).get
-        raise stray_values_row(self.place, aid, rowid)
+        raise stray_values_row(t.place, aid, rowid)
 
     def find_spans(self) -> None:
         """The rowid span of every array of the arrays table (two index seeks each, all
         in one query), and whether they tile."""
-        if self._mode != "range":
+        if not self.by_range:
             return
+        t = self.tables
         if self._temp is not None:
             table, col, rid = f"temp.{self._temp}", "a", "r"
         else:
-            table, col, rid = self.V, "array_id", "rowid"
+            table, col, rid = t.V, "array_id", "rowid"
         # One statement for every array: each correlated min/max is a single index seek,
         # and the coordinates of the first row (which the fast path anchors on) one more.
         # What comes back is held as int64 columns (a few bytes per array, not a dict
         # entry and tuples of Python ints: a partition may hold millions of arrays).
-        issue = "s.issue_time" if self.type.is_forecast else "NULL"
-        cols = ArraySpans.collect(
-            self.conn.execute(
+        issue = "s.issue_time" if t.type.is_forecast else "NULL"
+        self.spans = ArraySpans.collect(
+            t.conn.execute(
                 f"SELECT x.id, x.lo, x.hi, s.timestamp, {issue} FROM (SELECT id, "
                 f"(SELECT min({rid}) FROM {table} WHERE {col} = a.id) AS lo, "
-                f"(SELECT max({rid}) FROM {table} WHERE {col} = a.id) AS hi FROM {self.A} AS a) "
-                f"AS x LEFT JOIN {self.V} AS s ON s.rowid = x.lo"
+                f"(SELECT max({rid}) FROM {table} WHERE {col} = a.id) AS hi FROM {t.A} AS a) "
+                f"AS x LEFT JOIN {t.V} AS s ON s.rowid = x.lo"
             ),
-            forecast=self.type.is_forecast,
+            forecast=t.type.is_forecast,
         )
-        self._spans = cols
-        self._heads = cols.heads
-        self._tiled = cols.tiled()
+        self.tiled = self.spans.tiled()
 
-    def _span(self, aid: int) -> tuple[int, int] | None:
+    def span(self, aid: int) -> tuple[int, int] | None:
+        """The rowid span of the array ``aid`` (None: it has no rows), as found by
+        :meth:`find_spans` or else asked now."""
+        if aid in self.spans:
+            return self.spans[aid]
+        t = self.tables
         if self._temp is not None:
-            lo = self.conn.execute(f"SELECT min(r) FROM temp.{self._temp} WHERE a = ?", (aid,)).get
+            lo = t.conn.execute(f"SELECT min(r) FROM temp.{self._temp} WHERE a = ?", (aid,)).get
             if lo is None:
                 return None
-            hi = self.conn.execute(f"SELECT max(r) FROM temp.{self._temp} WHERE a = ?", (aid,)).get
+            hi = t.conn.execute(f"SELECT max(r) FROM temp.{self._temp} WHERE a = ?", (aid,)).get
             return lo, hi
-        lo = self.conn.execute(f"SELECT min(rowid) FROM {self.V} WHERE array_id = ?", (aid,)).get
+        lo = t.conn.execute(f"SELECT min(rowid) FROM {t.V} WHERE array_id = ?", (aid,)).get
         if lo is None:
             return None
-        hi = self.conn.execute(f"SELECT max(rowid) FROM {self.V} WHERE array_id = ?", (aid,)).get
+        hi = t.conn.execute(f"SELECT max(rowid) FROM {t.V} WHERE array_id = ?", (aid,)).get
         return lo, hi
 
-    def _head(self, aid: int, lo: int) -> tuple[Any, Any]:
+    def head(self, aid: int, lo: int) -> tuple[Any, Any]:
         """``(timestamp, issue_time)`` of the row ``lo`` (the first of the array ``aid``);
         ``issue_time`` is None in a table without one."""
-        head = self._heads.get(aid)
+        head = self.spans.head(aid)
         if head is not None:
             return head
         # Not held (a first row whose coordinates are not integers): read it again.
-        issue = "issue_time" if self.type.is_forecast else "NULL"
-        rows = self.conn.execute(
-            f"SELECT timestamp, {issue} FROM {self.V} WHERE rowid = ?", (lo,)
+        t = self.tables
+        issue = "issue_time" if t.type.is_forecast else "NULL"
+        rows = t.conn.execute(
+            f"SELECT timestamp, {issue} FROM {t.V} WHERE rowid = ?", (lo,)
         ).fetchall()
         return rows[0] if len(rows) == 1 else (None, None)
 
-    def _where(self, aid: int, span: tuple[int, int] | None) -> tuple[str, tuple]:
+    def where(self, aid: int, span: tuple[int, int] | None) -> tuple[str, tuple]:
         """A WHERE clause selecting one array's rows, and its parameters."""
-        if self._mode == "range" and span is not None:
+        if self.by_range and span is not None:
             return "rowid BETWEEN ? AND ? AND +array_id = ?", (span[0], span[1], aid)
         if self._temp is not None:
             return f"rowid IN (SELECT r FROM temp.{self._temp} WHERE a = ?)", (aid,)
         return "array_id = ?", (aid,)
-
-    def _get(self, column: str, where: str, params: tuple) -> list:
-        return _column(self.conn, f"SELECT {column} FROM {self.V} WHERE {where}", params)

@@ -13,20 +13,23 @@ May import: :mod:`infrastore_sqlite.interchange` and below, apsw, numpy, :mod:`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import apsw
 import numpy as np
 
-from infrastore_sqlite.errors import InvalidParameterError
-from infrastore_sqlite.interchange.importing import Group, Spec
+from infrastore_sqlite.errors import InvalidParameterError, Term, rehash_term
+from infrastore_sqlite.interchange.importing import Group, Place, Spec
+from infrastore_sqlite.interchange.importing.limits import Limits
 from infrastore_sqlite.model import TimeSeriesType
 
 from ..cells import max_cell_bytes
-from .decoding import _decode
+from .decoding import decode
 from .group import GroupReader
-from .tables import _column
+from .lookup import ValuesLookup
+from .tables import PartitionTables
 
 # The most arrays, and rows, one run statement reads: enough to spread the statement's
 # cost over short arrays, few enough that the run's cells stay a small buffer (a long
@@ -35,10 +38,61 @@ _RUN_ARRAYS = 256
 _RUN_ROWS = 16_384
 
 
-class _PartitionReader(GroupReader):
+class PartitionReader:
     """Reads one partition for the import core (a :class:`PartitionSource`): its arrays
-    and series tables row by row, its values group by group, in key order."""
+    and series tables row by row, its values group by group, in key order.
 
+    Composed of the partition's tables, the lookup that finds each group's rows and the
+    group reader (:meth:`of` builds them from a connection and a partition); what the
+    core asks of the tables and the lookup is passed on to them.
+    """
+
+    def __init__(self, tables: PartitionTables, lookup: ValuesLookup, group: GroupReader) -> None:
+        self.tables = tables
+        self.lookup = lookup
+        self.group = group
+        self.place: Place = tables.place
+        self.where: str = tables.where
+        self.rehash: Term = rehash_term(tables.where)
+        self.checksum = True  # an export records every array's hash
+        self.type: TimeSeriesType = tables.type
+        self.conn = tables.conn
+
+    @classmethod
+    def of(
+        cls, conn: apsw.Connection, place: Place, where: str, limits: Limits | None = None
+    ) -> PartitionReader:
+        """The reader of the partition ``place`` of the file open as ``conn``."""
+        tables = PartitionTables(conn, place, where, limits)
+        lookup = ValuesLookup(tables)
+        return cls(tables, lookup, GroupReader(tables, lookup))
+
+    # -- what the core asks of the tables and the lookup ---------------------------------
+    def reading(self) -> contextlib.AbstractContextManager[None]:
+        return self.tables.reading()
+
+    def check_columns(self) -> None:
+        self.tables.check_columns()
+
+    def array_rows(self) -> Iterable[Sequence[Any]]:
+        return self.tables.array_rows()
+
+    def series_batches(self, columns: Sequence[str]) -> Iterable[Sequence[Sequence[Any]]]:
+        return self.tables.series_batches(columns)
+
+    def values_count(self) -> int:
+        return self.tables.values_count()
+
+    def open_values(self, arrays: Mapping[int, tuple[str, str]]) -> None:
+        self.lookup.open(arrays)
+
+    def check_unclaimed(self) -> None:
+        self.lookup.check_stray_scan()
+
+    def close_values(self) -> None:
+        self.lookup.drop()
+
+    # -- the groups, in key order --------------------------------------------------------
     def groups(
         self, wanted: Sequence[tuple[tuple[str, str], list[int], Spec | None]], dtype: str
     ) -> Iterator[Group | None]:
@@ -48,7 +102,7 @@ class _PartitionReader(GroupReader):
         # Never above the store's bound: the shape is the file's word, and a shape of 10⁸
         # elements would lift the limit (or overflow SQLite's C int).
         shape = self.place.cell_shape
-        store_bound = self.limits.max_cell_bytes
+        store_bound = self.tables.limits.max_cell_bytes
         limit = min(max_cell_bytes(shape), store_bound) if shape is not None else None
         before = self.conn.limit(apsw.SQLITE_LIMIT_LENGTH, -1)
         try:
@@ -65,34 +119,37 @@ class _PartitionReader(GroupReader):
                     yield ahead.pop(0)
                     continue
                 if limit is None:
-                    yield self.read_group(key, ids, spec, dtype)
+                    yield self.group.read(key, ids, spec, dtype)
                     continue
                 self.conn.limit(apsw.SQLITE_LIMIT_LENGTH, limit)
                 try:
-                    group = self.read_group(key, ids, spec, dtype)
+                    group = self.group.read(key, ids, spec, dtype)
                 except apsw.TooBigError:
                     self.conn.limit(apsw.SQLITE_LIMIT_LENGTH, before)
-                    raise self._oversized(key, ids, limit) from None
+                    raise self.group.oversized(key, ids, limit) from None
                 finally:
                     self.conn.limit(apsw.SQLITE_LIMIT_LENGTH, before)
                 yield group
         finally:
             self.conn.limit(apsw.SQLITE_LIMIT_LENGTH, before)
 
-    def _run_member(self, item: tuple[tuple[str, str], list[int], Spec | None]) -> Any:
+    def _run_member(
+        self, item: tuple[tuple[str, str], list[int], Spec | None]
+    ) -> tuple[int, int, int, int] | None:
         """``(lo, hi, first, ms)`` of a group the run read can take (a lone SingleTimeSeries
         array in a tiled rowid span, of a fixed resolution, an integer first timestamp),
         else None."""
         _key, ids, spec = item
         if self.type is not TimeSeriesType.SingleTimeSeries or spec is None or len(ids) != 1:
             return None
-        span = self._spans.get(ids[0])
+        spans = self.lookup.spans
+        span = spans.get(ids[0])
         if span is None or spec.res is None or spec.res.calendar:
             return None
-        first = self._heads.get(ids[0], (None, None))[0]
-        if type(first) is not int:
+        head = spans.head(ids[0])
+        if head is None:
             return None
-        return span[0], span[1], first, spec.res.ms
+        return span[0], span[1], head[0], spec.res.ms
 
     def _fast_run(
         self,
@@ -112,14 +169,15 @@ class _PartitionReader(GroupReader):
         first row, one seek per array) as :meth:`_fast` does, and any row off it, a gap or
         a cell too long sends the run back to the one-by-one read, which names the row.
         """
-        if self._mode != "range" or not self._tiled:
+        lookup = self.lookup
+        if not lookup.by_range or not lookup.tiled:
             return [], 1
         head = self._run_member(wanted[at])
         if head is None:
             return [], 1
         lo, hi, first, ms = head
         n = hi - lo + 1
-        if n > self.row_limit():
+        if n > self.group.row_limit():
             return [], 1  # read alone, which refuses it by the store's bound
         los = [lo]
         firsts = {first}
@@ -147,18 +205,16 @@ class _PartitionReader(GroupReader):
                 # Every array of the run starts at one instant (series of one model
                 # horizon, the common case): one range scan, each row checked against
                 # the grid by its offset within its array, no join.
-                cells = _column(
-                    self.conn,
+                cells = self.tables.column(
                     "SELECT CASE WHEN timestamp IS (?1 + ((rowid - ?2) % ?3) * ?4) "
-                    f"THEN value ELSE x'00' END FROM {self.V} WHERE rowid BETWEEN ?2 AND ?5",
+                    f"THEN value ELSE x'00' END FROM {self.tables.V} WHERE rowid BETWEEN ?2 AND ?5",
                     (firsts.pop(), lo, n, ms, end),
                 )
             else:
-                cells = _column(
-                    self.conn,
+                cells = self.tables.column(
                     "SELECT CASE WHEN v.timestamp IS (h.timestamp + (v.rowid - b.value) * ?2) "
-                    f"THEN v.value ELSE x'00' END FROM carray(?1) AS b CROSS JOIN {self.V} AS h "
-                    f"CROSS JOIN {self.V} AS v WHERE h.rowid = b.value "
+                    f"THEN v.value ELSE x'00' END FROM carray(?1) AS b CROSS JOIN {self.tables.V} AS h "
+                    f"CROSS JOIN {self.tables.V} AS v WHERE h.rowid = b.value "
                     "AND v.rowid BETWEEN b.value AND b.value + ?3",
                     (apsw.carray(np.array(los, dtype=np.int64)), ms, n - 1),
                 )
@@ -169,7 +225,7 @@ class _PartitionReader(GroupReader):
         if len(cells) != n * len(los):
             return [], len(los)
         try:
-            values = _decode(cells, dtype, fused=True)
+            values = decode(cells, dtype, fused=True)
         except InvalidParameterError:
             return [], len(los)
         if values is None:
@@ -177,7 +233,9 @@ class _PartitionReader(GroupReader):
         out = []
         for k, start in enumerate(los):
             key, ids, _spec = wanted[at + k]
-            first = self._heads[ids[0]][0]
+            head = lookup.spans.head(ids[0])
+            assert head is not None  # a run member's (_run_member)
+            first = head[0]
             out.append(
                 Group(
                     key,

@@ -1,9 +1,11 @@
 """The SQLite reader's partitions and their tables: which partitions a file holds
-(:func:`discover`), and for one partition its tables' columns, its arrays and series rows
-as the import core reads them, and the wrapping of what fails while reading them.
+(:func:`discover`), and for one partition its tables (:class:`PartitionTables`): their
+quoted names and columns, its arrays and series rows as the import core reads them, the
+connection's reads, and the wrapping of what fails while reading them.
 
-:class:`TablesReader` is the base of the reader (``.source._PartitionReader``); it holds
-the state every layer above shares (the connection, the place, the quoted table names).
+:class:`PartitionTables` is the first of the reader's objects: the values lookup
+(:mod:`.lookup`), the group reader (:mod:`.group`) and the partition source
+(:mod:`.source`) are each built from it.
 
 May import: :mod:`infrastore_sqlite.interchange` and below, apsw, :mod:`..schema`.
 """
@@ -16,7 +18,7 @@ from typing import Any
 
 import apsw
 
-from infrastore_sqlite.errors import InvalidParameterError, StorageError, rehash_term
+from infrastore_sqlite.errors import InvalidParameterError, StorageError
 from infrastore_sqlite.interchange.importing import (
     TEXT_HINT,
     Place,
@@ -174,22 +176,23 @@ def _valid(prefix: str) -> bool:
     return True
 
 
-def _column(conn: apsw.Connection, sql: str, params: Any = ()) -> list:
-    """One column of a query as a list, fetched as one object (``Cursor.get``).
+class PartitionTables:
+    """One partition's three tables in one open file: their validated, quoted names
+    (:attr:`V`, :attr:`S`, :attr:`A`), their columns, the arrays and series rows, reads
+    of one column, and the file's errors wrapped (:meth:`reading`).
 
-    ``get`` gives a lone value for a single row and None both for no rows and for a
-    single NULL, so a None is asked again, row by row.
+    Parameters
+    ----------
+    conn
+        The file's connection (read-only, hardened by ``open_database``), in the
+        transaction that holds one snapshot of it.
+    place
+        The partition (as :func:`discover` found it).
+    where
+        The file as the caller named it, for messages.
+    limits
+        The store's bounds on what the file may make it read.
     """
-    result = conn.execute(sql, params).get
-    if type(result) is list:
-        return result
-    if result is None:
-        return [r[0] for r in conn.execute(sql, params).fetchall()]
-    return [result]
-
-
-class TablesReader:
-    """One partition's tables: their columns, the arrays and series rows, errors wrapped."""
 
     def __init__(
         self, conn: apsw.Connection, place: Place, where: str, limits: Limits | None = None
@@ -198,23 +201,27 @@ class TablesReader:
         self.limits = limits or Limits()
         self.place = place
         self.where = where
-        self.rehash = rehash_term(where)
-        self.checksum = True
-        self.type = place.type
+        self.type: TimeSeriesType = place.type
+        # The names come from sqlite_master through discover (validated by the layout's
+        # type_of_table), quoted once here.
         self.V = q(place.values)
         self.S = q(place.series)
         self.A = q(place.arrays)
         self._count: int | None = None
         self._checked = False
-        self._mode = "range"  # or "index": how a group's rows are found
-        self._temp: str | None = None  # temp table standing in for a missing index
-        # Each array's rowid span and its first row's (timestamp, issue_time), once found
-        # (lookup.ArraySpans, read like these dicts).
-        self._spans: Any = {}
-        self._heads: Any = {}
-        # True when the arrays' rowid spans do not overlap: every row inside a span is
-        # then the array's own (check_claimed has refused rows of no array).
-        self._tiled = False
+
+    def column(self, sql: str, params: Any = ()) -> list:
+        """One column of a query as a list, fetched as one object (``Cursor.get``).
+
+        ``get`` gives a lone value for a single row and None both for no rows and for a
+        single NULL, so a None is asked again, row by row.
+        """
+        result = self.conn.execute(sql, params).get
+        if type(result) is list:
+            return result
+        if result is None:
+            return [r[0] for r in self.conn.execute(sql, params).fetchall()]
+        return [result]
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[None]:
@@ -310,6 +317,8 @@ class TablesReader:
         return {r[1] for r in self.conn.execute(f"PRAGMA table_info({q(table)})")}
 
     def check_columns(self) -> None:
+        """Refuse a missing column; note a values table without rowids
+        (``place.numbered``: its groups are then found by ``array_id`` alone)."""
         if self._checked:
             return
         check_columns_present(self.place, self._columns)
@@ -317,7 +326,6 @@ class TablesReader:
             self.conn.execute(f"SELECT rowid FROM {self.V} LIMIT 0").fetchall()
         except apsw.SQLError:
             self.place.numbered = False
-            self._mode = "index"
         self._checked = True
 
     # -- rows for the core ---------------------------------------------------------------
