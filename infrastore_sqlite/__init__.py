@@ -14,8 +14,9 @@ shared values group for the series about to be edited.
 The package is layered; each layer imports only those below it (docs/architecture.md)::
 
     cli/                      the command line (click lives only here)
-    demo/, csvinput           the demo store and its data; CSV input
-    interchange/              layout, plan, pipeline; interchange/sqlite/ the container
+    demo/                     the demo store and its data
+    interchange/, textfiles/  the interchange (layout, plan, pipeline; interchange/sqlite/ the
+                              container) and the per-series text files (CSV in, CSV/JSON out)
     store/                    Store, catalog and migrations, array files, rows, slicing
     model                     the series classes
     core/                     periods, timeref, elements, hashing

@@ -1,7 +1,7 @@
 """The command line: ``infrastore-sqlite`` (and ``python -m infrastore_sqlite``).
 
 A thin layer: it parses flags, calls the library (:class:`~infrastore_sqlite.store.Store`,
-:mod:`~infrastore_sqlite.csvinput`, :mod:`~infrastore_sqlite.demo`) and renders what
+:mod:`~infrastore_sqlite.textfiles`, :mod:`~infrastore_sqlite.demo`) and renders what
 comes back. The contract, which scripts may rely on:
 
 * stdout carries only the result; errors, prompts and progress go to stderr.

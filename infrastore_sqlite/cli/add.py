@@ -12,7 +12,9 @@ from typing import Any
 
 import click
 
-from ..csvinput import (
+from ..errors import InvalidParameterError, shown
+from ..interchange.filing import OUTCOMES
+from ..textfiles import (
     WRITABLE_TYPES,
     CsvSpec,
     describe,
@@ -20,8 +22,6 @@ from ..csvinput import (
     read_owner_map,
     read_wide_csv,
 )
-from ..errors import InvalidParameterError, shown
-from ..interchange.filing import OUTCOMES
 from .base import PROG, _example, _format, _global_options, _open_store
 from .options import (
     CATEGORY,

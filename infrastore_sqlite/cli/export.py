@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from ..errors import FileTriggersWarning
-from ..interchange.series_files import (
+from ..textfiles import (
     SERIES_FILE_FORMATS,
     export_series_files,
     series_meta,

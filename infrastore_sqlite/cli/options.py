@@ -14,14 +14,14 @@ from click.shell_completion import CompletionItem
 
 from ..core.periods import Period
 from ..core.timeref import ms_to_datetime, parse_instant
-from ..csvinput import (
-    parse_feature,
-)
 from ..errors import (
     InvalidParameterError,
 )
 from ..model import TimeSeriesType
 from ..store import Store
+from ..textfiles import (
+    parse_feature,
+)
 
 # ============================================================================ param types
 

@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from ..core.timeref import render_instants
 from ..errors import IGNORE, REPLACE, DuplicateTimeSeriesError, InvalidParameterError
 from ..model import DESCRIPTORS
 from ..store.prepare import CatalogRow, Prepared
 from .plan import row_block
-from .series_files import render_instants
 
 if TYPE_CHECKING:
     from ..store import Store
