@@ -69,13 +69,7 @@ from .model import (
 from .store import Store
 from .store.api import Transaction
 from .store.readers import ForecastReader, StaticReader
-from .store.store import _delegate_signatures
 from .store.tracing import init_tracing
-
-# help(Store.export_sqlite) shows the keywords of the function it calls; the store cannot
-# look them up itself without importing the layer above it.
-_delegate_signatures(export_sqlite, import_sqlite)
-
 
 __all__ = [
     "CatalogMigrationRequiredError",

@@ -35,6 +35,9 @@ LAYERS = {
 #: The containers: packages of the interchange layer that know a file format.
 CONTAINERS = [["sqlite"], ["parquet"]]
 
+#: Where ``if TYPE_CHECKING:`` imports are: they name types and run never.
+TYPE_ONLY = "TYPE_CHECKING"
+
 CALL_TIME_EXCEPTIONS = {
     ("store.store", "export_sqlite", "interchange.sqlite"),
     ("store.store", "import_sqlite", "interchange.sqlite"),
@@ -42,6 +45,10 @@ CALL_TIME_EXCEPTIONS = {
     ("store.store", "export_parquet", "interchange.parquet"),
     ("store.store", "import_parquet", "interchange.parquet"),
     ("store.store", "diff_parquet", "interchange.parquet"),
+    # The types those methods take and return, named for annotations only.
+    ("store.store", "TYPE_CHECKING", "interchange.importing"),
+    ("store.store", "TYPE_CHECKING", "interchange.options"),
+    ("store.store", "TYPE_CHECKING", "interchange.plan_types"),
     # The series' Arrow forms (the reference's API) are the Parquet container's schemas.
     ("model.static", "from_arrow", "interchange.parquet"),
     ("model.static", "to_arrow", "interchange.parquet"),
@@ -70,6 +77,12 @@ def _imports(source: str, module: str, *, is_package: bool) -> list[tuple[str, s
             inner = function
             if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
                 inner = child.name
+            elif (
+                isinstance(child, ast.If)
+                and isinstance(child.test, ast.Name)
+                and child.test.id == "TYPE_CHECKING"
+            ):
+                inner = TYPE_ONLY  # its else branch (none in the package) would be missed
             if isinstance(child, ast.ImportFrom):
                 if child.level:
                     base = package[: len(package) - child.level + 1]
@@ -145,6 +158,8 @@ def test_imports_point_down(path: Path) -> None:
         ("store.probe", "from .. import __version__\n"),
         ("textfiles.reading", "from ..demo import data_file\n"),
         ("interchange.probe", "from ..textfiles import to_json\n"),
+        ("store.probe", "if TYPE_CHECKING:\n    from ..interchange.options import Selection\n"),
+        ("store.store", "if TYPE_CHECKING:\n    from ..interchange.sqlite import writer\n"),
     ],
 )
 def test_the_checker_sees_an_upward_import(module: str, source: str) -> None:

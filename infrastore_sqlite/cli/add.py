@@ -14,6 +14,7 @@ import click
 
 from ..errors import InvalidParameterError, shown
 from ..interchange.filing import OUTCOMES
+from ..interchange.options import ImportOptions
 from ..textfiles import (
     WRITABLE_TYPES,
     CsvSpec,
@@ -342,16 +343,17 @@ def _add_interchange(ctx: click.Context, source: str, path: str, kw: dict[str, A
         **bound_keywords(kw),
     }
     with _open_store(ctx, read_only=False) as store, _Progress(ctx, "import") as bar:
+        options = ImportOptions.of(progress=bar, **common)
         if source == "--parquet":
             from ..interchange.parquet.storage import parse_storage_options
 
-            options = parse_storage_options(kw["storage_options"])
+            storage_options = parse_storage_options(kw["storage_options"])
             result = store.import_parquet(
-                path, progress=bar, storage_options=options or None, **common
+                path, storage_options=storage_options or None, options=options
             )
         else:
             result = store.import_sqlite(
-                path, table_prefix=kw["table_prefix"] or "", progress=bar, **common
+                path, table_prefix=kw["table_prefix"] or "", options=options
             )
     _emit_doc(ctx, _import_report(result, dry_run=kw["dry_run"], store=store.path, db=path))
 
