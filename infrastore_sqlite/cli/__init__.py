@@ -21,7 +21,7 @@ verify, repair), :mod:`.add`, :mod:`.export` (rehash, export) and :mod:`.edit` (
 the edit loop back into a store). This module makes the group and
 registers the commands in ``--help`` order.
 
-May import: everything in the package; click is imported nowhere outside this package.
+Layer: imports the whole library; click is imported only here (``tests/test_layers.py``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """``add``: series from a CSV file (or stdin), an interchange database (``--sqlite``) or
 the Parquet form (``--parquet``).
-
-May import: the library, :mod:`.base`, :mod:`.render`, :mod:`.options`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """The edit-loop commands: ``diff`` (what importing a file would change in the store) and
 ``unshare`` (give chosen series of a file their own copy of a shared values group).
-
-May import: the library, :mod:`.base`, :mod:`.render`, :mod:`.options`.
 """
 
 from __future__ import annotations

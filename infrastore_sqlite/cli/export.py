@@ -1,9 +1,6 @@
 """The interchange-file commands: ``export`` (the selection to a database, Parquet
 files, or per-series CSV/JSON/JSONL files) and ``rehash`` (recompute the hashes of an
 edited database).
-
-May import: the library, :mod:`.base`, :mod:`.render`, :mod:`.options`, and
-:mod:`.store_commands` for ``get``'s one-series selection.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """Flag types (durations, instants, time ranges, type names, features) and the option
 bundles several commands share (the series selectors).
-
-May import: the library and :mod:`.base`.
 """
 
 from __future__ import annotations

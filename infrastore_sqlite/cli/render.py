@@ -1,8 +1,6 @@
 """Rendering: results as table, JSON, JSON lines or CSV on stdout, notes and progress on
 stderr, and errors turned into the contract's messages and exit codes (the command class
 and the group class every command runs under).
-
-May import: the library and :mod:`.base`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """The commands on the store itself: ``init``, ``demo``, ``list``, ``get``, ``info``,
 ``transform``, ``remove``, ``verify``, ``repair``.
-
-May import: the library, :mod:`.base`, :mod:`.render`, :mod:`.options`.
 """
 
 from __future__ import annotations

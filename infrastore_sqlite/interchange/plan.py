@@ -14,9 +14,6 @@ What a plan holds (``ExportPlan``, ``PartitionPlan``, ``ExportSeries``, ``Export
 is in :mod:`.plan_types`; the series tables' rows of a planned partition
 (``series_records``, ``series_values``) are in :mod:`.series_rows`. This module re-exports
 their names, so ``interchange.plan`` stays the one place the containers import from.
-
-May import: :mod:`infrastore_sqlite.store` and below, :mod:`.layout`, :mod:`.plan_types`,
-:mod:`.series_rows`; never a container.
 """
 
 from __future__ import annotations

@@ -25,10 +25,6 @@ one does it:
   ``diagnose``) and repaired (``repair``);
 * :class:`~.api.StoreApi` (the base class) — the reference's members built on the ones
   here (discovery, summaries, readers, owners, attributes, copies).
-
-May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
-:mod:`infrastore_sqlite.model` and the modules of this package. The interchange layer
-only when one of its methods is called (see below).
 """
 
 from __future__ import annotations

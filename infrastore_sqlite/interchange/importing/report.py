@@ -1,7 +1,5 @@
 """What an import reports: :class:`ImportReport` (every partition's entry) and
 :class:`PartitionResult` (what one partition's import gathered for it).
-
-May import: the standard library only (no sibling module).
 """
 
 from __future__ import annotations

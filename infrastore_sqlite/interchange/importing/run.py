@@ -4,9 +4,6 @@ none (a dry run), and the report's entries filled from each partition's result.
 :func:`import_partition` reads, checks and builds one partition's series
 (:mod:`.specs`, :mod:`.building`) and files them (:mod:`.batches`); :func:`run_import`
 runs it over every partition a container found.
-
-May import: every sibling module, :mod:`infrastore_sqlite.interchange.filing` and the
-layers below ``interchange``.
 """
 
 from __future__ import annotations

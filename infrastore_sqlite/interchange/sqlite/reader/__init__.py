@@ -37,8 +37,7 @@ The reader is one class, :class:`_PartitionReader`, built up in layers, one modu
 This module holds the entry point, :func:`import_sqlite`, and re-exports the names the
 rest of the container imports from here.
 
-May import: :mod:`infrastore_sqlite.interchange` and below, apsw; its modules import one
-another downwards in the order above (``source`` → ``group`` → ``lookup`` → ``tables``).
+Layer: imports ``interchange`` and below, no other container (``tests/test_layers.py``).
 """
 
 from __future__ import annotations

@@ -4,8 +4,6 @@ as the import core reads them, and the wrapping of what fails while reading them
 
 :class:`TablesReader` is the base of the reader (``.source._PartitionReader``); it holds
 the state every layer above shares (the connection, the place, the quoted table names).
-
-May import: :mod:`infrastore_sqlite.interchange` and below, apsw, :mod:`..schema`.
 """
 
 from __future__ import annotations
