@@ -14,8 +14,9 @@ shared values group for the series about to be edited.
 The package is layered; each layer imports only those below it (docs/architecture.md)::
 
     cli/                      the command line (click lives only here)
-    demo/, csvinput           the demo store and its data; CSV input
-    interchange/              layout, plan, pipeline; interchange/sqlite/ the container
+    demo/                     the demo store and its data
+    interchange/, textfiles/  the interchange (layout, plan, pipeline; interchange/sqlite/ the
+                              container) and the per-series text files (CSV in, CSV/JSON out)
     store/                    Store, catalog and migrations, array files, rows, slicing
     model                     the series classes
     core/                     periods, timeref, elements, hashing
@@ -68,13 +69,7 @@ from .model import (
 from .store import Store
 from .store.api import Transaction
 from .store.readers import ForecastReader, StaticReader
-from .store.store import _delegate_signatures
 from .store.tracing import init_tracing
-
-# help(Store.export_sqlite) shows the keywords of the function it calls; the store cannot
-# look them up itself without importing the layer above it.
-_delegate_signatures(export_sqlite, import_sqlite)
-
 
 __all__ = [
     "CatalogMigrationRequiredError",

@@ -1,7 +1,7 @@
 """The command line: ``infrastore-sqlite`` (and ``python -m infrastore_sqlite``).
 
 A thin layer: it parses flags, calls the library (:class:`~infrastore_sqlite.store.Store`,
-:mod:`~infrastore_sqlite.csvinput`, :mod:`~infrastore_sqlite.demo`) and renders what
+:mod:`~infrastore_sqlite.textfiles`, :mod:`~infrastore_sqlite.demo`) and renders what
 comes back. The contract, which scripts may rely on:
 
 * stdout carries only the result; errors, prompts and progress go to stderr.
@@ -21,7 +21,7 @@ verify, repair), :mod:`.add`, :mod:`.export` (rehash, export) and :mod:`.edit` (
 the edit loop back into a store). This module makes the group and
 registers the commands in ``--help`` order.
 
-May import: everything in the package; click is imported nowhere outside this package.
+Layer: imports the whole library; click is imported only here (``tests/test_layers.py``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """``add``: series from a CSV file (or stdin), an interchange database (``--sqlite``) or
 the Parquet form (``--parquet``).
-
-May import: the library, :mod:`.base`, :mod:`.render`, :mod:`.options`.
 """
 
 from __future__ import annotations
@@ -12,7 +10,10 @@ from typing import Any
 
 import click
 
-from ..csvinput import (
+from ..errors import InvalidParameterError, shown
+from ..interchange.filing import OUTCOMES
+from ..interchange.options import ImportOptions
+from ..textfiles import (
     WRITABLE_TYPES,
     CsvSpec,
     describe,
@@ -20,8 +21,6 @@ from ..csvinput import (
     read_owner_map,
     read_wide_csv,
 )
-from ..errors import InvalidParameterError, shown
-from ..interchange.filing import OUTCOMES
 from .base import PROG, _example, _format, _global_options, _open_store
 from .options import (
     CATEGORY,
@@ -342,16 +341,17 @@ def _add_interchange(ctx: click.Context, source: str, path: str, kw: dict[str, A
         **bound_keywords(kw),
     }
     with _open_store(ctx, read_only=False) as store, _Progress(ctx, "import") as bar:
+        options = ImportOptions.of(progress=bar, **common)
         if source == "--parquet":
             from ..interchange.parquet.location import parse_storage_options
 
-            options = parse_storage_options(kw["storage_options"])
+            storage_options = parse_storage_options(kw["storage_options"])
             result = store.import_parquet(
-                path, progress=bar, storage_options=options or None, **common
+                path, storage_options=storage_options or None, options=options
             )
         else:
             result = store.import_sqlite(
-                path, table_prefix=kw["table_prefix"] or "", progress=bar, **common
+                path, table_prefix=kw["table_prefix"] or "", options=options
             )
     _emit_doc(ctx, _import_report(result, dry_run=kw["dry_run"], store=store.path, db=path))
 

@@ -3,8 +3,6 @@
 store they name,
 the output-format check, and the refusals the commands raise (an ambiguous selection, a
 declined confirmation).
-
-May import: the library; nothing else of :mod:`infrastore_sqlite.cli`.
 """
 
 from __future__ import annotations

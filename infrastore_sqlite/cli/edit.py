@@ -1,7 +1,5 @@
 """The edit-loop commands: ``diff`` (what importing a file would change in the store) and
 ``unshare`` (give chosen series of a file their own copy of a shared values group).
-
-May import: the library, :mod:`.base`, :mod:`.render`, :mod:`.options`.
 """
 
 from __future__ import annotations
@@ -12,6 +10,7 @@ import click
 
 from ..errors import rehash_term
 from ..interchange.filing import DIFF_KEYS, has_changes
+from ..interchange.options import ImportOptions
 from .base import PROG, _example, _format, _global_options, _open_store
 from .options import _selector_options, bound_keywords, limit_options
 from .render import _emit_doc, _emit_rows, _note, _Progress, command
@@ -86,19 +85,20 @@ def diff(
             "--table-prefix cannot be used with --parquet: it names SQLite tables", ctx
         )
     with _open_store(ctx, read_only=True) as store, _Progress(ctx, "diff") as bar:
+        options = ImportOptions.of(progress=bar, **bound_keywords(bounds))
         if parquet_path:
             from ..interchange.parquet.diff import diff_parquet_report
             from ..interchange.parquet.location import parse_storage_options
 
-            options = parse_storage_options(storage_options) or None
             entries, changed = diff_parquet_report(
-                store, parquet_path, progress=bar, storage_options=options, **bound_keywords(bounds)
+                store,
+                parquet_path,
+                storage_options=parse_storage_options(storage_options) or None,
+                options=options,
             )
         else:
             changed = []
-            entries = store.diff_sqlite(
-                sqlite_file, table_prefix=table_prefix, progress=bar, **bound_keywords(bounds)
-            )
+            entries = store.diff_sqlite(sqlite_file, table_prefix=table_prefix, options=options)
     _emit_rows(ctx, entries, columns=list(DIFF_KEYS), table_columns=_DIFF_TABLE, fmt=fmt)
     counts = {c: sum(e["change"] == c for e in entries) for c in ("added", "replaced", "unchanged")}
     _note(ctx, ", ".join(f"{n} {c}" for c, n in counts.items()))

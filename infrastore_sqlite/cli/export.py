@@ -1,9 +1,6 @@
 """The interchange-file commands: ``export`` (the selection to a database, Parquet
 files, or per-series CSV/JSON/JSONL files) and ``rehash`` (recompute the hashes of an
 edited database).
-
-May import: the library, :mod:`.base`, :mod:`.render`, :mod:`.options`, and
-:mod:`.store_commands` for ``get``'s one-series selection.
 """
 
 from __future__ import annotations
@@ -17,7 +14,8 @@ from typing import Any
 import click
 
 from ..errors import FileTriggersWarning
-from ..interchange.series_files import (
+from ..interchange.options import ExportOptions
+from ..textfiles import (
     SERIES_FILE_FORMATS,
     export_series_files,
     series_meta,
@@ -331,16 +329,16 @@ def export(
     )
     shown = "table" if fmt == "sqlite" else fmt
     with _open_store(ctx, read_only=True) as store, _Progress(ctx, "export") as bar:
-        parts = store.export_sqlite(
-            db,
-            table_prefix=table_prefix,
+        options = ExportOptions.of(
             time_range=time_range,
             include_derived=include_derived,
             dry_run=dry_run,
             overwrite=overwrite,
             progress=bar,
-            provenance=provenance or "name",
             **filters,
+        )
+        parts = store.export_sqlite(
+            db, table_prefix=table_prefix, provenance=provenance or "name", options=options
         )
     for notice in parts.messages():
         _note(ctx, notice.render("cli"))
@@ -417,18 +415,21 @@ def _export_parquet(
         f"interrupted: nothing was written to {directory} (the files appear only when every "
         "partition is complete; what was under way is removed)",
     )
-    options = parse_storage_options(where["storage_options"])
+    storage_options = parse_storage_options(where["storage_options"])
     with _open_store(ctx, read_only=True) as store, _Progress(ctx, "export") as bar:
-        parts = store.export_parquet(
-            directory,
+        options = ExportOptions.of(
             time_range=time_range,
             include_derived=include_derived,
             dry_run=dry_run,
-            progress=bar,
             overwrite=where["overwrite"],
-            storage_options=options or None,
-            jobs=where["jobs"],
+            progress=bar,
             **filters,
+        )
+        parts = store.export_parquet(
+            directory,
+            storage_options=storage_options or None,
+            jobs=where["jobs"],
+            options=options,
         )
     shown = summary or "table"
     _emit_export(ctx, parts, shown, ("dir", directory), dry_run, list(SUMMARY_KEYS),

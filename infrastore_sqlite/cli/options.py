@@ -1,7 +1,5 @@
 """Flag types (durations, instants, time ranges, type names, features) and the option
 bundles several commands share (the series selectors).
-
-May import: the library and :mod:`.base`.
 """
 
 from __future__ import annotations
@@ -14,14 +12,14 @@ from click.shell_completion import CompletionItem
 
 from ..core.periods import Period
 from ..core.timeref import ms_to_datetime, parse_instant
-from ..csvinput import (
-    parse_feature,
-)
 from ..errors import (
     InvalidParameterError,
 )
 from ..model import TimeSeriesType
 from ..store import Store
+from ..textfiles import (
+    parse_feature,
+)
 
 # ============================================================================ param types
 

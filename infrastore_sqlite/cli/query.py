@@ -1,8 +1,6 @@
 """``query``: SQL over an export's fixed-name views, in DuckDB (the library's
 :mod:`infrastore_sqlite.interchange.parquet.query` and
 :mod:`infrastore_sqlite.interchange.sqlite.query`); this module parses, calls and renders.
-
-May import: the library, :mod:`.base`, :mod:`.render`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """Rendering: results as table, JSON, JSON lines or CSV on stdout, notes and progress on
 stderr, and errors turned into the contract's messages and exit codes (the command class
 and the group class every command runs under).
-
-May import: the library and :mod:`.base`.
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ import numpy as np
 
 from ..errors import TimeSeriesError, shown
 from ..interchange.filing import OUTCOMES
-from ..interchange.series_files import text_cell, to_json
+from ..textfiles import text_cell, to_json
 from .base import DEBUG_ENV, EXPORT_FORMATS, PROG, _Ambiguous, _format, _globals
 
 # Where the group keeps the arguments it was called with (for messages that show the

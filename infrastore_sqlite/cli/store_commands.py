@@ -1,7 +1,5 @@
 """The commands on the store itself: ``init``, ``demo``, ``list``, ``get``, ``info``,
 ``transform``, ``remove``, ``verify``, ``repair``.
-
-May import: the library, :mod:`.base`, :mod:`.render`, :mod:`.options`.
 """
 
 from __future__ import annotations
@@ -18,10 +16,10 @@ from ..errors import (
     NotFoundError,
     StoreExistsError,
 )
-from ..interchange.series_files import json_row, series_meta, value_rows
 from ..store import Store, catalog_path
 from ..store.arrays import compression_spec
 from ..store.repair import repair_directory, restore_hint
+from ..textfiles import json_row, series_meta, value_rows
 from .base import (
     _CANDIDATES_SHOWN,
     PROG,

@@ -11,6 +11,5 @@
   query bound against its time reference (the series classes use it, so it sits below
   them; it takes any series object).
 
-May import: :mod:`infrastore_sqlite.errors`, numpy, orjson and the standard library —
-nothing else of this package.
+Layer: imports ``errors`` (``tests/test_layers.py`` checks it).
 """

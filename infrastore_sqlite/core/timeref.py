@@ -48,6 +48,7 @@ __all__ = [
     "parse_instant",
     "reference_kind",
     "reference_slug",
+    "render_instants",
     "render_zone",
     "resolve_time_reference",
     "rfc3339_to_ms",
@@ -637,6 +638,16 @@ def ms_to_datetimes(ms: npt.ArrayLike, time_reference: str | None) -> list[datet
             f"an instant in {time_reference} falls outside the years 1..9999 that a "
             f"datetime can hold"
         ) from None
+
+
+def render_instants(ms: npt.ArrayLike, tr: str | None) -> list[str]:
+    """Instants (ms) as ISO-8601 text in the time reference ``tr``, as every command
+    prints a series' instants: UTC for utc, the offset or the zone's offset at that
+    instant otherwise, a bare wall clock for zoneless (milliseconds when there are any)."""
+    out = []
+    for value, dt in zip(np.asarray(ms).tolist(), ms_to_datetimes(ms, tr), strict=True):
+        out.append(dt.isoformat(timespec="milliseconds" if value % 1000 else "seconds"))
+    return out
 
 
 # ---------------------------------------------------------------------------------------

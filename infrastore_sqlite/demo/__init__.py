@@ -20,10 +20,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..csvinput import CsvSpec, read_csv_series
 from ..model import TimeSeriesType
 from ..store import Store
 from ..store.segments import remove_tree
+from ..textfiles import CsvSpec, read_csv_series
 
 __all__ = ["DEMO_SERIES", "DemoSeries", "build_demo_store", "data_file"]
 

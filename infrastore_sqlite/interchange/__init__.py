@@ -9,8 +9,5 @@
 * :mod:`.sqlite` — the SQLite container (writer, reader, cells, the file, rehash);
 * :mod:`.parquet` — the Parquet container (export; needs pyarrow, loaded only when used).
 
-May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
-:mod:`infrastore_sqlite.model`, :mod:`infrastore_sqlite.store`. A module here outside a
-container's package knows no container: no SQL, no apsw, no pyarrow; a container does
-not import another.
+Layer: imports ``store`` and below; outside a container's package, no container (``tests/test_layers.py``).
 """

@@ -18,17 +18,17 @@ name, resolution, interval and features (the catalog's ``ts_identity``). Then
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from ..core.timeref import render_instants
 from ..errors import IGNORE, REPLACE, DuplicateTimeSeriesError, InvalidParameterError
 from ..model import DESCRIPTORS
 from ..store.prepare import CatalogRow, Prepared
 from .plan import row_block
-from .series_files import render_instants
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -333,21 +333,6 @@ def diff_entries(partitions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
             }
             out.append({k: entry.get(k) for k in DIFF_KEYS})
     return out
-
-
-def diff_by_import(run: Callable[..., Any], *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
-    """Run a container's import (``run``) as a diff and return its entries.
-
-    A dry run that compares every series with the stored one of the same identity, as
-    ``on_conflict="replace"`` would file it; the checksum is waived because the values
-    are compared with the store's own, so a diff works before ``rehash``. Each entry's
-    ``hash_stale`` says whether the file's recorded ``data_hash`` no longer matches its
-    rows (the import's own checksum), which the import would refuse until ``rehash``.
-    """
-    report = run(
-        *args, skip_checksum=True, dry_run=True, on_conflict="replace", diff=True, **kwargs
-    )
-    return diff_entries(report.partitions)
 
 
 def has_changes(entries: list[dict[str, Any]]) -> bool:

@@ -14,9 +14,6 @@ What a plan holds (``ExportPlan``, ``PartitionPlan``, ``ExportSeries``, ``Export
 is in :mod:`.plan_types`; the series tables' rows of a planned partition
 (``series_records``, ``series_values``) are in :mod:`.series_rows`. This module re-exports
 their names, so ``interchange.plan`` stays the one place the containers import from.
-
-May import: :mod:`infrastore_sqlite.store` and below, :mod:`.layout`, :mod:`.plan_types`,
-:mod:`.series_rows`; never a container.
 """
 
 from __future__ import annotations
@@ -26,7 +23,6 @@ import math
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,8 +33,6 @@ from ..core.hashing import data_hash
 from ..core.periods import Period, as_period, grid, step
 from ..core.slicing import slice_range
 from ..errors import (
-    INCLUDE_DERIVED,
-    TRANSFORM,
     ZONED_RETRY,
     IntegrityError,
     InvalidParameterError,
@@ -66,6 +60,7 @@ from .plan_types import (
     SeriesRef,
     _label,
 )
+from .selection import Selection
 from .series_rows import (
     OWNER_CATEGORY_NAMES,
     SERIES_FIELDS,
@@ -285,36 +280,25 @@ def _row_class(
 
 def plan_export(
     store: Store,
+    selection: Selection | None = None,
     *,
     table_prefix: str = "",
-    time_range: tuple[datetime, datetime] | None = None,
-    include_derived: bool = False,
     progress: Progress | None = None,
-    **filters: Any,
 ) -> ExportPlan:
-    """Plan an export of the series ``filters`` select (``list_metadata``'s keywords).
+    """Plan an export of the series ``selection`` takes (every stored series but the
+    derived ones when None); the selection was checked when it was made.
 
     Raises
     ------
     InvalidParameterError
-        Bad prefix, a derived-type filter without ``include_derived``, a bad range, or
-        empty series in the selection (all named in one error).
+        Bad prefix, or empty series in the selection (all named in one error).
     """
     validate_prefix(table_prefix)
-    tst = filters.get("time_series_type")
-    if (
-        tst is not None
-        and TimeSeriesType.coerce(tst) is TimeSeriesType.DeterministicSingleTimeSeries
-        and not include_derived
-    ):
-        raise InvalidParameterError(
-            "a DeterministicSingleTimeSeries is derived from a stored SingleTimeSeries, so an "
-            "export leaves it out unless asked to include derived series ({include_derived}). "
-            "No import takes one back: import the SingleTimeSeries and run {transform} instead.",
-            terms={"include_derived": INCLUDE_DERIVED, "transform": TRANSFORM},
-        )
-    if time_range is not None:
-        _check_range(time_range)
+    if selection is None:
+        selection = Selection()
+    filters = selection.filters
+    time_range = selection.time_range
+    include_derived = selection.include_derived
     # The catalog streams by as plain tuples of the few fields a plan needs; the plan
     # keeps columns (ids, keys, grids), and a series' arrays are read only when its key
     # depends on them (a time_range slice, a materialized DST).
@@ -523,21 +507,6 @@ def _partition_plan(
         width=int(pick(columns["widths"]).max()),
         source=store,
     )
-
-
-def _check_range(time_range: Any) -> None:
-    try:
-        start, end = time_range
-    except (TypeError, ValueError):
-        raise InvalidParameterError("time_range must be a (start, end) pair of datetimes") from None
-    if not isinstance(start, datetime) or not isinstance(end, datetime):
-        raise InvalidParameterError("time_range must be a (start, end) pair of datetimes")
-    if (start.tzinfo is None) != (end.tzinfo is None):
-        raise InvalidParameterError(
-            "time_range mixes a naive and an aware bound; spell both the same way"
-        )
-    if end < start:
-        raise InvalidParameterError(f"time_range end < start ({end} < {start})")
 
 
 # ---------------------------------------------------------------------- row blocks

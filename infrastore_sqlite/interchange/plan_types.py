@@ -2,8 +2,6 @@
 range), ``PartitionPlan`` (one partition's series in columns, its distinct array keys and
 their ids), ``ExportSeries`` / ``SeriesRef`` (one planned series), ``ExportSummary`` (what
 an export reports) and ``SUMMARY_KEYS``. :mod:`.plan` builds them.
-
-May import: :mod:`infrastore_sqlite.store` and below, :mod:`.layout`; never a container.
 """
 
 from __future__ import annotations

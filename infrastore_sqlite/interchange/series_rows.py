@@ -2,9 +2,6 @@
 layout's column order, by id or by array), ``series_values`` (dicts), ``series_labels``,
 and ``iter_rows`` (full catalog rows read back a chunk at a time), over the catalog fields
 the plan did not keep.
-
-May import: :mod:`infrastore_sqlite.store` and below, :mod:`.layout`, :mod:`.plan_types`;
-never a container.
 """
 
 from __future__ import annotations

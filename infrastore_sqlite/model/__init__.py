@@ -10,8 +10,7 @@ irregular series) and ``forecasts`` (``Deterministic``, ``Probabilistic``, ``Sce
 this module re-exports their names (the private ones the store and the containers use too)
 and maps each type to its class.
 
-May import: :mod:`infrastore_sqlite.core` and :mod:`infrastore_sqlite.errors` (the series'
-Arrow forms load :mod:`infrastore_sqlite.interchange.parquet.arrow` when called).
+Layer: imports ``core`` and ``errors`` (``tests/test_layers.py`` checks it).
 """
 
 from __future__ import annotations

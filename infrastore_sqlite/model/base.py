@@ -1,8 +1,5 @@
 """What every series type shares: ``_Series`` (the array, its element type, the name and
 descriptors) and the checks and keyword plumbing the constructors share.
-
-May import: :mod:`infrastore_sqlite.core`, :mod:`infrastore_sqlite.errors` and
-:mod:`.kinds`.
 """
 
 from __future__ import annotations

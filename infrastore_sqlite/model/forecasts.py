@@ -1,9 +1,5 @@
 """The forecasts: ``Deterministic``, ``Probabilistic`` and ``Scenarios`` over their base
 ``_Forecast`` (windows issued on a grid, each ``steps`` values long).
-
-May import: :mod:`infrastore_sqlite.core`, :mod:`infrastore_sqlite.errors`, :mod:`.kinds`
-and :mod:`.base`; ``to_arrow_windows`` loads
-:mod:`infrastore_sqlite.interchange.parquet.arrow` when called (docs/architecture.md).
 """
 
 from __future__ import annotations

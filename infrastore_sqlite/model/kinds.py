@@ -1,8 +1,6 @@
 """What a series is and who owns it: ``TimeSeriesType`` and ``OwnerCategory`` with their
 catalog codes and loose spellings, and the descriptor names (``DESCRIPTORS``,
 ``UNIT_SYSTEMS``).
-
-May import: :mod:`infrastore_sqlite.errors`.
 """
 
 from __future__ import annotations

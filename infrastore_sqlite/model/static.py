@@ -1,9 +1,5 @@
 """The series on one time axis: ``SingleTimeSeries`` (a regular grid) and the irregular
 ``NonSequentialTimeSeries`` and ``PersistentTimeSeries`` over their base ``_Irregular``.
-
-May import: :mod:`infrastore_sqlite.core`, :mod:`infrastore_sqlite.errors`, :mod:`.kinds`
-and :mod:`.base`; ``to_arrow`` / ``from_arrow`` load
-:mod:`infrastore_sqlite.interchange.parquet.arrow` when called (docs/architecture.md).
 """
 
 from __future__ import annotations

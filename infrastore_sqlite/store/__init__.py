@@ -20,11 +20,7 @@
   one timestep (or window) of many series per call;
 * :mod:`.rows` — catalog rows (:class:`~.rows.SeriesRow`) and the selection filters.
 
-May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
-:mod:`infrastore_sqlite.model`. Not the interchange layer, with one exception that is a
-call, not an import: ``Store.export_sqlite`` / ``Store.import_sqlite`` /
-``Store.export_parquet`` (the reference's API) load their container when they are called,
-so nothing in this package depends on it when loaded (see docs/architecture.md).
+Layer: imports ``model``, ``core`` and ``errors`` (``tests/test_layers.py`` checks it).
 """
 
 from .store import DEFAULT_TIMEOUT, Store, catalog_path

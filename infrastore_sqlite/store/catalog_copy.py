@@ -6,10 +6,6 @@ INDEXED`` scans, stepping past pages that do not read) into a fresh file and swa
 (the damaged file moved aside, never deleted). The copy is refused (:class:`BeyondIndexes`,
 changing nothing) when any read of a table fails: rows would be lost without a trace of
 which. ``repair.py`` then rebuilds the catalog from the segments' records instead.
-
-May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.model`, and its
-siblings ``arrays``, ``catalog``, ``damage`` (``catalog_check``), ``segments``,
-``tracing`` (the ``Store`` only for type checking).
 """
 
 from __future__ import annotations

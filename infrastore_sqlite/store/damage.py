@@ -18,10 +18,6 @@ and re-hash are returned, and the error (:class:`ArraysDamaged`, made into a
 than written, unreadable, a dataset missing, arrays that no longer hash to their key),
 every series that lost data, and the catalog's own ``PRAGMA integrity_check``. It never
 writes.
-
-May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
-:mod:`infrastore_sqlite.model`, apsw, and its siblings ``arrays``, ``segments`` (the
-``Store`` only for type checking).
 """
 
 from __future__ import annotations

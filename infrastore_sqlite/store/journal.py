@@ -25,9 +25,6 @@ the new one (:func:`carry`), so a record lives as long as the store.
 ``rebuild.py`` replays them in ``seq`` order to make a new catalog. ``seq`` is the larger
 of the previous one plus one and the time in microseconds, so a transaction written on a
 stale catalog (an older copy restored) still sorts after the ones it did not see.
-
-May import: :mod:`infrastore_sqlite.errors`, and its siblings ``arrays``, ``prepare``
-(``INSERT_COLUMNS``), ``segments`` (the ``Store`` only for type checking).
 """
 
 from __future__ import annotations

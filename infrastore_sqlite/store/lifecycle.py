@@ -6,10 +6,6 @@ performs the conversion of a store of the earlier two-file layout into a directo
 (:func:`_convert_legacy`, :func:`_finish_conversion`), opens the catalog (which applies
 its migrations, ``catalog.py``) and checks that the catalog and the segments belong
 together.
-
-May import: :mod:`infrastore_sqlite.errors`, and its siblings ``api``
-(``check_store_file``), ``arrays``, ``catalog``, ``segments``, ``tracing`` (the ``Store``
-only for type checking; ``create`` and ``open`` are handed its class).
 """
 
 from __future__ import annotations

@@ -7,10 +7,6 @@ the live arrays into one segment (``compact``, through ``transactions.py``), der
 DeterministicSingleTimeSeries views of stored SingleTimeSeries
 (``transform_single_time_series``), the write buffer and compression settings, and the
 bytes on disk.
-
-May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
-:mod:`infrastore_sqlite.model`, and its siblings ``rows``, ``arrays``, ``segments``
-(the ``Store`` only for type checking; its other rooms are reached through it).
 """
 
 from __future__ import annotations

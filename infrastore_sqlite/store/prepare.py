@@ -5,9 +5,6 @@ checked (:func:`checked`), its catalog row in the catalog's column order
 (:func:`row_for`, :data:`INSERT_COLUMNS`), the fields its array decides
 (:func:`array_values`, :data:`ARRAY_FIELDS`), its content hashes. Pure: no catalog, no
 segment, no store object; the per-series texts many series share are cached here.
-
-May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
-:mod:`infrastore_sqlite.model`.
 """
 
 from __future__ import annotations

@@ -5,10 +5,6 @@ selected by the ``list_metadata`` filters (streamed or listed), chosen columns a
 tuples for the export, rows by id, metadata dicts, counts. It reads no array, except the
 time axis a metadata row of an irregular series carries (through the store's reader).
 The refusals reads and removals share (a missing id, another owner's series) are here.
-
-May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
-:mod:`infrastore_sqlite.model`, and its siblings ``prepare``, ``rows``, ``api``
-(``series_id``) (the ``Store`` only for type checking).
 """
 
 from __future__ import annotations

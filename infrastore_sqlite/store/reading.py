@@ -7,10 +7,6 @@ batches (:meth:`Reading.iter_arrays`), and builds series objects from catalog ro
 without re-validation (:func:`series_from`, :func:`_series_of`). Every array read is
 checked against its hash (``damage.read_group``); a damaged one fails the read with a
 ``DamagedStoreError`` naming its series and file.
-
-May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
-:mod:`infrastore_sqlite.model`, and its siblings ``queries``, ``rows``, ``segments``,
-``damage``, ``api`` (``series_id``) (the ``Store`` only for type checking).
 """
 
 from __future__ import annotations

@@ -21,9 +21,6 @@ file from those alone:
 
 It never changes the store: ``repair.py`` swaps the new file in (the old catalog moved
 aside, never deleted) and moves back any file it names that was set aside or renamed.
-
-May import: :mod:`infrastore_sqlite.errors`, and its siblings ``arrays``, ``catalog``,
-``segments``, ``journal``, ``damage`` (``hash_matches``), ``rows`` (``feature_rows``).
 """
 
 from __future__ import annotations

@@ -38,10 +38,6 @@ Lost series are removed, not kept marked lost: a marked row would need every rea
 the export and ``list`` to know of the mark, and the restore path is an ordinary
 ``add --replace`` of a file that holds them, which puts them back under new ids either
 way. The report lists every one (id, owner, type, name), so nothing is lost silently.
-
-May import: :mod:`infrastore_sqlite.errors`, and its siblings ``damage``, ``segments``,
-``arrays``, ``catalog``, ``catalog_copy``, ``journal``, ``rebuild``, ``tracing`` (the ``Store`` only for
-type checking).
 """
 
 from __future__ import annotations

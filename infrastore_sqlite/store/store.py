@@ -25,19 +25,14 @@ one does it:
   ``diagnose``) and repaired (``repair``);
 * :class:`~.api.StoreApi` (the base class) — the reference's members built on the ones
   here (discovery, summaries, readers, owners, attributes, copies).
-
-May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
-:mod:`infrastore_sqlite.model` and the modules of this package. The interchange layer
-only when one of its methods is called (see below).
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -60,11 +55,17 @@ from .prepare import (  # re-exported: the import core takes them from here
 )
 from .queries import Queries
 from .reading import _DEFAULT_BATCH_BYTES, Reading, series_from
-from .rows import SeriesRow, filter_keywords, filter_signature
+from .rows import SeriesRow, filter_keywords
 from .segments import Segments
 from .tracing import LOG
 from .transactions import Transactions
 from .writing import Writing
+
+if TYPE_CHECKING:
+    # Type names only: the container methods below load the interchange when called.
+    from ..interchange.importing import ImportReport
+    from ..interchange.options import ExportOptions, ImportOptions
+    from ..interchange.plan_types import ExportSummary
 
 # Store.compact's keys, in the reference's order.
 _COMPACT_KEYS = (
@@ -634,12 +635,43 @@ class Store(StoreApi):
     # The reference's API, so methods of the store, though the container is a layer above:
     # each imports it when called, so loading the store never loads the interchange layer
     # (docs/architecture.md, "The calls that point up").
-    def export_sqlite(self, path: str | Path, **kwargs: Any) -> list[dict[str, Any]]:
-        """Export the selection to the SQLite interchange layout; see :func:`export_sqlite`."""
+    @filter_keywords
+    def export_sqlite(
+        self,
+        path: str | Path,
+        *,
+        table_prefix: str = "",
+        time_range: tuple[datetime, datetime] | None = None,
+        include_derived: bool = False,
+        dry_run: bool = False,
+        overwrite: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+        provenance: Literal["name", "full"] = "name",
+        options: ExportOptions | None = None,
+        **filters: Any,
+    ) -> ExportSummary:
+        """Export the selection to the SQLite interchange layout; see
+        :func:`infrastore_sqlite.interchange.sqlite.export_sqlite`.
+
+        ``options`` (an :class:`~infrastore_sqlite.interchange.options.ExportOptions`)
+        holds the selection, ``dry_run``, ``overwrite`` and ``progress`` as one value,
+        instead of those keywords."""
         from ..interchange.sqlite import export_sqlite
 
         LOG.info("exporting from the store %s to %s", self.path, path)
-        return export_sqlite(self, path, **kwargs)
+        return export_sqlite(
+            self,
+            path,
+            table_prefix=table_prefix,
+            time_range=time_range,
+            include_derived=include_derived,
+            dry_run=dry_run,
+            overwrite=overwrite,
+            progress=progress,
+            provenance=provenance,
+            options=options,
+            **filters,
+        )
 
     @filter_keywords
     def export_parquet(
@@ -653,6 +685,7 @@ class Store(StoreApi):
         overwrite: bool = False,
         storage_options: Mapping[str, Any] | None = None,
         jobs: int = 1,
+        options: ExportOptions | None = None,
         **filters: Any,
     ) -> list[dict[str, Any]]:
         """Export the selection as Parquet files in ``dir`` (three per partition); see
@@ -662,7 +695,9 @@ class Store(StoreApi):
         ``dir`` is a local directory or an object-storage prefix (``s3://``, ``gs://``,
         ``az://``, ``abfs://``, ``file://``; needs ``pip install 'infrastore-sqlite[cloud]'``),
         with client options in ``storage_options`` (Polars' names). ``overwrite=True``
-        replaces files already there; ``jobs=N`` writes partitions from N processes."""
+        replaces files already there; ``jobs=N`` writes partitions from N processes;
+        ``options`` holds the selection, ``dry_run``, ``overwrite`` and ``progress`` as
+        one value."""
         from ..interchange.parquet import export_parquet
 
         return export_parquet(
@@ -675,6 +710,7 @@ class Store(StoreApi):
             overwrite=overwrite,
             storage_options=storage_options,
             jobs=jobs,
+            options=options,
             **filters,
         )
 
@@ -683,47 +719,134 @@ class Store(StoreApi):
         path: str | Path,
         *,
         skip_checksum: bool = False,
-        on_conflict: str = "error",
-        overrides: dict[str, Any] | None = None,
+        on_conflict: Literal["error", "replace", "ignore"] = "error",
+        overrides: Mapping[str, Any] | None = None,
         dry_run: bool = False,
         progress: Callable[[int, int], None] | None = None,
-        **kwargs: Any,
-    ) -> Any:
+        per_partition: bool = False,
+        diff: bool = False,
+        storage_options: Mapping[str, Any] | None = None,
+        max_array_bytes: int | None = None,
+        max_cell_bytes: int | None = None,
+        options: ImportOptions | None = None,
+    ) -> ImportReport:
         """Import Parquet files (a directory, a file or a partition stem, local or an
         object-storage URI with ``storage_options=``); see
-        :func:`infrastore_sqlite.interchange.parquet.import_parquet`. Needs pyarrow."""
+        :func:`infrastore_sqlite.interchange.parquet.import_parquet`. Needs pyarrow.
+
+        Returns the :class:`~infrastore_sqlite.interchange.importing.ImportReport`,
+        whatever the flags: the list of the ids committed, with the report beside it."""
         from ..interchange.parquet import import_parquet
 
         return import_parquet(
             self,
             path,
             skip_checksum=skip_checksum,
-            on_conflict=on_conflict,  # type: ignore[arg-type]
+            on_conflict=on_conflict,
             overrides=overrides,
             dry_run=dry_run,
             progress=progress,
-            **kwargs,
+            per_partition=per_partition,
+            diff=diff,
+            storage_options=storage_options,
+            max_array_bytes=max_array_bytes,
+            max_cell_bytes=max_cell_bytes,
+            options=options,
         )
 
-    def import_sqlite(self, path: str | Path, **kwargs: Any) -> list[int]:
-        """Import an interchange database; see :func:`import_sqlite`."""
+    def import_sqlite(
+        self,
+        path: str | Path,
+        *,
+        table_prefix: str = "",
+        skip_checksum: bool = False,
+        dry_run: bool = False,
+        overrides: Mapping[str, Any] | None = None,
+        per_partition: bool = False,
+        on_conflict: Literal["error", "replace", "ignore"] = "error",
+        progress: Callable[[int, int], None] | None = None,
+        diff: bool = False,
+        max_array_bytes: int | None = None,
+        max_cell_bytes: int | None = None,
+        options: ImportOptions | None = None,
+    ) -> ImportReport:
+        """Import an interchange database; see
+        :func:`infrastore_sqlite.interchange.sqlite.import_sqlite`.
+
+        Returns the :class:`~infrastore_sqlite.interchange.importing.ImportReport`,
+        whatever the flags: the list of the ids committed (what the reference returns),
+        with the report beside it."""
         from ..interchange.sqlite import import_sqlite
 
         LOG.info("importing %s into the store %s", path, self.path)
-        return import_sqlite(self, path, **kwargs)
+        return import_sqlite(
+            self,
+            path,
+            table_prefix=table_prefix,
+            skip_checksum=skip_checksum,
+            dry_run=dry_run,
+            overrides=overrides,
+            per_partition=per_partition,
+            on_conflict=on_conflict,
+            progress=progress,
+            diff=diff,
+            max_array_bytes=max_array_bytes,
+            max_cell_bytes=max_cell_bytes,
+            options=options,
+        )
 
-    def diff_parquet(self, path: str | Path, **kwargs: Any) -> list[dict[str, Any]]:
+    def diff_parquet(
+        self,
+        path: str | Path,
+        *,
+        overrides: Mapping[str, Any] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        max_array_bytes: int | None = None,
+        max_cell_bytes: int | None = None,
+        options: ImportOptions | None = None,
+    ) -> list[dict[str, Any]]:
         """What importing Parquet files (local, or an object-storage URI with
-        ``storage_options=``) would change; see :func:`diff_parquet`."""
+        ``storage_options=``) would change; see
+        :func:`infrastore_sqlite.interchange.parquet.diff_parquet`."""
         from ..interchange.parquet import diff_parquet
 
-        return diff_parquet(self, path, **kwargs)
+        return diff_parquet(
+            self,
+            path,
+            overrides=overrides,
+            progress=progress,
+            storage_options=storage_options,
+            max_array_bytes=max_array_bytes,
+            max_cell_bytes=max_cell_bytes,
+            options=options,
+        )
 
-    def diff_sqlite(self, path: str | Path, **kwargs: Any) -> list[dict[str, Any]]:
-        """What importing an interchange database would change; see :func:`diff_sqlite`."""
+    def diff_sqlite(
+        self,
+        path: str | Path,
+        *,
+        table_prefix: str = "",
+        overrides: Mapping[str, Any] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        max_array_bytes: int | None = None,
+        max_cell_bytes: int | None = None,
+        options: ImportOptions | None = None,
+    ) -> list[dict[str, Any]]:
+        """What importing an interchange database would change; see
+        :func:`infrastore_sqlite.interchange.sqlite.diff_sqlite`."""
         from ..interchange.sqlite.diff import diff_sqlite
 
-        return diff_sqlite(self, path, **kwargs)
+        return diff_sqlite(
+            self,
+            path,
+            table_prefix=table_prefix,
+            overrides=overrides,
+            progress=progress,
+            max_array_bytes=max_array_bytes,
+            max_cell_bytes=max_cell_bytes,
+            options=options,
+        )
 
 
 __all__ = [
@@ -734,19 +857,3 @@ __all__ = [
     "catalog_path",
     "series_label",
 ]
-
-
-def _method_signature(fn: Any, *, filters: bool) -> inspect.Signature:
-    """``fn(store, …)``'s signature as a Store method's (``self`` for ``store``), so that
-    ``help(Store.export_sqlite)`` shows the keywords the delegate takes."""
-    sig = inspect.signature(fn)
-    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    sig = sig.replace(parameters=[self_param, *list(sig.parameters.values())[1:]])
-    return filter_signature(sig) if filters else sig
-
-
-def _delegate_signatures(export_sqlite: Any, import_sqlite: Any) -> None:
-    # Called by the package root once the container is loaded: the store does not import
-    # the interchange layer (docs/architecture.md), so it is handed the functions.
-    Store.export_sqlite.__signature__ = _method_signature(export_sqlite, filters=True)  # type: ignore[attr-defined]
-    Store.import_sqlite.__signature__ = _method_signature(import_sqlite, filters=False)  # type: ignore[attr-defined]

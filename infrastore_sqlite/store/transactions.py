@@ -7,10 +7,6 @@ block, sealed and fsynced before the catalog commits, discarded on failure), the
 follows a commit: deleting the segments a merge emptied and merging tiers of small
 segments (:meth:`Transactions.rewrite`, which ``compact`` also uses). See
 docs/durability.md.
-
-May import: :mod:`infrastore_sqlite.errors` and its siblings ``segments``, ``damage``
-(checked reads), ``tracing``
-(the ``Store`` only for type checking).
 """
 
 from __future__ import annotations

@@ -7,11 +7,6 @@ segment (``arrays``), replaces rows in place (an import's ``on_conflict="replace
 removes rows, keeping the family rule (a Deterministic and a DeterministicSingleTimeSeries
 exclude each other) and the derived forecasts' backing arrays. It runs inside the
 transaction the store opens (``transactions.py``); it never commits.
-
-May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
-:mod:`infrastore_sqlite.model`, and its siblings ``prepare``, ``queries``, ``rows``,
-``arrays``, ``api`` (``series_id``), ``tracing`` (the ``Store`` only for type checking;
-the other rooms are reached through it).
 """
 
 from __future__ import annotations

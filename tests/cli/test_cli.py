@@ -18,8 +18,8 @@ from click.testing import CliRunner, Result
 from infrastore_sqlite import Store
 from infrastore_sqlite.cli import cli
 from infrastore_sqlite.cli import store_commands as cli_module
-from infrastore_sqlite.csvinput import parse_feature
 from infrastore_sqlite.demo import build_demo_store, data_file
+from infrastore_sqlite.textfiles import parse_feature
 
 
 def run(*args: str, input: str | None = None, env: dict[str, str] | None = None) -> Result:

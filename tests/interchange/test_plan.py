@@ -35,6 +35,7 @@ from infrastore_sqlite.interchange.plan import (
     plan_export,
     row_block,
 )
+from infrastore_sqlite.interchange.selection import Selection
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 H = timedelta(hours=1)
@@ -196,7 +197,7 @@ def test_a_range_covering_everything_plans_like_no_range(store: Store) -> None:
     varied(store)
     whole = plan_export(store)
     # From the first instant (a Persistent series has no value before its first breakpoint).
-    ranged = plan_export(store, time_range=(T0, T0 + 100 * H))
+    ranged = plan_export(store, Selection.of(time_range=(T0, T0 + 100 * H)))
     assert ranged.summary() == whole.summary()
     for a, b in zip(whole.partitions, ranged.partitions, strict=True):
         assert a.array_ids == b.array_ids
@@ -222,7 +223,7 @@ def test_derived_series_are_left_out_unless_asked(store: Store) -> None:
     assert [p.partition.key.type for p in plan_export(store).partitions] == [
         TimeSeriesType.SingleTimeSeries
     ]
-    with_derived = plan_export(store, include_derived=True)
+    with_derived = plan_export(store, Selection.of(include_derived=True))
     assert [p.partition.base for p in with_derived.partitions] == [
         "SingleTimeSeries_f64_utc",
         "DeterministicSingleTimeSeries_f64_utc",
@@ -242,8 +243,8 @@ def test_a_derived_filter_needs_include_derived(store: Store, tst) -> None:
     add(store, sts("a", np.arange(4.0)))
     store.transform_single_time_series("PT2H", "PT1H")
     with pytest.raises(InvalidParameterError, match="include_derived"):
-        plan_export(store, time_series_type=tst)
-    plan = plan_export(store, time_series_type=tst, include_derived=True)
+        plan_export(store, Selection.of(time_series_type=tst))
+    plan = plan_export(store, Selection.of(time_series_type=tst, include_derived=True))
     assert [p.partition.key.type for p in plan.partitions] == [
         TimeSeriesType.DeterministicSingleTimeSeries
     ]
@@ -264,7 +265,7 @@ def test_empty_series_are_all_named_in_catalog_order(store: Store) -> None:
     )
     assert err.value.series == ["'e1' (owner 1)", "'e2' (owner 3)"]
     # Narrowing past them works.
-    assert len(plan_export(store, name="ok").partitions) == 1
+    assert len(plan_export(store, Selection.of(name="ok")).partitions) == 1
 
 
 def test_series_emptied_by_the_range_are_named(store: Store) -> None:
@@ -272,7 +273,7 @@ def test_series_emptied_by_the_range_are_named(store: Store) -> None:
     add(store, sts("b", [1.0, 2.0], start=T0 + 24 * H), owner=2)
     add(store, NonSequentialTimeSeries([T0 + 48 * H], np.array([1.0]), "c"), owner=3)
     with pytest.raises(InvalidParameterError, match=r"^2 of the selected .*'b' \(owner 2\), 'c'"):
-        plan_export(store, time_range=(T0, T0 + 2 * H))
+        plan_export(store, Selection.of(time_range=(T0, T0 + 2 * H)))
 
 
 @pytest.mark.parametrize(
@@ -287,7 +288,7 @@ def test_series_emptied_by_the_range_are_named(store: Store) -> None:
 def test_bad_ranges(store: Store, time_range, match: str) -> None:
     add(store, sts("a", [1.0]))
     with pytest.raises(InvalidParameterError, match=match):
-        plan_export(store, time_range=time_range)
+        plan_export(store, Selection.of(time_range=time_range))
 
 
 def test_bad_prefix_is_refused_first(store: Store) -> None:
@@ -297,7 +298,7 @@ def test_bad_prefix_is_refused_first(store: Store) -> None:
 
 def test_empty_selection_plans_nothing(store: Store) -> None:
     add(store, sts("a", [1.0]))
-    assert plan_export(store, name="nope").partitions == []
+    assert plan_export(store, Selection.of(name="nope")).partitions == []
 
 
 # ---------------------------------------------------------------------- time_range keys
@@ -306,7 +307,9 @@ def test_empty_selection_plans_nothing(store: Store) -> None:
 def test_sliced_keys_describe_the_slice(store: Store) -> None:
     add(store, sts("a", np.arange(6.0)))
     add(store, Deterministic(T0, "PT1H", "PT3H", "PT2H", 3, np.arange(9.0).reshape(3, 3), "det"))
-    plan = plan_export(store, name="a", time_range=(T0 + timedelta(minutes=90), T0 + 4 * H))
+    plan = plan_export(
+        store, Selection.of(name="a", time_range=(T0 + timedelta(minutes=90), T0 + 4 * H))
+    )
     s_sts = plan.partitions[0].series[0]
     assert s_sts.key == (data_hash(np.arange(1.0, 4.0)).hex(), "R3/2024-01-01T01:00:00Z/PT1H")
     assert (s_sts.initial_ms, s_sts.length, s_sts.rows) == (
@@ -314,7 +317,7 @@ def test_sliced_keys_describe_the_slice(store: Store) -> None:
         3,
         3,
     )
-    plan = plan_export(store, name="det", time_range=(T0 + 2 * H, T0 + 3 * H))
+    plan = plan_export(store, Selection.of(name="det", time_range=(T0 + 2 * H, T0 + 3 * H)))
     s_det = plan.partitions[0].series[0]
     # One whole window (index 1), which keeps its interval.
     assert s_det.key == (
@@ -327,7 +330,7 @@ def test_sliced_keys_describe_the_slice(store: Store) -> None:
 def test_sliced_composites_are_hashed_at_their_own_minimal_width(store: Store) -> None:
     rows = np.array([[2, 0, 0, 1, 1.5], [1, 5, 5, 0, 0], [1, 6, 6, 0, 0]])
     add(store, sts("pwl", rows, element_type="piecewise_linear"))
-    plan = plan_export(store, time_range=(T0 + H, T0 + 3 * H))
+    plan = plan_export(store, Selection.of(time_range=(T0 + H, T0 + 3 * H)))
     (s,) = plan.partitions[0].series
     minimal = np.array([[1.0, 5.0, 5.0], [1.0, 6.0, 6.0]])
     assert s.key[0] == data_hash(minimal).hex()

@@ -19,7 +19,7 @@ The package holds ``kinds`` (the dtypes, ``ElementType`` and its parsing, shape 
 checks, ``minimal_width`` / ``shrink`` / ``pad``) and ``codec`` (Python values ↔ arrays);
 this module re-exports their names.
 
-May import: :mod:`infrastore_sqlite.errors`.
+Layer: imports ``errors`` (``tests/test_layers.py`` checks it).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """Python values and arrays of an element type, both ways: ``encode_element_values`` (values
 → the store's array), ``infer_element_type`` (the type values name) and
 ``decode_element_values`` (an array → Python values).
-
-May import: :mod:`infrastore_sqlite.errors` and :mod:`.kinds`.
 """
 
 from __future__ import annotations

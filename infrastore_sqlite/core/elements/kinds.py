@@ -1,8 +1,6 @@
 """The element types themselves: the eleven dtypes and their on-disk codes, ``ElementType``
 and its parsing, the element shape an array must have for its type, the composite rows'
 checks, and the ragged kinds' widths (``minimal_width``, ``shrink``, ``pad``).
-
-May import: :mod:`infrastore_sqlite.errors`.
 """
 
 from __future__ import annotations

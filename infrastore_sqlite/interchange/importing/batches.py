@@ -6,10 +6,6 @@ against it).
 store (or the file, earlier) already holds (:mod:`infrastore_sqlite.interchange.filing`
 does the deciding under ``on_conflict``); :class:`_Settle` gathers a partition's built
 groups and settles them a batch at a time, in read order.
-
-May import: :mod:`.building`, :mod:`.options`, :mod:`.places`, :mod:`.report`,
-:mod:`.specs`, :mod:`infrastore_sqlite.interchange.filing` and the layers below
-``interchange`` (the store's row helpers; the store itself only through the context).
 """
 
 from __future__ import annotations

@@ -5,9 +5,6 @@ coordinates on the grid the series row declares (a single series' steps, an irre
 series' instants, a forecast's windows, steps and lanes), unless the reader vouched for
 them (:attr:`~.places.Group.affine`); composites shrunk to their canonical width; the
 content hashes computed for a batch of arrays at once (:func:`hash_built`).
-
-May import: :mod:`.options`, :mod:`.places`, :mod:`.specs` and the layers below
-``interchange``.
 """
 
 from __future__ import annotations

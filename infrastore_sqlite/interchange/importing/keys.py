@@ -1,8 +1,6 @@
 """A partition's arrays, ``id -> (data_hash, time_axis)``, held as columns
 (:class:`ArrayKeys`): what an import holds of each array for the whole partition; and
 :class:`IdValues`, a per-array figure held the same way.
-
-May import: numpy and the standard library only (no sibling module).
 """
 
 from __future__ import annotations

@@ -5,9 +5,6 @@ refuses) parsed into :class:`Options`; the parsers of the cells they override (a
 reference, a descriptor, a features map), which the series rows use too; and
 :class:`Context`, what one import carries from partition to partition (the store, the
 options, the progress, ``on_conflict``).
-
-May import: :mod:`infrastore_sqlite.interchange.filing` and the layers below
-``interchange`` (the store only as a type); no sibling module.
 """
 
 from __future__ import annotations

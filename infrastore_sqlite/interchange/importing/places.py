@@ -6,10 +6,6 @@ array's values rows as numpy columns; :class:`PartitionSource` is the protocol a
 follows. The refusals of what a container finds when it discovers partitions are worded
 here too (the reader only says where), with the helpers every message uses
 (:func:`fmt_ms`, :func:`key_text`).
-
-May import: :mod:`infrastore_sqlite.interchange.layout` and the layers below
-``interchange``; of its siblings only :mod:`.specs`, and that for types alone (a
-:class:`~.specs.Spec` names the series being read).
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """What an import reports: :class:`ImportReport` (every partition's entry) and
 :class:`PartitionResult` (what one partition's import gathered for it).
-
-May import: the standard library only (no sibling module).
 """
 
 from __future__ import annotations
@@ -10,9 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass(slots=True)
-class ImportReport:
-    """What an import did (or, for a dry run, would do), partition by partition.
+@dataclass(eq=False, repr=False)
+class ImportReport(list[int]):
+    """What an import did (or, for a dry run, would do), partition by partition: one type
+    whatever the import's flags.
+
+    The report IS the list of the catalog ids the import committed, in read order (what
+    the reference's ``import_sqlite`` returns, so a report compares equal to, and reads
+    as, that list; a dry run's is empty), and carries the partitions' entries beside it.
 
     Attributes
     ----------
@@ -60,6 +63,12 @@ class ImportReport:
     @property
     def ok(self) -> bool:
         return all(p["status"] in ("committed", "would_add") for p in self.partitions)
+
+    def seal(self) -> ImportReport:
+        """Make the list the committed ids (:attr:`ids`): called as the import returns
+        or stops, so a report carried by an exception lists what was committed."""
+        self[:] = self.ids
+        return self
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -4,9 +4,6 @@ none (a dry run), and the report's entries filled from each partition's result.
 :func:`import_partition` reads, checks and builds one partition's series
 (:mod:`.specs`, :mod:`.building`) and files them (:mod:`.batches`); :func:`run_import`
 runs it over every partition a container found.
-
-May import: every sibling module, :mod:`infrastore_sqlite.interchange.filing` and the
-layers below ``interchange``.
 """
 
 from __future__ import annotations
@@ -178,6 +175,8 @@ def _fill_entry(entry: dict[str, Any], result: PartitionResult, ids: list[int]) 
     entry["rows"] = result.rows
     for outcome in result.outcomes:
         entry[outcome] += 1
+    if not result.series:  # a plain import gathers no per-series entries (ctx.report)
+        return
     for s, outcome in zip(result.series, result.outcomes, strict=True):
         s["outcome"] = outcome
     for s, i in zip(result.series, ids, strict=False):
@@ -207,9 +206,9 @@ def _run_per_partition(
             entry["status"] = "failed"
             entry["error"] = str(exc) or type(exc).__name__
         # Every exception instance takes attributes (BaseException has a __dict__).
-        exc.report = report  # type: ignore[attr-defined]
+        exc.report = report.seal()  # type: ignore[attr-defined]
         raise
-    return report
+    return report.seal()
 
 
 def _run_dry(
@@ -228,9 +227,9 @@ def _run_dry(
         _fill_entry(entry, result, [])
     ctx.finish()
     if first is not None:
-        first.report = report  # type: ignore[attr-defined]
+        first.report = report.seal()  # type: ignore[attr-defined]
         raise first
-    return report
+    return report.seal()
 
 
 def run_import(
@@ -240,9 +239,12 @@ def run_import(
     *,
     dry_run: bool,
     per_partition: bool,
-) -> list[int] | ImportReport:
+) -> ImportReport:
     """Import every partition in order: one transaction for all of them, one per
-    partition (``per_partition``), or none (``dry_run``); see ``import_sqlite``."""
+    partition (``per_partition``), or none (``dry_run``); see ``import_sqlite``.
+
+    Returns the report, whatever the flags: the list of the ids committed, with every
+    partition's entry (a plain import's entries hold no per-series detail)."""
     report.partitions = [_partition_entry(s.place) for s in sources]
     if dry_run:
         return _run_dry(ctx, sources, report)
@@ -255,14 +257,21 @@ def run_import(
                 entry["status"] = "committed"
                 _fill_entry(entry, result, ids)
         ctx.finish()
-        return report
+        return report.seal()
+    # No per-series entries: a plain import's caller wants the ids, and gathering a dict
+    # per series would cost a big import its time and memory.
     ctx.report = False
-    ids: list[int] = []
+    done: list[tuple[dict[str, Any], PartitionResult, list[int]]] = []
     with ctx.store.transaction():
-        for source in sources:
-            ids.extend(import_partition(ctx, source, write=True)[1])
+        for source, entry in zip(sources, report.partitions, strict=True):
+            result, ids = import_partition(ctx, source, write=True)
+            done.append((entry, result, ids))
+    # Committed only now: the one transaction is all or nothing.
+    for entry, result, ids in done:
+        entry["status"] = "committed"
+        _fill_entry(entry, result, ids)
     ctx.finish()
-    return ids
+    return report.seal()
 
 
 def import_partition(

@@ -7,10 +7,6 @@ out once per distinct combination, and clean batches go a column at a time.
 :func:`read_rows` is what a rehash starts from; the import starts from
 :func:`read_columns`, which holds the arrays (:class:`~.keys.ArrayKeys`) and the series
 rows (:class:`SpecColumns`) as columns and makes each series' Spec when it is filed.
-
-May import: :mod:`.options`, :mod:`.places`, :mod:`.keys`,
-:mod:`infrastore_sqlite.interchange.layout`
-and the layers below ``interchange``.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..filing import diff_entries
+from ..options import ImportOptions, import_options
 from .reader import import_parquet
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ def diff_parquet(
     storage_options: Mapping[str, Any] | None = None,
     max_array_bytes: int | None = None,
     max_cell_bytes: int | None = None,
+    options: ImportOptions | None = None,
 ) -> list[dict[str, Any]]:
     """Compare every series of the Parquet files at ``path`` with the store; write nothing.
 
@@ -47,6 +49,10 @@ def diff_parquet(
         As for ``import_parquet``, when ``path`` is an object-storage URI.
     max_array_bytes, max_cell_bytes
         The store's bounds, as for ``import_parquet``.
+    options
+        ``overrides``, ``progress`` and the bounds as one
+        :class:`~infrastore_sqlite.interchange.options.ImportOptions`, as for
+        ``diff_sqlite``, instead of those keywords.
 
     Returns
     -------
@@ -68,6 +74,7 @@ def diff_parquet(
         storage_options=storage_options,
         max_array_bytes=max_array_bytes,
         max_cell_bytes=max_cell_bytes,
+        options=options,
     )[0]
 
 
@@ -80,20 +87,16 @@ def diff_parquet_report(
     storage_options: Mapping[str, Any] | None = None,
     max_array_bytes: int | None = None,
     max_cell_bytes: int | None = None,
+    options: ImportOptions | None = None,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """:func:`diff_parquet`'s entries, and the files changed since the export: those whose
     size is not the one the export's manifest lists but whose footer reads (edits)."""
-    report = import_parquet(
-        store,
-        path,
+    given = import_options(
+        options,
         overrides=overrides,
         progress=progress,
-        storage_options=storage_options,
-        skip_checksum=True,
-        dry_run=True,
-        on_conflict="replace",
-        diff=True,
         max_array_bytes=max_array_bytes,
         max_cell_bytes=max_cell_bytes,
     )
+    report = import_parquet(store, path, storage_options=storage_options, options=given.for_diff())
     return diff_entries(report.partitions), list(report.changed)

@@ -34,6 +34,7 @@ import numpy as np
 
 from ...core.elements import pad
 from ...errors import IntegrityError, StorageError
+from ..options import ExportOptions, export_options
 from ..pipeline import Prefetch
 from ..plan import SUMMARY_KEYS as SQLITE_SUMMARY_KEYS
 from ..plan import (
@@ -83,6 +84,7 @@ def export_parquet(
     overwrite: bool = False,
     storage_options: Mapping[str, Any] | None = None,
     jobs: int = 1,
+    options: ExportOptions | None = None,
     **filters: Any,
 ) -> list[dict[str, Any]]:
     """Export the series the filters select as Parquet files in ``directory``.
@@ -118,6 +120,10 @@ def export_parquet(
         those of ``jobs=1``, each worker's memory bounded as one export's; a worker's
         failure fails the export and leaves nothing. ``progress`` is then called as each
         worker finishes.
+    options
+        The selection, ``dry_run``, ``overwrite`` and ``progress`` as one
+        :class:`~infrastore_sqlite.interchange.options.ExportOptions`, instead of those
+        keywords; giving both is refused.
     **filters
         ``list_metadata``'s keywords.
 
@@ -139,15 +145,19 @@ def export_parquet(
         Writing a file failed; nothing of the export is left.
     """
     pa, pq = require_pyarrow()
-    check_jobs(jobs)
-    target = locate(directory, storage_options)
-    plan = plan_export(
-        store,
+    opts = export_options(
+        options,
         time_range=time_range,
         include_derived=include_derived,
+        dry_run=dry_run,
+        overwrite=overwrite,
         progress=progress,
         **filters,
     )
+    dry_run, overwrite, progress = opts.dry_run, opts.overwrite, opts.progress
+    check_jobs(jobs)
+    target = locate(directory, storage_options)
+    plan = plan_export(store, opts.selection, progress=progress)
     if not plan.partitions:
         return []
     publisher = target.publisher(plan, overwrite=overwrite)

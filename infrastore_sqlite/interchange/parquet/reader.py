@@ -21,7 +21,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..filing import OnConflict, check_on_conflict
+from ..filing import OnConflict
 from ..importing import (
     Context,
     ImportReport,
@@ -36,7 +36,7 @@ from .layout import (
 if TYPE_CHECKING:
     from ...store import Store
 
-from ..importing.limits import Limits
+from ..options import ImportOptions, import_options
 from .discovery import Found, discover
 from .foreign import ForeignReader
 from .partition import PartitionReader
@@ -59,7 +59,8 @@ def import_parquet(
     storage_options: Mapping[str, Any] | None = None,
     max_array_bytes: int | None = None,
     max_cell_bytes: int | None = None,
-) -> list[int] | ImportReport:
+    options: ImportOptions | None = None,
+) -> ImportReport:
     """Add every series of the Parquet files at ``path``.
 
     Parameters
@@ -111,14 +112,19 @@ def import_parquet(
         GiB; see :mod:`infrastore_sqlite.interchange.importing.limits`).
     max_cell_bytes
         The most one cell may take (default 16 MiB).
+    options
+        All of the above but ``storage_options`` as one
+        :class:`~infrastore_sqlite.interchange.options.ImportOptions`, instead of those
+        keywords; giving both is refused.
 
     Returns
     -------
-    list of int or ImportReport
-        The new ids in read order (partitions by stem, series by ``(key, id)`` within
-        one); a report for ``dry_run``, ``per_partition`` or an ``on_conflict`` other
-        than ``"error"``, which also lists the DeterministicSingleTimeSeries partitions
-        set aside (``set_aside``) and the files of a directory it ignored (``ignored``).
+    ImportReport
+        Whatever the flags, a list of the ids committed in read order (partitions by
+        stem, series by ``(key, id)`` within one; empty for ``dry_run``) with the report
+        beside it, as for ``import_sqlite``; it also lists the
+        DeterministicSingleTimeSeries partitions set aside (``set_aside``) and the files
+        of a directory it ignored (``ignored``).
 
     Raises
     ------
@@ -132,9 +138,21 @@ def import_parquet(
         A series the store already holds, or two rows with one identity.
     """
     pa, pq = require_pyarrow()
-    limits = Limits.of(max_array_bytes=max_array_bytes, max_cell_bytes=max_cell_bytes)
-    opts = Options.parse(overrides, flag="--parquet")
-    check_on_conflict(on_conflict)
+    given = import_options(
+        options,
+        skip_checksum=skip_checksum,
+        on_conflict=on_conflict,
+        overrides=overrides,
+        dry_run=dry_run,
+        per_partition=per_partition,
+        diff=diff,
+        progress=progress,
+        max_array_bytes=max_array_bytes,
+        max_cell_bytes=max_cell_bytes,
+    )
+    limits = given.limits
+    opts = Options.parse(given.overrides, flag="--parquet")
+    dry_run, progress = given.dry_run, given.progress
     if dry_run:
         store._open()
     else:
@@ -151,11 +169,11 @@ def import_parquet(
     for reader, after in itertools.pairwise(readers):
         reader.successor = after
     total = sum(r.values_count() for r in readers)
-    ctx = Context(store, opts, skip_checksum, progress, total)
-    ctx.on_conflict = on_conflict
-    ctx.diff = diff
+    ctx = Context(store, opts, given.skip_checksum, progress, total)
+    ctx.on_conflict = given.on_conflict
+    ctx.diff = given.diff
     report = ImportReport(found.where, "", dry_run)
     report.set_aside = found.set_aside
     report.ignored = found.ignored
     report.changed = found.changed
-    return run_import(ctx, readers, report, dry_run=dry_run, per_partition=per_partition)
+    return run_import(ctx, readers, report, dry_run=dry_run, per_partition=given.per_partition)

@@ -14,9 +14,7 @@
 * :mod:`.diff` — :func:`diff_sqlite`, what importing a file would change in a store;
 * :mod:`.unshare` — :func:`unshare_sqlite`, a shared values group copied for chosen series.
 
-May import: everything below it (:mod:`infrastore_sqlite.interchange` and lower) and
-apsw. Nothing outside this package imports it except the ``Store`` methods (at call
-time), the package root (for the public names) and the command line.
+Layer: imports ``interchange`` and below, no other container (``tests/test_layers.py``).
 """
 
 from .diff import diff_sqlite

@@ -25,8 +25,7 @@ view, so no import takes one for a partition. The provenance table
 (``infrastore_exports``) gets one row per export; it too ends in none of those words.
 
 Every statement is built from validated names (:func:`.schema.q`); data goes in as bound
-parameters. May import: :mod:`infrastore_sqlite.interchange.layout`, :mod:`.schema`,
-:mod:`infrastore_sqlite.core` and below.
+parameters.
 """
 
 from __future__ import annotations

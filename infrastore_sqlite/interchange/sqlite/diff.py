@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..filing import DIFF_KEYS, diff_by_import, has_changes
+from ..filing import DIFF_KEYS, diff_entries, has_changes
+from ..options import ImportOptions, import_options
 from .reader import import_sqlite
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ def diff_sqlite(
     progress: Callable[[int, int], None] | None = None,
     max_array_bytes: int | None = None,
     max_cell_bytes: int | None = None,
+    options: ImportOptions | None = None,
 ) -> list[dict[str, Any]]:
     """Compare every series of an interchange database with the store; write nothing.
 
@@ -47,6 +49,10 @@ def diff_sqlite(
         Called as ``progress(done_rows, total_rows)``.
     max_array_bytes, max_cell_bytes
         The store's bounds, as for ``import_sqlite``.
+    options
+        ``overrides``, ``progress`` and the bounds as one
+        :class:`~infrastore_sqlite.interchange.options.ImportOptions` (its other fields are
+        the diff's own: :meth:`~.ImportOptions.for_diff`), instead of those keywords.
 
     Returns
     -------
@@ -66,16 +72,15 @@ def diff_sqlite(
     InvalidParameterError
         What the import would refuse in the file (the checksum aside).
     """
-    return diff_by_import(
-        import_sqlite,
-        store,
-        path,
-        table_prefix=table_prefix,
+    given = import_options(
+        options,
         overrides=overrides,
         progress=progress,
         max_array_bytes=max_array_bytes,
         max_cell_bytes=max_cell_bytes,
     )
+    report = import_sqlite(store, path, table_prefix=table_prefix, options=given.for_diff())
+    return diff_entries(report.partitions)
 
 
 __all__ = ["DIFF_KEYS", "diff_sqlite", "has_changes"]

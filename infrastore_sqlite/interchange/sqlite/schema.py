@@ -2,7 +2,7 @@
 and the layout written out as data (``schemas/interchange.json``).
 
 Every statement here is built from validated names (:func:`q` quotes them); no data is
-ever spliced in. May import: :mod:`infrastore_sqlite.interchange.layout` and below.
+ever spliced in.
 """
 
 from __future__ import annotations

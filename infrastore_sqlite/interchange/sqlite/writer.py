@@ -53,6 +53,7 @@ from ..layout import (
     type_of_table,
     values_columns,
 )
+from ..options import ExportOptions, export_options
 from ..pipeline import Prefetch
 from ..plan import (
     ExportPlan,
@@ -92,6 +93,7 @@ def export_sqlite(
     overwrite: bool = False,
     progress: Progress | None = None,
     provenance: Literal["name", "full"] = "name",
+    options: ExportOptions | None = None,
     **filters: Any,
 ) -> ExportSummary:
     """Export the series the filters select into the SQLite database at ``path``.
@@ -128,6 +130,10 @@ def export_sqlite(
         What the provenance row (``infrastore_exports.store``) says of the source store:
         ``"name"`` (the default) its name, the last part of its path, since the file is
         handed out; ``"full"`` its absolute path.
+    options
+        The selection, ``dry_run``, ``overwrite`` and ``progress`` as one
+        :class:`~infrastore_sqlite.interchange.options.ExportOptions` (what the command
+        line passes), instead of those keywords; giving both is refused.
     **filters
         ``list_metadata``'s keywords.
 
@@ -150,18 +156,29 @@ def export_sqlite(
         raise InvalidParameterError(
             f'provenance must be "name" or "full", got {provenance!r}', key="provenance"
         )
-    plan = plan_export(
-        store,
-        table_prefix=table_prefix,
+    opts = export_options(
+        options,
         time_range=time_range,
         include_derived=include_derived,
+        dry_run=dry_run,
+        overwrite=overwrite,
         progress=progress,
         **filters,
     )
+    dry_run, overwrite, progress = opts.dry_run, opts.overwrite, opts.progress
+    selection = opts.selection
+    plan = plan_export(store, selection, table_prefix=table_prefix, progress=progress)
     target = Path(path)
     if not plan.partitions:
         return plan.summary()
-    origin = ExportOrigin(store, table_prefix, time_range, include_derived, filters, provenance)
+    origin = ExportOrigin(
+        store,
+        table_prefix,
+        selection.time_range,
+        selection.include_derived,
+        dict(selection.filters),
+        provenance,
+    )
     exists = target.exists()
     if exists and not overwrite:
         with _open_existing(target) as conn:

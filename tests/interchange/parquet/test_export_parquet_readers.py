@@ -20,7 +20,7 @@ import pandas as pd
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
-from test_export_parquet import ARROW_DTYPES
+from export_parquet_helpers import ARROW_DTYPES
 from varied_store import add, build_varied, new_store, sts
 
 H = timedelta(hours=1)

@@ -35,9 +35,7 @@ column type) and the bound on a cell's size; the rest lives in
 
 Every name is importable from here, as before the split.
 
-May import: numpy, orjson, :mod:`infrastore_sqlite.core` and
-:mod:`infrastore_sqlite.errors`; the container's other modules import it, never the
-reverse.
+Layer: imports ``interchange`` and below, no other container (``tests/test_layers.py``).
 """
 
 from __future__ import annotations

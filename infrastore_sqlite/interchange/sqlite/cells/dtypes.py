@@ -1,8 +1,5 @@
 """What every path of the ``value`` cells shares: the store's dtypes, their checks and
 ranges, the bound on a cell's size, and the wording of every refusal.
-
-May import: numpy and :mod:`infrastore_sqlite.errors`; nothing else of the package (the
-other modules of :mod:`..cells` import it).
 """
 
 from __future__ import annotations

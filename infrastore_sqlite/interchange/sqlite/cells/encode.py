@@ -3,8 +3,6 @@
 One orjson call turns a whole block of shaped rows into text (cut at the row
 boundaries); a row that call cannot write as the layout wants (an infinity, an empty
 axis) is written again on its own.
-
-May import: numpy, orjson, :mod:`infrastore_sqlite.errors` and :mod:`.dtypes`.
 """
 
 from __future__ import annotations

@@ -3,9 +3,6 @@
 Built from whole-block numpy and orjson calls; each returns None for anything it cannot
 vouch for, and the per-cell path (:mod:`.percell`) then reads the cells and names the
 first bad one. The results must be bit-identical to the per-cell path's.
-
-May import: numpy, orjson, :mod:`infrastore_sqlite.core.gcpause`,
-:mod:`infrastore_sqlite.errors`, :mod:`.dtypes` and :mod:`.percell`.
 """
 
 from __future__ import annotations

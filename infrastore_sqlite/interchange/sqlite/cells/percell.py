@@ -3,8 +3,6 @@ accepted.
 
 Slow, and taken only when a fast path (:mod:`.fast`) steps aside; it reports the first
 offending cell in row order, in the reference's words.
-
-May import: numpy, orjson, :mod:`infrastore_sqlite.errors` and :mod:`.dtypes`.
 """
 
 from __future__ import annotations

@@ -42,8 +42,7 @@ it uses (:meth:`.source.PartitionReader.of` composes them):
 This module holds the entry point, :func:`import_sqlite`, and re-exports the names the
 rest of the container imports from here.
 
-May import: :mod:`infrastore_sqlite.interchange` and below, apsw; its modules import one
-another downwards in the order above (``source`` → ``group`` → ``lookup`` → ``tables``).
+Layer: imports ``interchange`` and below, no other container (``tests/test_layers.py``).
 """
 
 from __future__ import annotations
@@ -56,7 +55,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from infrastore_sqlite.errors import StorageError
-from infrastore_sqlite.interchange.filing import OnConflict, check_on_conflict
+from infrastore_sqlite.interchange.filing import OnConflict
 from infrastore_sqlite.interchange.importing import (
     Context,
     ImportReport,
@@ -64,8 +63,8 @@ from infrastore_sqlite.interchange.importing import (
     Progress,
     run_import,
 )
-from infrastore_sqlite.interchange.importing.limits import Limits
 from infrastore_sqlite.interchange.layout import validate_prefix
+from infrastore_sqlite.interchange.options import ImportOptions, import_options
 
 from ..database import open_database
 from .source import PartitionReader
@@ -92,7 +91,8 @@ def import_sqlite(
     diff: bool = False,
     max_array_bytes: int | None = None,
     max_cell_bytes: int | None = None,
-) -> list[int] | ImportReport:
+    options: ImportOptions | None = None,
+) -> ImportReport:
     """Add every series an interchange database holds under ``table_prefix``.
 
     Parameters
@@ -139,14 +139,20 @@ def import_sqlite(
     max_cell_bytes
         The most one cell (text or blob) may take: a longer one is refused before it is
         read (default 16 MiB).
+    options
+        All of the above but ``table_prefix`` as one
+        :class:`~infrastore_sqlite.interchange.options.ImportOptions` (what the command
+        line passes), instead of those keywords; giving both is refused.
 
     Returns
     -------
-    list of int or ImportReport
-        The new ids in read order (partitions in binary order of their values table,
-        series by ``(data_hash, time_axis, id)`` within one); a report for ``dry_run``,
-        ``per_partition`` or an ``on_conflict`` other than ``"error"``, whose partitions
-        count the series ``added``, ``replaced``, ``unchanged`` and ``skipped``.
+    ImportReport
+        Whatever the flags, a list of the ids committed in read order (partitions in
+        binary order of their values table, series by ``(data_hash, time_axis, id)``
+        within one; empty for ``dry_run``), which is what the reference returns, with the
+        report beside it: its partitions count the series ``added``, ``replaced``,
+        ``unchanged`` and ``skipped`` (the per-series entries are gathered for
+        ``dry_run``, ``per_partition`` or an ``on_conflict`` other than ``"error"``).
 
     Raises
     ------
@@ -160,9 +166,21 @@ def import_sqlite(
         The store is read-only (a dry run is allowed).
     """
     validate_prefix(table_prefix)
-    limits = Limits.of(max_array_bytes=max_array_bytes, max_cell_bytes=max_cell_bytes)
-    opts = Options.parse(overrides)
-    check_on_conflict(on_conflict)
+    given = import_options(
+        options,
+        skip_checksum=skip_checksum,
+        on_conflict=on_conflict,
+        overrides=overrides,
+        dry_run=dry_run,
+        per_partition=per_partition,
+        diff=diff,
+        progress=progress,
+        max_array_bytes=max_array_bytes,
+        max_cell_bytes=max_cell_bytes,
+    )
+    limits = given.limits
+    opts = Options.parse(given.overrides)
+    dry_run, progress = given.dry_run, given.progress
     if dry_run:
         store._open()
     else:
@@ -177,11 +195,11 @@ def import_sqlite(
             total = sum(r.values_count() for r in readers)
         except apsw.Error as exc:
             raise StorageError(f"reading {where} failed: {exc}") from exc
-        ctx = Context(store, opts, skip_checksum, progress, total)
-        ctx.on_conflict = on_conflict
-        ctx.diff = diff
+        ctx = Context(store, opts, given.skip_checksum, progress, total)
+        ctx.on_conflict = given.on_conflict
+        ctx.diff = given.diff
         report = ImportReport(where, table_prefix, dry_run)
-        return run_import(ctx, readers, report, dry_run=dry_run, per_partition=per_partition)
+        return run_import(ctx, readers, report, dry_run=dry_run, per_partition=given.per_partition)
     finally:
         with contextlib.suppress(apsw.Error):
             conn.close()

@@ -3,8 +3,6 @@
 A float64 group of plain REAL cells (what every export writes) is taken by numpy in one
 call; anything else goes to :func:`..cells.decode_cells`. With ``fused``, a blob marks a
 row the fused read's grid check refused.
-
-May import: numpy, :mod:`infrastore_sqlite.errors`, :mod:`..cells`.
 """
 
 from __future__ import annotations

@@ -5,9 +5,6 @@ coordinates inside SQLite as it fetches the values (the fused read; the group re
 the core vouched for, ``Group.affine``); anything else is read column by column (the
 general read) and placed by the core. A cell longer than its element can need is
 refused here without being read.
-
-May import: :mod:`infrastore_sqlite.interchange` and below, apsw, numpy, :mod:`..cells`,
-:mod:`..schema`, :mod:`.decoding`, :mod:`.tables`, :mod:`.lookup`.
 """
 
 from __future__ import annotations

@@ -5,9 +5,6 @@ TEMP when the file has none), as the rowid span of each array, with its first ro
 coordinates (what the fused reads anchor on); whether the spans tile the table decides
 how much each read must check. Values rows whose ``array_id`` names no array are refused
 here, with a few index seeks per array.
-
-May import: :mod:`infrastore_sqlite.interchange` and below, apsw, :mod:`..schema`,
-:mod:`.tables`.
 """
 
 from __future__ import annotations

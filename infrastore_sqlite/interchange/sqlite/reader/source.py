@@ -6,9 +6,6 @@ A store of many short arrays pays more for one statement per array than for its 
 so consecutive arrays that tile one rowid range with one length and resolution are read
 and checked together; a run that fails any check is read again one group at a time
 (:mod:`.group`), which names the row at fault.
-
-May import: :mod:`infrastore_sqlite.interchange` and below, apsw, numpy, :mod:`..cells`,
-:mod:`.decoding`, :mod:`.tables`, :mod:`.group`.
 """
 
 from __future__ import annotations

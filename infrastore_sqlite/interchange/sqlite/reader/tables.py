@@ -6,8 +6,6 @@ connection's reads, and the wrapping of what fails while reading them.
 :class:`PartitionTables` is the first of the reader's objects: the values lookup
 (:mod:`.lookup`), the group reader (:mod:`.group`) and the partition source
 (:mod:`.source`) are each built from it.
-
-May import: :mod:`infrastore_sqlite.interchange` and below, apsw, :mod:`..schema`.
 """
 
 from __future__ import annotations

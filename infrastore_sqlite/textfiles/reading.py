@@ -34,11 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from .core.elements import NUMPY_DTYPES, ElementType, parse_element_type
-from .core.periods import Period, as_period, divide, grid, step
-from .core.timeref import ms_to_rfc3339, normalize_time_reference, parse_instant
-from .errors import InvalidParameterError, NotFoundError, counted
-from .model import (
+from ..core.elements import NUMPY_DTYPES, ElementType, parse_element_type
+from ..core.periods import Period, as_period, divide, grid, step
+from ..core.timeref import ms_to_rfc3339, normalize_time_reference, parse_instant
+from ..errors import InvalidParameterError, NotFoundError, counted
+from ..model import (
     Deterministic,
     NonSequentialTimeSeries,
     PersistentTimeSeries,

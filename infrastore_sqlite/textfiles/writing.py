@@ -6,8 +6,6 @@ Rows: a static series is ``timestamp,value`` (``value[0]``, ``value[1,2]``, … 
 of a shaped value); a forecast ``issue_time,target_time,value…`` with a column per
 percentile (``value[p0.5]``) or scenario (``value[s0]``). Instants are ISO-8601 text in
 the series' time reference.
-
-May import: :mod:`infrastore_sqlite.store` and below.
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ import numpy as np
 import orjson
 
 from ..core.periods import step
-from ..core.timeref import ms_to_datetimes
+from ..core.timeref import render_instants
 from ..errors import InvalidParameterError
 from ..model import TimeSeriesType
 
@@ -41,16 +39,6 @@ def _value_columns(prefix: str, shape: tuple[int, ...]) -> list[str]:
     if not shape:
         return [prefix]
     return [f"{prefix}[{','.join(map(str, idx))}]" for idx in np.ndindex(*shape)]
-
-
-def render_instants(ms: np.ndarray, tr: str | None) -> list[str]:
-    """Instants (ms) as ISO-8601 text in the time reference ``tr``, as every command
-    prints a series' instants: UTC for utc, the offset or the zone's offset at that
-    instant otherwise, a bare wall clock for zoneless (milliseconds when there are any)."""
-    out = []
-    for value, dt in zip(ms.tolist(), ms_to_datetimes(ms, tr), strict=True):
-        out.append(dt.isoformat(timespec="milliseconds" if value % 1000 else "seconds"))
-    return out
 
 
 def value_rows(series: Any) -> tuple[list[str], list[dict[str, Any]]]:
