@@ -29,8 +29,7 @@ LAYERS = {
 
 #: The only imports that point up: methods of the reference's API whose work is a
 #: container's (``Store.export_sqlite`` / ``import_sqlite`` / ``export_parquet`` /
-#: ``import_parquet``, a series'
-#: ``to_arrow`` / ``from_arrow``) load it when called.
+#: ``import_parquet`` / ``diff_sqlite`` / ``diff_parquet``) load it when called.
 #: The containers: packages of the interchange layer that know a file format.
 CONTAINERS = [["sqlite"], ["parquet"]]
 
@@ -41,10 +40,6 @@ CALL_TIME_EXCEPTIONS = {
     ("store.store", "export_parquet", "interchange.parquet"),
     ("store.store", "import_parquet", "interchange.parquet"),
     ("store.store", "diff_parquet", "interchange.parquet"),
-    # The series' Arrow forms (the reference's API) are the Parquet container's schemas.
-    ("model.static", "from_arrow", "interchange.parquet"),
-    ("model.static", "to_arrow", "interchange.parquet"),
-    ("model.forecasts", "to_arrow_windows", "interchange.parquet"),
 }
 
 
@@ -203,7 +198,7 @@ ROOM_ORDER = {
         "batches",
         "run",
     ],
-    "model": ["kinds", "base", "static", "forecasts"],
+    "model": ["kinds", "base", "arrow", "static", "forecasts"],
     "core.elements": ["kinds", "codec"],
     "interchange.sqlite.reader": ["decoding", "tables", "lookup", "group", "source"],
 }

@@ -1,9 +1,8 @@
 """The forecasts: ``Deterministic``, ``Probabilistic`` and ``Scenarios`` over their base
 ``_Forecast`` (windows issued on a grid, each ``steps`` values long).
 
-May import: :mod:`infrastore_sqlite.core`, :mod:`infrastore_sqlite.errors`, :mod:`.kinds`
-and :mod:`.base`; ``to_arrow_windows`` loads
-:mod:`infrastore_sqlite.interchange.parquet.arrow` when called (docs/architecture.md).
+May import: :mod:`infrastore_sqlite.core`, :mod:`infrastore_sqlite.errors` and the model
+rooms before it (``tests/test_layers.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from ..core.timeref import (
     check_period_for_reference,
 )
 from ..errors import InvalidParameterError, ParameterTypeError
+from . import arrow
 from .base import (
     _anchor_ms,
     _keywords,
@@ -226,9 +226,7 @@ class Deterministic(_Forecast):
         Each table is what :meth:`SingleTimeSeries.to_arrow` gives for that window, with
         ``interval``, ``horizon``, ``count`` and ``issue_time`` added to its metadata.
         """
-        from ..interchange.parquet.arrow import windows_to_arrow
-
-        return windows_to_arrow(self)
+        return arrow.windows_to_arrow(self)
 
 
 class Probabilistic(_Forecast):

@@ -1,9 +1,8 @@
 """The series on one time axis: ``SingleTimeSeries`` (a regular grid) and the irregular
 ``NonSequentialTimeSeries`` and ``PersistentTimeSeries`` over their base ``_Irregular``.
 
-May import: :mod:`infrastore_sqlite.core`, :mod:`infrastore_sqlite.errors`, :mod:`.kinds`
-and :mod:`.base`; ``to_arrow`` / ``from_arrow`` load
-:mod:`infrastore_sqlite.interchange.parquet.arrow` when called (docs/architecture.md).
+May import: :mod:`infrastore_sqlite.core`, :mod:`infrastore_sqlite.errors` and the model
+rooms before it (``tests/test_layers.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from ..core.timeref import (
     ms_to_datetimes,
 )
 from ..errors import InvalidParameterError
+from . import arrow
 from .base import (
     _anchor_ms,
     _keywords,
@@ -180,18 +180,14 @@ class SingleTimeSeries(_Series):
             A missing column, nulls, sub-millisecond instants, variable-length lists, no
             name, or timestamps off the resolution's grid.
         """
-        from ..interchange.parquet.arrow import from_arrow
-
         kw = _keywords(locals())
-        return from_arrow(cls, table, name=name, resolution=resolution, kw=kw)
+        return arrow.from_arrow(cls, table, name=name, resolution=resolution, kw=kw)
 
     def to_arrow(self) -> Any:
         """The series as an Arrow table: ``timestamp`` and ``value`` columns, its name,
         type, element type and shape, time reference, resolution and set descriptors in
         the schema metadata (needs pyarrow)."""
-        from ..interchange.parquet.arrow import to_arrow
-
-        return to_arrow(self)
+        return arrow.to_arrow(self)
 
     @property
     def initial_timestamp(self) -> datetime:
@@ -332,16 +328,12 @@ class _Irregular(_Series):
     ) -> Any:
         """Build from an Arrow table with ``timestamp`` and ``value`` columns (needs
         pyarrow); keywords override the schema metadata :meth:`to_arrow` writes."""
-        from ..interchange.parquet.arrow import from_arrow
-
         kw = _keywords(locals())
-        return from_arrow(cls, table, name=name, resolution=None, kw=kw)
+        return arrow.from_arrow(cls, table, name=name, resolution=None, kw=kw)
 
     def to_arrow(self) -> Any:
         """The series as an Arrow table (``timestamp``, ``value``, metadata; needs pyarrow)."""
-        from ..interchange.parquet.arrow import to_arrow
-
-        return to_arrow(self)
+        return arrow.to_arrow(self)
 
     @classmethod
     def _from_ms(cls, ms: np.ndarray, data: np.ndarray, name: str, tr: str | None, **kw: Any):
