@@ -7,9 +7,10 @@ May import: :mod:`infrastore_sqlite.core`, :mod:`infrastore_sqlite.errors` and
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
@@ -119,12 +120,61 @@ class _Series:
         self.application_data = _check_descriptor("application_data", application_data)
         self._tr = time_reference
 
+    @classmethod
+    def _restored(
+        cls,
+        name: str,
+        data: np.ndarray,
+        element_type: ElementType,
+        time_reference: str | None,
+        units: str | None,
+        quantity_kind: str | None,
+        unit_system: str | None,
+        component_field: str | None,
+        application_data: str | None,
+    ) -> Self:
+        """The parts every family's ``restore`` shares, stored as given (plain attribute
+        stores: a read builds one series object per series it returns)."""
+        obj = cls.__new__(cls)
+        obj.name = name
+        obj._data = data
+        obj._et = element_type
+        obj._tr = time_reference
+        obj.units = units
+        obj.quantity_kind = quantity_kind
+        obj.unit_system = unit_system
+        obj.component_field = component_field
+        obj.application_data = application_data
+        return obj
+
     # -- shared properties -----------------------------------------------------------
     @property
     def data(self) -> np.ndarray:
         """The array, as a fresh writable copy each time (the reference's contract:
         editing it never changes the series)."""
         return self._data.copy()
+
+    @property
+    def stored_array(self) -> np.ndarray:
+        """The array in the store's physical form (C-contiguous, little-endian), without a
+        copy: a read-only view, for the store and the containers, which read a series'
+        array without paying for :attr:`data`'s copy."""
+        view = self._data.view()
+        view.flags.writeable = False
+        return view
+
+    def replace(self, *, data: np.ndarray) -> Self:
+        """A copy of this series over ``data``; every other part is kept (the regular,
+        irregular and forecast series also take their grid's new parts, see theirs).
+
+        A *trusted* constructor, like :meth:`restore`: nothing is checked, so ``data``
+        must be in the stored form and agree with the grid, as a slice of this series'
+        own array (:mod:`.slicing`) or the same values at another width do. It is made
+        C-contiguous if it is not.
+        """
+        out = copy.copy(self)
+        out._data = np.ascontiguousarray(data)
+        return out
 
     @property
     def element_type(self) -> str:
@@ -183,6 +233,37 @@ class _Series:
             f'{type(self).__name__}(name="{self.name}", length={len(self)}, '
             f"shape={list(self._data.shape)}, time_reference={self._tr or 'unspecified'})"
         )
+
+
+class _Gridded(_Series):
+    """What the series on a regular grid share (``SingleTimeSeries`` and the forecasts):
+    the anchor in milliseconds and the resolution."""
+
+    __slots__ = ("_initial_ms", "_resolution")
+
+    @property
+    def initial_timestamp(self) -> datetime:
+        return self._render(self._initial_ms)
+
+    @property
+    def initial_ms(self) -> int:
+        return self._initial_ms
+
+    @property
+    def resolution(self) -> str:
+        return str(self._resolution)
+
+    @property
+    def resolution_period(self) -> Period:
+        return self._resolution
+
+    def replace(self, *, data: np.ndarray, initial_ms: int | None = None) -> Self:
+        """As :meth:`_Series.replace`, re-anchored at ``initial_ms`` (milliseconds) when
+        given."""
+        out = super().replace(data=data)
+        if initial_ms is not None:
+            out._initial_ms = initial_ms
+        return out
 
 
 def _wall_utc(ms: int) -> str:

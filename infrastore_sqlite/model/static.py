@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
+from ..core.elements import ElementType
 from ..core.periods import Period, as_period, grid
 from ..core.slicing import _bound
 from ..core.timeref import (
@@ -26,6 +27,7 @@ from ..errors import InvalidParameterError
 from . import arrow
 from .base import (
     _anchor_ms,
+    _Gridded,
     _keywords,
     _positive,
     _reference_for,
@@ -36,11 +38,11 @@ from .base import (
 from .kinds import TimeSeriesType
 
 
-class SingleTimeSeries(_Series):
+class SingleTimeSeries(_Gridded):
     """A regular series: ``data[k]`` is the value at ``initial_timestamp + k·resolution``."""
 
     time_series_type = TimeSeriesType.SingleTimeSeries
-    __slots__ = ("_initial_ms", "_resolution")
+    __slots__ = ()
 
     def __init__(
         self,
@@ -65,6 +67,67 @@ class SingleTimeSeries(_Series):
         )
         check_period_for_reference(self._resolution, tr, what="resolution")
         self._init_common(data, name, **_keywords(locals(), time_reference=tr))
+
+    @classmethod
+    def restore(
+        cls,
+        *,
+        name: str,
+        data: np.ndarray,
+        element_type: ElementType,
+        time_reference: str | None,
+        initial_ms: int,
+        resolution: Period,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        application_data: str | None = None,
+    ) -> Self:
+        """A stored series from parts already checked: a *trusted* constructor.
+
+        The store's reads and the imports build series this way (one per series they
+        return or file), from parts validated when the series was written or as the
+        file was read; nothing is checked or copied here, so a wrong part makes a wrong
+        series. Everyone else calls the constructor, which checks everything.
+
+        Parameters
+        ----------
+        name
+            The series' name (non-empty).
+        data
+            The array in the store's physical form (C-contiguous, little-endian, one of
+            the store's dtypes), steps first; it becomes the series' own, uncopied.
+        element_type
+            The parsed element type the array holds.
+        time_reference
+            ``utc``, ``zoneless``, ``±HH:MM``, an IANA zone, or None (unspecified).
+        initial_ms
+            The first step's instant, milliseconds since the epoch.
+        resolution
+            The step, a positive period.
+        units, quantity_kind, unit_system, component_field, application_data
+            The descriptors, as the constructor takes them.
+
+        Returns
+        -------
+        SingleTimeSeries
+            The series, equal to the one the constructor would build from the same parts.
+        """
+        obj = cls._restored(
+            name,
+            data,
+            element_type,
+            time_reference,
+            units,
+            quantity_kind,
+            unit_system,
+            component_field,
+            application_data,
+        )
+        obj._initial_ms = initial_ms
+        obj._resolution = resolution
+        return obj
 
     @classmethod
     def from_values(
@@ -188,22 +251,6 @@ class SingleTimeSeries(_Series):
         type, element type and shape, time reference, resolution and set descriptors in
         the schema metadata (needs pyarrow)."""
         return arrow.to_arrow(self)
-
-    @property
-    def initial_timestamp(self) -> datetime:
-        return self._render(self._initial_ms)
-
-    @property
-    def initial_ms(self) -> int:
-        return self._initial_ms
-
-    @property
-    def resolution(self) -> str:
-        return str(self._resolution)
-
-    @property
-    def resolution_period(self) -> Period:
-        return self._resolution
 
     @property
     def length(self) -> int:
@@ -336,11 +383,44 @@ class _Irregular(_Series):
         return arrow.to_arrow(self)
 
     @classmethod
-    def _from_ms(cls, ms: np.ndarray, data: np.ndarray, name: str, tr: str | None, **kw: Any):
-        obj = cls.__new__(cls)
-        obj._ts_ms = np.asarray(ms, dtype=np.int64)
-        obj._init_common(data, name, time_reference=tr, **kw)
+    def restore(
+        cls,
+        *,
+        name: str,
+        data: np.ndarray,
+        element_type: ElementType,
+        time_reference: str | None,
+        timestamps_ms: np.ndarray,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        application_data: str | None = None,
+    ) -> Self:
+        """A stored irregular series from parts already checked (a *trusted* constructor,
+        as :meth:`SingleTimeSeries.restore`), on ``timestamps_ms``: its instants, int64
+        milliseconds, strictly increasing, one per step of ``data``."""
+        obj = cls._restored(
+            name,
+            data,
+            element_type,
+            time_reference,
+            units,
+            quantity_kind,
+            unit_system,
+            component_field,
+            application_data,
+        )
+        obj._ts_ms = timestamps_ms
         return obj
+
+    def replace(self, *, data: np.ndarray, timestamps_ms: np.ndarray | None = None) -> Self:
+        """As :meth:`_Series.replace`, on ``timestamps_ms`` when given (the instants of
+        the new steps)."""
+        out = super().replace(data=data)
+        if timestamps_ms is not None:
+            out._ts_ms = timestamps_ms
+        return out
 
     @property
     def timestamps(self) -> list[datetime]:
