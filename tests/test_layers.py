@@ -198,7 +198,7 @@ ROOM_ORDER = {
         "batches",
         "run",
     ],
-    "model": ["kinds", "base", "arrow", "static", "forecasts"],
+    "model": ["kinds", "base", "arrow", "static", "forecasts", "slicing"],
     "core.elements": ["kinds", "codec"],
     "interchange.sqlite.reader": ["decoding", "tables", "lookup", "group", "source"],
 }

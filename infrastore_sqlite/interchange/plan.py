@@ -35,7 +35,6 @@ import orjson
 from ..core.elements import minimal_width, shrink
 from ..core.hashing import data_hash
 from ..core.periods import Period, as_period, grid, step
-from ..core.slicing import slice_range
 from ..errors import (
     INCLUDE_DERIVED,
     TRANSFORM,
@@ -44,6 +43,7 @@ from ..errors import (
     InvalidParameterError,
 )
 from ..model import TimeSeriesType
+from ..model.slicing import slice_range
 from ..store.rows import SeriesRow, decode_shape
 from .layout import (
     Partition,

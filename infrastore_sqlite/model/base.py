@@ -32,9 +32,10 @@ from ..core.timeref import (
     ms_to_datetime,
     ms_to_rfc3339,
     normalize_time_reference,
+    render_zone,
     resolve_time_reference,
 )
-from ..errors import InvalidParameterError, ParameterTypeError
+from ..errors import ZONED, InvalidParameterError, ParameterTypeError
 from .kinds import DESCRIPTORS, UNIT_SYSTEMS, TimeSeriesType
 
 
@@ -264,6 +265,42 @@ class _Gridded(_Series):
         if initial_ms is not None:
             out._initial_ms = initial_ms
         return out
+
+
+def bound_ms(value: datetime, series: _Series, label: str, what: str) -> int:
+    """The stored milliseconds a query bound means for ``series`` (a range's ends, a read's
+    ``start_time``, a persistent series' ``at``).
+
+    One range may be given to a selection that mixes zoneless and zoned series (the demo
+    store does), so the rule is per series:
+
+    - a naive bound is read on the series' own wall clock: as is for a zoneless series,
+      in UTC for a ``utc`` or unspecified one, at its offset or in its IANA zone otherwise
+      (``2024-07-01T00:00`` is midnight where each series lives; a wall time that a DST
+      change skips or repeats is read as the zone gives it, ``fold=0``);
+    - an aware bound is an instant: it applies to every zoned series as it is, and a
+      zoneless series, which records no instants, refuses it.
+
+    Raises
+    ------
+    InvalidParameterError
+        ``value`` is no datetime, or it is aware and ``series`` zoneless (naming ``label``
+        and the way out, ``{zoned}``).
+    """
+    if not isinstance(value, datetime):
+        raise InvalidParameterError(f"{what} must be a datetime, got {type(value).__name__}")
+    zoneless = series.time_reference == "zoneless"
+    if value.tzinfo is not None and zoneless:
+        raise InvalidParameterError(
+            f"the query bounds carry a zone, but {label} is zoneless (wall clock only): give "
+            "naive bounds (read on each series' own wall clock), or leave the zoneless "
+            "series out with {zoned}",
+            series=label,
+            terms={"zoned": ZONED},
+        )
+    if value.tzinfo is None and not zoneless:
+        value = value.replace(tzinfo=render_zone(series.time_reference))
+    return datetime_to_ms(value, what=what)
 
 
 def _wall_utc(ms: int) -> str:

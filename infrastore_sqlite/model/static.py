@@ -15,7 +15,6 @@ import numpy as np
 
 from ..core.elements import ElementType
 from ..core.periods import Period, as_period, grid
-from ..core.slicing import _bound
 from ..core.timeref import (
     check_period_for_reference,
     datetimes_to_ms,
@@ -34,6 +33,7 @@ from .base import (
     _Series,
     _values_data,
     _wall_utc,
+    bound_ms,
 )
 from .kinds import TimeSeriesType
 
@@ -479,7 +479,7 @@ class PersistentTimeSeries(_Irregular):
             ``at`` is before the first breakpoint (a step function is undefined there),
             or it is aware for a zoneless series (naive for a zoned one).
         """
-        t = _bound(at, self, f"PersistentTimeSeries '{self.name}'", "at")
+        t = bound_ms(at, self, f"PersistentTimeSeries '{self.name}'", "at")
         i = int(np.searchsorted(self._ts_ms, t, side="right")) - 1
         if i < 0:
             first = self._render(int(self._ts_ms[0])) if self._ts_ms.size else None

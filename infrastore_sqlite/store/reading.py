@@ -30,9 +30,9 @@ import orjson
 from ..core.elements import parse_element_type
 from ..core.gcpause import gc_paused
 from ..core.periods import as_period, divide
-from ..core.slicing import slice_range, slice_window
 from ..errors import DamagedStoreError, InvalidParameterError, damage_terms
 from ..model import SERIES_CLASSES, Deterministic, OwnerCategory, TimeSeriesType, _Series
+from ..model.slicing import slice_range, slice_window
 from .api import series_id
 from .damage import NOT_HELD, ArraysDamaged, damage_error, read_group
 from .queries import _INT64_MAX, _INT64_MIN, check_owner, missing_ids
