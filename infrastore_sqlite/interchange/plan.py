@@ -42,7 +42,7 @@ from ..errors import (
     IntegrityError,
     InvalidParameterError,
 )
-from ..model import TimeSeriesType
+from ..model import AnySeries, TimeSeriesType
 from ..model.slicing import slice_range
 from ..store.rows import SeriesRow, decode_shape
 from .layout import (
@@ -109,15 +109,15 @@ __all__ = [
 ]
 
 
-def _rows_of(series: Any) -> int:
+def _rows_of(series: AnySeries) -> int:
     """Value rows an exported series writes: product of its leading dims."""
     lead = series.time_series_type.leading_dims
     return int(np.prod(series.stored_array.shape[:lead], dtype=np.int64))
 
 
 def export_object(
-    store: Store, row: SeriesRow, stored: np.ndarray, ts: Any, time_range: Any
-) -> Any:
+    store: Store, row: SeriesRow, stored: np.ndarray, ts: np.ndarray | None, time_range: Any
+) -> AnySeries:
     """The series object an export writes: minimal-width, materialized, clipped."""
     obj = store._series_from(row, stored, ts, pad=False)
     if time_range is not None:
@@ -131,7 +131,7 @@ def export_object(
     return obj
 
 
-def _key_of(obj: Any, hash_hex: str | None = None) -> tuple[str, str, int | None, int | None]:
+def _key_of(obj: AnySeries, hash_hex: str | None = None) -> tuple[str, str, int | None, int | None]:
     """(data_hash, time_axis, initial_ms, length|count) of an export object."""
     data = obj.stored_array
     h = hash_hex or data_hash(data).hex()
@@ -625,7 +625,7 @@ def _fixed_ms(p: Period) -> int | None:
     return None if p.calendar else p.ms
 
 
-def row_block(obj: Any, key: tuple[str, str], array_id: int) -> RowBlock:
+def row_block(obj: AnySeries, key: tuple[str, str], array_id: int) -> RowBlock:
     """The value rows of one export object, window-major for forecasts."""
     tst = obj.time_series_type
     data = obj.stored_array

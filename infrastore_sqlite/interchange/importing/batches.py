@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import NO_CHECKSUM, DuplicateTimeSeriesError, InvalidParameterError
-from ...model import SERIES_CLASSES, TimeSeriesType
+from ...model import SERIES_CLASSES, AnySeries, TimeSeriesType
 from ...store.prepare import CatalogRow, Prepared, array_values, row_from_template
 from ..filing import (
     changed_columns,
@@ -103,7 +103,7 @@ class Filing:
             self._pending, self._pending_bytes = [], 0
 
 
-def _series_object(tst: TimeSeriesType, spec: Spec, built: Built) -> Any:
+def _series_object(tst: TimeSeriesType, spec: Spec, built: Built) -> AnySeries:
     """The series a built group files, restored from parts the import checked (the
     model's trusted constructor: nothing is checked twice)."""
     cls = SERIES_CLASSES[tst]

@@ -165,7 +165,13 @@ def export_parquet(
     try:
         if jobs > 1 and len(plan.partitions) > 1:
             write_parallel(
-                store, plan, publisher, jobs, storage_options=storage_options, progress=progress
+                store,
+                plan,
+                publisher,
+                jobs,
+                write_files=_write_files,
+                storage_options=storage_options,
+                progress=progress,
             )
         else:
             _write_files(pa, pq, store, plan, publisher, progress)
