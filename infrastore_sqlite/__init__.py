@@ -16,8 +16,8 @@ The package is layered; each layer imports only those below it (docs/architectur
     cli/                      the command line (click lives only here)
     demo/, csvinput           the demo store and its data; CSV input
     interchange/              layout, plan, pipeline; interchange/sqlite/ the container
-    store/                    Store, catalog and migrations, array files, rows, slicing
-    model                     the series classes
+    store/                    Store, catalog and migrations, array files, rows
+    model/                    the series classes, their Arrow form and slicing
     core/                     periods, timeref, elements, hashing
     errors                    the one exception hierarchy
 """
