@@ -121,33 +121,6 @@ class _Series:
         self.application_data = _check_descriptor("application_data", application_data)
         self._tr = time_reference
 
-    @classmethod
-    def _restored(
-        cls,
-        name: str,
-        data: np.ndarray,
-        element_type: ElementType,
-        time_reference: str | None,
-        units: str | None,
-        quantity_kind: str | None,
-        unit_system: str | None,
-        component_field: str | None,
-        application_data: str | None,
-    ) -> Self:
-        """The parts every family's ``restore`` shares, stored as given (plain attribute
-        stores: a read builds one series object per series it returns)."""
-        obj = cls.__new__(cls)
-        obj.name = name
-        obj._data = data
-        obj._et = element_type
-        obj._tr = time_reference
-        obj.units = units
-        obj.quantity_kind = quantity_kind
-        obj.unit_system = unit_system
-        obj.component_field = component_field
-        obj.application_data = application_data
-        return obj
-
     # -- shared properties -----------------------------------------------------------
     @property
     def data(self) -> np.ndarray:

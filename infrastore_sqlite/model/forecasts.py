@@ -62,17 +62,18 @@ class _Forecast(_Gridded):
         takes them (parsed), ``data`` the window array (``[H, count, *E]``, or
         ``[lanes, H, count, *E]``), and ``percentiles`` a ``Probabilistic``'s lanes (its
         own list; None for the other forecasts)."""
-        obj = cls._restored(
-            name,
-            data,
-            element_type,
-            time_reference,
-            units,
-            quantity_kind,
-            unit_system,
-            component_field,
-            application_data,
-        )
+        # Plain attribute stores, spelled out in each family's restore: a read builds one
+        # series object per series, and a shared helper's call would double the cost.
+        obj = cls.__new__(cls)
+        obj.name = name
+        obj._data = data
+        obj._et = element_type
+        obj._tr = time_reference
+        obj.units = units
+        obj.quantity_kind = quantity_kind
+        obj.unit_system = unit_system
+        obj.component_field = component_field
+        obj.application_data = application_data
         obj._initial_ms = initial_ms
         obj._resolution = resolution
         obj._horizon = horizon

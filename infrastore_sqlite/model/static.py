@@ -114,17 +114,18 @@ class SingleTimeSeries(_Gridded):
         SingleTimeSeries
             The series, equal to the one the constructor would build from the same parts.
         """
-        obj = cls._restored(
-            name,
-            data,
-            element_type,
-            time_reference,
-            units,
-            quantity_kind,
-            unit_system,
-            component_field,
-            application_data,
-        )
+        # Plain attribute stores, spelled out in each family's restore: a read builds one
+        # series object per series, and a shared helper's call would double the cost.
+        obj = cls.__new__(cls)
+        obj.name = name
+        obj._data = data
+        obj._et = element_type
+        obj._tr = time_reference
+        obj.units = units
+        obj.quantity_kind = quantity_kind
+        obj.unit_system = unit_system
+        obj.component_field = component_field
+        obj.application_data = application_data
         obj._initial_ms = initial_ms
         obj._resolution = resolution
         return obj
@@ -400,17 +401,18 @@ class _Irregular(_Series):
         """A stored irregular series from parts already checked (a *trusted* constructor,
         as :meth:`SingleTimeSeries.restore`), on ``timestamps_ms``: its instants, int64
         milliseconds, strictly increasing, one per step of ``data``."""
-        obj = cls._restored(
-            name,
-            data,
-            element_type,
-            time_reference,
-            units,
-            quantity_kind,
-            unit_system,
-            component_field,
-            application_data,
-        )
+        # Plain attribute stores, spelled out in each family's restore: a read builds one
+        # series object per series, and a shared helper's call would double the cost.
+        obj = cls.__new__(cls)
+        obj.name = name
+        obj._data = data
+        obj._et = element_type
+        obj._tr = time_reference
+        obj.units = units
+        obj.quantity_kind = quantity_kind
+        obj.unit_system = unit_system
+        obj.component_field = component_field
+        obj.application_data = application_data
         obj._ts_ms = timestamps_ms
         return obj
 
