@@ -17,8 +17,8 @@ The package is layered; each layer imports only those below it (docs/architectur
     demo/                     the demo store and its data
     interchange/, textfiles/  the interchange (layout, plan, pipeline; interchange/sqlite/ the
                               container) and the per-series text files (CSV in, CSV/JSON out)
-    store/                    Store, catalog and migrations, array files, rows, slicing
-    model                     the series classes
+    store/                    Store, catalog and migrations, array files, rows
+    model/                    the series classes, their Arrow form and slicing
     core/                     periods, timeref, elements, hashing
     errors                    the one exception hierarchy
 """

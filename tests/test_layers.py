@@ -30,8 +30,7 @@ LAYERS = {
 
 #: The only imports that point up: methods of the reference's API whose work is a
 #: container's (``Store.export_sqlite`` / ``import_sqlite`` / ``export_parquet`` /
-#: ``import_parquet``, a series'
-#: ``to_arrow`` / ``from_arrow``) load it when called.
+#: ``import_parquet`` / ``diff_sqlite`` / ``diff_parquet``) load it when called.
 #: The containers: packages of the interchange layer that know a file format.
 CONTAINERS = [["sqlite"], ["parquet"]]
 
@@ -49,10 +48,6 @@ CALL_TIME_EXCEPTIONS = {
     ("store.store", "TYPE_CHECKING", "interchange.importing"),
     ("store.store", "TYPE_CHECKING", "interchange.options"),
     ("store.store", "TYPE_CHECKING", "interchange.plan_types"),
-    # The series' Arrow forms (the reference's API) are the Parquet container's schemas.
-    ("model.static", "from_arrow", "interchange.parquet"),
-    ("model.static", "to_arrow", "interchange.parquet"),
-    ("model.forecasts", "to_arrow_windows", "interchange.parquet"),
 }
 
 
@@ -220,7 +215,7 @@ ROOM_ORDER = {
         "batches",
         "run",
     ],
-    "model": ["kinds", "base", "static", "forecasts"],
+    "model": ["kinds", "base", "arrow", "static", "forecasts", "slicing"],
     "core.elements": ["kinds", "codec"],
     "interchange.sqlite.reader": ["decoding", "tables", "lookup", "group", "source"],
 }
@@ -305,3 +300,131 @@ def test_no_module_over_1500_lines(path: Path) -> None:
         f"{_dotted(path)} has {lines} lines: does it still hold one responsibility? Split it "
         "by concept, never by count (docs/architecture.md)"
     )
+
+
+# ------------------------------------------------------------------------- no circles
+def _runtime_imports(source: str, module: str, *, is_package: bool) -> list[tuple[str, str | None]]:
+    """:func:`_imports` of ``module``, less those under ``if TYPE_CHECKING:`` (names for
+    type hints, never run) and the container loads of :data:`CALL_TIME_EXCEPTIONS` (the
+    ``Store`` methods that load a container when called)."""
+    tree = ast.parse(source)
+
+    class _DropTypeOnly(ast.NodeTransformer):
+        def visit_If(self, node: ast.If) -> ast.AST | None:
+            test = node.test
+            if (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+                isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+            ):
+                return None
+            return self.generic_visit(node)
+
+    source = ast.unparse(_DropTypeOnly().visit(tree))
+    return [
+        (target, function)
+        for target, function in _imports(source, module, is_package=is_package)
+        if (module, function, ".".join(target.split(".")[:2])) not in CALL_TIME_EXCEPTIONS
+    ]
+
+
+def _import_graph(modules: dict[str, list[tuple[str, str | None]]]) -> dict[str, set[str]]:
+    """``{module: the package's modules it imports}``: each import resolved to the longest
+    module name it starts with (``from ..model import X`` is ``model``, the package)."""
+    graph: dict[str, set[str]] = {}
+    for module, imports in modules.items():
+        edges = graph.setdefault(module, set())
+        for target, _function in imports:
+            parts = target.split(".") if target else []
+            while parts and ".".join(parts) not in modules:
+                parts.pop()
+            resolved = ".".join(parts)
+            if resolved in modules and resolved != module:
+                edges.add(resolved)
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: its strongly connected components of more than one
+    module (Tarjan's algorithm, iterative), each sorted, in a stable order."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph.get(nxt, ())))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return sorted(found)
+
+
+def test_no_import_circle() -> None:
+    """No module of the package imports, directly or through others, a module that imports
+    it: at module level or inside a function (a call-time import closes a circle as surely,
+    only later), the ``Store`` methods that load a container when called excepted."""
+    graph = _import_graph(
+        {
+            _dotted(p): _runtime_imports(
+                p.read_text(encoding="utf-8"), _dotted(p), is_package=p.name == "__init__.py"
+            )
+            for p in _modules()
+        }
+    )
+    circles = _circles(graph)
+    assert not circles, "import circles: " + "; ".join(" <-> ".join(c) for c in circles)
+
+
+def test_the_circle_finder_sees_a_circle() -> None:
+    # The circle issue 35 found: the model loaded the Parquet container's Arrow form, which
+    # imports the model (here shortened to three modules, one import inside a method).
+    modules = {
+        "model": [("model.static", None)],
+        "model.static": [("interchange.parquet.arrow", "to_arrow")],
+        "interchange.parquet.arrow": [("model", None)],
+        "core.periods": [],
+        "errors": [],
+    }
+    assert _circles(_import_graph(modules)) == [
+        ["interchange.parquet.arrow", "model", "model.static"]
+    ]
+    del modules["interchange.parquet.arrow"]
+    assert _circles(_import_graph(modules)) == []
+
+
+def test_the_circle_finder_skips_type_hints_and_store_methods() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from ..interchange.plan import ExportPlan\n"
+        "def export_sqlite():\n    from ..interchange.sqlite import export_sqlite\n"
+        "def other():\n    from ..interchange.parquet import export_parquet\n"
+    )
+    assert _runtime_imports(source, "store.store", is_package=False) == [
+        ("interchange.parquet", "other")
+    ]

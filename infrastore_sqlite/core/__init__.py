@@ -6,10 +6,7 @@
 * :mod:`.elements` — element types (the dtype of one value, scalar or struct), their
   encoding and decoding;
 * :mod:`.hashing` — the content hashes (data, timestamps, features) the store and the
-  interchange files carry;
-* :mod:`.slicing` — cutting a series' arrays to a time range or window, and checking a
-  query bound against its time reference (the series classes use it, so it sits below
-  them; it takes any series object).
+  interchange files carry.
 
 Layer: imports ``errors`` (``tests/test_layers.py`` checks it).
 """

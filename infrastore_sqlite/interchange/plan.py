@@ -31,13 +31,13 @@ import orjson
 from ..core.elements import minimal_width, shrink
 from ..core.hashing import data_hash
 from ..core.periods import Period, as_period, grid, step
-from ..core.slicing import slice_range
 from ..errors import (
     ZONED_RETRY,
     IntegrityError,
     InvalidParameterError,
 )
-from ..model import TimeSeriesType
+from ..model import AnySeries, TimeSeriesType
+from ..model.slicing import slice_range
 from ..store.rows import SeriesRow, decode_shape
 from .layout import (
     Partition,
@@ -104,40 +104,45 @@ __all__ = [
 ]
 
 
-def _rows_of(series: Any) -> int:
+def _rows_of(series: AnySeries) -> int:
     """Value rows an exported series writes: product of its leading dims."""
     lead = series.time_series_type.leading_dims
-    return int(np.prod(series._data.shape[:lead], dtype=np.int64))
+    return int(np.prod(series.stored_array.shape[:lead], dtype=np.int64))
 
 
 def export_object(
-    store: Store, row: SeriesRow, stored: np.ndarray, ts: Any, time_range: Any
-) -> Any:
+    store: Store, row: SeriesRow, stored: np.ndarray, ts: np.ndarray | None, time_range: Any
+) -> AnySeries:
     """The series object an export writes: minimal-width, materialized, clipped."""
     obj = store._series_from(row, stored, ts, pad=False)
     if time_range is not None:
         obj = slice_range(obj, time_range, row.label)
-    et = obj._et
-    if et.is_ragged and obj._data.size and minimal_width(et, obj._data) < obj._data.shape[-1]:
+    et = obj.element_type_info
+    data = obj.stored_array
+    if et.is_ragged and data.size and minimal_width(et, data) < data.shape[-1]:
         # A slice (or a DST's windows) may need fewer points than the whole stored array:
         # write it, and hash it, at its own minimal width.
-        obj._data = shrink(et, obj._data)
+        obj = obj.replace(data=shrink(et, data))
     return obj
 
 
-def _key_of(obj: Any, hash_hex: str | None = None) -> tuple[str, str, int | None, int | None]:
+def _key_of(obj: AnySeries, hash_hex: str | None = None) -> tuple[str, str, int | None, int | None]:
     """(data_hash, time_axis, initial_ms, length|count) of an export object."""
-    h = hash_hex or data_hash(obj._data).hex()
+    data = obj.stored_array
+    h = hash_hex or data_hash(data).hex()
     tst = obj.time_series_type
     if tst.is_irregular:
         from ..core.hashing import timestamps_hash
 
-        return h, timestamps_hash(obj._ts_ms).hex(), None, int(obj._ts_ms.size)
+        ts = obj.timestamps_ms
+        return h, timestamps_hash(ts).hex(), None, int(ts.size)
+    anchor = obj.initial_ms
     if tst.is_forecast:
-        axis = forecast_axis(obj._count, obj._initial_ms, obj.interval, obj.horizon, obj.resolution)
-        return h, axis, obj._initial_ms, obj._count
-    n = int(obj._data.shape[0])
-    return h, static_axis(n, obj._initial_ms, obj.resolution), obj._initial_ms, n
+        count = obj.count
+        axis = forecast_axis(count, anchor, obj.interval, obj.horizon, obj.resolution)
+        return h, axis, anchor, count
+    n = int(data.shape[0])
+    return h, static_axis(n, anchor, obj.resolution), anchor, n
 
 
 # Axis texts: many series of a store share a grid, and formatting the anchor instant is
@@ -383,7 +388,14 @@ def plan_export(
             for row, stored, ts in batch:
                 obj = export_object(store, row, stored, ts, time_range)
                 hx, axis, anchor, n = _key_of(obj)
-                key = (bytes.fromhex(hx), axis, anchor, n, _rows_of(obj), _width(obj._data.shape))
+                key = (
+                    bytes.fromhex(hx),
+                    axis,
+                    anchor,
+                    n,
+                    _rows_of(obj),
+                    _width(obj.stored_array.shape),
+                )
                 planned.set_key(next(positions), key)
                 done += 1
             if progress:
@@ -582,21 +594,22 @@ def _fixed_ms(p: Period) -> int | None:
     return None if p.calendar else p.ms
 
 
-def row_block(obj: Any, key: tuple[str, str], array_id: int) -> RowBlock:
+def row_block(obj: AnySeries, key: tuple[str, str], array_id: int) -> RowBlock:
     """The value rows of one export object, window-major for forecasts."""
     tst = obj.time_series_type
-    data = obj._data
+    data = obj.stored_array
     if tst.is_irregular:
-        return RowBlock(key, array_id, data, obj._ts_ms, None, None, None, tst)
-    res: Period = obj._resolution
+        return RowBlock(key, array_id, data, obj.timestamps_ms, None, None, None, tst)
+    res: Period = obj.resolution_period
     res_ms = _fixed_ms(res)
+    anchor = obj.initial_ms
     if not tst.is_forecast:
         n = int(data.shape[0])
         if res_ms is not None:
             return RowBlock(
-                key, array_id, data, None, None, None, Affine(obj._initial_ms, 0, res_ms, n, 1), tst
+                key, array_id, data, None, None, None, Affine(anchor, 0, res_ms, n, 1), tst
             )
-        return RowBlock(key, array_id, data, grid(obj._initial_ms, res, n), None, None, None, tst)
+        return RowBlock(key, array_id, data, grid(anchor, res, n), None, None, None, tst)
     # Forecast: stored [.., H, count, *E] -> rows [count, H, lanes, *E].
     lead = tst.leading_dims
     if lead == 2:
@@ -608,16 +621,16 @@ def row_block(obj: Any, key: tuple[str, str], array_id: int) -> RowBlock:
     count, steps = int(rows.shape[0]), int(rows.shape[1])
     values = np.ascontiguousarray(rows).reshape(count * steps * lanes, *data.shape[lead:])
     lane_values = (
-        np.asarray(obj._percentiles, dtype=np.float64)
+        np.asarray(obj.percentiles, dtype=np.float64)
         if tst is TimeSeriesType.Probabilistic
         else None
     )
-    itv: Period = obj._interval
+    itv: Period = obj.interval_period
     itv_ms = _fixed_ms(itv)
     if res_ms is not None and itv_ms is not None:
-        aff = Affine(obj._initial_ms, itv_ms, res_ms, steps, lanes)
+        aff = Affine(anchor, itv_ms, res_ms, steps, lanes)
         return RowBlock(key, array_id, values, None, None, lane_values, aff, tst, lanes)
-    issues = np.array([step(obj._initial_ms, itv, j) for j in range(count)], dtype=np.int64)
+    issues = np.array([step(anchor, itv, j) for j in range(count)], dtype=np.int64)
     targets = np.array(
         [[step(int(i), res, h) for h in range(steps)] for i in issues], dtype=np.int64
     ).reshape(count, steps)

@@ -5,8 +5,9 @@ A series object is self-contained: it holds its array in the store's physical fo
 milliseconds, so the store never has to re-validate what a constructor accepted.
 
 The package holds ``kinds`` (``TimeSeriesType``, ``OwnerCategory``, the descriptor names),
-``base`` (``_Series``, what every type shares), ``static`` (``SingleTimeSeries`` and the
-irregular series) and ``forecasts`` (``Deterministic``, ``Probabilistic``, ``Scenarios``);
+``base`` (``_Series``, what every type shares), ``arrow`` (a series as an Arrow table),
+``static`` (``SingleTimeSeries`` and the irregular series) and ``forecasts``
+(``Deterministic``, ``Probabilistic``, ``Scenarios``);
 this module re-exports their names (the private ones the store and the containers use too)
 and maps each type to its class.
 

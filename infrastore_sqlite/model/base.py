@@ -4,9 +4,10 @@ descriptors) and the checks and keyword plumbing the constructors share.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
@@ -28,9 +29,10 @@ from ..core.timeref import (
     ms_to_datetime,
     ms_to_rfc3339,
     normalize_time_reference,
+    render_zone,
     resolve_time_reference,
 )
-from ..errors import InvalidParameterError, ParameterTypeError
+from ..errors import ZONED, InvalidParameterError, ParameterTypeError
 from .kinds import DESCRIPTORS, UNIT_SYSTEMS, TimeSeriesType
 
 
@@ -124,6 +126,28 @@ class _Series:
         return self._data.copy()
 
     @property
+    def stored_array(self) -> np.ndarray:
+        """The array in the store's physical form (C-contiguous, little-endian), without a
+        copy: a read-only view, for the store and the containers, which read a series'
+        array without paying for :attr:`data`'s copy."""
+        view = self._data.view()
+        view.flags.writeable = False
+        return view
+
+    def replace(self, *, data: np.ndarray) -> Self:
+        """A copy of this series over ``data``; every other part is kept (the regular,
+        irregular and forecast series also take their grid's new parts, see theirs).
+
+        A *trusted* constructor, like :meth:`restore`: nothing is checked, so ``data``
+        must be in the stored form and agree with the grid, as a slice of this series'
+        own array (:mod:`.slicing`) or the same values at another width do. It is made
+        C-contiguous if it is not.
+        """
+        out = copy.copy(self)
+        out._data = np.ascontiguousarray(data)
+        return out
+
+    @property
     def element_type(self) -> str:
         return str(self._et)
 
@@ -180,6 +204,73 @@ class _Series:
             f'{type(self).__name__}(name="{self.name}", length={len(self)}, '
             f"shape={list(self._data.shape)}, time_reference={self._tr or 'unspecified'})"
         )
+
+
+class _Gridded(_Series):
+    """What the series on a regular grid share (``SingleTimeSeries`` and the forecasts):
+    the anchor in milliseconds and the resolution."""
+
+    __slots__ = ("_initial_ms", "_resolution")
+
+    @property
+    def initial_timestamp(self) -> datetime:
+        return self._render(self._initial_ms)
+
+    @property
+    def initial_ms(self) -> int:
+        return self._initial_ms
+
+    @property
+    def resolution(self) -> str:
+        return str(self._resolution)
+
+    @property
+    def resolution_period(self) -> Period:
+        return self._resolution
+
+    def replace(self, *, data: np.ndarray, initial_ms: int | None = None) -> Self:
+        """As :meth:`_Series.replace`, re-anchored at ``initial_ms`` (milliseconds) when
+        given."""
+        out = super().replace(data=data)
+        if initial_ms is not None:
+            out._initial_ms = initial_ms
+        return out
+
+
+def bound_ms(value: datetime, series: _Series, label: str, what: str) -> int:
+    """The stored milliseconds a query bound means for ``series`` (a range's ends, a read's
+    ``start_time``, a persistent series' ``at``).
+
+    One range may be given to a selection that mixes zoneless and zoned series (the demo
+    store does), so the rule is per series:
+
+    - a naive bound is read on the series' own wall clock: as is for a zoneless series,
+      in UTC for a ``utc`` or unspecified one, at its offset or in its IANA zone otherwise
+      (``2024-07-01T00:00`` is midnight where each series lives; a wall time that a DST
+      change skips or repeats is read as the zone gives it, ``fold=0``);
+    - an aware bound is an instant: it applies to every zoned series as it is, and a
+      zoneless series, which records no instants, refuses it.
+
+    Raises
+    ------
+    InvalidParameterError
+        ``value`` is no datetime, or it is aware and ``series`` zoneless (naming ``label``
+        and the way out, ``{zoned}``).
+    """
+    if not isinstance(value, datetime):
+        raise InvalidParameterError(f"{what} must be a datetime, got {type(value).__name__}")
+    zoneless = series.time_reference == "zoneless"
+    if value.tzinfo is not None and zoneless:
+        raise InvalidParameterError(
+            f"the query bounds carry a zone, but {label} is zoneless (wall clock only): give "
+            "naive bounds (read on each series' own wall clock), or leave the zoneless "
+            "series out with {zoned}",
+            series=label,
+            terms={"zoned": ZONED},
+        )
+    if value.tzinfo is None and not zoneless:
+        value = value.replace(tzinfo=render_zone(series.time_reference))
+    return datetime_to_ms(value, what=what)
 
 
 def _wall_utc(ms: int) -> str:

@@ -7,29 +7,88 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
+from ..core.elements import ElementType
 from ..core.periods import Period, as_period, divide, step
 from ..core.timeref import (
     check_period_for_reference,
 )
 from ..errors import InvalidParameterError, ParameterTypeError
+from . import arrow
 from .base import (
     _anchor_ms,
+    _Gridded,
     _keywords,
     _positive,
     _reference_for,
-    _Series,
     _values_data,
     _wall_utc,
 )
 from .kinds import TimeSeriesType
 
 
-class _Forecast(_Series):
-    __slots__ = ("_count", "_horizon", "_initial_ms", "_interval", "_resolution")
+class _Forecast(_Gridded):
+    __slots__ = ("_count", "_horizon", "_interval")
+
+    @classmethod
+    def restore(
+        cls,
+        *,
+        name: str,
+        data: np.ndarray,
+        element_type: ElementType,
+        time_reference: str | None,
+        initial_ms: int,
+        resolution: Period,
+        horizon: Period,
+        interval: Period,
+        count: int,
+        percentiles: list[float] | None = None,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        application_data: str | None = None,
+    ) -> Self:
+        """A stored forecast from parts already checked (a *trusted* constructor, as
+        :meth:`SingleTimeSeries.restore`): ``initial_ms`` is the first window's issue
+        time, ``horizon`` / ``interval`` / ``count`` the windows' grid as the constructor
+        takes them (parsed), ``data`` the window array (``[H, count, *E]``, or
+        ``[lanes, H, count, *E]``), and ``percentiles`` a ``Probabilistic``'s lanes (its
+        own list; None for the other forecasts)."""
+        # Plain attribute stores, spelled out in each family's restore: a read builds one
+        # series object per series, and a shared helper's call would double the cost.
+        obj = cls.__new__(cls)
+        obj.name = name
+        obj._data = data
+        obj._et = element_type
+        obj._tr = time_reference
+        obj.units = units
+        obj.quantity_kind = quantity_kind
+        obj.unit_system = unit_system
+        obj.component_field = component_field
+        obj.application_data = application_data
+        obj._initial_ms = initial_ms
+        obj._resolution = resolution
+        obj._horizon = horizon
+        obj._interval = interval
+        obj._count = count
+        if percentiles is not None:
+            obj._percentiles = percentiles
+        return obj
+
+    def replace(
+        self, *, data: np.ndarray, initial_ms: int | None = None, count: int | None = None
+    ) -> Self:
+        """As :meth:`_Series.replace`, re-anchored at the issue time ``initial_ms`` and
+        holding ``count`` windows when given."""
+        out = super().replace(data=data, initial_ms=initial_ms)
+        if count is not None:
+            out._count = count
+        return out
 
     def _init_forecast(
         self,
@@ -76,28 +135,12 @@ class _Forecast(_Series):
             )
 
     @property
-    def initial_timestamp(self) -> datetime:
-        return self._render(self._initial_ms)
-
-    @property
-    def initial_ms(self) -> int:
-        return self._initial_ms
-
-    @property
-    def resolution(self) -> str:
-        return str(self._resolution)
-
-    @property
     def horizon(self) -> str:
         return str(self._horizon)
 
     @property
     def interval(self) -> str:
         return str(self._interval)
-
-    @property
-    def resolution_period(self) -> Period:
-        return self._resolution
 
     @property
     def horizon_period(self) -> Period:
@@ -222,9 +265,7 @@ class Deterministic(_Forecast):
         Each table is what :meth:`SingleTimeSeries.to_arrow` gives for that window, with
         ``interval``, ``horizon``, ``count`` and ``issue_time`` added to its metadata.
         """
-        from ..interchange.parquet.arrow import windows_to_arrow
-
-        return windows_to_arrow(self)
+        return arrow.windows_to_arrow(self)
 
 
 class Probabilistic(_Forecast):

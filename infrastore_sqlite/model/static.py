@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
+from ..core.elements import ElementType
 from ..core.periods import Period, as_period, grid
-from ..core.slicing import _bound
 from ..core.timeref import (
     check_period_for_reference,
     datetimes_to_ms,
@@ -20,23 +20,26 @@ from ..core.timeref import (
     ms_to_datetimes,
 )
 from ..errors import InvalidParameterError
+from . import arrow
 from .base import (
     _anchor_ms,
+    _Gridded,
     _keywords,
     _positive,
     _reference_for,
     _Series,
     _values_data,
     _wall_utc,
+    bound_ms,
 )
 from .kinds import TimeSeriesType
 
 
-class SingleTimeSeries(_Series):
+class SingleTimeSeries(_Gridded):
     """A regular series: ``data[k]`` is the value at ``initial_timestamp + k·resolution``."""
 
     time_series_type = TimeSeriesType.SingleTimeSeries
-    __slots__ = ("_initial_ms", "_resolution")
+    __slots__ = ()
 
     def __init__(
         self,
@@ -61,6 +64,68 @@ class SingleTimeSeries(_Series):
         )
         check_period_for_reference(self._resolution, tr, what="resolution")
         self._init_common(data, name, **_keywords(locals(), time_reference=tr))
+
+    @classmethod
+    def restore(
+        cls,
+        *,
+        name: str,
+        data: np.ndarray,
+        element_type: ElementType,
+        time_reference: str | None,
+        initial_ms: int,
+        resolution: Period,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        application_data: str | None = None,
+    ) -> Self:
+        """A stored series from parts already checked: a *trusted* constructor.
+
+        The store's reads and the imports build series this way (one per series they
+        return or file), from parts validated when the series was written or as the
+        file was read; nothing is checked or copied here, so a wrong part makes a wrong
+        series. Everyone else calls the constructor, which checks everything.
+
+        Parameters
+        ----------
+        name
+            The series' name (non-empty).
+        data
+            The array in the store's physical form (C-contiguous, little-endian, one of
+            the store's dtypes), steps first; it becomes the series' own, uncopied.
+        element_type
+            The parsed element type the array holds.
+        time_reference
+            ``utc``, ``zoneless``, ``±HH:MM``, an IANA zone, or None (unspecified).
+        initial_ms
+            The first step's instant, milliseconds since the epoch.
+        resolution
+            The step, a positive period.
+        units, quantity_kind, unit_system, component_field, application_data
+            The descriptors, as the constructor takes them.
+
+        Returns
+        -------
+        SingleTimeSeries
+            The series, equal to the one the constructor would build from the same parts.
+        """
+        # Plain attribute stores, spelled out in each family's restore: a read builds one
+        # series object per series, and a shared helper's call would double the cost.
+        obj = cls.__new__(cls)
+        obj.name = name
+        obj._data = data
+        obj._et = element_type
+        obj._tr = time_reference
+        obj.units = units
+        obj.quantity_kind = quantity_kind
+        obj.unit_system = unit_system
+        obj.component_field = component_field
+        obj.application_data = application_data
+        obj._initial_ms = initial_ms
+        obj._resolution = resolution
+        return obj
 
     @classmethod
     def from_values(
@@ -176,34 +241,14 @@ class SingleTimeSeries(_Series):
             A missing column, nulls, sub-millisecond instants, variable-length lists, no
             name, or timestamps off the resolution's grid.
         """
-        from ..interchange.parquet.arrow import from_arrow
-
         kw = _keywords(locals())
-        return from_arrow(cls, table, name=name, resolution=resolution, kw=kw)
+        return arrow.from_arrow(cls, table, name=name, resolution=resolution, kw=kw)
 
     def to_arrow(self) -> Any:
         """The series as an Arrow table: ``timestamp`` and ``value`` columns, its name,
         type, element type and shape, time reference, resolution and set descriptors in
         the schema metadata (needs pyarrow)."""
-        from ..interchange.parquet.arrow import to_arrow
-
-        return to_arrow(self)
-
-    @property
-    def initial_timestamp(self) -> datetime:
-        return self._render(self._initial_ms)
-
-    @property
-    def initial_ms(self) -> int:
-        return self._initial_ms
-
-    @property
-    def resolution(self) -> str:
-        return str(self._resolution)
-
-    @property
-    def resolution_period(self) -> Period:
-        return self._resolution
+        return arrow.to_arrow(self)
 
     @property
     def length(self) -> int:
@@ -328,23 +373,53 @@ class _Irregular(_Series):
     ) -> Any:
         """Build from an Arrow table with ``timestamp`` and ``value`` columns (needs
         pyarrow); keywords override the schema metadata :meth:`to_arrow` writes."""
-        from ..interchange.parquet.arrow import from_arrow
-
         kw = _keywords(locals())
-        return from_arrow(cls, table, name=name, resolution=None, kw=kw)
+        return arrow.from_arrow(cls, table, name=name, resolution=None, kw=kw)
 
     def to_arrow(self) -> Any:
         """The series as an Arrow table (``timestamp``, ``value``, metadata; needs pyarrow)."""
-        from ..interchange.parquet.arrow import to_arrow
-
-        return to_arrow(self)
+        return arrow.to_arrow(self)
 
     @classmethod
-    def _from_ms(cls, ms: np.ndarray, data: np.ndarray, name: str, tr: str | None, **kw: Any):
+    def restore(
+        cls,
+        *,
+        name: str,
+        data: np.ndarray,
+        element_type: ElementType,
+        time_reference: str | None,
+        timestamps_ms: np.ndarray,
+        units: str | None = None,
+        quantity_kind: str | None = None,
+        unit_system: str | None = None,
+        component_field: str | None = None,
+        application_data: str | None = None,
+    ) -> Self:
+        """A stored irregular series from parts already checked (a *trusted* constructor,
+        as :meth:`SingleTimeSeries.restore`), on ``timestamps_ms``: its instants, int64
+        milliseconds, strictly increasing, one per step of ``data``."""
+        # Plain attribute stores, spelled out in each family's restore: a read builds one
+        # series object per series, and a shared helper's call would double the cost.
         obj = cls.__new__(cls)
-        obj._ts_ms = np.asarray(ms, dtype=np.int64)
-        obj._init_common(data, name, time_reference=tr, **kw)
+        obj.name = name
+        obj._data = data
+        obj._et = element_type
+        obj._tr = time_reference
+        obj.units = units
+        obj.quantity_kind = quantity_kind
+        obj.unit_system = unit_system
+        obj.component_field = component_field
+        obj.application_data = application_data
+        obj._ts_ms = timestamps_ms
         return obj
+
+    def replace(self, *, data: np.ndarray, timestamps_ms: np.ndarray | None = None) -> Self:
+        """As :meth:`_Series.replace`, on ``timestamps_ms`` when given (the instants of
+        the new steps)."""
+        out = super().replace(data=data)
+        if timestamps_ms is not None:
+            out._ts_ms = timestamps_ms
+        return out
 
     @property
     def timestamps(self) -> list[datetime]:
@@ -403,7 +478,7 @@ class PersistentTimeSeries(_Irregular):
             ``at`` is before the first breakpoint (a step function is undefined there),
             or it is aware for a zoneless series (naive for a zoned one).
         """
-        t = _bound(at, self, f"PersistentTimeSeries '{self.name}'", "at")
+        t = bound_ms(at, self, f"PersistentTimeSeries '{self.name}'", "at")
         i = int(np.searchsorted(self._ts_ms, t, side="right")) - 1
         if i < 0:
             first = self._render(int(self._ts_ms[0])) if self._ts_ms.size else None

@@ -117,9 +117,10 @@ def prepare_bulk(items: Iterable[Mapping[str, Any]]) -> list[Prepared]:
     (per-array hashing is most of what a small series costs); ragged arrays are
     shrunk and hashed by :func:`row_for`."""
     checked = [check_item(i, item) for i, item in enumerate(items)]
-    plain = [i for i, c in enumerate(checked) if not c[3]._et.is_ragged]
+    plain = [i for i, c in enumerate(checked) if not c[3].element_type_info.is_ragged]
     hashes: list[bytes | None] = [None] * len(checked)
-    for i, h in zip(plain, data_hashes([checked[i][3]._data for i in plain]), strict=True):
+    arrays = [checked[i][3].stored_array for i in plain]
+    for i, h in zip(plain, data_hashes(arrays), strict=True):
         hashes[i] = h
     return [
         row_for(owner_id, owner_type, category, ts, feats, h)
@@ -185,22 +186,22 @@ def row_for(
     """A series prepared for the catalog (:class:`Prepared`): its row, its arrays, its
     features and the series itself. The fields of its array are :func:`array_values'`
     (an import fills the rest of a row from a template, see ``importing/batches.py``)."""
-    et = ts._et
+    et = ts.element_type_info
     code, gridded, forecast, irregular, probabilistic = _class_traits(type(ts))
+    timestamps = ts.timestamps_ms if irregular else None
     (
         (instant, initial_ms, length, count, ts_hash, pct_json, e_shape, a_shape, digest),
         stored,
     ) = array_values(
         et,
-        ts._data,
-        ts._initial_ms if gridded else None,
-        ts._count if forecast else None,
-        ts._percentiles if probabilistic else None,
-        ts._ts_ms if irregular else None,
+        ts.stored_array,
+        ts.initial_ms if gridded else None,
+        ts.count if forecast else None,
+        ts.percentiles if probabilistic else None,
+        timestamps,
         known_hash,
     )
-    # One tuple display in the catalog's column order (a bulk add builds one per
-    # series); the slots are read directly, the properties would only return them.
+    # One tuple display in the catalog's column order (a bulk add builds one per series).
     row = _new_row(
         CatalogRow,
         (
@@ -211,10 +212,10 @@ def row_for(
             ts.name,
             instant,
             initial_ms,
-            _period_text(ts._resolution) if gridded else None,
+            _period_text(ts.resolution_period) if gridded else None,
             length,
-            _period_text(ts._horizon) if forecast else None,
-            _period_text(ts._interval) if forecast else None,
+            _period_text(ts.horizon_period) if forecast else None,
+            _period_text(ts.interval_period) if forecast else None,
             count,
             ts_hash,
             ts.units,
@@ -222,7 +223,7 @@ def row_for(
             ts.unit_system,
             ts.component_field,
             ts.application_data,
-            ts._tr,
+            ts.time_reference,
             pct_json,
             _element_text(et),
             e_shape,
@@ -231,7 +232,7 @@ def row_for(
             _features_hash_of(feats),
         ),
     )
-    return Prepared(row, stored, feats, ts._ts_ms if irregular else None, ts)
+    return Prepared(row, stored, feats, timestamps, ts)
 
 
 @functools.lru_cache(maxsize=64)

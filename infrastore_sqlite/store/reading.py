@@ -26,9 +26,9 @@ import orjson
 from ..core.elements import parse_element_type
 from ..core.gcpause import gc_paused
 from ..core.periods import as_period, divide
-from ..core.slicing import slice_range, slice_window
 from ..errors import DamagedStoreError, InvalidParameterError, damage_terms
 from ..model import SERIES_CLASSES, Deterministic, OwnerCategory, TimeSeriesType, _Series
+from ..model.slicing import slice_range, slice_window
 from .api import series_id
 from .damage import NOT_HELD, ArraysDamaged, damage_error, read_group
 from .queries import _INT64_MAX, _INT64_MIN, check_owner, missing_ids
@@ -118,37 +118,63 @@ def _series_of(f: tuple, stored: np.ndarray, ts_ms: np.ndarray | None, pad: bool
     its stored array, with no re-validation: the values were checked when written."""
     cls, et, resolution, ragged, forecast, windows, probabilistic = _series_kind(f[1], f[3], f[11])
     arr = stored
-    obj = cls.__new__(cls)
-    # Plain attribute stores: a read builds one per series.
-    obj.name = f[2]
-    obj._et = et
-    obj._tr = f[4]
-    obj.units = f[5]
-    obj.quantity_kind = f[6]
-    obj.unit_system = f[7]
-    obj.component_field = f[8]
-    obj.application_data = f[9]
-    if resolution is None:  # the irregular types
-        obj._ts_ms = ts_ms
-    else:
-        obj._initial_ms = f[10]
-        obj._resolution = resolution
-    if forecast:
-        obj._horizon = _period(f[12], "horizon")
-        obj._interval = _period(f[13], "interval")
-        obj._count = f[14]
-        if windows:
-            arr = _materialize_windows(arr, resolution, obj._horizon, obj._interval, f[14])
     if pad and ragged:
         width = (f[16] if isinstance(f[16], tuple) else decode_shape(f[16]))[-1]
         if arr.shape[-1] != width:
             extra = np.zeros((*arr.shape[:-1], width - arr.shape[-1]), arr.dtype)
             arr = np.concatenate([arr, extra], axis=-1)
-    if probabilistic:
-        p = f[15]
-        obj._percentiles = [] if not p else list(p if isinstance(p, list) else orjson.loads(p))
-    obj._data = arr
-    return obj
+    if resolution is None:  # the irregular types
+        return cls.restore(
+            name=f[2],
+            data=arr,
+            element_type=et,
+            time_reference=f[4],
+            timestamps_ms=ts_ms,
+            units=f[5],
+            quantity_kind=f[6],
+            unit_system=f[7],
+            component_field=f[8],
+            application_data=f[9],
+        )
+    if not forecast:
+        return cls.restore(
+            name=f[2],
+            data=arr,
+            element_type=et,
+            time_reference=f[4],
+            initial_ms=f[10],
+            resolution=resolution,
+            units=f[5],
+            quantity_kind=f[6],
+            unit_system=f[7],
+            component_field=f[8],
+            application_data=f[9],
+        )
+    horizon, interval = _period(f[12], "horizon"), _period(f[13], "interval")
+    if windows:
+        arr = _materialize_windows(arr, resolution, horizon, interval, f[14])
+    p = f[15]
+    return cls.restore(
+        name=f[2],
+        data=arr,
+        element_type=et,
+        time_reference=f[4],
+        initial_ms=f[10],
+        resolution=resolution,
+        horizon=horizon,
+        interval=interval,
+        count=f[14],
+        percentiles=(
+            (list(p if isinstance(p, list) else orjson.loads(p)) if p else [])
+            if probabilistic
+            else None
+        ),
+        units=f[5],
+        quantity_kind=f[6],
+        unit_system=f[7],
+        component_field=f[8],
+        application_data=f[9],
+    )
 
 
 # typed: an IntEnum member equals its int value, and a catalog code is not that value.

@@ -1,6 +1,6 @@
 """One ``time_range`` over a selection that mixes zoneless and zoned series.
 
-The rule (slicing._bound): a naive bound is read on each series' own wall clock; an aware
+The rule (model.base.bound_ms): a naive bound is read on each series' own wall clock; an aware
 bound is an instant, which a zoneless series refuses, naming ``--zoned`` /
 ``zoneless=False`` as the way out.
 """
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from infrastore_sqlite import InvalidParameterError, SingleTimeSeries
-from infrastore_sqlite.core.slicing import slice_range
+from infrastore_sqlite.model.slicing import slice_range
 
 DAY = (datetime(2024, 7, 2), datetime(2024, 7, 3))  # naive: a wall-clock day
 

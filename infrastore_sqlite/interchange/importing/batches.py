@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import NO_CHECKSUM, DuplicateTimeSeriesError, InvalidParameterError
-from ...model import SERIES_CLASSES, TimeSeriesType
+from ...model import SERIES_CLASSES, AnySeries, TimeSeriesType
 from ...store.prepare import CatalogRow, Prepared, array_values, row_from_template
 from ..filing import (
     changed_columns,
@@ -99,27 +99,44 @@ class Filing:
             self._pending, self._pending_bytes = [], 0
 
 
-def _series_object(tst: TimeSeriesType, spec: Spec, built: Built) -> Any:
+def _series_object(tst: TimeSeriesType, spec: Spec, built: Built) -> AnySeries:
+    """The series a built group files, restored from parts the import checked (the
+    model's trusted constructor: nothing is checked twice)."""
     cls = SERIES_CLASSES[tst]
-    obj = cls.__new__(cls)
-    obj.name = spec.name
-    obj._et = spec.et
-    obj._tr = spec.tr
-    for d, v in spec.descriptors.items():
-        setattr(obj, d, v)
-    obj._data = built.data
     if tst.is_irregular:
-        obj._ts_ms = built.timestamps
-    else:
-        obj._initial_ms = built.initial_ms
-        obj._resolution = spec.res
-    if tst.is_forecast:
-        obj._horizon = spec.hor
-        obj._interval = spec.itv
-        obj._count = built.count
-    if tst is TimeSeriesType.Probabilistic:
-        obj._percentiles = list(built.percentiles or [])
-    return obj
+        return cls.restore(
+            name=spec.name,
+            data=built.data,
+            element_type=spec.et,
+            time_reference=spec.tr,
+            timestamps_ms=built.timestamps,
+            **spec.descriptors,
+        )
+    if not tst.is_forecast:
+        return cls.restore(
+            name=spec.name,
+            data=built.data,
+            element_type=spec.et,
+            time_reference=spec.tr,
+            initial_ms=built.initial_ms,
+            resolution=spec.res,
+            **spec.descriptors,
+        )
+    return cls.restore(
+        name=spec.name,
+        data=built.data,
+        element_type=spec.et,
+        time_reference=spec.tr,
+        initial_ms=built.initial_ms,
+        resolution=spec.res,
+        horizon=spec.hor,
+        interval=spec.itv,
+        count=built.count,
+        percentiles=(
+            list(built.percentiles or []) if tst is TimeSeriesType.Probabilistic else None
+        ),
+        **spec.descriptors,
+    )
 
 
 #: Groups built but not yet hashed and filed, at most: enough that hashing them in one

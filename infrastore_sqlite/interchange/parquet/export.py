@@ -168,7 +168,9 @@ def export_parquet(
     publisher.begin()
     try:
         if jobs > 1 and len(plan.partitions) > 1:
-            write_parallel(store, plan, publisher, jobs, progress=progress)
+            write_parallel(
+                store, plan, publisher, jobs, write_files=_write_files, progress=progress
+            )
         else:
             _write_files(pa, pq, store, plan, publisher, progress)
         publisher.commit()

@@ -3,7 +3,8 @@ writer settings (``shared/spec/parquet-layout.md``).
 
 Nothing here reads a store or writes a file: the export writes what these functions
 describe, and an import checks files against the same description. pyarrow is an
-optional dependency, so it is imported only through :func:`require_pyarrow`.
+optional dependency, so it is imported only through :func:`require_pyarrow` (the series'
+Arrow form's, :mod:`infrastore_sqlite.model.arrow`).
 """
 
 from __future__ import annotations
@@ -15,13 +16,20 @@ import orjson
 
 from ..._version import __version__
 from ...core.elements import NUMPY_DTYPES
-from ...core.timeref import reference_kind
-from ...errors import MissingDependencyError
 from ...model import TimeSeriesType
-from ..layout import Partition, PartitionKey, series_columns, values_key_columns
 
-#: The ``pip`` command that installs what the Parquet form needs.
-INSTALL_HINT = "pip install 'infrastore-sqlite[parquet]'"
+# The footer's unprefixed keys, the instant columns' zone and pyarrow itself come from the
+# series' Arrow form (the model's), on which the Parquet form builds.
+from ...model.arrow import (
+    ELEMENT_SHAPE,
+    ELEMENT_TYPE,
+    TIME_REFERENCE,
+    TIME_SERIES_TYPE,
+    arrow_zone,
+)
+from ...model.arrow import INSTALL_HINT as INSTALL_HINT
+from ...model.arrow import require_pyarrow as require_pyarrow
+from ..layout import Partition, PartitionKey, series_columns, values_key_columns
 
 #: The layout this writer produces (``infrastore:format``).
 FORMAT = "normalized_v2"
@@ -31,10 +39,10 @@ FORMAT = "normalized_v2"
 FORMAT_KEY = "infrastore:format"
 ROLE_KEY = "infrastore:role"
 WRITER_KEY = "infrastore:writer"
-TYPE_KEY = "time_series_type"
-ELEMENT_TYPE_KEY = "element_type"
-ELEMENT_SHAPE_KEY = "element_shape"
-REFERENCE_KEY = "time_reference"
+TYPE_KEY = TIME_SERIES_TYPE
+ELEMENT_TYPE_KEY = ELEMENT_TYPE
+ELEMENT_SHAPE_KEY = ELEMENT_SHAPE
+REFERENCE_KEY = TIME_REFERENCE
 
 ROLES = ("values", "series", "arrays")
 
@@ -46,40 +54,9 @@ ROW_GROUP_ROWS = 1_048_576
 MAX_ROWS_PER_PAGE = 131_072
 
 
-def require_pyarrow() -> tuple[ModuleType, ModuleType]:
-    """``(pyarrow, pyarrow.parquet)``, or an error naming the install command.
-
-    Raises
-    ------
-    MissingDependencyError
-        pyarrow is not installed.
-    """
-    try:
-        import pyarrow
-        import pyarrow.parquet
-    except ImportError:
-        raise MissingDependencyError(
-            f"the Parquet form needs pyarrow, which is not installed; run {INSTALL_HINT}"
-        ) from None
-    return pyarrow, pyarrow.parquet
-
-
 def file_names(p: Partition) -> dict[str, str]:
     """``{role: file name}`` of one partition, values first."""
     return {role: f"{p.file_stem}.{role}.parquet" for role in ROLES}
-
-
-def arrow_zone(time_reference: str | None) -> str | None:
-    """The zone of a partition's instant columns, as ``to_arrow`` chooses it: ``UTC`` for
-    utc and for an unspecified reference, the name or ``±HH:MM`` itself, none (naive)
-    for zoneless. A zone literally named ``unspecified`` (which the reference reads as no
-    reference, and which no reader could resolve as a zone) is treated as unspecified."""
-    kind = reference_kind(time_reference)
-    if kind in ("utc", "unspecified") or time_reference == "unspecified":
-        return "UTC"
-    if kind == "zoneless":
-        return None
-    return time_reference
 
 
 def cell_shape(key: PartitionKey, width: int) -> tuple[int, ...]:

@@ -14,7 +14,7 @@ names and renamed by it at the end; uploads are completed a partition at a time 
 recorded in its manifest, put last. When one writer fails the others stop at their next
 progress step, each removes what it wrote, and the parent removes what the finished
 ones published: nothing is left. Imports ``interchange`` and below, and its siblings
-``export`` and ``location``.
+``location`` (never ``export``, which imports it and hands its writer in).
 """
 
 from __future__ import annotations
@@ -81,11 +81,14 @@ def write_parallel(
     publisher: Publisher,
     jobs: int,
     *,
+    write_files: Callable[..., None],
     progress: Callable[[int, int], None] | None,
 ) -> None:
     """Write every partition's files from ``jobs`` writers, through ``publisher`` (whose
     ``commit`` or ``rollback`` the caller runs); ``plan`` is what they write (the
-    selection, time range and derived series are in it already).
+    selection, time range and derived series are in it already), ``write_files`` how one
+    writer writes its partitions (``export._write_files``, handed in by the export, which
+    imports this module: each worker gets it by reference, pickled with its job).
 
     The writers are this process and ``jobs - 1`` workers. Each takes the next partition
     of one queue (:func:`order`) when it is done with its last: this process starts at
@@ -93,8 +96,6 @@ def write_parallel(
     server's imports, 0.5 s, a fifth of an 8-partition export on 2 cores), and the
     writers finish within a partition of each other however fast each one runs.
     """
-    from .export import _write_files
-
     pa, pq = require_pyarrow()
     ctx = _context()
     abort = ctx.Event()
@@ -105,6 +106,7 @@ def write_parallel(
         "target": publisher.target,
         "token": publisher.token,
         "overwrite": publisher.overwrite,
+        "write": write_files,
     }
     queue = order(plan)
     total, done = plan.total_rows, 0
@@ -169,7 +171,7 @@ def write_parallel(
             while queue and error is None:
                 i = queue.pop(0)
                 one = dataclasses.replace(plan, partitions=[plan.partitions[i]])
-                _write_files(pa, pq, store, one, publisher, step)
+                write_files(pa, pq, store, one, publisher, step)
                 mine += one.total_rows
                 collect(block=False)
             while running:
@@ -283,8 +285,6 @@ def _store(path: str) -> Store:
 def _work(job: dict[str, Any], i: int, packed: bytes) -> tuple[dict[int, list[dict]], int]:
     """One worker's partition ``i`` (its plan ``packed``): ``({i: its manifest entries},
     rows)``."""
-    from .export import _write_files
-
     pa, pq = require_pyarrow()
     store = _store(job["store"])
     plan: ExportPlan = _PlanUnpickler(packed, store).load()
@@ -295,7 +295,7 @@ def _work(job: dict[str, Any], i: int, packed: bytes) -> tuple[dict[int, list[di
             raise _Stopped("stopped: another writer of the export failed")
 
     try:
-        _write_files(pa, pq, store, plan, publisher, stop_if_told)
+        job["write"](pa, pq, store, plan, publisher, stop_if_told)
         publisher.settle()  # its partition's uploads complete before it reports them
     except BaseException:
         publisher.rollback()

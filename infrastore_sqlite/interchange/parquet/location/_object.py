@@ -26,7 +26,6 @@ what it had not.
 
 from __future__ import annotations
 
-import configparser
 import contextlib
 import datetime as dt
 import io
@@ -36,7 +35,6 @@ import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 from urllib.parse import SplitResult
@@ -54,7 +52,9 @@ from ....errors import (
 )
 from ...plan import ExportPlan, PartitionPlan
 from ..layout import file_names
+from ._aws import aws_profile
 from .base import CLOUD_INSTALL, MANIFEST, PUBLISH_ORDER, Location, Publisher, refuse_collisions
+from .uploads import abort_before_export
 
 __all__ = [
     "ObjectLocation",
@@ -157,39 +157,6 @@ def _retry_value(root: str, name: str, value: Any) -> Any:
     if name == "max_retries":
         return int(number)
     return dt.timedelta(seconds=number)
-
-
-def aws_profile(options: Mapping[str, Any]) -> dict[str, str]:
-    """The keys, region and endpoint of an AWS profile (``aws_profile`` option, else
-    ``AWS_PROFILE``, else ``default``) from the shared files (``~/.aws/credentials`` and
-    ``~/.aws/config``, or where ``AWS_SHARED_CREDENTIALS_FILE`` / ``AWS_CONFIG_FILE``
-    say), as the AWS tools read them; nothing when keys are given or in the environment.
-    obstore reads the ``AWS_*`` variables itself, but not these files."""
-    if "AWS_ACCESS_KEY_ID" in os.environ or any(
-        k in options for k in ("aws_access_key_id", "access_key_id")
-    ):
-        return {}
-    name = str(options.get("aws_profile") or os.environ.get("AWS_PROFILE") or "default")
-    home = Path.home() / ".aws"
-    creds = configparser.ConfigParser()
-    config = configparser.ConfigParser()
-    try:
-        creds.read(os.environ.get("AWS_SHARED_CREDENTIALS_FILE", home / "credentials"))
-        config.read(os.environ.get("AWS_CONFIG_FILE", home / "config"))
-    except configparser.Error as exc:
-        raise InvalidParameterError(f"the AWS configuration files do not parse: {exc}") from None
-    out: dict[str, str] = {}
-    section = "default" if name == "default" else f"profile {name}"
-    for source, sec in ((config, section), (creds, name)):
-        if source.has_section(sec):
-            for key in ("aws_access_key_id", "aws_secret_access_key", "aws_session_token"):
-                if source.has_option(sec, key):
-                    out[key] = source.get(sec, key)
-    if config.has_section(section):
-        for key, option in (("region", "aws_region"), ("endpoint_url", "aws_endpoint_url")):
-            if config.has_option(section, key) and not os.environ.get(option.upper()):
-                out[option] = config.get(section, key)
-    return out
 
 
 #: Option names (after the ``aws_`` prefix is taken off, as obstore does) of the S3
@@ -779,8 +746,6 @@ class ObjectPublisher(Publisher):
     def begin(self) -> None:
         # Uploads a dead export left at the keys this one writes are aborted first: they
         # are invisible, but the bucket keeps them (and bills them) until aborted.
-        from .uploads import abort_before_export  # it builds on this module
-
         keys = [
             (self.target / name).key
             for pp in self.plan.partitions

@@ -26,7 +26,7 @@ from typing import Any
 
 from ....errors import InvalidParameterError, MissingDependencyError, StorageError
 from ....store.tracing import LOG
-from ._object import aws_profile
+from ._aws import aws_profile
 from .base import MANIFEST
 
 __all__ = ["IncompleteUpload", "abort_before_export", "abort_uploads", "incomplete_uploads"]

@@ -21,7 +21,7 @@ from infrastore_sqlite import (
     Scenarios,
     SingleTimeSeries,
 )
-from infrastore_sqlite.core.slicing import slice_range, slice_window
+from infrastore_sqlite.model.slicing import slice_range, slice_window
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 H = timedelta(hours=1)

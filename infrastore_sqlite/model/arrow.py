@@ -5,7 +5,8 @@ Arrow primitive of the dtype, nested ``fixed_size_list`` for a per-step shape, c
 in their stored packing), with the series' name, type, element type and shape, time
 reference and set descriptors in the schema metadata — the reference's layout
 (``shared/spec/parquet-layout.md``, top). The metadata key names live here once
-(:data:`METADATA_KEYS`), for the Parquet export to reuse.
+(:data:`METADATA_KEYS`), for the Parquet form to reuse in its footers, as it reuses
+:func:`arrow_zone` and :func:`require_pyarrow`.
 
 pyarrow is optional (the ``parquet`` extra) and imported only when a table is asked for.
 """
@@ -14,36 +15,30 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...core.elements import dtype_name, parse_element_type
-from ...errors import InvalidParameterError
-from ...model import (
-    DESCRIPTORS,
-    Deterministic,
-    SingleTimeSeries,
-    _Irregular,
-    _Series,
-)
-from .layout import (
-    ELEMENT_SHAPE_KEY,
-    ELEMENT_TYPE_KEY,
-    REFERENCE_KEY,
-    TYPE_KEY,
-    arrow_zone,
-    require_pyarrow,
-)
+from ..core.elements import dtype_name, parse_element_type
+from ..core.periods import as_period, grid
+from ..core.timeref import reference_kind
+from ..errors import InvalidParameterError, MissingDependencyError
+from .base import _Series
+from .kinds import DESCRIPTORS, TimeSeriesType
+
+if TYPE_CHECKING:
+    from .forecasts import Deterministic
+
+#: The ``pip`` command that installs what the Arrow (and Parquet) forms need.
+INSTALL_HINT = "pip install 'infrastore-sqlite[parquet]'"
 
 #: Schema-metadata keys every table carries (the Parquet footers use the same names).
 NAME = "name"
-TIME_SERIES_TYPE, ELEMENT_TYPE, ELEMENT_SHAPE, TIME_REFERENCE = (
-    TYPE_KEY,
-    ELEMENT_TYPE_KEY,
-    ELEMENT_SHAPE_KEY,
-    REFERENCE_KEY,
-)
+TIME_SERIES_TYPE = "time_series_type"
+ELEMENT_TYPE = "element_type"
+ELEMENT_SHAPE = "element_shape"
+TIME_REFERENCE = "time_reference"
 #: Grid keys: ``resolution`` for a SingleTimeSeries and a window; a window adds the rest.
 RESOLUTION, INTERVAL, HORIZON, COUNT, ISSUE_TIME = (
     "resolution",
@@ -68,6 +63,37 @@ METADATA_KEYS: tuple[str, ...] = (
 )
 #: The ``time_reference`` metadata value of a series without one (its column says UTC).
 UNSPECIFIED = "unspecified"
+
+
+def require_pyarrow() -> tuple[ModuleType, ModuleType]:
+    """``(pyarrow, pyarrow.parquet)``, or an error naming the install command.
+
+    Raises
+    ------
+    MissingDependencyError
+        pyarrow is not installed.
+    """
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise MissingDependencyError(
+            f"the Parquet form needs pyarrow, which is not installed; run {INSTALL_HINT}"
+        ) from None
+    return pyarrow, pyarrow.parquet
+
+
+def arrow_zone(time_reference: str | None) -> str | None:
+    """The zone of an instant column (a series' table's, a Parquet partition's): ``UTC`` for
+    utc and for an unspecified reference, the name or ``±HH:MM`` itself, none (naive)
+    for zoneless. A zone literally named ``unspecified`` (which the reference reads as no
+    reference, and which no reader could resolve as a zone) is treated as unspecified."""
+    kind = reference_kind(time_reference)
+    if kind in ("utc", "unspecified") or time_reference == "unspecified":
+        return "UTC"
+    if kind == "zoneless":
+        return None
+    return time_reference
 
 
 def pyarrow() -> Any:
@@ -110,7 +136,8 @@ def _table(ms: np.ndarray, data: np.ndarray, tr: str | None, meta: dict[str, str
 
 def to_arrow(series: _Series) -> Any:
     """A static series (regular, non-sequential or persistent) as an Arrow table."""
-    extra = {RESOLUTION: series.resolution} if isinstance(series, SingleTimeSeries) else {}
+    regular = series.time_series_type is TimeSeriesType.SingleTimeSeries
+    extra = {RESOLUTION: series.resolution} if regular else {}
     return _table(
         series.timestamps_ms, series._data, series.time_reference, _metadata(series, **extra)
     )
@@ -118,8 +145,6 @@ def to_arrow(series: _Series) -> Any:
 
 def windows_to_arrow(series: Deterministic) -> dict[datetime, Any]:
     """One table per forecast window, keyed by its issue time, in issue order."""
-    from ...core.periods import grid
-
     out = {}
     for j, issue in enumerate(series.issue_times_ms()):
         when = series._render(int(issue))
@@ -258,7 +283,7 @@ def from_arrow(
             kw["element_type"] = recorded
     as_tr = "utc" if tr is None else tr
     stamps = ms.astype("datetime64[ms]")
-    if issubclass(cls, _Irregular):
+    if cls.time_series_type.is_irregular:
         obj = cls(stamps, data, name, time_reference=as_tr, **kw)
     else:
         obj = _regular(cls, stamps, data, name, resolution or meta.get(RESOLUTION), as_tr, kw)
@@ -270,8 +295,6 @@ def from_arrow(
 def _regular(
     cls: Any, stamps: np.ndarray, data: np.ndarray, name: str, resolution: Any, tr: str, kw: dict
 ) -> Any:
-    from ...core.periods import as_period, grid
-
     if stamps.size == 0:
         raise InvalidParameterError(
             "a SingleTimeSeries is anchored at its first timestamp, and this table has no "
