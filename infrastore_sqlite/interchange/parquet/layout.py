@@ -41,6 +41,14 @@ ROLES = ("values", "series", "arrays")
 #: Values rows a row group holds at most, unless one array alone is longer.
 ROW_GROUP_ROWS = 1_048_576
 
+#: Rows a row group of a series or arrays file holds at most. Each group is built and
+#: written as the export streams, then dropped: the export holds one group of these
+#: rows, never a whole file, so its memory does not grow with the selection (§5 allows
+#: several groups; readers never assume one). On 100,000 series of 168 values, against
+#: one group a file: 32,768 rows made the arrays file 1.9% larger and the series file
+#: 1.1% smaller (the export 0.03% larger); 16,384 rows the arrays file 4.5% larger.
+TABLE_GROUP_ROWS = 32_768
+
 #: Rows a data page holds at most (pages also close at pyarrow's 1 MiB): a value column's
 #: group is then ~8 pages, a key column's, which encodes to a few bytes a row, 8 too.
 MAX_ROWS_PER_PAGE = 131_072
