@@ -3,7 +3,8 @@
 Holds the key columns of arrays on one grid kept unexpanded (:class:`_Repeated`, built
 by :func:`_bulk_coordinates`), numpy columns as Arrow arrays straight from their buffers
 (:func:`_arrow_array`, :func:`_python_array`, :func:`_hex_array`), and the series and
-arrays files' tables. ``export.py`` lays out the values and writes the files with these.
+arrays files' rows, a row group at a time. ``export.py`` lays out the values and writes
+the files with these.
 Imports ``interchange`` and below (the plan's blocks, the layout's schemas); pyarrow is
 handed in as a module by the caller.
 """
@@ -11,7 +12,7 @@ handed in as a module by the caller.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Column",
     "_Repeated",
-    "_arrays_table",
+    "_arrays_groups",
     "_arrow_array",
     "_bulk_coordinates",
     "_expanded",
@@ -44,7 +45,7 @@ __all__ = [
     "_hex_array",
     "_python_array",
     "_repeat_into",
-    "_series_table",
+    "_series_groups",
 ]
 
 
@@ -206,12 +207,16 @@ def _python_array(pa: ModuleType, values: Sequence[Any], type_: Any) -> Any:
     return _arrow_array(pa, np.asarray(values, dtype=np.int64), type_)
 
 
-def _series_table(pa: ModuleType, store: Store, pp: PartitionPlan) -> Any:
-    """The series file's table: one row per series, by array id, then id.
+def _series_groups(
+    pa: ModuleType, store: Store, pp: PartitionPlan, group_rows: int
+) -> Iterator[Any]:
+    """The series file's rows, one row per series by array id, then id: one table of up
+    to ``group_rows`` rows at a time (a row group each), never the whole file.
 
     Built a chunk of series at a time, column by column: the plan's numbers go to Arrow
     straight from its vectors, and only the catalog's texts pass through Python (one
-    value per series and column, dropped once the chunk is Arrow).
+    value per series and column, dropped once the chunk is Arrow). At least one table
+    is yielded (an empty one for no series), so the file always gets its schema.
     """
     key = pp.partition.key
     schema = series_schema(pa, key, pp.width)
@@ -238,26 +243,29 @@ def _series_table(pa: ModuleType, store: Store, pp: PartitionPlan) -> Any:
     # such chunk, so the table holds it once rather than once per series.
     constants = _Constants(pa)
     order = np.lexsort((pp.ids, pp.aids))
-    batches = []
-    for start in range(0, order.size, _SERIES_CHUNK):
-        take = order[start : start + _SERIES_CHUNK]
-        ids = pp.ids[take]
-        rows = series_fields(store, ids, len(ids))
-        fields = dict(zip(SERIES_FIELDS, zip(*rows, strict=True), strict=True))
-        arrays = []
-        for name, field in zip(names, schema, strict=True):
-            if name in planned:
-                arrays.append(_arrow_array(pa, planned[name][take], field.type))
-            elif name in shared:
-                arrays.append(constants.get(shared[name], len(take)))
-            else:
-                column = _texts(name, fields, texts)
-                if len(set(column)) == 1:
-                    arrays.append(constants.get(column[0], len(take)))
+    chunk = max(1, min(_SERIES_CHUNK, group_rows))
+    for first in range(0, max(order.size, 1), group_rows):
+        batches = []
+        for start in range(first, min(first + group_rows, order.size), chunk):
+            take = order[start : min(start + chunk, first + group_rows)]
+            ids = pp.ids[take]
+            rows = series_fields(store, ids, len(ids))
+            fields = dict(zip(SERIES_FIELDS, zip(*rows, strict=True), strict=True))
+            arrays = []
+            for name, field in zip(names, schema, strict=True):
+                if name in planned:
+                    arrays.append(_arrow_array(pa, planned[name][take], field.type))
+                elif name in shared:
+                    arrays.append(constants.get(shared[name], len(take)))
                 else:
-                    arrays.append(_python_array(pa, column, field.type))
-        batches.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
-    return pa.Table.from_batches(batches, schema=schema)
+                    column = _texts(name, fields, texts)
+                    if len(set(column)) == 1:
+                        arrays.append(constants.get(column[0], len(take)))
+                    else:
+                        arrays.append(_python_array(pa, column, field.type))
+            batches.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
+        yield pa.Table.from_batches(batches, schema=schema)
+        del batches
 
 
 # Series rows turned into Arrow columns at a time.
@@ -312,18 +320,32 @@ def _string_array(pa: ModuleType, offsets: np.ndarray, data: np.ndarray) -> Any:
     return pa.Array.from_buffers(type_, len(offsets) - 1, buffers)
 
 
-def _arrays_table(pa: ModuleType, pp: PartitionPlan) -> Any:
-    """The arrays file's table: one row per distinct array, by id (the plan's order)."""
+def _arrays_groups(pa: ModuleType, pp: PartitionPlan, group_rows: int) -> Iterator[Any]:
+    """The arrays file's rows, one row per distinct array by id (the plan's order): one
+    table of up to ``group_rows`` rows at a time (a row group each; at least one)."""
     schema = arrays_schema(pa, pp.partition.key, pp.width)
-    n = len(pp.hashes)
-    return pa.Table.from_arrays(
-        [
-            _arrow_array(pa, np.arange(1, n + 1, dtype=np.int64), pa.int64()),
-            _hex_array(pa, pp.hashes),
-            _axis_array(pa, pp.axes),
-        ],
-        schema=schema,
-    )
+    hashes, axes = pp.hashes, pp.axes
+    n = len(hashes)
+    for lo in range(0, max(n, 1), group_rows):
+        hi = min(lo + group_rows, n)
+        yield pa.Table.from_arrays(
+            [
+                _arrow_array(pa, np.arange(lo + 1, hi + 1, dtype=np.int64), pa.int64()),
+                _hex_array(pa, _rows_of(hashes, lo, hi)),
+                _axis_array(pa, _rows_of(axes, lo, hi)),
+            ],
+            schema=schema,
+        )
+
+
+def _rows_of(column: Sequence[Any], lo: int, hi: int) -> Sequence[Any]:
+    """Rows ``lo`` to ``hi`` of a plan's hash or axis column, kept in its numpy form
+    (a slice of a :class:`HashColumn` or :class:`AxisColumn` is a list of objects)."""
+    if isinstance(column, HashColumn):
+        return HashColumn(column.block[lo:hi])
+    if isinstance(column, AxisColumn):
+        return AxisColumn(column.codes[lo:hi], column.texts)
+    return column[lo:hi]
 
 
 _HEX_DIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)

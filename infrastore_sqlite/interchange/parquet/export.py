@@ -10,7 +10,7 @@ boundaries into row groups of at most ``ROW_GROUP_ROWS`` rows and hands each to 
 encoder thread, where pyarrow encodes and compresses without the GIL, so the three
 overlap. At most two row groups are held, one being encoded and the next (or one array,
 when a single array is longer than a group). The columns themselves (a grid's key
-columns unexpanded, numpy as Arrow, the series and arrays tables) are ``encode.py``'s.
+columns unexpanded, numpy as Arrow, the series and arrays files' row groups) are ``encode.py``'s.
 
 Atomicity (the target's publisher, ``location/``): every file is written under a temporary name in the target
 directory and renamed into place only after every partition succeeded, each partition's
@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from types import ModuleType
@@ -46,7 +46,7 @@ from ..plan import (
 )
 from .encode import (
     Column,
-    _arrays_table,
+    _arrays_groups,
     _arrow_array,
     _bulk_coordinates,
     _expanded,
@@ -54,11 +54,12 @@ from .encode import (
     _hex_array,  # noqa: F401 - importable here, where it was written first
     _repeat_into,
     _Repeated,
-    _series_table,
+    _series_groups,
 )
 from .layout import (
     ROLES,
     ROW_GROUP_ROWS,
+    TABLE_GROUP_ROWS,
     file_names,
     require_pyarrow,
     values_schema,
@@ -213,7 +214,7 @@ def _write_files(
     try:
         # The store is read and laid out in a worker thread while this one encodes and
         # writes, which pyarrow does without the GIL: the two overlap. The series and
-        # arrays tables are made here, after the values file.
+        # arrays files are made here, after the values file, a row group at a time.
         with Prefetch(_prepared(pa, store, plan)) as steps:
             for kind, pp, payload in steps:
                 if kind == "begin":
@@ -238,19 +239,20 @@ def _write_files(
                     publisher.finished(pp, "values")
                     if progress:
                         progress(done, total)
-                else:  # "series" or "arrays": the file's whole table
-                    # Both tables are made here, one after the other, each dropped once
-                    # written: the two are never held at once, and the second reuses the
-                    # memory the first freed (in another thread it would come from that
-                    # thread's allocator arena, growing the export's resident memory).
+                else:  # "series" or "arrays": the file, a row group at a time
+                    # Both files are made here, one after the other, a group of
+                    # TABLE_GROUP_ROWS rows at a time, each group dropped once written:
+                    # the export holds one group, never a file, and the groups reuse
+                    # the memory the one before freed (in another thread it would come
+                    # from that thread's allocator arena, growing the resident memory).
                     if kind == "series":
-                        table = _series_table(pa, store, pp)
+                        groups = _series_groups(pa, store, pp, TABLE_GROUP_ROWS)
                     else:
-                        table = _arrays_table(pa, pp)
+                        groups = _arrays_groups(pa, pp, TABLE_GROUP_ROWS)
                     _write_table(
-                        pa, pq, table, publisher.sink(pp, kind), publisher.final(pp, kind), kind
+                        pa, pq, groups, publisher.sink(pp, kind), publisher.final(pp, kind), kind
                     )
-                    del table
+                    del groups
                     publisher.finished(pp, kind)
     finally:
         if group is not None:
@@ -302,7 +304,7 @@ def _prepared(
             yield ("segments", pp, out)
         del out
         yield ("end", pp, None)
-        # The series and arrays tables are made by the writer (see ``_write_files``).
+        # The series and arrays files are made by the writer (see ``_write_files``).
         yield ("series", pp, None)
         yield ("arrays", pp, None)
 
@@ -586,16 +588,29 @@ class _Group:
 
 
 def _write_table(
-    pa: ModuleType, pq: ModuleType, table: Any, sink: Any, where: str, role: str
+    pa: ModuleType, pq: ModuleType, groups: Iterable[Any], sink: Any, where: str, role: str
 ) -> None:
-    """One file in one row group, to ``sink`` (``where`` once published)."""
+    """One file to ``sink`` (``where`` once published), a row group per table of
+    ``groups`` (at least one), each written as it comes and then dropped.
+
+    ``write_table`` with ``row_group_size`` its rows makes each table exactly one group
+    (the writer never joins two calls' rows into one group)."""
     with _storage_errors(where):
-        pq.write_table(
-            table,
-            sink,
-            row_group_size=max(1, table.num_rows),
-            **writer_options(pq, pa, table.schema, role),
-        )
+        writer = None
+        try:
+            for table in groups:
+                if writer is None:
+                    options = writer_options(pq, pa, table.schema, role)
+                    writer = pq.ParquetWriter(sink, table.schema, **options)
+                writer.write_table(table, row_group_size=max(1, table.num_rows))
+                del table
+        except BaseException:
+            if writer is not None:  # the file is removed: its own error is the first's
+                with contextlib.suppress(Exception):
+                    writer.close()
+            raise
+        if writer is not None:
+            writer.close()
 
 
 @contextlib.contextmanager

@@ -364,10 +364,7 @@ class PartitionReader:
                 if pa.types.is_timestamp(col.type):
                     col = col.view(pa.int64())  # a view: no compute kernel, no copy
                 if pa.types.is_dictionary(col.type):
-                    # One object per dictionary entry, shared by the rows that use it.
-                    words = col.dictionary.to_pylist()
-                    cells = [None if i is None else words[i] for i in col.indices.to_pylist()]
-                    cols.append(cells)
+                    cols.append(_dictionary_cells(col))
                     continue
                 cells = col.to_pylist()
                 if c in _SHARED_TEXT and (
@@ -824,6 +821,34 @@ class PartitionReader:
         if spec is not None:
             group.affine = _affine(self.type, group, spec)
         return group
+
+
+def _dictionary_cells(col: Any) -> list[Any]:
+    """A dictionary column's cells: one Python object per dictionary entry, shared by
+    the rows that use it, made only for the stretch of entries this batch uses.
+
+    A column chunk whose dictionary pages fell back to plain ones (distinct texts, as
+    ``data_hash``) is read with a dictionary that grows over the row group's batches,
+    every text seen so far: spelling it out whole each batch made Python strings for
+    the whole group every batch (on an arrays file of 100,000 rows in one group, 1.2
+    million of them in batches of 4,096, and +84 MB of resident memory where 10,000
+    rows took +20). The entries a batch uses are the newest ones or a few shared ones.
+    """
+    indices = col.indices
+    if indices.null_count or len(indices) == 0:
+        words = col.dictionary.to_pylist()
+        return [None if i is None else words[i] for i in indices.to_pylist()]
+    # From the buffer: ``to_numpy`` imports pandas on its first call (its memory too).
+    width = indices.type.bit_width // 8
+    at = np.frombuffer(
+        indices.buffers()[1],
+        dtype=f"<i{width}",
+        count=len(indices),
+        offset=indices.offset * width,
+    )
+    lo, hi = int(at.min()), int(at.max())
+    words = col.dictionary.slice(lo, hi - lo + 1).to_pylist()
+    return list(map(words.__getitem__, (at - lo).tolist()))
 
 
 def _read_ahead(items: Iterator[Any]) -> Iterator[Any]:
