@@ -7,7 +7,9 @@ parent's commit.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import uuid
@@ -95,13 +97,20 @@ def test_a_killed_parallel_export_leaves_nothing_and_runs_again(
     # them open a moment longer.)
     out, err = tmp_path / "out.txt", tmp_path / "err.txt"
     with out.open("w") as o, err.open("w") as e:
-        done = subprocess.run(
+        proc = subprocess.Popen(
             [sys.executable, str(script), str(big), uri, killed],
             env=env,
-            timeout=300,
             stdout=o,
             stderr=e,
+            start_new_session=True,
         )
+        try:
+            proc.wait(timeout=300)
+        finally:
+            # The killed parent's fork server and idle worker outlive it: end its group.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+    done = proc
     # A worker's partition was handed over as uploads never completed (its values file
     # in parts the worker sent, when it was the large partition).
     assert out.read_text().startswith("pending ['HeldFile'"), err.read_text()
