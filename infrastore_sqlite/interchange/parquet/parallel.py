@@ -10,10 +10,12 @@ read-only from one partition to the next, and writes exactly as ``jobs=1`` does
 process writes too, from the start: the workers come from a fork server that imports
 the heavy modules once (:func:`_context`), which takes most of a second. What appears,
 and when, stays the parent's publisher's: local files are written under its temporary
-names and renamed by it at the end; uploads are completed a partition at a time and
-recorded in its manifest, put last. When one writer fails the others stop at their next
-progress step, each removes what it wrote, and the parent removes what the finished
-ones published: nothing is left. Imports ``interchange`` and below, and its siblings
+names and renamed by it at the end; on ``s3://`` a worker sends its files' parts and
+hands the parent the uploads uncompleted, which the parent completes at its commit with
+its own, the manifest last (``location/uploads.py``), so a kill of any process before
+leaves nothing a listing shows. When one writer fails the others stop at their next
+progress step, each removes what it wrote, and the parent aborts (or removes) what the
+finished ones handed over: nothing is left. Imports ``interchange`` and below, and its sibling
 ``location`` (never ``export``, which imports it and hands its writer in).
 """
 
@@ -33,9 +35,10 @@ from concurrent.futures import (
     ThreadPoolExecutor,
     wait,
 )
+from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, Any
 
-from ...errors import InvalidParameterError
+from ...errors import InvalidParameterError, StorageError, Term
 from ..plan import ExportPlan
 from .layout import require_pyarrow
 from .location import Publisher
@@ -110,7 +113,6 @@ def write_parallel(
     }
     queue = order(plan)
     total, done = plan.total_rows, 0
-    results: dict[int, list[dict[str, Any]]] = {}
     running: set[Future[Any]] = set()
     error: BaseException | None = None
 
@@ -140,8 +142,9 @@ def write_parallel(
                         error = exc
                     abort.set()
                     continue
-                files, rows = f.result()
-                results.update(files)
+                handed, rows = f.result()
+                # Taken at once: the parent's to publish at its commit, or to abort.
+                publisher.adopt(handed)
                 done += rows
         while error is None and queue and len(running) < jobs - 1:
             i = queue.pop(0)
@@ -178,18 +181,22 @@ def write_parallel(
                 collect(block=True)
                 if progress and error is None:
                     progress(done + mine, total)
-            if error is None:
-                publisher.settle()  # this process's uploads are in its files once complete
         except BaseException as exc:
             if error is None or not isinstance(exc, _Stopped):
                 error = exc
             abort.set()
             while running:  # each stops at its next step and removes what it wrote
                 collect(block=True)
-        finally:
-            # What the finished workers published is the parent's to remove on a failure,
-            # and its manifest lists every file in partition order, as one process's does.
-            publisher.adopt([entry for i in sorted(results) for entry in results[i]])
+    if isinstance(error, BrokenProcessPool):
+        # A worker died (killed, or out of memory): what it and the others handed over
+        # was aborted with the rest.
+        raise StorageError(
+            f"a worker process of the export to {publisher.target} died before the export "
+            "finished (killed, or out of memory); nothing of the export was kept. Run the "
+            "export again (with fewer {jobs} if memory ran short)",
+            table=str(publisher.target),
+            terms={"jobs": Term("--jobs N", "jobs=N")},
+        ) from None
     if error is not None:
         raise error
 
@@ -282,13 +289,15 @@ def _store(path: str) -> Store:
     return _opened[1]
 
 
-def _work(job: dict[str, Any], i: int, packed: bytes) -> tuple[dict[int, list[dict]], int]:
-    """One worker's partition ``i`` (its plan ``packed``): ``({i: its manifest entries},
-    rows)``."""
+def _work(job: dict[str, Any], i: int, packed: bytes) -> tuple[Any, int]:
+    """One worker's partition ``i`` (its plan ``packed``): ``(what its publisher hands
+    over, rows)``."""
     pa, pq = require_pyarrow()
     store = _store(job["store"])
     plan: ExportPlan = _PlanUnpickler(packed, store).load()
-    publisher = job["target"].publisher(plan, overwrite=job["overwrite"], token=job["token"])
+    publisher = job["target"].publisher(
+        plan, overwrite=job["overwrite"], token=job["token"], worker=True
+    )
 
     def stop_if_told(done: int, total: int) -> None:
         if _abort is not None and _abort.is_set():
@@ -296,9 +305,9 @@ def _work(job: dict[str, Any], i: int, packed: bytes) -> tuple[dict[int, list[di
 
     try:
         job["write"](pa, pq, store, plan, publisher, stop_if_told)
-        publisher.settle()  # its partition's uploads complete before it reports them
+        # Its files as the parent completes them at its commit (uploads left open).
+        handed = publisher.hand_over()
     except BaseException:
         publisher.rollback()
         raise
-    entries = publisher.entries()
-    return ({i: entries} if entries else {}), plan.total_rows
+    return handed, plan.total_rows

@@ -120,8 +120,9 @@ class LocalLocation(Location):
         return sizes
 
     def publisher(
-        self, plan: ExportPlan, *, overwrite: bool, token: str | None = None
+        self, plan: ExportPlan, *, overwrite: bool, token: str | None = None, worker: bool = False
     ) -> LocalPublisher:
+        # (A worker's files wait under the shared temporary names: the same publisher.)
         return LocalPublisher(self, plan, overwrite=overwrite, token=token)
 
 
@@ -188,7 +189,7 @@ class LocalPublisher(Publisher):
         temporary names it shares, :attr:`token`)."""
         return []
 
-    def adopt(self, entries: list[dict[str, Any]]) -> None:
+    def adopt(self, handed: Any) -> None:
         """Nothing to take: the parent's commit renames every writer's files (and its
         rollback removes them) by their shared temporary names."""
 

@@ -54,7 +54,14 @@ from ...plan import ExportPlan, PartitionPlan
 from ..layout import file_names
 from ._aws import aws_profile
 from .base import CLOUD_INSTALL, MANIFEST, PUBLISH_ORDER, Location, Publisher, refuse_collisions
-from .uploads import abort_before_export
+from .uploads import (
+    PARTS_IN_FLIGHT,
+    Completion,
+    HeldFile,
+    PartSender,
+    abort_before_export,
+    worker_client,
+)
 
 __all__ = [
     "ObjectLocation",
@@ -94,9 +101,12 @@ _MAX_PARTS = 5000
 #: Uploads completed at once at the commit (each sends what is left of its file, a part
 #: at most, then completes).
 _COMPLETING = 4
-#: Parts of one upload in flight at once: what an upload holds is at most this many parts
-#: and the one filling, however slow the network, while the encoder goes on.
-_PARTS_IN_FLIGHT = 4
+
+
+def part_size(expected: int) -> int:
+    """The part size of an upload of about ``expected`` bytes: :data:`PART_BYTES`, or
+    larger so that it fits in :data:`_MAX_PARTS` parts."""
+    return max(PART_BYTES, -(-expected // _MAX_PARTS))
 
 
 def require_obstore() -> ModuleType:
@@ -365,7 +375,7 @@ class ObjectLocation(Location):
         is visible before): one create-only PUT (``overwrite=False``) for a file that fits
         in one part, else a multipart upload in parts large enough that ``expected`` bytes
         fit in :data:`_MAX_PARTS` of them."""
-        return Upload(self, max(PART_BYTES, -(-expected // _MAX_PARTS)), overwrite=overwrite)
+        return Upload(self, part_size(expected), overwrite=overwrite)
 
     def put(self, data: Any, *, overwrite: bool = False) -> None:
         """Write ``data`` to this key in one PUT, only if no object is there unless
@@ -416,9 +426,9 @@ class ObjectLocation(Location):
         b.forget(self.key)
 
     def publisher(
-        self, plan: ExportPlan, *, overwrite: bool, token: str | None = None
+        self, plan: ExportPlan, *, overwrite: bool, token: str | None = None, worker: bool = False
     ) -> ObjectPublisher:
-        return ObjectPublisher(self, plan, overwrite=overwrite, token=token)
+        return ObjectPublisher(self, plan, overwrite=overwrite, token=token, worker=worker)
 
 
 class _Ranged(io.RawIOBase):
@@ -578,7 +588,7 @@ class Upload(io.RawIOBase):
                         b.store,
                         self.where.key,
                         buffer_size=self.part,
-                        max_concurrency=_PARTS_IN_FLIGHT,
+                        max_concurrency=PARTS_IN_FLIGHT,
                     )
                     self._held = None
                     self._w.write(held)
@@ -711,7 +721,13 @@ class ObjectPublisher(Publisher):
     manifest last."""
 
     def __init__(
-        self, target: ObjectLocation, plan: ExportPlan, *, overwrite: bool, token: str | None = None
+        self,
+        target: ObjectLocation,
+        plan: ExportPlan,
+        *,
+        overwrite: bool,
+        token: str | None = None,
+        worker: bool = False,
     ) -> None:
         self.target = target
         self.plan = plan
@@ -725,7 +741,12 @@ class ObjectPublisher(Publisher):
         self.aborted = 0
         #: The finished partitions' uploads, open (their parts sent, the uploads not
         #: completed) until the commit.
-        self._pending: list[tuple[PartitionPlan, list[tuple[str, Upload]]]] = []
+        self._pending: list[tuple[PartitionPlan, list[tuple[str, Any]]]] = []
+        #: A parallel export's worker on ``s3://`` sends its parts through this botocore
+        #: client and hands the uploads over uncompleted (``uploads.py``); None elsewhere.
+        self._client: Any = None
+        if worker:
+            self._client = worker_client(target.bucket.root, target.bucket.options)
 
     def check(self) -> None:
         """Refuse files the export would create that are there already, and a manifest
@@ -762,7 +783,12 @@ class ObjectPublisher(Publisher):
         # Parts sized for the values file's rows at a generous 64 bytes each.
         expected = 64 * int(pp.rows) if role == "values" else 0
         key = self.target / file_names(pp.partition)[role]
-        upload = key.upload(expected, overwrite=self.overwrite)
+        upload: Any
+        if self._client is not None:
+            part = part_size(expected)
+            upload = PartSender(self._client, str(key), self._bucket_name, key.key, part)
+        else:
+            upload = key.upload(expected, overwrite=self.overwrite)
         self.open[id(pp), role] = upload
         return upload
 
@@ -820,16 +846,68 @@ class ObjectPublisher(Publisher):
             }
         )
 
+    @property
+    def _bucket_name(self) -> str:
+        return self.target.bucket.root.split("://", 1)[1]
+
     def entries(self) -> list[dict[str, Any]]:
         return list(self.files)
 
-    def adopt(self, entries: list[dict[str, Any]]) -> None:
-        for entry in entries:
+    def hand_over(self) -> tuple[str, Any]:
+        """A worker's finished partitions for the parent: on ``s3://``, their uploads
+        uncompleted (``("pending", [(partition, [(role, what completes it)])])``), so
+        that nothing is visible before the parent's commit; elsewhere (obstore alone
+        cannot hand an upload over) completed, as manifest entries (``("published",
+        …)``)."""
+        if self._client is None:
+            self.settle()
+            return "published", self.entries()
+        handed = [
+            (pp.partition.file_stem, [(r, up.hand_over()) for r, up in uploads])
+            for pp, uploads in self._pending
+        ]
+        self._pending = []
+        return "pending", handed
+
+    def adopt(self, handed: tuple[str, Any]) -> None:
+        kind, items = handed
+        if kind == "pending":
+            self._take_pending(items)
+            return
+        for entry in items:
             self.published.append(self.target / entry["name"])
             self.files.append(entry)
         # Listed in partition order whatever order the writers finished in.
         at = {pp.partition.file_stem: k for k, pp in enumerate(self.plan.partitions)}
         self.files.sort(key=lambda e: at[e["partition"]])
+
+    def _take_pending(self, items: list[tuple[str, list[tuple[str, Any]]]]) -> None:
+        """A worker's uploads, completed at this one's commit with its own."""
+
+        by_stem = {pp.partition.file_stem: pp for pp in self.plan.partitions}
+        for stem, files in items:
+            pp = by_stem[stem]
+            names = file_names(pp.partition)
+            uploads: list[tuple[str, Any]] = []
+            for role, got in files:
+                key = self.target / names[role]
+                if isinstance(got, HeldFile):
+                    # One create-only PUT at the commit, as this process's small files.
+                    up = Upload(key, max(PART_BYTES, got.size), overwrite=self.overwrite)
+                    up.write(got.data)
+                    uploads.append((role, up))
+                else:
+                    if self._completer is None:
+                        self._completer = worker_client(
+                            self.target.bucket.root, self.target.bucket.options
+                        )
+                    uploads.append(
+                        (role, Completion(self._completer, str(key), self._bucket_name, got))
+                    )
+            self._pending.append((pp, uploads))
+
+    #: The botocore client completing the workers' uploads (made at the first).
+    _completer: Any = None
 
     def commit(self) -> None:
         self.settle()

@@ -180,10 +180,12 @@ class Location(ABC):
 
     @abstractmethod
     def publisher(
-        self, plan: ExportPlan, *, overwrite: bool, token: str | None = None
+        self, plan: ExportPlan, *, overwrite: bool, token: str | None = None, worker: bool = False
     ) -> Publisher:
         """The publisher of ``plan``'s files in this directory (prefix). ``token`` names
-        the temporary files of one export shared by its worker processes."""
+        the temporary files of one export shared by its worker processes; ``worker``:
+        this publisher is a worker's, whose files the parent's commit publishes
+        (:meth:`Publisher.hand_over`)."""
 
 
 class Publisher(ABC):
@@ -192,8 +194,9 @@ class Publisher(ABC):
     The export calls :meth:`check` (refuse before anything is written), :meth:`begin`,
     then per partition :meth:`sink` and :meth:`finished` for each of its files, then
     :meth:`commit`, or :meth:`rollback` on any failure (nothing it wrote is left
-    visible). A parallel export's workers each hold one (:meth:`settle`,
-    :meth:`entries`); the parent's :meth:`adopt` takes what they published.
+    visible). A parallel export's workers each hold one (``worker=True``) and
+    :meth:`hand_over` their partitions; the parent's :meth:`adopt` takes them, to publish
+    at its commit (or remove on a rollback).
     """
 
     target: Location
@@ -231,10 +234,17 @@ class Publisher(ABC):
     def entries(self) -> list[dict[str, Any]]:
         """What this writer published, as manifest entries (a worker's to report)."""
 
+    def hand_over(self) -> Any:
+        """A worker's finished partitions, as the parent's :meth:`adopt` takes them
+        (picklable): by default its files settled, as manifest entries."""
+        self.settle()
+        return self.entries()
+
     @abstractmethod
-    def adopt(self, entries: list[dict[str, Any]]) -> None:
-        """Take files another writer of the export published (a worker's
-        :meth:`entries`): they are this one's to list, and to remove on a rollback."""
+    def adopt(self, handed: Any) -> None:
+        """Take what another writer of the export handed over (a worker's
+        :meth:`hand_over`): its files are this one's to publish and list, and to remove
+        on a rollback."""
 
     @abstractmethod
     def commit(self) -> None:

@@ -18,9 +18,12 @@ blocks after 7 days) is the way there, and what the refusal says.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import io
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,8 +32,21 @@ from ....store.tracing import LOG
 from ._aws import aws_profile
 from .base import MANIFEST
 
-__all__ = ["IncompleteUpload", "abort_before_export", "abort_uploads", "incomplete_uploads"]
+__all__ = [
+    "Completion",
+    "HeldFile",
+    "IncompleteUpload",
+    "PartSender",
+    "SentParts",
+    "abort_before_export",
+    "abort_uploads",
+    "incomplete_uploads",
+    "worker_client",
+]
 
+#: Parts of one upload in flight at once: what an upload holds is at most this many parts
+#: and the one filling, however slow the network, while the encoder goes on.
+PARTS_IN_FLIGHT = 4
 #: The install command that brings botocore beside obstore.
 _CLOUD_INSTALL = "pip install 'infrastore-sqlite[cloud]'"
 
@@ -219,3 +235,188 @@ def abort_before_export(uri: str, options: Mapping[str, Any], keys: Iterable[str
             ", ".join(u.key for u in aborted),
         )
     return len(aborted)
+
+
+# ---------------------------------------------------------------------------------------
+# A parallel export's workers: uploads sent by a worker, completed by the parent.
+#
+# obstore completes a multipart upload when its writer closes and hides the upload's id,
+# so a worker that closed its partition's uploads before handing it over made them
+# visible: a ``--jobs`` export killed after that left completed partitions without a
+# manifest. On ``s3://`` a worker therefore sends its files' parts through botocore and
+# hands the parent what completing takes (the upload's id and its parts' ETags; a file
+# small enough for one part, its bytes): the parent completes them all at its commit, as
+# it does its own. The parts go out while the file is encoded, as obstore's writer sends
+# them, so neither the speed nor the memory (a part filling and a few in flight) changes.
+
+
+def worker_client(root: str, options: Mapping[str, Any]) -> Any | None:
+    """A botocore client for a parallel export's worker writing to ``root``; None where
+    there is none (not ``s3://``, or botocore not installed): the worker then completes
+    its uploads as it hands them over."""
+    if not root.startswith(("s3://", "s3a://")):
+        return None
+    key = (root, tuple(sorted((str(k), str(v)) for k, v in options.items())))
+    client = _clients.get(key)
+    if client is None:
+        try:
+            client = _clients[key] = _client(root, options)
+        except MissingDependencyError:
+            LOG.warning(
+                "botocore is not installed: the workers of this export complete their "
+                "uploads as they hand each partition over (%s)",
+                _CLOUD_INSTALL,
+            )
+            return None
+    return client
+
+
+#: The clients a worker built, by bucket and options (one per worker process).
+_clients: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = {}
+
+
+@dataclass(frozen=True)
+class SentParts:
+    """A multipart upload a worker sent every part of: the parent completes or aborts it."""
+
+    key: str
+    upload_id: str
+    #: ``(part number, ETag)`` of each part, in order.
+    parts: tuple[tuple[int, str], ...]
+    size: int
+
+
+@dataclass(frozen=True)
+class HeldFile:
+    """A file small enough for one part: its bytes, for the parent's one create-only PUT."""
+
+    data: bytes
+    size: int
+
+
+class PartSender(io.RawIOBase):
+    """A worker's file in object storage: held in memory while it fits in one part, else
+    a multipart upload whose parts are sent (a few at once) while the rest is written.
+    :meth:`hand_over` sends what is left and returns what the parent completes it with;
+    nothing is ever completed here, so nothing this worker writes is visible."""
+
+    def __init__(self, client: Any, uri: str, bucket: str, key: str, part: int) -> None:
+        self.client = client
+        self.uri = uri
+        self.bucket = bucket
+        self.key = key
+        self.part = part
+        self._buf = bytearray()
+        self._upload_id: str | None = None
+        self._sent: list[Any] = []  # futures of (number, ETag), in part order
+        self._pool: ThreadPoolExecutor | None = None
+        self.size = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        n = memoryview(data).nbytes
+        self._buf += data
+        self.size += n
+        while len(self._buf) > self.part:
+            self._send(bytes(self._buf[: self.part]))
+            del self._buf[: self.part]
+        return n
+
+    def _send(self, data: bytes) -> None:
+        if self._upload_id is None:
+            with _errors(self.uri, "writing"):
+                got = self.client.create_multipart_upload(Bucket=self.bucket, Key=self.key)
+            self._upload_id = got["UploadId"]
+            self._pool = ThreadPoolExecutor(
+                PARTS_IN_FLIGHT, thread_name_prefix="infrastore-sqlite-part"
+            )
+        # At most this many parts in flight: the oldest finishes before another is sent.
+        if len(self._sent) >= PARTS_IN_FLIGHT:
+            self._sent[-PARTS_IN_FLIGHT].result()
+        number = len(self._sent) + 1
+        assert self._pool is not None
+        self._sent.append(self._pool.submit(self._part, number, data))
+
+    def _part(self, number: int, data: bytes) -> tuple[int, str]:
+        with _errors(self.uri, "writing"):
+            got = self.client.upload_part(
+                Bucket=self.bucket,
+                Key=self.key,
+                UploadId=self._upload_id,
+                PartNumber=number,
+                Body=data,
+            )
+        return number, got["ETag"]
+
+    def hand_over(self) -> SentParts | HeldFile:
+        """Send the last part, wait for every part, and return what completes the file."""
+        if self._upload_id is None:
+            data, self._buf = bytes(self._buf), bytearray()
+            return HeldFile(data, self.size)
+        if self._buf:
+            self._send(bytes(self._buf))
+            self._buf = bytearray()
+        try:
+            parts = tuple(f.result() for f in self._sent)
+        finally:
+            self._stop()
+        return SentParts(self.key, self._upload_id, parts, self.size)
+
+    def _stop(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def abort(self) -> None:
+        """Drop the file: the parts not sent are cancelled, the upload aborted."""
+        self._buf = bytearray()
+        self._stop()
+        if self._upload_id is not None:
+            with contextlib.suppress(Exception):
+                self.client.abort_multipart_upload(
+                    Bucket=self.bucket, Key=self.key, UploadId=self._upload_id
+                )
+            self._upload_id = None
+
+
+class Completion:
+    """The parent's side of a worker's :class:`SentParts`: completed (``close``) at the
+    commit, or aborted."""
+
+    def __init__(self, client: Any, uri: str, bucket: str, sent: SentParts) -> None:
+        self.client = client
+        self.uri = uri
+        self.bucket = bucket
+        self.sent = sent
+        self.size = sent.size
+
+    def close(self) -> None:
+        parts = [{"PartNumber": n, "ETag": etag} for n, etag in self.sent.parts]
+        with _errors(self.uri, "writing"):
+            self.client.complete_multipart_upload(
+                Bucket=self.bucket,
+                Key=self.sent.key,
+                UploadId=self.sent.upload_id,
+                MultipartUpload={"Parts": parts},
+            )
+
+    def abort(self) -> None:
+        with contextlib.suppress(Exception):
+            self.client.abort_multipart_upload(
+                Bucket=self.bucket, Key=self.sent.key, UploadId=self.sent.upload_id
+            )
+
+
+@contextlib.contextmanager
+def _errors(uri: str, doing: str) -> Iterator[None]:
+    """botocore's errors as a :class:`StorageError` naming the object."""
+    try:
+        yield
+    except StorageError:
+        raise
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as exc:
+        raise _client_error(uri, doing, exc) from exc
