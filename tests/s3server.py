@@ -92,6 +92,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class _ExitedEarly(Exception):
+    """``weed mini`` exited while it was starting."""
+
+
 class S3Server:
     """One ``weed mini`` process and the data directory it owns."""
 
@@ -135,8 +139,27 @@ class S3Server:
             "AWS_ALLOW_HTTP": "true",
         }
 
-    def start(self, timeout: float = 60.0) -> None:
-        """Start the server and wait until its S3 port answers."""
+    def start(self, timeout: float = 60.0, tries: int = 3) -> None:
+        """Start the server and wait until its S3 port answers.
+
+        A server that exits at once is started again (``tries`` times in all, a second
+        apart): on a restart one of its fixed ports can still be held for a moment (by
+        its previous process's sockets, or taken by another test run on the machine
+        between the stop and the start), and ``weed mini`` exits when a port is taken.
+        """
+        for attempt in range(tries):
+            try:
+                self._start(timeout)
+                return
+            except _ExitedEarly:
+                self.stop()
+                if attempt == tries - 1:
+                    raise RuntimeError(
+                        f"weed mini exited {tries} times: see {self.root / 'weed.log'}"
+                    ) from None
+                time.sleep(1.0)
+
+    def _start(self, timeout: float) -> None:
         args = [
             weed_binary(),
             "mini",
@@ -175,7 +198,7 @@ class S3Server:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"weed mini exited: see {self.root / 'weed.log'}")
+                raise _ExitedEarly
             if self._bucket_ready():
                 return
             time.sleep(0.2)
