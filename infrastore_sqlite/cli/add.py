@@ -21,7 +21,7 @@ from ..csvinput import (
     read_wide_csv,
 )
 from ..errors import InvalidParameterError, shown
-from ..interchange.filing import OUTCOMES
+from ..store.conflicts import OUTCOMES
 from .base import PROG, _example, _format, _global_options, _open_store
 from .options import (
     CATEGORY,

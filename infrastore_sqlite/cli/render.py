@@ -22,8 +22,8 @@ import click
 import numpy as np
 
 from ..errors import TimeSeriesError, shown
-from ..interchange.filing import OUTCOMES
 from ..interchange.series_files import text_cell, to_json
+from ..store.conflicts import OUTCOMES
 from .base import DEBUG_ENV, EXPORT_FORMATS, PROG, _Ambiguous, _format, _globals
 
 # Where the group keeps the arguments it was called with (for messages that show the

@@ -23,7 +23,8 @@ every refusal, with the container's word for the place:
   checksum: :func:`build_group`;
 * :mod:`.batches` — filing the series into the store, batched, or checking them in a dry
   run: :class:`Filing` (the one place where what happens to a series the store already
-  holds is decided);
+  holds is decided, with the store's ``insert_all``); :mod:`.filing` — what filing a
+  series would change, for a dry run and ``diff`` (:func:`compare`, the diff entries);
 * :mod:`.run` and :mod:`.report` — the partition loop and the report:
   :func:`import_partition`, :func:`run_import`, :class:`ImportReport`.
 
@@ -33,7 +34,7 @@ the core then skips placing them.
 
 This module only re-exports what the containers and the tests import from the
 core (the private names are the ones tests reach for). The package may import
-:mod:`infrastore_sqlite.interchange.layout`, :mod:`infrastore_sqlite.interchange.filing`
+:mod:`infrastore_sqlite.interchange.layout`, :mod:`infrastore_sqlite.store.conflicts`
 and the layers below ``interchange`` (the store only as the type it files into and for
 its row helpers); never a container.
 """

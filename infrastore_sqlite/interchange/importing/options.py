@@ -6,7 +6,7 @@ reference, a descriptor, a features map), which the series rows use too; and
 :class:`Context`, what one import carries from partition to partition (the store, the
 options, the progress, ``on_conflict``).
 
-May import: :mod:`infrastore_sqlite.interchange.filing` and the layers below
+May import: :mod:`infrastore_sqlite.store.conflicts` and the layers below
 ``interchange`` (the store only as a type); no sibling module.
 """
 
@@ -25,7 +25,7 @@ from ...core.periods import Period, as_period
 from ...core.timeref import normalize_time_reference
 from ...errors import InvalidParameterError
 from ...model import DESCRIPTORS, UNIT_SYSTEMS, OwnerCategory, TimeSeriesType
-from ..filing import OnConflict
+from ...store.conflicts import OnConflict
 
 if TYPE_CHECKING:
     from ...store import Store
@@ -201,7 +201,7 @@ def _parse_features(text: str, what: str) -> dict[str, Any]:
 
 class IdSet:
     """The catalog ids an import met (added, replaced, left or skipped), as sorted, disjoint runs of int64
-    ``lo..hi`` (what :func:`~infrastore_sqlite.interchange.filing.file_items` is given
+    ``lo..hi`` (what :meth:`~infrastore_sqlite.store.Store.insert_all` is given
     as ``filed``: ``update`` and ``in``). A bulk insert hands out consecutive ids, so a
     run stands for a batch: a set of Python ints would hold ~70 bytes per series for
     the whole import.

@@ -5,7 +5,7 @@ none (a dry run), and the report's entries filled from each partition's result.
 (:mod:`.specs`, :mod:`.building`) and files them (:mod:`.batches`); :func:`run_import`
 runs it over every partition a container found.
 
-May import: every sibling module, :mod:`infrastore_sqlite.interchange.filing` and the
+May import: every sibling module, :mod:`infrastore_sqlite.store.conflicts` and the
 layers below ``interchange``.
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 
 from ...core.gcpause import gc_paused
 from ...errors import InvalidParameterError, TimeSeriesError
-from ..filing import OUTCOMES
+from ...store.conflicts import OUTCOMES
 from .batches import Filing, _Settle
 from .building import build_grids
 from .keys import ArrayKeys, IdValues

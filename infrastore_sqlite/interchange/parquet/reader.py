@@ -21,7 +21,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..filing import OnConflict, check_on_conflict
+from ...store.conflicts import OnConflict, check_on_conflict
 from ..importing import (
     Context,
     ImportReport,
@@ -136,9 +136,9 @@ def import_parquet(
     opts = Options.parse(overrides, flag="--parquet")
     check_on_conflict(on_conflict)
     if dry_run:
-        store._open()
+        store.check_open()
     else:
-        store._writable()
+        store.check_writable()
     found = discover(path, storage_options)
     readers = [
         ForeignReader(pa, pq, p, found.where, opts)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..filing import DIFF_KEYS, diff_by_import, has_changes
+from ..importing.filing import DIFF_KEYS, diff_by_import, has_changes
 from .reader import import_sqlite
 
 if TYPE_CHECKING:

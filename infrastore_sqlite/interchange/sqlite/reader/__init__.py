@@ -51,7 +51,6 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from infrastore_sqlite.errors import StorageError
-from infrastore_sqlite.interchange.filing import OnConflict, check_on_conflict
 from infrastore_sqlite.interchange.importing import (
     Context,
     ImportReport,
@@ -61,6 +60,7 @@ from infrastore_sqlite.interchange.importing import (
 )
 from infrastore_sqlite.interchange.importing.limits import Limits
 from infrastore_sqlite.interchange.layout import validate_prefix
+from infrastore_sqlite.store.conflicts import OnConflict, check_on_conflict
 
 from ..database import open_database
 from .source import _PartitionReader
@@ -159,9 +159,9 @@ def import_sqlite(
     opts = Options.parse(overrides)
     check_on_conflict(on_conflict)
     if dry_run:
-        store._open()
+        store.check_open()
     else:
-        store._writable()
+        store.check_writable()
     where = str(path)
     conn = open_database(path, read_only=True)
     try:
