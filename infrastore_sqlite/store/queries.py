@@ -37,7 +37,7 @@ from .rows import SELECT_ROWS, SeriesRow, build_filter
 if TYPE_CHECKING:
     from .state import StoreState
 
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # Positions in SELECT_ROWS of the text columns (a flipped type bit in a row turns text
 # into bytes, which no reader of a series expects) and of the integer ones.
 _TEXT_OF = operator.itemgetter(2, 5, 7, 9, 10, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 25)
@@ -190,7 +190,7 @@ class Queries:
             raise InvalidParameterError(f"not a catalog field: {', '.join(bad)}")
         self._state.check_open()
         if ids is not None:
-            wanted = [i for i in ids if _INT64_MIN <= i <= _INT64_MAX]
+            wanted = [i for i in ids if INT64_MIN <= i <= INT64_MAX]
             if not wanted:
                 return iter(())
             where, params = "t.id IN carray(?)", [apsw.carray(np.array(wanted, dtype=np.int64))]
@@ -229,7 +229,7 @@ class Queries:
         wanted = [series_id(i) for i in ids]
         # One query for all of them: the ids go in as one int64 buffer (an id no int64
         # holds is no rowid, so it is simply missing).
-        lookup = np.array([i for i in wanted if _INT64_MIN <= i <= _INT64_MAX], dtype=np.int64)
+        lookup = np.array([i for i in wanted if INT64_MIN <= i <= INT64_MAX], dtype=np.int64)
         found = (
             {r.id: r for r in self.iter_select("t.id IN carray(?)", (apsw.carray(lookup),))}
             if lookup.size

@@ -36,7 +36,7 @@ from ..errors import DamagedStoreError, InvalidParameterError, NotFoundError, da
 from ..model import SERIES_CLASSES, Deterministic, OwnerCategory, TimeSeriesType, _Series
 from .api import hash_bytes, series_id
 from .damage import NOT_HELD, ArraysDamaged, damage_error, read_group
-from .queries import _INT64_MAX, _INT64_MIN, check_owner, missing_ids
+from .queries import INT64_MAX, INT64_MIN, check_owner, missing_ids
 from .rows import SeriesRow, decode_shape
 from .segments import SegmentGone
 
@@ -93,7 +93,7 @@ def _id_lookup(ids: Sequence[int]) -> tuple[list[int], np.ndarray]:
         with contextlib.suppress(OverflowError):
             return wanted, np.array(wanted, dtype=np.int64)
     wanted = [series_id(i) for i in wanted]
-    return wanted, np.array([i for i in wanted if _INT64_MIN <= i <= _INT64_MAX], dtype=np.int64)
+    return wanted, np.array([i for i in wanted if INT64_MIN <= i <= INT64_MAX], dtype=np.int64)
 
 
 def _missing_array(*keys: tuple[bytes, str]) -> ArraysDamaged:

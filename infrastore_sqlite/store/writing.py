@@ -52,9 +52,9 @@ from .prepare import (
     INSERT_COLUMNS,
     CatalogRow,
     Prepared,
-    _dtype_of,
-    _shape_json,
+    dtype_of,
     prepare_bulk,
+    shape_json,
 )
 from .queries import check_owner
 from .rows import SeriesRow, feature_rows
@@ -445,15 +445,15 @@ class Writing:
             if not pool:
                 for h, kind in keys:
                     arr = arrays[h, kind]
-                    rows.append((h, kind, _dtype_of(arr), _shape_json(arr.shape), "", -1, ""))
+                    rows.append((h, kind, dtype_of(arr), shape_json(arr.shape), "", -1, ""))
                 continue
-            dtype = _dtype_of(arrays[keys[0]])
+            dtype = dtype_of(arrays[keys[0]])
             shape = list(pool[1])
             name = pool_name(dtype, shape)
             segment, first = self._state.segments.write(
                 name, dtype, shape, [arrays[k] for k in keys], keys
             )
-            shape_text = _shape_json(pool[1])
+            shape_text = shape_json(pool[1])
             rows.extend(
                 (h, kind, dtype, shape_text, name, slot, segment)
                 for (h, kind), slot in zip(keys, range(first, first + len(keys)), strict=True)

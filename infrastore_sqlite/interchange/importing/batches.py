@@ -4,7 +4,7 @@ against it).
 
 :class:`Filing` is the one place that decides what happens to a series whose identity the
 store (or the file, earlier) already holds (the store's door, ``Store.insert_all``,
-does the deciding under ``on_conflict``; :mod:`.filing` compares for a diff); :class:`_Settle` gathers a partition's built
+does the deciding under ``on_conflict``; :mod:`.filing` compares for a diff); :class:`Settle` gathers a partition's built
 groups and settles them a batch at a time, in read order.
 
 May import: :mod:`.building`, :mod:`.options`, :mod:`.places`, :mod:`.report`,
@@ -99,7 +99,7 @@ class Filing:
             self._pending, self._pending_bytes = [], 0
 
 
-def _series_object(tst: TimeSeriesType, spec: Spec, built: Built) -> Any:
+def series_object(tst: TimeSeriesType, spec: Spec, built: Built) -> Any:
     cls = SERIES_CLASSES[tst]
     obj = cls.__new__(cls)
     obj.name = spec.name
@@ -127,7 +127,7 @@ def _series_object(tst: TimeSeriesType, spec: Spec, built: Built) -> Any:
 _SETTLE_GROUPS = 256
 
 
-class _Settle:
+class Settle:
     """A partition's built groups, hashed and filed in batches (:func:`hash_built`).
 
     Each group is built as it is read (its refusals come in row order); what follows
@@ -163,7 +163,7 @@ class _Settle:
         """
         template = self.templates.get(spec.part)
         if template is None or not self.filing.write:
-            obj = _series_object(self.tst, spec, b)
+            obj = series_object(self.tst, spec, b)
             prepared = row_for(
                 spec.owner_id, spec.owner_type, spec.category, obj, spec.features, b.digest
             )

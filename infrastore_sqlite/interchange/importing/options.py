@@ -149,13 +149,13 @@ def _check_override(key: str, value: Any) -> Any:
     if key in ("owner_type", "name") and not value:
         raise InvalidParameterError(f"{key} must not be empty")
     if key == "time_reference":
-        return _parse_reference(value, "the time_reference override")
+        return parse_reference(value, "the time_reference override")
     if key in DESCRIPTORS:
-        return _descriptor(key, value, "the override")
+        return descriptor_value(key, value, "the override")
     return value
 
 
-def _parse_reference(text: str, what: str) -> str | None:
+def parse_reference(text: str, what: str) -> str | None:
     if text == "unspecified":
         return None
     if text == "":
@@ -166,7 +166,7 @@ def _parse_reference(text: str, what: str) -> str | None:
         raise InvalidParameterError(f'time_reference "{text}" ({what}): {exc}') from None
 
 
-def _descriptor(name: str, value: str, what: str) -> str | None:
+def descriptor_value(name: str, value: str, what: str) -> str | None:
     if value == "":
         return None
     if name == "unit_system" and value not in UNIT_SYSTEMS:
@@ -177,7 +177,7 @@ def _descriptor(name: str, value: str, what: str) -> str | None:
     return value
 
 
-def _parse_features(text: str, what: str) -> dict[str, Any]:
+def parse_features(text: str, what: str) -> dict[str, Any]:
     if text == "":
         return {}
     try:
