@@ -1,10 +1,12 @@
 """Store members beyond adding, reading and removing: the reference's query and
 maintenance API for the time-series part, kept apart from the rooms ``store.py`` delegates to.
 
-``Store`` inherits :class:`StoreApi`; every member here is built on the store's own
-entry points (``select_rows``, ``read_by_ids``, ``add_time_series_bulk``,
-``remove_by_ids``, ``transaction``), never on HDF5 or the catalog's tables directly, so
-the write path can change underneath without these changing.
+``Store`` inherits :class:`StoreApi`; every member here is built on the store's public
+members (``select_rows``, ``read_by_id``, ``add_time_series``, ``remove_by_filter``,
+``load_arrays``, ``check_open`` …, declared in the class for type checkers), never on
+HDF5, the catalog's tables or a room directly, so the rooms can change underneath without
+these changing. The members that need the catalog (arrays by hash, owners, attributes,
+``persist_to``) are the rooms' and delegated to by ``Store``.
 """
 
 from __future__ import annotations

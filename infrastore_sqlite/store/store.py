@@ -8,14 +8,16 @@ failed or killed write leaves the store at its last committed state.
 
 :class:`Store` is the facade with the reference's names and signatures; its work lives
 in rooms named for what they do, one collaborator each, so every method here says which
-one does it:
+one does it. ``Store.__init__`` is the composition root: it builds nothing but the rooms,
+each handed the one shared :class:`~.state.StoreState` and the rooms it calls, and no
+room holds the facade:
 
 * ``lifecycle`` — create, open (converting the earlier two-file layout), close;
 * ``self._transactions`` (``transactions.Transactions``) — the write transactions, and
   sealing, merging and rewriting segments;
 * ``self._writing`` (``writing.Writing``) — adds, replacements and removals: catalog
   rows and new arrays (what a series becomes first is ``prepare``'s, which touches
-  nothing);
+  nothing), and :meth:`Store.insert_all`, the import's door (``conflicts``' policy);
 * ``self._reading`` (``reading.Reading``) — where arrays are, batched reads, series
   objects;
 * ``self._queries`` (``queries.Queries``) — catalog rows, metadata and counts;
@@ -23,8 +25,8 @@ one does it:
   settings and size;
 * ``damage`` and ``repair`` — a damaged store diagnosed (``verify_integrity``,
   ``diagnose``) and repaired (``repair``);
-* :class:`~.api.StoreApi` (the base class) — the reference's members built on the ones
-  here (discovery, summaries, readers, owners, attributes, copies).
+* :class:`~.api.StoreApi` (the base class) — the reference's members built on the
+  public ones here (discovery, summaries, readers, copies).
 
 May import: :mod:`infrastore_sqlite.errors`, :mod:`infrastore_sqlite.core`,
 :mod:`infrastore_sqlite.model` and the modules of this package. The interchange layer
