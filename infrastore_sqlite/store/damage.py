@@ -448,6 +448,13 @@ def diagnose(state: StoreState, progress: Callable[[int, int], None] | None = No
         return report
 
 
+def verify(state: StoreState, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """``Store.verify_integrity``: :func:`diagnose`'s findings in the reference's shape,
+    ``{"ok": bool, "errors": [str, ...]}``."""
+    found = diagnose(state, progress)
+    return {"ok": found.ok, "errors": list(found.errors)}
+
+
 def _diagnose(
     state: StoreState, progress: Callable[[int, int], None] | None, report: Diagnosis
 ) -> Diagnosis:

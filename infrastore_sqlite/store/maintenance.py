@@ -61,6 +61,16 @@ def _check_calendar_windows(row: SeriesRow, res, itv, h: int, steps: int, count:
             )
 
 
+# Store.compact's keys, in the reference's order.
+_COMPACT_KEYS = (
+    "slots_reclaimed",
+    "datasets_dropped",
+    "feature_sets_reclaimed",
+    "timestamp_sets_reclaimed",
+    "bytes_reclaimed",
+)
+
+
 class Maintenance:
     """Compact, transform, settings (see the module docstring)."""
 
@@ -251,5 +261,7 @@ class Maintenance:
             with self._transactions.block():  # still sweeps what a failed write left behind
                 pass
             report = {"slots_reclaimed": 0, "datasets_dropped": 0, "bytes_reclaimed": 0}
-        # The reference's keys; feature maps and time axes are swept at removal already.
-        return {**report, "feature_sets_reclaimed": 0, "timestamp_sets_reclaimed": 0}
+        # The reference's keys, in its order (callers print or compare the dict); feature
+        # maps and time axes are swept at removal already.
+        report = {**report, "feature_sets_reclaimed": 0, "timestamp_sets_reclaimed": 0}
+        return {k: report[k] for k in _COMPACT_KEYS}

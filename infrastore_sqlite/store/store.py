@@ -60,15 +60,6 @@ from .tracing import LOG
 from .transactions import Transactions
 from .writing import Writing
 
-# Store.compact's keys, in the reference's order.
-_COMPACT_KEYS = (
-    "slots_reclaimed",
-    "datasets_dropped",
-    "feature_sets_reclaimed",
-    "timestamp_sets_reclaimed",
-    "bytes_reclaimed",
-)
-
 
 class Store(StoreApi):
     """A content-addressed time-series store (HDF5 segments + SQLite catalog).
@@ -263,17 +254,7 @@ class Store(StoreApi):
         InvalidParameterError
             Bad owner, features, or series object.
         """
-        return self.add_time_series_bulk(
-            [
-                {
-                    "owner_id": owner_id,
-                    "owner_type": owner_type,
-                    "owner_category": owner_category,
-                    "time_series": time_series,
-                    "features": features,
-                }
-            ]
-        )[0]
+        return self._writing.add_one(owner_id, owner_type, owner_category, time_series, features)
 
     def add_time_series_bulk(self, items: Iterable[Mapping[str, Any]]) -> list[int]:
         """Add many series in one all-or-nothing transaction; returns ids in input order.
@@ -332,9 +313,7 @@ class Store(StoreApi):
         ReadOnlyStoreError
             The store is open read-only.
         """
-        self._state.check_writable()
-        with self._transactions.block():
-            return self._writing.insert_all(items, on_conflict, filed)
+        return self._writing.insert_all(items, on_conflict, filed)
 
     def held_rows(self, items: Sequence[Prepared]) -> dict[tuple, dict[str, Any]]:
         """The stored rows of the series ``items`` name, by identity (what a dry run and
@@ -353,7 +332,6 @@ class Store(StoreApi):
             whose series the store holds; the identity is
             :func:`~infrastore_sqlite.store.conflicts.identity` of its row.
         """
-        self._state.check_open()
         return self._writing.held_rows(items)
 
     # ------------------------------------------------------------------ listing
@@ -530,8 +508,7 @@ class Store(StoreApi):
             ``{"ok": bool, "errors": [str, ...]}``, as the reference returns; one line per
             problem (:meth:`diagnose` has the same findings as structured fields).
         """
-        found = damage.diagnose(self._state, progress)
-        return {"ok": found.ok, "errors": list(found.errors)}
+        return damage.verify(self._state, progress)
 
     def diagnose(self, *, progress: Any = None) -> damage.Diagnosis:
         """What is damaged in the store, and which series lost data. Never writes.
@@ -669,8 +646,7 @@ class Store(StoreApi):
         Like every write it is one transaction: a failure leaves the store as it was.
         The keys come in the reference's order (callers print or compare the dict).
         """
-        report = self._maintenance.compact()
-        return {k: report[k] for k in _COMPACT_KEYS}
+        return self._maintenance.compact()
 
     # ------------------------------------------------------------------ arrays, owners, attributes
     def count_array_references(self, data_hash: str) -> dict[str, Any]:

@@ -95,6 +95,24 @@ class Writing:
             with self._transactions.block():
                 return self.insert_prepared(prepared)
 
+    def add_one(
+        self,
+        owner_id: int,
+        owner_type: str,
+        owner_category: Any,
+        time_series: Any,
+        features: Mapping[str, Any] | None,
+    ) -> int:
+        """``Store.add_time_series``: one series added as a bulk of one; its new id."""
+        item = {
+            "owner_id": owner_id,
+            "owner_type": owner_type,
+            "owner_category": owner_category,
+            "time_series": time_series,
+            "features": features,
+        }
+        return self.add_bulk([item])[0]
+
     def insert_prepared(self, prepared: list[Prepared]) -> list[int]:
         """Prepared items filed in the running transaction: their new arrays, new feature
         maps, then their catalog rows (:meth:`_insert_rows`); returns the new ids in order."""
@@ -119,6 +137,7 @@ class Writing:
     def held_rows(self, items: Sequence[Prepared]) -> dict[tuple, dict[str, Any]]:
         """The stored catalog row (``id`` and ``COMPARED_COLUMNS``) of every item whose
         identity the store already holds, by identity."""
+        self._state.check_open()
         if not self._queries.holds_series():
             return {}  # an empty store (the usual first import) holds none: nothing to look up
         keys = list(dict.fromkeys(identity(p.row) for p in items))
@@ -130,9 +149,16 @@ class Writing:
         on_conflict: OnConflict,
         filed: IdsMet | None,
     ) -> Filed:
-        """``Store.insert_all``: prepared items filed under ``on_conflict`` in the running
-        transaction (see ``conflicts.py`` for the policy)."""
+        """``Store.insert_all``: prepared items filed under ``on_conflict``, in the
+        running transaction or a block of their own (see ``conflicts.py`` for the policy)."""
         check_on_conflict(on_conflict)
+        self._state.check_writable()
+        with self._transactions.block():
+            return self._file(items, on_conflict, filed)
+
+    def _file(
+        self, items: Sequence[Prepared], on_conflict: OnConflict, filed: IdsMet | None
+    ) -> Filed:
         filed = set() if filed is None else filed
         within: set[tuple] = set()
         for p in items:
