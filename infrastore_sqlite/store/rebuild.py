@@ -47,6 +47,7 @@ from .catalog import Catalog
 from .damage import hash_matches
 from .journal import SEQ_KEY, records_of, replay
 from .prepare import INSERT_COLUMNS
+from .rowcheck import CHECK_COLUMN, CHECKED_COLUMNS, row_check
 from .rows import feature_rows
 from .segments import NAME_ATTR, SEGMENT_DIR
 
@@ -413,11 +414,13 @@ def _write_catalog(
                     "INSERT INTO feature_sets VALUES (?, ?, ?, ?, ?, ?, ?)",
                     feature_rows(fh, orjson.loads(text)),
                 )
-            columns = ("id", *INSERT_COLUMNS)
+            # Each row with its checksum (rowcheck.py), as an add inserts it.
+            columns = (*CHECKED_COLUMNS, CHECK_COLUMN)
+            values = [(sid, *(v[c] for c in INSERT_COLUMNS)) for sid, v in sorted(rows.items())]
             cat.executemany(
                 f"INSERT INTO time_series_associations ({', '.join(columns)}) "
                 f"VALUES ({', '.join('?' * len(columns))})",
-                [(sid, *(v[c] for c in INSERT_COLUMNS)) for sid, v in sorted(rows.items())],
+                [(*r, row_check(r)) for r in values],
             )
             needed = set()
             for v in rows.values():
