@@ -50,7 +50,7 @@ import orjson
 from ..errors import StorageError, TimeSeriesError
 from .arrays import ArrayFile, describe_os_error
 from .prepare import INSERT_COLUMNS
-from .rowcheck import CHECK_COLUMN, row_check
+from .rowcheck import CHECK_COLUMN, mismatched_rows, row_check
 from .segments import PENDING_SUFFIX, SEALED_SUFFIX, SEGMENT_DIR
 
 if TYPE_CHECKING:
@@ -675,4 +675,7 @@ def row_mismatches(store: Store) -> dict[int, str]:
     for sid in made["rows"]:
         if sid not in seen:
             out[sid] = "its row is missing from the catalog"
+    # A row equal to its record whose checksum was damaged: the rebuild writes it again.
+    for sid in mismatched_rows(cat):
+        out.setdefault(sid, "its fields do not match its checksum")
     return out

@@ -32,7 +32,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ..errors import DamagedStoreError, damage_terms
+from ..errors import DamagedStoreError, TimeSeriesError, damage_terms
 from .prepare import INSERT_COLUMNS
 
 #: The column holding a series row's checksum.
@@ -128,3 +128,42 @@ def checked(rows: Iterable[Sequence[Any]], at: int, store_path: str) -> Iterator
 
 
 _NAME_AT = CHECKED_COLUMNS.index("name")
+
+
+#: Every series row's checked columns and checksum, then who it is (owner, type, category).
+_SELECT_ALL = (
+    f"SELECT {SELECT_CHECKED}, t.owner_id, t.owner_type, t.owner_category "
+    "FROM time_series_associations t"
+)
+
+
+def mismatched_rows(cat: Any) -> dict[int, tuple]:
+    """Series rows whose checksum does not match their fields: ``id -> (owner_id,
+    owner_type, owner_category, name)``, as read. A row whose text is not UTF-8 is left
+    to ``damage.bad_rows`` (it names it); a catalog that cannot be scanned gives ``{}``
+    (``verify`` names that damage)."""
+    width = len(CHECKED_COLUMNS)
+    out: dict[int, tuple] = {}
+
+    def note(r: Sequence[Any]) -> None:
+        if row_check(r[:width]) != r[width]:
+            out[int(r[0])] = (*r[width + 1 :], r[_NAME_AT])
+
+    try:
+        try:
+            for r in cat.execute(_SELECT_ALL):
+                note(r)
+            return out
+        except UnicodeDecodeError:
+            pass  # text that is not UTF-8 stops the scan: go again one row at a time
+        out = {}
+        for (sid,) in cat.execute("SELECT id FROM time_series_associations").fetchall():
+            try:
+                got = cat.execute(_SELECT_ALL + " WHERE t.id = ?", (sid,)).fetchall()
+            except UnicodeDecodeError:
+                continue
+            for r in got:
+                note(r)
+    except TimeSeriesError:
+        return {}
+    return out
