@@ -77,7 +77,7 @@ from .damage import (
     read_group,
 )
 from .journal import row_mismatches, unknown_transactions
-from .rebuild import rebuild_catalog, relocate, restore_names
+from .rebuild import move_files, name_moves, rebuild_catalog, relocate
 from .segments import PENDING_SUFFIX, SEGMENT_DIR, catalog_file
 from .tracing import LOG
 
@@ -176,9 +176,16 @@ def repair(store: Store, *, dry_run: bool = False) -> dict[str, Any]:
     if store._catalog.in_transaction:
         raise StorageError("repair() cannot run inside a transaction; commit or roll back first")
     # Files swapped or renamed in segments/ go back under the names they record first
-    # (renamed, never deleted): what they hold is then read where the catalog says.
+    # (renamed, never deleted): what they hold is then read where the catalog says. The
+    # moves are decided first; a repair that then cannot go on (another writer holds the
+    # store, a refusal) moves them back, so a refused repair changes nothing.
+    root = store.path
+    moves = name_moves(root, store._segments.generation)
+    if moves:
+        with store._catalog.transaction():
+            pass  # busy is refused here, before any file moves
     try:
-        moved = restore_names(store.path, store._segments.generation)
+        moved = move_files(root, moves)
     except OSError as exc:
         raise StorageError(
             f"cannot move the segments of {store.path} back under their names: "
@@ -201,7 +208,22 @@ def repair(store: Store, *, dry_run: bool = False) -> dict[str, Any]:
         try:
             return rebuild_open_store(store, dry_run=False, why=str(exc))
         except IntegrityError:
+            _move_back(store, moved)
             raise exc from None
+    except BaseException:
+        _move_back(store, moved)
+        raise
+
+
+def _move_back(store: Store, moved: list[tuple[str, str]]) -> None:
+    """Undo :func:`~.rebuild.move_files`' moves of a repair that did not go on."""
+    if not moved:
+        return
+    with contextlib.suppress(OSError):
+        move_files(store.path, [(dst, src) for src, dst in reversed(moved)])
+    for src, dst in moved:
+        store._segments.forget(Path(src).name)
+        store._segments.forget(Path(dst).name)
 
 
 def _repair(store: Store) -> dict[str, Any]:
