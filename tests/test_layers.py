@@ -175,6 +175,7 @@ ROOM_ORDER = {
         "direct",
         "arrays",
         "prepare",
+        "rowcheck",
         "catalog",
         "segments",
         "state",

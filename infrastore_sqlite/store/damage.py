@@ -50,6 +50,7 @@ from ..errors import (
 from ..model import OwnerCategory, TimeSeriesType
 from .arrays import describe_os_error
 from .journal import row_mismatches, unknown_transactions
+from .rowcheck import mismatched_rows
 from .segments import (
     ASIDE_DIR,
     SEALED_SUFFIX,
@@ -503,6 +504,9 @@ def _diagnose(
             )
         ]
         report.bad_rows = bad_rows(cat)
+        # Rows whose fields no longer match their checksum: a read refuses them.
+        for sid, who in mismatched_rows(cat).items():
+            report.bad_rows.setdefault(sid, ("its fields do not match its checksum", *who))
     except Exception as exc:  # a catalog too damaged to list its own rows
         report.ok = False
         if not problems:

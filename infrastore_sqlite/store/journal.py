@@ -50,6 +50,7 @@ import orjson
 from ..errors import StorageError, TimeSeriesError
 from .arrays import ArrayFile, describe_os_error
 from .prepare import INSERT_COLUMNS
+from .rowcheck import CHECK_COLUMN, mismatched_rows, row_check
 from .segments import PENDING_SUFFIX, SEALED_SUFFIX, SEGMENT_DIR
 
 if TYPE_CHECKING:
@@ -70,9 +71,13 @@ COMPLETE_ATTR = "record_complete"
 _BYTES = frozenset({"timestamps_hash", "data_hash", "features_hash"})
 _COLUMNS = ("id", *INSERT_COLUMNS)
 # Two queries, each on the primary key: an OR of the two would scan the whole table.
-_SELECT_ADDED = f"SELECT {', '.join(_COLUMNS)} FROM main.time_series_associations WHERE id > ?"
+# Each with the row's stored checksum last: the record sets the right one (rowcheck.py).
+_SELECT_ADDED = (
+    f"SELECT {', '.join(_COLUMNS)}, {CHECK_COLUMN} FROM main.time_series_associations WHERE id > ?"
+)
 _SELECT_TOUCHED = (
-    f"SELECT {', '.join(_COLUMNS)} FROM main.time_series_associations WHERE id IN carray(?)"
+    f"SELECT {', '.join(_COLUMNS)}, {CHECK_COLUMN} FROM main.time_series_associations "
+    "WHERE id IN carray(?)"
 )
 
 # Temporary (per connection) tables and triggers: the ids and attribute keys this
@@ -201,7 +206,8 @@ def record(state: StoreState) -> None:
             ).fetchall()
             if not got:
                 break
-            rows = [r[1:] for r in got]
+            _set_checks(state, got)
+            rows = [r[1:-1] for r in got]
             parts.append(_part(rows, ids=[r[0] for r in got]))
             fhs.update(_column(rows, _FEATURES_AT))
             after = got[-1][0]
@@ -210,7 +216,8 @@ def record(state: StoreState) -> None:
         chunk = touched[start : start + _PART_ROWS]
         got = cat.execute(_SELECT_TOUCHED, (apsw.carray(array.array("q", chunk)),)).fetchall()
         if got:
-            rows = [r[1:] for r in got]
+            _set_checks(state, got)
+            rows = [r[1:-1] for r in got]
             parts.append(_part(rows, ids=[r[0] for r in got]))
             fhs.update(_column(rows, _FEATURES_AT))
             present.update(r[0] for r in got)
@@ -257,6 +264,18 @@ def record(state: StoreState) -> None:
 
 
 _FEATURES_AT = INSERT_COLUMNS.index("features_hash")
+
+
+def _set_checks(state: StoreState, got: Sequence[tuple]) -> None:
+    """Give each row of ``got`` (``_COLUMNS`` then its stored checksum) that was inserted
+    or changed by any path but an add's (which inserts it with its checksum) the checksum
+    of its fields as they now are (:mod:`.rowcheck`): the one place every such path
+    passes, after its last change to the row."""
+    fixes = [(check, r[0]) for r in got if (check := row_check(r[:-1])) != r[-1]]
+    if fixes:
+        state.catalog.executemany(
+            f"UPDATE main.time_series_associations SET {CHECK_COLUMN} = ? WHERE id = ?", fixes
+        )
 
 
 def _column(rows: Sequence[tuple], at: int) -> list[Any]:
@@ -656,4 +675,7 @@ def row_mismatches(state: StoreState) -> dict[int, str]:
     for sid in made["rows"]:
         if sid not in seen:
             out[sid] = "its row is missing from the catalog"
+    # A row equal to its record whose checksum was damaged: the rebuild writes it again.
+    for sid in mismatched_rows(cat):
+        out.setdefault(sid, "its fields do not match its checksum")
     return out

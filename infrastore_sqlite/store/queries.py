@@ -32,6 +32,14 @@ from ..errors import (
 from ..model import OwnerCategory, TimeSeriesType
 from .api import INTERNAL_PREFIX, check_attribute_key, hash_bytes, series_id
 from .prepare import INSERT_COLUMNS
+from .rowcheck import (
+    CHECK_COLUMN,
+    CHECKED_COLUMNS,
+    SELECT_CHECKED,
+    checked,
+    mismatch_error,
+    row_check,
+)
 from .rows import SELECT_ROWS, SeriesRow, build_filter
 
 if TYPE_CHECKING:
@@ -42,6 +50,12 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # into bytes, which no reader of a series expects) and of the integer ones.
 _TEXT_OF = operator.itemgetter(2, 5, 7, 9, 10, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 25)
 _INT_OF = operator.itemgetter(0, 1, 3, 4, 6, 8, 11)
+# SELECT_ROWS' columns a row's checksum covers, in its order, and the checksum's place.
+_SELECTED = [
+    c.strip().split(".")[-1] for c in SELECT_ROWS.split("SELECT", 1)[1].split("FROM")[0].split(",")
+]
+_CHECKED_OF = operator.itemgetter(*(_SELECTED.index(c) for c in CHECKED_COLUMNS))
+_CHECK_AT = _SELECTED.index(CHECK_COLUMN)
 _TEXT_OK = frozenset({str, type(None)})
 _INT_OK = frozenset({int, type(None)})
 
@@ -99,6 +113,8 @@ class Queries:
         typed: dict[bytes, dict[str, Any]] = {}
         try:
             for r in cur:
+                if row_check(_CHECKED_OF(r)) != r[_CHECK_AT]:
+                    raise mismatch_error(str(self._state.path), r[0], r[5])
                 try:
                     row = SeriesRow.from_sql(r)
                 except (KeyError, TypeError, ValueError, TimeSeriesError) as exc:
@@ -196,7 +212,8 @@ class Queries:
             where, params = "t.id IN carray(?)", [apsw.carray(np.array(wanted, dtype=np.int64))]
         else:
             where, params = build_filter(filters)
-        cols = ", ".join(_FIELD_COLUMNS[f] for f in fields)
+        # Then the columns each row's checksum covers: checked, then cut off (rowcheck.py).
+        cols = ", ".join([*(_FIELD_COLUMNS[f] for f in fields), SELECT_CHECKED])
         # The feature maps are joined only when their text is asked for (the filters
         # never name them): one search fewer per row.
         join = (
@@ -204,11 +221,16 @@ class Queries:
             if "features_json" in fields
             else ""
         )
-        return self._decoded(
-            self._state.catalog.execute(
-                f"SELECT {cols} FROM time_series_associations t{join} WHERE {where} ORDER BY t.id",
-                params,
-            )
+        return checked(
+            self._decoded(
+                self._state.catalog.execute(
+                    f"SELECT {cols} FROM time_series_associations t{join} WHERE {where} "
+                    "ORDER BY t.id",
+                    params,
+                )
+            ),
+            len(fields),
+            str(self._state.path),
         )
 
     def typed_features(self, features_hash: bytes) -> dict[str, Any]:

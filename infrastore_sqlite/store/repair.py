@@ -79,7 +79,7 @@ from .damage import (
 )
 from .journal import row_mismatches, unknown_transactions
 from .lifecycle import open_state
-from .rebuild import rebuild_catalog, relocate, restore_names
+from .rebuild import move_files, name_moves, rebuild_catalog, relocate
 from .segments import PENDING_SUFFIX, SEGMENT_DIR, catalog_file
 from .tracing import LOG
 
@@ -202,9 +202,16 @@ def repair(
     if state.catalog.in_transaction:
         raise StorageError("repair() cannot run inside a transaction; commit or roll back first")
     # Files swapped or renamed in segments/ go back under the names they record first
-    # (renamed, never deleted): what they hold is then read where the catalog says.
+    # (renamed, never deleted): what they hold is then read where the catalog says. The
+    # moves are decided first; a repair that then cannot go on (another writer holds the
+    # store, a refusal) moves them back, so a refused repair changes nothing.
+    root = state.path
+    moves = name_moves(root, state.segments.generation)
+    if moves:
+        with state.catalog.transaction():
+            pass  # busy is refused here, before any file moves
     try:
-        moved = restore_names(state.path, state.segments.generation)
+        moved = move_files(root, moves)
     except OSError as exc:
         raise StorageError(
             f"cannot move the segments of {state.path} back under their names: "
@@ -227,7 +234,22 @@ def repair(
         try:
             return rebuild_open_store(state, dry_run=False, why=str(exc))
         except IntegrityError:
+            _move_back(state, moved)
             raise exc from None
+    except BaseException:
+        _move_back(state, moved)
+        raise
+
+
+def _move_back(state: StoreState, moved: list[tuple[str, str]]) -> None:
+    """Undo :func:`~.rebuild.move_files`' moves of a repair that did not go on."""
+    if not moved:
+        return
+    with contextlib.suppress(OSError):
+        move_files(state.path, [(dst, src) for src, dst in reversed(moved)])
+    for src, dst in moved:
+        state.segments.forget(Path(src).name)
+        state.segments.forget(Path(dst).name)
 
 
 def _repair(

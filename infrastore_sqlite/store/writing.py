@@ -57,6 +57,7 @@ from .prepare import (
     shape_json,
 )
 from .queries import check_owner
+from .rowcheck import CHECK_COLUMN, SELECT_CHECKED, checked, with_checks
 from .rows import SeriesRow, feature_rows
 from .tracing import LOG
 
@@ -71,6 +72,12 @@ _FIRST = operator.itemgetter(0)
 _INSERT_ROW = (
     f"INSERT INTO time_series_associations ({', '.join(INSERT_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(INSERT_COLUMNS))})"
+)
+
+#: The same with the row's checksum (:mod:`.rowcheck`), its ids known beforehand.
+_INSERT_CHECKED = (
+    f"INSERT INTO time_series_associations ({', '.join(INSERT_COLUMNS)}, {CHECK_COLUMN}) "
+    f"VALUES ({', '.join('?' * (len(INSERT_COLUMNS) + 1))})"
 )
 
 
@@ -238,7 +245,7 @@ class Writing:
             "COALESCE((SELECT MAX(id) FROM time_series_associations), 0))"
         )
         try:
-            cat.executemany(_INSERT_ROW, [p.row for p in prepared])
+            cat.executemany(_INSERT_CHECKED, with_checks(first, [p.row for p in prepared]))
         except apsw.ConstraintError as exc:
             done = cat.scalar(
                 "SELECT COUNT(*) FROM time_series_associations WHERE id >= ?", (first,)
@@ -314,10 +321,14 @@ class Writing:
         for start in range(0, len(keys), 100):
             chunk = keys[start : start + 100]
             marks = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
-            for r in self._state.catalog.execute(
-                f"SELECT {identity}, {', '.join(wanted)} FROM time_series_associations "
-                f"WHERE ({identity}) IN (VALUES {marks})",
-                [x for k in chunk for x in k],
+            for r in checked(
+                self._state.catalog.execute(
+                    f"SELECT {identity}, {', '.join(wanted)}, {SELECT_CHECKED} "
+                    f"FROM time_series_associations t WHERE ({identity}) IN (VALUES {marks})",
+                    [x for k in chunk for x in k],
+                ),
+                7 + len(wanted),
+                str(self._state.path),
             ):
                 found[tuple(r[:7])] = dict(zip(wanted, r[7:], strict=True))
         return found
