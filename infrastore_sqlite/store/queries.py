@@ -35,8 +35,7 @@ from .prepare import INSERT_COLUMNS
 from .rowcheck import (
     CHECK_COLUMN,
     CHECKED_COLUMNS,
-    SELECT_CHECKED,
-    checked,
+    RowChecker,
     mismatch_error,
     row_check,
 )
@@ -56,6 +55,8 @@ _SELECTED = [
 ]
 _CHECKED_OF = operator.itemgetter(*(_SELECTED.index(c) for c in CHECKED_COLUMNS))
 _CHECK_AT = _SELECTED.index(CHECK_COLUMN)
+# The row checks of iter_select_fields, by the fields asked for.
+_checkers: dict[tuple[str, ...], RowChecker] = {}
 _TEXT_OK = frozenset({str, type(None)})
 _INT_OK = frozenset({int, type(None)})
 
@@ -212,8 +213,14 @@ class Queries:
             where, params = "t.id IN carray(?)", [apsw.carray(np.array(wanted, dtype=np.int64))]
         else:
             where, params = build_filter(filters)
-        # Then the columns each row's checksum covers: checked, then cut off (rowcheck.py).
-        cols = ", ".join([*(_FIELD_COLUMNS[f] for f in fields), SELECT_CHECKED])
+        # Then the columns each row's checksum covers that are not asked for: checked,
+        # then cut off (rowcheck.py).
+        checker = _checkers.get(tuple(fields))
+        if checker is None:
+            if len(_checkers) > 64:
+                _checkers.clear()
+            checker = _checkers[tuple(fields)] = RowChecker(list(fields))
+        cols = ", ".join([*(_FIELD_COLUMNS[f] for f in fields), checker.extra])
         # The feature maps are joined only when their text is asked for (the filters
         # never name them): one search fewer per row.
         join = (
@@ -221,7 +228,7 @@ class Queries:
             if "features_json" in fields
             else ""
         )
-        return checked(
+        return checker.cut(
             self._decoded(
                 self._state.catalog.execute(
                     f"SELECT {cols} FROM time_series_associations t{join} WHERE {where} "

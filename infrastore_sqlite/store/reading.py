@@ -37,7 +37,7 @@ from ..model import SERIES_CLASSES, Deterministic, OwnerCategory, TimeSeriesType
 from .api import hash_bytes, series_id
 from .damage import NOT_HELD, ArraysDamaged, damage_error, read_group
 from .queries import INT64_MAX, INT64_MIN, check_owner, missing_ids
-from .rowcheck import SELECT_CHECKED, checked
+from .rowcheck import RowChecker
 from .rows import SeriesRow, decode_shape
 from .segments import SegmentGone
 
@@ -115,8 +115,9 @@ _READ_FIELDS = (
 # Then the data array's pool, slot and segment, and the time axis' (None: it has none).
 _AT_DATA_HASH, _AT_TS_HASH, _AT_POOL, _AT_TS_POOL = 17, 18, 19, 22
 _ID = operator.itemgetter(0)
-# Where a read's row holds the columns its checksum covers (``SELECT_CHECKED``).
-_CHECKED_AT = _AT_TS_POOL + 3
+# The check of a read's rows: the columns its checksum covers that it does not read
+# already are selected after the array places (rowcheck.RowChecker).
+_CHECKER = RowChecker([c.strip().removeprefix("t.") for c in _READ_FIELDS.split(",")] + [None] * 6)
 
 # What ``iter_select_fields`` may name: every catalog column (the id and the columns a
 
@@ -399,8 +400,8 @@ class Reading:
                 "aside",
                 terms=damage_terms(str(self._state.path)),
             ) from None
-        # Each row checked against its checksum, then cut to the fields a read uses.
-        rows = list(checked(rows, _CHECKED_AT, str(self._state.path)))
+        # Each row checked against its checksum (the columns after the array places).
+        _CHECKER.check(rows, str(self._state.path))
         got = list(map(_ID, rows))
         if got == wanted:
             # Distinct ids asked in ascending order (all of a store's, a list_metadata's)
@@ -432,7 +433,7 @@ class Reading:
             return []
         return self._state.catalog.execute(
             f"SELECT {_READ_FIELDS}, a.pool, a.slot, a.segment, s.pool, s.slot, s.segment, "
-            f"{SELECT_CHECKED} "
+            f"{_CHECKER.extra} "
             "FROM time_series_associations t LEFT JOIN arrays a "
             "ON a.hash = t.data_hash AND a.kind = 'data' LEFT JOIN arrays s "
             "ON s.hash = t.timestamps_hash AND s.kind = 'timestamps' "

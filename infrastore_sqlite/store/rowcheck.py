@@ -5,7 +5,7 @@ SQLite reads without complaint: ``load_b`` becomes ``load_f``, a data hash names
 another array. Each row of ``time_series_associations`` therefore keeps, in its
 ``row_check`` column (schema step 0003), the CRC-32 of its id and every
 :data:`~.prepare.INSERT_COLUMNS` field, packed canonically (:func:`row_check`). Every
-read that hands rows to a caller compares it (:func:`first_mismatch`); a row that does
+read that hands rows to a caller compares it (:class:`RowChecker`); a row that does
 not match is damage — refused, named by ``verify``, restored by ``repair`` from the
 segments' records — never the new truth.
 
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import marshal
 import numbers
+import operator
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -44,8 +45,6 @@ CHECKED_COLUMNS: tuple[str, ...] = ("id", *INSERT_COLUMNS)
 SQL_FUNCTION = "infrastore_row_check"
 #: :data:`CHECKED_COLUMNS` then the stored checksum, as a select list on ``t``.
 SELECT_CHECKED = ", ".join(f"t.{c}" for c in CHECKED_COLUMNS) + f", t.{CHECK_COLUMN}"
-#: How many columns :data:`SELECT_CHECKED` adds to a select.
-CHECKED_WIDTH = len(CHECKED_COLUMNS) + 1
 
 _crc32 = zlib.crc32
 _dumps = marshal.dumps
@@ -85,24 +84,6 @@ def with_checks(first: int, rows: Iterable[tuple]) -> list[tuple]:
     return [(*row, row_check((sid, *row))) for sid, row in enumerate(rows, first)]
 
 
-def first_mismatch(rows: Iterable[Sequence[Any]], at: int) -> Sequence[Any] | None:
-    """The first of ``rows`` whose checksum does not match its fields, or None.
-
-    Each row holds :data:`SELECT_CHECKED`'s columns from position ``at`` on.
-    """
-    end = at + len(CHECKED_COLUMNS)
-    for r in rows:
-        if row_check(r[at:end]) != r[end]:
-            return r
-    return None
-
-
-def matches(r: Sequence[Any], at: int) -> bool:
-    """Whether one row's checksum (:data:`SELECT_CHECKED` from ``at``) matches."""
-    end = at + len(CHECKED_COLUMNS)
-    return row_check(r[at:end]) == r[end]
-
-
 def mismatch_error(store_path: str, sid: Any, name: Any) -> DamagedStoreError:
     """The refusal of a series row whose checksum does not match its fields."""
     shown = name if isinstance(name, str) else repr(name)
@@ -115,16 +96,6 @@ def mismatch_error(store_path: str, sid: Any, name: Any) -> DamagedStoreError:
         series=f"{shown} (id {sid})",
         terms=damage_terms(store_path),
     )
-
-
-def checked(rows: Iterable[Sequence[Any]], at: int, store_path: str) -> Iterator[Any]:
-    """``rows`` (:data:`SELECT_CHECKED`'s columns from ``at`` on) cut to their first
-    ``at`` columns, each checked first (:func:`mismatch_error`)."""
-    end = at + len(CHECKED_COLUMNS)
-    for r in rows:
-        if row_check(r[at:end]) != r[end]:
-            raise mismatch_error(store_path, r[at], r[at + _NAME_AT])
-        yield r[:at]
 
 
 _NAME_AT = CHECKED_COLUMNS.index("name")
@@ -167,3 +138,45 @@ def mismatched_rows(cat: Any) -> dict[int, tuple]:
     except TimeSeriesError:
         return {}
     return out
+
+
+class RowChecker:
+    """The check of rows that already select some of :data:`CHECKED_COLUMNS`: ``extra``
+    is the select list (on ``t``) of the others and the checksum, to append to the
+    select, and :meth:`check` checks such rows in place (no column is read twice, no row
+    copied: a read's extra cost is the checksum alone).
+
+    Parameters
+    ----------
+    selected
+        The column each position of the row holds before ``extra`` (None: not a column of
+        ``time_series_associations``, e.g. a joined table's).
+    """
+
+    __slots__ = ("_fields", "_id_at", "_name_at", "at", "extra")
+
+    def __init__(self, selected: Sequence[str | None]) -> None:
+        missing = [c for c in CHECKED_COLUMNS if c not in selected]
+        names = [*selected, *missing, CHECK_COLUMN]
+        self.extra = ", ".join(f"t.{c}" for c in (*missing, CHECK_COLUMN))
+        self.at = len(names) - 1
+        self._fields = operator.itemgetter(*(names.index(c) for c in CHECKED_COLUMNS))
+        self._name_at = names.index("name")
+        self._id_at = names.index("id")
+
+    def check(self, rows: list[Any], store_path: str) -> list[Any]:
+        """``rows``, each checked (:func:`mismatch_error` names the first that fails)."""
+        fields, at = self._fields, self.at
+        for r in rows:
+            if row_check(fields(r)) != r[at]:
+                raise mismatch_error(store_path, r[self._id_at], r[self._name_at])
+        return rows
+
+    def cut(self, rows: Iterable[Any], width: int, store_path: str) -> Iterator[Any]:
+        """``rows`` one at a time, each checked, then cut to its first ``width`` columns
+        (what the caller selected)."""
+        fields, at = self._fields, self.at
+        for r in rows:
+            if row_check(fields(r)) != r[at]:
+                raise mismatch_error(store_path, r[self._id_at], r[self._name_at])
+            yield r[:width]

@@ -57,7 +57,7 @@ from .prepare import (
     shape_json,
 )
 from .queries import check_owner
-from .rowcheck import CHECK_COLUMN, SELECT_CHECKED, checked, with_checks
+from .rowcheck import CHECK_COLUMN, RowChecker, with_checks
 from .rows import SeriesRow, feature_rows
 from .tracing import LOG
 
@@ -317,13 +317,15 @@ class Writing:
             "COALESCE(interval, ''), features_hash"
         )
         wanted = ("id", *columns)
+        # Each row checked against its checksum (rowcheck.py) before it is compared.
+        checker = RowChecker([None] * 7 + list(wanted))
         found: dict[tuple, dict[str, Any]] = {}
         for start in range(0, len(keys), 100):
             chunk = keys[start : start + 100]
             marks = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
-            for r in checked(
+            for r in checker.cut(
                 self._state.catalog.execute(
-                    f"SELECT {identity}, {', '.join(wanted)}, {SELECT_CHECKED} "
+                    f"SELECT {identity}, {', '.join(wanted)}, {checker.extra} "
                     f"FROM time_series_associations t WHERE ({identity}) IN (VALUES {marks})",
                     [x for k in chunk for x in k],
                 ),

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from catalog_rows import recheck_rows
 from conftest import ADDITIONS
 from varied_store import FORECASTS, LANES, SERIES_TAIL, T0, H, add, build_varied, new_store, sts
 
@@ -753,6 +754,7 @@ def test_unspecified_reference(tmp_path: Path) -> None:
     store.close()
     cat = sqlite3.connect(tmp_path / "s.h5" / "catalog.sqlite")
     cat.execute("UPDATE time_series_associations SET time_reference = NULL WHERE name = 'u'")
+    recheck_rows(cat, "name = 'u'")  # as an earlier release's row, migrated
     cat.commit()
     cat.close()
     store = Store.open(tmp_path / "s.h5")

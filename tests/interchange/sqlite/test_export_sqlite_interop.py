@@ -38,6 +38,7 @@ from zoneinfo import ZoneInfo
 import infrastore
 import numpy as np
 import pytest
+from catalog_rows import recheck_rows
 from conftest import ADDITIONS
 
 import infrastore_sqlite
@@ -344,6 +345,7 @@ def build(L: ModuleType, path: Path) -> Any:
         "UPDATE time_series_associations SET time_reference = NULL "
         "WHERE name IN ('unspec', 'unspec_2')"
     )
+    recheck_rows(cat, "name IN ('unspec', 'unspec_2')")  # as an earlier release's rows
     cat.commit()
     cat.close()
     return L.Store.open(path)
