@@ -529,8 +529,3 @@ def move_files(root: str | Path, moves: list[tuple[str, str]]) -> list[tuple[str
         fsync_path(root / SEGMENT_DIR)
         fsync_path(root)
     return done
-
-
-def restore_names(root: str | Path, generation: str) -> list[tuple[str, str]]:
-    """:func:`name_moves` decided, then made (:func:`move_files`); returns the moves."""
-    return move_files(root, name_moves(root, generation))
