@@ -152,15 +152,15 @@ _KILLER = textwrap.dedent(
     import os, signal, sys
     from infrastore_sqlite import Store
     calls = [0]
-    real = Store._insert_prepared
+    real = Store.insert_all
 
-    def dying(self, prepared):
+    def dying(self, items, **kw):
         calls[0] += 1
         if calls[0] == int(os.environ["KILL_AT"]):
             os.kill(os.getpid(), signal.SIGKILL)  # a kill -9 in the middle of the import
-        return real(self, prepared)
+        return real(self, items, **kw)
 
-    Store._insert_prepared = dying
+    Store.insert_all = dying
     from infrastore_sqlite.cli import main
     main(sys.argv[1:])
     """

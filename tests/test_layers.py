@@ -187,21 +187,24 @@ ROOM_ORDER = {
         "direct",
         "arrays",
         "prepare",
+        "rowcheck",
         "catalog",
         "segments",
+        "state",
+        "conflicts",
         "journal",
         "damage",
         "readers",
         "api",
         "queries",
         "reading",
-        "writing",
         "transactions",
+        "writing",
         "maintenance",
         "rebuild",
         "catalog_copy",
-        "repair",
         "lifecycle",
+        "repair",
         "store",
     ],
     "interchange.importing": [
@@ -211,6 +214,7 @@ ROOM_ORDER = {
         "places",
         "keys",
         "specs",
+        "filing",
         "building",
         "batches",
         "run",
@@ -284,6 +288,119 @@ def test_the_room_checker_sees_a_later_room(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert _runtime_sibling_imports(probe, "model") == {"base", "static", "forecasts"}
+
+
+# ------------------------------------------------------------------------- store rooms' edges
+# The store's rooms receive what they work with as constructor arguments (issue 35): the
+# shared state (``state.StoreState``) and the rooms they call. So the edges the rooms use
+# at run time are the annotations of their constructors, and those must point to rooms
+# placed before them in ROOM_ORDER, never to the ``Store`` facade.
+STATE_CLASS = "StoreState"
+
+
+def _imported_from(tree: ast.Module) -> dict[str, str]:
+    """Each name a module imports from a sibling (``from .x import Name``) -> ``x``,
+    those imported only for type checking included."""
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+            for alias in node.names:
+                names[alias.asname or alias.name] = node.module.split(".")[0]
+    return names
+
+
+def _room_edges(source: str) -> dict[str, list[str]]:
+    """``class -> [sibling module of each constructor parameter's annotation]`` for every
+    class whose constructor receives the store's state (a room); ``"?"`` for a parameter
+    whose type is not a sibling's class."""
+    tree = ast.parse(source)
+    origin = _imported_from(tree)
+    edges: dict[str, list[str]] = {}
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        init = next(
+            (f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None
+        )
+        if init is None:
+            continue
+        params = [*init.args.args[1:], *init.args.kwonlyargs]
+        annotations = [ast.unparse(a.annotation) if a.annotation else "" for a in params]
+        if STATE_CLASS not in annotations:
+            continue
+        edges[cls.name] = [origin.get(a.strip("'\""), "?") for a in annotations]
+    return edges
+
+
+def _store_rooms() -> list[str]:
+    return [r for r in ROOM_ORDER["store"] if r != "store"]
+
+
+@pytest.mark.parametrize("room", _store_rooms())
+def test_store_rooms_receive_only_earlier_rooms(room: str) -> None:
+    rooms = ROOM_ORDER["store"]
+    source = PACKAGE.joinpath("store", f"{room}.py").read_text(encoding="utf-8")
+    for cls, modules in _room_edges(source).items():
+        assert "store" not in modules, f"store.{room}.{cls} receives the Store facade"
+        later = [m for m in modules if m not in rooms[: rooms.index(room)]]
+        assert not later, (
+            f"store.{room}.{cls}'s constructor receives {later}: a room receives the state "
+            "and rooms placed before it in ROOM_ORDER only"
+        )
+
+
+def test_the_store_composes_every_room() -> None:
+    """Every room class is built by ``Store.__init__`` (the composition root)."""
+    rooms = {
+        cls
+        for room in _store_rooms()
+        for cls in _room_edges(PACKAGE.joinpath("store", f"{room}.py").read_text("utf-8"))
+    }
+    tree = ast.parse(PACKAGE.joinpath("store", "store.py").read_text(encoding="utf-8"))
+    store = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Store")
+    init = next(f for f in store.body if isinstance(f, ast.FunctionDef) and f.name == "__init__")
+    built = {
+        n.func.id
+        for n in ast.walk(init)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    }
+    assert len(rooms) >= 5
+    assert rooms <= built, f"rooms not composed in Store.__init__: {sorted(rooms - built)}"
+
+
+def test_the_room_edge_checker_sees_a_later_room_and_the_facade() -> None:
+    probe = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from .state import StoreState\n"
+        "    from .writing import Writing\n"
+        "    from .store import Store\n"
+        "class Room:\n"
+        "    def __init__(self, state: StoreState, writing: Writing, store: Store) -> None:\n"
+        "        pass\n"
+        "class Helper:\n"
+        "    def __init__(self, store: Store) -> None:\n"
+        "        pass\n"
+    )
+    assert _room_edges(probe) == {"Room": ["state", "writing", "store"]}
+
+
+@pytest.mark.parametrize(
+    "path", sorted(PACKAGE.joinpath("store").glob("*.py")), ids=lambda p: p.stem
+)
+def test_no_store_module_reaches_through_a_private_attribute(path: Path) -> None:
+    """``self._a._b`` (or ``x._a._b``) is a reach into another object's private state: a
+    room uses what another room or the state offers publicly."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    reaches = [
+        f"{path.name}:{n.lineno} {ast.unparse(n)}"
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Attribute)
+        and n.attr.startswith("_")
+        and not n.attr.startswith("__")
+        and isinstance(n.value, ast.Attribute)
+        and n.value.attr.startswith("_")
+        and not n.value.attr.startswith("__")
+    ]
+    assert not reaches, f"private reaches into another object: {reaches}"
 
 
 # ------------------------------------------------------------------------- room sizes

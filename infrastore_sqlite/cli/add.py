@@ -11,8 +11,8 @@ from typing import Any
 import click
 
 from ..errors import InvalidParameterError, shown
-from ..interchange.filing import OUTCOMES
 from ..interchange.options import ImportOptions
+from ..store.conflicts import OUTCOMES
 from ..textfiles import (
     WRITABLE_TYPES,
     CsvSpec,

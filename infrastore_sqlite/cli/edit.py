@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from ..errors import rehash_term
-from ..interchange.filing import DIFF_KEYS, has_changes
+from ..interchange.importing.filing import DIFF_KEYS, has_changes
 from ..interchange.options import ImportOptions
 from .base import PROG, _example, _format, _global_options, _open_store
 from .options import _selector_options, bound_keywords, limit_options

@@ -20,7 +20,7 @@ import click
 import numpy as np
 
 from ..errors import TimeSeriesError, shown
-from ..interchange.filing import OUTCOMES
+from ..store.conflicts import OUTCOMES
 from ..textfiles import text_cell, to_json
 from .base import DEBUG_ENV, EXPORT_FORMATS, PROG, _Ambiguous, _format, _globals
 

@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import InvalidParameterError
-from .filing import OnConflict, check_on_conflict
+from ..store.conflicts import OnConflict, check_on_conflict
 from .importing.limits import Limits
 from .selection import Selection
 

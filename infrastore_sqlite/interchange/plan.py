@@ -38,6 +38,7 @@ from ..errors import (
 )
 from ..model import AnySeries, TimeSeriesType
 from ..model.slicing import slice_range
+from ..store.reading import series_from
 from ..store.rows import SeriesRow, decode_shape
 from .layout import (
     Partition,
@@ -114,7 +115,7 @@ def export_object(
     store: Store, row: SeriesRow, stored: np.ndarray, ts: np.ndarray | None, time_range: Any
 ) -> AnySeries:
     """The series object an export writes: minimal-width, materialized, clipped."""
-    obj = store._series_from(row, stored, ts, pad=False)
+    obj = series_from(row, stored, ts, pad=False)
     if time_range is not None:
         obj = slice_range(obj, time_range, row.label)
     et = obj.element_type_info
@@ -403,7 +404,7 @@ def plan_export(
     del to_read
     if ragged:
         hashes = {bytes(planned.hashes[HASH_BYTES * p : HASH_BYTES * (p + 1)]) for p in ragged}
-        locations = store._locations({(h, "data") for h in hashes})
+        locations = store.array_locations({(h, "data") for h in hashes})
         widths = {h: _width(orjson.loads(loc[1])) for (h, _), loc in locations.items()}
         for p in ragged:
             planned.widths[p] = widths[bytes(planned.hashes[HASH_BYTES * p : HASH_BYTES * (p + 1)])]
@@ -692,7 +693,7 @@ def _static_arrays(
         hashes, axes = pp.hashes[start:stop], pp.axes[start:stop]
         anchors = pp.anchors[pp.firsts[start:stop]].tolist()
         rows = pp.array_rows[start:stop].tolist()
-        loaded = store._load({(h, "data") for h in hashes})
+        loaded = store.load_arrays({(h, "data") for h in hashes})
         for k in range(start, stop):
             at = k - start
             h, axis, n, anchor = hashes[at], axes[at], rows[at], anchors[at]

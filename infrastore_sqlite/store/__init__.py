@@ -1,11 +1,15 @@
 """The embedded store: the :class:`Store`, its catalog and migrations, the array files.
 
 * :mod:`.store` — :class:`Store` (``create`` / ``open`` and everything they offer), a
-  facade whose work lives in the rooms below, one collaborator each;
+  facade whose work lives in the rooms below, one collaborator each; its constructor
+  composes them around one :class:`~.state.StoreState` (:mod:`.state`: path, catalog,
+  segments, read-only flag, the open and writable checks);
 * :mod:`.lifecycle` — creating, opening (converting, migrating) and closing a store;
 * :mod:`.transactions` — write transactions; sealing, merging, rewriting segments;
 * :mod:`.prepare` — a series checked and prepared as a catalog row (no I/O);
-* :mod:`.writing` — adds, replacements and removals: catalog rows and new arrays;
+* :mod:`.writing` — adds, replacements and removals: catalog rows and new arrays; the
+  import's door ``Store.insert_all`` under :mod:`.conflicts` (what *the same series* is,
+  ``error`` / ``replace`` / ``ignore``);
 * :mod:`.reading` — where arrays are, batched reads, series objects from rows;
 * :mod:`.queries` — catalog rows, metadata and counts;
 * :mod:`.maintenance` — compact, transform, settings and size;

@@ -1,18 +1,19 @@
 """Store members beyond adding, reading and removing: the reference's query and
 maintenance API for the time-series part, kept apart from the rooms ``store.py`` delegates to.
 
-``Store`` inherits :class:`StoreApi`; every member here is built on the store's own
-entry points (``select_rows``, ``read_by_ids``, ``add_time_series_bulk``,
-``remove_by_ids``, ``transaction``), never on HDF5 or the catalog's tables directly, so
-the write path can change underneath without these changing.
+``Store`` inherits :class:`StoreApi`; every member here is built on the store's public
+members (``select_rows``, ``read_by_id``, ``add_time_series``, ``remove_by_filter``,
+``load_arrays``, ``check_open`` …, declared in the class for type checkers), never on
+HDF5, the catalog's tables or a room directly, so the rooms can change underneath without
+these changing. The members that need the catalog (arrays by hash, owners, attributes,
+``persist_to``) are the rooms' and delegated to by ``Store``.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
@@ -25,11 +26,9 @@ from ..core.hashing import features_hash, validate_features
 from ..core.periods import as_period
 from ..core.timeref import ms_to_rfc3339
 from ..errors import (
-    DuplicateTimeSeriesError,
     IntegrityError,
     InvalidParameterError,
     IoError,
-    NotFoundError,
     ParameterTypeError,
     StoreExistsError,
 )
@@ -42,7 +41,7 @@ if TYPE_CHECKING:
     from .store import Store
 
 #: Attribute keys the store keeps for itself (its catalog generation): never listed.
-_INTERNAL_PREFIX = "infrastore_sqlite."
+INTERNAL_PREFIX = "infrastore_sqlite."
 _RESERVED_PREFIX = "infrastore."  # the reference's own keys: refused on set and remove
 
 
@@ -83,11 +82,38 @@ class StoreApi:
     ``initial_timestamp``, ``length``, ``features``, ``features_exact``).
     """
 
-    # Provided by Store; declared for type checkers.
+    # The public members of Store these are built on; declared for type checkers.
     if TYPE_CHECKING:
+        path: Path
+        read_only: bool
+        catalog: str
 
+        @classmethod
+        def open(cls, path: str | Path) -> Store: ...
+        def check_open(self) -> None: ...
+        def check_writable(self) -> None: ...
         def select_rows(self, **filters: Any) -> list[SeriesRow]: ...
         def iter_select_rows(self, **filters: Any) -> Iterable[SeriesRow]: ...
+        def rows_by_ids(self, ids: Sequence[int]) -> list[SeriesRow]: ...
+        def counts_by_type(self) -> dict[str, int]: ...
+        def num_distinct_arrays(self) -> int: ...
+        def read_by_id(self, id: int) -> Any: ...
+        def add_time_series(
+            self,
+            owner_id: int,
+            owner_type: str,
+            owner_category: OwnerCategory | str,
+            time_series: Any,
+            *,
+            features: Mapping[str, int | float | bool | str] | None = None,
+        ) -> int: ...
+        def remove_by_filter(self, **filters: Any) -> int: ...
+        def load_arrays(
+            self, keys: Iterable[tuple[bytes, str]], *, part: tuple = ()
+        ) -> dict[tuple[bytes, str], np.ndarray]: ...
+        def array_locations(
+            self, keys: Iterable[tuple[bytes, str]]
+        ) -> dict[tuple[bytes, str], tuple]: ...
 
     # ------------------------------------------------------------------ discovery
     @filter_keywords
@@ -198,7 +224,7 @@ class StoreApi:
             Drive it with :meth:`static_read`; memory follows the number of columns.
         """
         return readers.build_static_reader(
-            self,  # type: ignore[arg-type]
+            self,
             resolution,
             window_start=window_start,
             window_length=window_length,
@@ -209,7 +235,7 @@ class StoreApi:
     def static_read(self, reader: StaticReader, when: datetime) -> None:
         """Fill ``reader``'s buffers with every column's value at ``when`` (a timestamp of
         the reader's timeline; anything else raises). Then read ``reader.group_values(i)``."""
-        readers.static_read(self, reader, when)  # type: ignore[arg-type]
+        readers.static_read(self, reader, when)
 
     @readers.reader_filter_keywords
     def build_forecast_reader(
@@ -232,7 +258,7 @@ class StoreApi:
             The ``list_metadata`` filter.
         """
         return readers.build_forecast_reader(
-            self,  # type: ignore[arg-type]
+            self,
             time_series_type,
             resolution,
             filters=readers.reader_filters(filters, "build_forecast_reader"),
@@ -241,7 +267,7 @@ class StoreApi:
     def forecast_read(self, reader: ForecastReader, when: datetime) -> None:
         """Fill ``reader``'s entries with every forecast's window issued at ``when`` (a
         window start; anything else raises). Then read ``reader.entry_values(i)``."""
-        readers.forecast_read(self, reader, when)  # type: ignore[arg-type]
+        readers.forecast_read(self, reader, when)
 
     # ------------------------------------------------------------------ counts
     def get_time_series_counts(self) -> dict[str, Any]:
@@ -323,73 +349,19 @@ class StoreApi:
             )
         return out
 
-    # ------------------------------------------------------------------ arrays
-    def count_array_references(self, data_hash: str) -> dict[str, Any]:
-        """How many series point at a stored array: ``sts`` (stored series of any type)
-        and ``dst`` (forecast views derived from a SingleTimeSeries)."""
-        key = _hash_bytes(data_hash)
-        counts = Counter(
-            r.type is TimeSeriesType.DeterministicSingleTimeSeries
-            for r in self._iter_select("t.data_hash = ?", (key,))  # type: ignore[attr-defined]
-        )
-        return {"sts": counts[False], "dst": counts[True]}
-
-    def get_array_by_hash(self, data_hash: str) -> np.ndarray:
-        """The stored array with this ``data_hash`` (hex), as a fresh copy.
-
-        Raises
-        ------
-        NotFoundError
-            The store holds no array with that hash.
-        """
-        key = (_hash_bytes(data_hash), "data")
-        self._open()  # type: ignore[attr-defined]
-        if key not in self._found_locations([key]):  # type: ignore[attr-defined]
-            raise NotFoundError(
-                f"the store holds no array with data_hash {data_hash}; list_metadata shows "
-                "the hashes it holds",
-                key=data_hash,
-            )
-        return np.array(self._load([key])[key])  # type: ignore[attr-defined]
-
     # ------------------------------------------------------------------ owners
     def copy_time_series(
         self, src: int, dst_owner_id: int, dst_owner_type: str, *, new_name: str | None = None
     ) -> int:
         """Add the series ``src`` again for another owner (same category and features),
         optionally renamed; returns the new id. The array is shared, not copied."""
-        (row,) = self.rows_by_ids([src])  # type: ignore[attr-defined]
-        series = self.read_by_id(src)  # type: ignore[attr-defined]
+        (row,) = self.rows_by_ids([src])
+        series = self.read_by_id(src)
         if new_name is not None:
             series = _renamed(series, new_name)
-        return self.add_time_series(  # type: ignore[attr-defined]
+        return self.add_time_series(
             dst_owner_id, dst_owner_type, row.owner_category, series, features=row.features
         )
-
-    def replace_owner(
-        self, old_owner: int, new_owner: int, owner_category: OwnerCategory | str
-    ) -> int:
-        """Move every series of owner ``old_owner`` (of the category) to ``new_owner``;
-        returns how many moved. All or nothing: a series the new owner already has
-        (same identity) refuses the whole move."""
-        self._writable()  # type: ignore[attr-defined]
-        cat = int(OwnerCategory.coerce(owner_category))
-        for what, v in (("old_owner", old_owner), ("new_owner", new_owner)):
-            if isinstance(v, bool) or not isinstance(v, int | np.integer):
-                raise TypeError(f"replace_owner: {what} must be an int, not {type(v).__name__}")
-        try:
-            with self.transaction():  # type: ignore[attr-defined]
-                self._catalog.execute(  # type: ignore[attr-defined]
-                    "UPDATE time_series_associations SET owner_id = ? "
-                    "WHERE owner_id = ? AND owner_category = ?",
-                    (int(new_owner), int(old_owner), cat),
-                )
-                return int(self._catalog.conn.changes())  # type: ignore[attr-defined]
-        except apsw.ConstraintError as exc:
-            raise DuplicateTimeSeriesError(
-                f"replace_owner: owner {new_owner} already has a series with the identity of "
-                f"one of owner {old_owner}'s; remove or rename it first, nothing was moved"
-            ) from exc
 
     def clear_time_series(
         self, *, owner_id: int | None = None, owner_category: OwnerCategory | str | None = None
@@ -397,53 +369,11 @@ class StoreApi:
         """Remove every series of one owner (give both keywords) or of the whole store
         (give neither); returns the count."""
         _both_or_neither("clear_time_series", owner_id, owner_category)
-        return self.remove_by_filter(  # type: ignore[attr-defined]
-            owner_id=owner_id, owner_category=owner_category
-        )
-
-    def association_exists(self, id: int) -> bool:
-        """Whether a series with this id is stored."""
-        return bool(self._select("t.id = ?", (series_id(id),)))  # type: ignore[attr-defined]
-
-    # ------------------------------------------------------------------ attributes
-    def set_store_attribute(self, key: str, value: str) -> None:
-        """Record a free-form ``key`` → ``value`` pair with the store (replacing one)."""
-        _attribute_key(key, writing=True)
-        if not isinstance(value, str):
-            raise TypeError(f"a store attribute's value is a str, not {type(value).__name__}")
-        with self.transaction():  # type: ignore[attr-defined]
-            self._catalog.execute(  # type: ignore[attr-defined]
-                "INSERT OR REPLACE INTO store_attributes (key, value) VALUES (?, ?)", (key, value)
-            )
-
-    def get_store_attribute(self, key: str) -> str | None:
-        """The value recorded for ``key``, or None."""
-        _attribute_key(key)
-        self._open()  # type: ignore[attr-defined]
-        return self._catalog.scalar(  # type: ignore[attr-defined]
-            "SELECT value FROM store_attributes WHERE key = ?", (key,)
-        )
-
-    def list_store_attributes(self) -> dict[str, str]:
-        """Every recorded attribute, by key."""
-        self._open()  # type: ignore[attr-defined]
-        rows = self._catalog.execute(  # type: ignore[attr-defined]
-            "SELECT key, value FROM store_attributes ORDER BY key"
-        )
-        return {k: v for k, v in rows if not k.startswith(_INTERNAL_PREFIX)}
-
-    def remove_store_attribute(self, key: str) -> bool:
-        """Forget ``key``; returns whether it was recorded."""
-        _attribute_key(key, writing=True)
-        with self.transaction():  # type: ignore[attr-defined]
-            self._catalog.execute(  # type: ignore[attr-defined]
-                "DELETE FROM store_attributes WHERE key = ?", (key,)
-            )
-            return bool(self._catalog.conn.changes())  # type: ignore[attr-defined]
+        return self.remove_by_filter(owner_id=owner_id, owner_category=owner_category)
 
     def flush(self) -> None:
         """Nothing to do: every commit is durable when it returns (the reference's name)."""
-        self._open()  # type: ignore[attr-defined]
+        self.check_open()
 
     def persist_catalog(self) -> None:
         """Make the catalog beside this store's HDF5 file current. Every commit already
@@ -456,35 +386,30 @@ class StoreApi:
         ReadOnlyStoreError
             The store is open read-only.
         """
-        if self._scratch is not None:  # type: ignore[attr-defined]
+        if self.catalog == "memory":
             raise InvalidParameterError(
                 "an in-memory store has no HDF5 file for a catalog to pair with; use persist_to"
             )
-        self._writable()  # type: ignore[attr-defined]
+        self.check_writable()
         self.flush()
 
     # ------------------------------------------------------------------ files
-    @property
-    def catalog(self) -> str:
-        """``"memory"`` for an ``in_memory`` store (gone on close), else ``"attached"``."""
-        return "memory" if self._scratch is not None else "attached"  # type: ignore[attr-defined]
-
     def show(self, *, file: Any = None) -> None:
         """Print what the store holds: series per type, distinct arrays, owners.
 
         ``file`` is what :func:`print` takes (default ``sys.stdout``). Catalog queries
         only; no array is read.
         """
-        counts = self.counts_by_type()  # type: ignore[attr-defined]
+        counts = self.counts_by_type()
         total = sum(counts.values())
         owners = {c: set() for c in OwnerCategory}
         for r in self.iter_select_rows():
             owners[r.owner_category].add(r.owner_id)
-        mode = "read-only" if self.read_only else "read-write"  # type: ignore[attr-defined]
-        where = "in-memory" if self._scratch is not None else self.path  # type: ignore[attr-defined]
+        mode = "read-only" if self.read_only else "read-write"
+        where = "in-memory" if self.catalog == "memory" else self.path
         lines = [f"Store: {where} ({mode})"]
         if total:
-            arrays = self.num_distinct_arrays()  # type: ignore[attr-defined]
+            arrays = self.num_distinct_arrays()
             lines.append(f"Time series: {total} associations over {arrays} distinct arrays")
             width = max(len(n) for n in counts) + 2
             order = sorted(counts, key=lambda n: int(TimeSeriesType[n]))
@@ -499,23 +424,6 @@ class StoreApi:
         # No association API here, so none can exist (the reference prints these too).
         lines += ["Supplemental attribute attachments: 0", "Parent/child edges: 0"]
         print("\n".join(lines), file=file)
-
-    def persist_to(self, path: str | Path) -> None:
-        """Write a complete, independent copy of the store (its last commit) to the
-        directory ``path``, replacing a store there; it is built under a work name and
-        renamed into place, so a failure leaves no half-written store.
-
-        Raises
-        ------
-        InvalidParameterError
-            A transaction is open, or ``path``'s directory does not exist.
-        """
-        self._open()  # type: ignore[attr-defined]
-        if self.in_transaction:  # type: ignore[attr-defined]
-            raise InvalidParameterError(
-                "persist_to inside a transaction would copy uncommitted work; commit first"
-            )
-        _copy_store(Path(self.path), self._catalog.conn, Path(path))  # type: ignore[attr-defined]
 
     @classmethod
     def open_copy(cls, src: str | Path, dest: str | Path, *, catalog: str = "attached") -> Any:
@@ -543,13 +451,13 @@ class StoreApi:
             # Copied as it is; the writable open below converts the copy, not src.
             shutil.copyfile(src, dest)
             shutil.copyfile(legacy_catalog(src), legacy_catalog(dest))
-            return cls.open(dest)  # type: ignore[attr-defined]
+            return cls.open(dest)
         source = apsw.Connection(str(catalog_file(src)), flags=apsw.SQLITE_OPEN_READONLY)
         try:
-            _copy_store(src, source, dest)
+            copy_store(src, source, dest)
         finally:
             source.close()
-        return cls.open(dest)  # type: ignore[attr-defined]
+        return cls.open(dest)
 
 
 _FORECAST_PARAMETERS = ("horizon", "interval", "count", "resolution", "initial_timestamp")
@@ -616,7 +524,7 @@ def _grouped(
     return [{**dict(zip(fields, g, strict=True)), "count": counts[g]} for g in groups]
 
 
-def _hash_bytes(data_hash: str) -> bytes:
+def hash_bytes(data_hash: str) -> bytes:
     if not isinstance(data_hash, str):
         raise TypeError(f"data_hash must be a hex str, not {type(data_hash).__name__}")
     try:
@@ -636,7 +544,7 @@ def _both_or_neither(what: str, owner_id: Any, owner_category: Any) -> None:
         raise InvalidParameterError(f"{what} requires both owner_id and owner_category, or neither")
 
 
-def _attribute_key(key: Any, writing: bool = False) -> None:
+def check_attribute_key(key: Any, writing: bool = False) -> None:
     """Refuse a key the caller may not use; ``writing`` for set and remove.
 
     Set and remove also refuse, as the reference does, an empty key and one under the
@@ -651,9 +559,9 @@ def _attribute_key(key: Any, writing: bool = False) -> None:
             f"store attribute key {key!r} uses the reserved {_RESERVED_PREFIX!r} prefix; "
             "choose another key"
         )
-    if key.startswith(_INTERNAL_PREFIX):
+    if key.startswith(INTERNAL_PREFIX):
         raise InvalidParameterError(
-            f"store attribute keys starting with {_INTERNAL_PREFIX!r} are the store's own; "
+            f"store attribute keys starting with {INTERNAL_PREFIX!r} are the store's own; "
             "choose another key"
         )
 
@@ -741,7 +649,7 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def _copy_store(root: Path, catalog_src: apsw.Connection, dest: Path) -> None:
+def copy_store(root: Path, catalog_src: apsw.Connection, dest: Path) -> None:
     """The committed state of the store at ``root`` (its catalog read through
     ``catalog_src``) as a new store directory at ``dest``, replacing one there.
 

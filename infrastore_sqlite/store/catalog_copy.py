@@ -32,7 +32,7 @@ from .segments import CATALOG_NAME, GENERATION_KEY
 from .tracing import LOG
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .state import StoreState
 
 #: The folder damaged segments are moved into: ``<store>/damaged-<UTC time>``. It is
 #: beside ``segments/``, never in it, so no name in it can be taken for a segment.
@@ -56,19 +56,19 @@ class BeyondIndexes(IntegrityError):
     history, and refuses otherwise."""
 
 
-def catalog_beyond_repair(store: Store, what: str) -> None:
+def catalog_beyond_repair(state: StoreState, what: str) -> None:
     """Refuse a catalog neither ``REINDEX`` nor a copy of its tables brings back,
     changing nothing (:func:`.repair.repair` then tries the segments' records)."""
     raise BeyondIndexes(
-        f"the catalog {store._catalog.path} is damaged beyond what repair rebuilds ({what}); "
+        f"the catalog {state.catalog.path} is damaged beyond what repair rebuilds ({what}); "
         "nothing was changed. Restore catalog.sqlite from a backup of this store, or export "
         "what still reads into a new store",
-        key=store._catalog.path,
-        terms=damage_terms(str(store.path)),
+        key=state.catalog.path,
+        terms=damage_terms(str(state.path)),
     )
 
 
-def mend_catalog(store: Store, report: dict[str, Any]) -> Path | None:
+def mend_catalog(state: StoreState, report: dict[str, Any]) -> Path | None:
     """Mend a catalog ``PRAGMA integrity_check`` finds damaged, before anything else.
 
     First ``REINDEX`` in a write transaction, kept only if the catalog is then sound.
@@ -76,23 +76,23 @@ def mend_catalog(store: Store, report: dict[str, Any]) -> Path | None:
     yields (:func:`copy_catalog`) and swapped in. Returns the folder the damaged
     catalog was moved into, if it was.
     """
-    cat = store._catalog
+    cat = state.catalog
     try:
         with cat.transaction():
             cat.execute("REINDEX")
-            if catalog_check(store):
+            if catalog_check(state):
                 raise _NotMended
         return None
     except (_NotMended, TimeSeriesError):
         pass
-    return copy_catalog(store, report)
+    return copy_catalog(state, report)
 
 
 class _NotMended(Exception):
     """REINDEX did not make the catalog sound: roll it back."""
 
 
-def copy_catalog(store: Store, report: dict[str, Any]) -> Path:
+def copy_catalog(state: StoreState, report: dict[str, Any]) -> Path:
     """Rebuild the catalog into a fresh file from what every table still yields, then
     swap it in (rename; the damaged file moved aside, never deleted).
 
@@ -102,8 +102,8 @@ def copy_catalog(store: Store, report: dict[str, Any]) -> Path:
     fsynced before the damaged one moves; a failure before the swap removes only the
     fresh file (this repair's own) and changes nothing.
     """
-    root = store.path
-    old = store._catalog
+    root = state.path
+    old = state.catalog
     work = root / f".catalog.rebuild-{os.getpid()}-{uuid.uuid4().hex[:12]}.sqlite"
     closed = False
     try:
@@ -128,13 +128,13 @@ def copy_catalog(store: Store, report: dict[str, Any]) -> Path:
             # A row no page yields is a series lost without a trace of which: refused,
             # rather than a repair that loses series it cannot name.
             catalog_beyond_repair(
-                store,
+                state,
                 f"{skipped} reads of its tables fail, so some rows are lost and which "
                 "cannot be told",
             )
         if not generation:
             catalog_beyond_repair(
-                store, "its store attributes (the generation its segments carry) do not read"
+                state, "its store attributes (the generation its segments carry) do not read"
             )
         fsync_path(work)
         closed = True
@@ -152,9 +152,9 @@ def copy_catalog(store: Store, report: dict[str, Any]) -> Path:
         for suffix in ("", "-wal", "-shm", "-journal"):
             Path(str(work) + suffix).unlink(missing_ok=True)
         if closed and Path(old.path).exists():  # not swapped: the store opens it again
-            store._catalog = Catalog(old.path, timeout=old.timeout)
+            state.catalog = Catalog(old.path, timeout=old.timeout)
         raise
-    store._catalog = Catalog(old.path, timeout=old.timeout)
+    state.catalog = Catalog(old.path, timeout=old.timeout)
     LOG.warning(
         "rebuilt the catalog %s: %d rows copied, %d unreadable skipped; the damaged one is in %s",
         old.path,

@@ -46,6 +46,7 @@ from ..errors import (
 from ..model import OwnerCategory, TimeSeriesType
 from .arrays import describe_os_error
 from .journal import row_mismatches, unknown_transactions
+from .rowcheck import mismatched_rows
 from .segments import (
     ASIDE_DIR,
     SEALED_SUFFIX,
@@ -56,7 +57,7 @@ from .segments import (
 )
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .state import StoreState
 
 # What is wrong with an array or a segment file, as the JSON report spells it.
 MISSING = "missing"  # the file is not there
@@ -241,7 +242,7 @@ def _verify_whole(
 
 
 def damage_error(
-    store: Store, found: dict[tuple[bytes, str], tuple[str, str, str]]
+    state: StoreState, found: dict[tuple[bytes, str], tuple[str, str, str]]
 ) -> DamagedStoreError:
     """One line naming the series that ``found``'s arrays belong to and their files, with
     the commands (or methods) to diagnose and repair the store.
@@ -250,15 +251,15 @@ def damage_error(
     those files damaged, not only the ones the failed read asked for (an export that
     fails on its first partition names those of the later ones too)."""
     met = {k[0] for k in found}
-    found = {**found, **_whole_files(store, {v[0] for v in found.values() if v[0]})}
+    found = {**found, **_whole_files(state, {v[0] for v in found.values() if v[0]})}
     hashes = sorted({k[0] for k in found})
-    rows = series_naming(store, hashes)
+    rows = series_naming(state, hashes)
     # The series whose arrays the read met first (the ones asked for are among them, and
     # a read meets a data array and a time axis in different files at once), then the
     # others of the damaged files; by id within each.
     rows.sort(key=lambda r: bytes(r[6]) not in met and (r[7] is None or bytes(r[7]) not in met))
     labels = [row_label(r) for r in rows]
-    files = sorted({str(store._segments.path(v[0])) for v in found.values() if v[0]})
+    files = sorted({str(state.segments.path(v[0])) for v in found.values() if v[0]})
     problems = sorted({v[1] for v in found.values() if v[0]})
     shown = ", ".join(labels[:_NAMED])
     if len(labels) > _NAMED:
@@ -274,18 +275,18 @@ def damage_error(
         "every damaged series, then {repair} to set the damage aside",
         series=labels,
         key=files,
-        terms=damage_terms(str(store.path)),
+        terms=damage_terms(str(state.path)),
     )
 
 
 def _whole_files(
-    store: Store, names: Iterable[str]
+    state: StoreState, names: Iterable[str]
 ) -> dict[tuple[bytes, str], tuple[str, str, str]]:
     """Every damaged array of segments ``names`` (a read met damage in them)."""
     out: dict[tuple[bytes, str], tuple[str, str, str]] = {}
     for name in names:
-        rows = [r[:2] + r[4:] for r in arrays_in(store._catalog, name)]
-        out.update(check_segment(store._segments, name, rows))
+        rows = [r[:2] + r[4:] for r in arrays_in(state.catalog, name)]
+        out.update(check_segment(state.segments, name, rows))
     return out
 
 
@@ -297,14 +298,14 @@ _SERIES_COLUMNS = (
 )
 
 
-def series_naming(store: Store, hashes: Iterable[bytes]) -> list[tuple]:
+def series_naming(state: StoreState, hashes: Iterable[bytes]) -> list[tuple]:
     """``(id, owner_id, owner_type, owner_category, type code, name, data_hash,
     timestamps_hash)`` of every series whose data or time axis is one of ``hashes``, in
     id order."""
     hs = tuple(hashes)
     if not hs:
         return []
-    rows = store._catalog.execute(
+    rows = state.catalog.execute(
         f"SELECT {_SERIES_COLUMNS} FROM time_series_associations "
         "WHERE data_hash IN carray(?1) OR timestamps_hash IN carray(?1) ORDER BY id",
         (apsw.carray(hs),),
@@ -412,10 +413,10 @@ class Diagnosis:
         return out
 
 
-def catalog_check(store: Store) -> list[str]:
+def catalog_check(state: StoreState) -> list[str]:
     """SQLite's ``PRAGMA integrity_check`` of the catalog: the problems, none when sound."""
     try:
-        rows = [r[0] for r in store._catalog.execute("PRAGMA integrity_check(100)")]
+        rows = [r[0] for r in state.catalog.execute("PRAGMA integrity_check(100)")]
     except (StorageError, OSError) as exc:
         return [str(exc)]
     except Exception as exc:  # apsw errors raised while stepping the pragma's rows
@@ -425,40 +426,47 @@ def catalog_check(store: Store) -> list[str]:
     return [] if rows == ["ok"] else [" ".join(str(r).split()) for r in rows]
 
 
-def diagnose(store: Store, progress: Callable[[int, int], None] | None = None) -> Diagnosis:
+def diagnose(state: StoreState, progress: Callable[[int, int], None] | None = None) -> Diagnosis:
     """``Store.diagnose``: check every segment file, array and the catalog (no writes).
 
     Catalog damage met halfway (rows SQLite cannot read) ends the check with what was
     found so far and the catalog named damaged, never an error out of it.
     """
-    store._open()
+    state.check_open()
     report = Diagnosis()
     try:
-        return _diagnose(store, progress, report)
+        return _diagnose(state, progress, report)
     except CatalogDamagedError as exc:
         report.ok = False
-        report.catalog["file"] = str(store._catalog.path)
+        report.catalog["file"] = str(state.catalog.path)
         report.catalog["ok"] = False
         report.catalog["errors"].append(str(exc))
         report.errors.append(str(exc))
         return report
 
 
+def verify(state: StoreState, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """``Store.verify_integrity``: :func:`diagnose`'s findings in the reference's shape,
+    ``{"ok": bool, "errors": [str, ...]}``."""
+    found = diagnose(state, progress)
+    return {"ok": found.ok, "errors": list(found.errors)}
+
+
 def _diagnose(
-    store: Store, progress: Callable[[int, int], None] | None, report: Diagnosis
+    state: StoreState, progress: Callable[[int, int], None] | None, report: Diagnosis
 ) -> Diagnosis:
-    cat = store._catalog
-    segs = store._segments
+    cat = state.catalog
+    segs = state.segments
     cat_file = str(cat.path)
-    problems = catalog_check(store)
-    stale = unknown_transactions(store)
+    problems = catalog_check(state)
+    stale = unknown_transactions(state)
     if stale:
         problems.append(
             f"stale: the segments record {len(stale)} transaction{'s' * (len(stale) != 1)} the catalog does not know "
             "(an older copy restored, or a lost -wal); repair rebuilds it from them"
         )
     else:
-        differ = row_mismatches(store)
+        differ = row_mismatches(state)
         if differ:
             shown = "; ".join(f"id {i}: {why}" for i, why in sorted(differ.items())[:5])
             problems.append(
@@ -492,6 +500,9 @@ def _diagnose(
             )
         ]
         report.bad_rows = bad_rows(cat)
+        # Rows whose fields no longer match their checksum: a read refuses them.
+        for sid, who in mismatched_rows(cat).items():
+            report.bad_rows.setdefault(sid, ("its fields do not match its checksum", *who))
     except Exception as exc:  # a catalog too damaged to list its own rows
         report.ok = False
         if not problems:
@@ -589,7 +600,7 @@ def _diagnose(
             )
     report.checked = checked
     report.lost_keys = set(lost)
-    _unnamed_files(store, report, {n for n, _ in segment_rows} | set(unlisted))
+    _unnamed_files(state, report, {n for n, _ in segment_rows} | set(unlisted))
     for sid, (detail, owner, otype, category, name) in sorted(report.bad_rows.items()):
         report.series_lost.append(
             LostSeries(
@@ -599,7 +610,7 @@ def _diagnose(
         report.errors.append(f"the catalog row of series id {sid} is damaged: {detail}")
     _unrenderable_instants(cat, report)
     if lost:
-        for r in series_naming(store, sorted({k[0] for k in lost})):
+        for r in series_naming(state, sorted({k[0] for k in lost})):
             if r[0] in report.bad_rows:
                 continue
             keys = [(bytes(r[6]), "data")] + ([(bytes(r[7]), "timestamps")] if r[7] else [])
@@ -626,7 +637,7 @@ def _diagnose(
     return report
 
 
-def _unnamed_files(store: Store, report: Diagnosis, named: set[str]) -> None:
+def _unnamed_files(state: StoreState, report: Diagnosis, named: set[str]) -> None:
     """Note what ``segments/`` holds beyond the catalog's segments, and what earlier
     writes set aside.
 
@@ -634,7 +645,7 @@ def _unnamed_files(store: Store, report: Diagnosis, named: set[str]) -> None:
     and left out; one committed after the catalog was read here may be named unnamed
     (run ``verify`` again).
     """
-    segs = store._segments
+    segs = state.segments
     try:
         found = segs.leftovers(named)
     except StorageError as exc:

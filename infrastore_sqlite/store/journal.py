@@ -47,10 +47,11 @@ import orjson
 from ..errors import StorageError, TimeSeriesError
 from .arrays import ArrayFile, describe_os_error
 from .prepare import INSERT_COLUMNS
+from .rowcheck import CHECK_COLUMN, mismatched_rows, row_check
 from .segments import PENDING_SUFFIX, SEALED_SUFFIX, SEGMENT_DIR
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .state import StoreState
 
 #: The group of a segment holding the records, one dataset per transaction.
 JOURNAL_GROUP = "journal"
@@ -67,9 +68,13 @@ COMPLETE_ATTR = "record_complete"
 _BYTES = frozenset({"timestamps_hash", "data_hash", "features_hash"})
 _COLUMNS = ("id", *INSERT_COLUMNS)
 # Two queries, each on the primary key: an OR of the two would scan the whole table.
-_SELECT_ADDED = f"SELECT {', '.join(_COLUMNS)} FROM main.time_series_associations WHERE id > ?"
+# Each with the row's stored checksum last: the record sets the right one (rowcheck.py).
+_SELECT_ADDED = (
+    f"SELECT {', '.join(_COLUMNS)}, {CHECK_COLUMN} FROM main.time_series_associations WHERE id > ?"
+)
 _SELECT_TOUCHED = (
-    f"SELECT {', '.join(_COLUMNS)} FROM main.time_series_associations WHERE id IN carray(?)"
+    f"SELECT {', '.join(_COLUMNS)}, {CHECK_COLUMN} FROM main.time_series_associations "
+    "WHERE id IN carray(?)"
 )
 
 # Temporary (per connection) tables and triggers: the ids and attribute keys this
@@ -105,9 +110,9 @@ _NOTED: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictiona
 _PART_ROWS = 4096
 
 
-def begin(store: Store) -> None:
+def begin(state: StoreState) -> None:
     """Make sure the writer's connection notes what the coming transaction touches."""
-    cat = store._catalog
+    cat = state.catalog
     if cat.read_only:
         return
     _NOTED.pop(cat, None)
@@ -125,14 +130,14 @@ def begin(store: Store) -> None:
         return
 
 
-def note_added(store: Store, ids: Sequence[int], rows: Sequence[tuple]) -> None:
+def note_added(state: StoreState, ids: Sequence[int], rows: Sequence[tuple]) -> None:
     """The rows an add just inserted (``INSERT_COLUMNS`` order) with their consecutive
     ids, encoded now into a part of the record (the rows are not kept: an import's
     memory does not grow by them); the record uses the parts when the catalog's new rows
     are exactly these, and reads the rows back otherwise."""
     if not ids:
         return
-    noted = _NOTED.setdefault(store._catalog, {"parts": [], "ranges": [], "features": set()})
+    noted = _NOTED.setdefault(state.catalog, {"parts": [], "ranges": [], "features": set()})
     noted["parts"].append(_part(rows, first=ids[0]))
     noted["ranges"].append((ids[0], len(ids)))
     noted["features"].update(_column(rows, _FEATURES_AT))
@@ -155,12 +160,12 @@ def _part(rows: Sequence[tuple], *, first: int | None = None, ids: Sequence[int]
     return struct.pack("<QQ", len(text), len(blob)) + text + bytes(blob)
 
 
-def record(store: Store) -> None:
+def record(state: StoreState) -> None:
     """Write the running transaction's record into its segment, before the seal.
 
     Nothing when it touched no series row and no store attribute (a merge, a compaction).
     """
-    cat = store._catalog
+    cat = state.catalog
     if cat.read_only:
         return
     noted = _NOTED.pop(cat, None) or {"parts": [], "ranges": [], "features": set()}
@@ -198,7 +203,8 @@ def record(store: Store) -> None:
             ).fetchall()
             if not got:
                 break
-            rows = [r[1:] for r in got]
+            _set_checks(state, got)
+            rows = [r[1:-1] for r in got]
             parts.append(_part(rows, ids=[r[0] for r in got]))
             fhs.update(_column(rows, _FEATURES_AT))
             after = got[-1][0]
@@ -207,7 +213,8 @@ def record(store: Store) -> None:
         chunk = touched[start : start + _PART_ROWS]
         got = cat.execute(_SELECT_TOUCHED, (apsw.carray(array.array("q", chunk)),)).fetchall()
         if got:
-            rows = [r[1:] for r in got]
+            _set_checks(state, got)
+            rows = [r[1:-1] for r in got]
             parts.append(_part(rows, ids=[r[0] for r in got]))
             fhs.update(_column(rows, _FEATURES_AT))
             present.update(r[0] for r in got)
@@ -225,7 +232,7 @@ def record(store: Store) -> None:
     attributes = {}
     for key in keys:
         attributes[key] = cat.scalar("SELECT value FROM store_attributes WHERE key = ?", (key,))
-    prev = _previous(store, mark)
+    prev = _previous(state, mark)
     seq = max(prev + 1, time.time_ns() // 1000)
     cat.execute(
         "INSERT OR REPLACE INTO store_attributes (key, value) VALUES (?, ?)", (SEQ_KEY, str(seq))
@@ -242,18 +249,30 @@ def record(store: Store) -> None:
     }
     text = zlib.compress(orjson.dumps(doc), 1)
     payload = b"".join([struct.pack("<Q", len(text)), text, *parts])
-    writer = store._segments.writer_for_record()
+    writer = state.segments.writer_for_record()
     write_record(writer, seq, prev, payload)
     # Last before the seal (every array is in: ``h5`` waits for the queued writes): a
     # file killed while it was written lacks it, and its records never count as known
     # to a catalog (see :func:`unknown_transactions`).
-    store._segments.mark_uncommitted()
+    state.segments.mark_uncommitted()
     writer.h5.attrs[COMPLETE_ATTR] = 1
     cat.execute("DELETE FROM temp.journal_ids")
     cat.execute("DELETE FROM temp.journal_attrs")
 
 
 _FEATURES_AT = INSERT_COLUMNS.index("features_hash")
+
+
+def _set_checks(state: StoreState, got: Sequence[tuple]) -> None:
+    """Give each row of ``got`` (``_COLUMNS`` then its stored checksum) that was inserted
+    or changed by any path but an add's (which inserts it with its checksum) the checksum
+    of its fields as they now are (:mod:`.rowcheck`): the one place every such path
+    passes, after its last change to the row."""
+    fixes = [(check, r[0]) for r in got if (check := row_check(r[:-1])) != r[-1]]
+    if fixes:
+        state.catalog.executemany(
+            f"UPDATE main.time_series_associations SET {CHECK_COLUMN} = ? WHERE id = ?", fixes
+        )
 
 
 def _column(rows: Sequence[tuple], at: int) -> list[Any]:
@@ -314,11 +333,11 @@ def record_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _previous(store: Store, mark: int) -> int:
+def _previous(state: StoreState, mark: int) -> int:
     """The sequence number this transaction follows: the catalog's last; else 0 when the
     catalog held no row before it (a new store: its history starts here), -1 otherwise
     (rows from before records were kept: the history is incomplete)."""
-    cat = store._catalog
+    cat = state.catalog
     text = cat.scalar("SELECT value FROM store_attributes WHERE key = ?", (SEQ_KEY,))
     if text is not None:
         try:
@@ -408,26 +427,26 @@ def decode(payload: bytes) -> dict[str, Any]:
     return doc
 
 
-def carry(store: Store, names: Iterable[str]) -> None:
+def carry(state: StoreState, names: Iterable[str]) -> None:
     """Copy the records of segments ``names`` (being rewritten) into this transaction's
     segment, so they outlive the files. A record that does not read is left behind."""
     writer = None
     for name in names:
         try:
-            h5 = store._segments.reader(name).h5
+            h5 = state.segments.reader(name).h5
             found = records_of(h5)
         except (TimeSeriesError, OSError, KeyError, ValueError, RuntimeError):
             continue
         for seq, prev, payload in found:
             if writer is None:
-                writer = store._segments.writer_for_record()
+                writer = state.segments.writer_for_record()
             write_record(writer, seq, prev, payload)
     if writer is not None:
-        store._segments.mark_uncommitted()
+        state.segments.mark_uncommitted()
         writer.h5.attrs[COMPLETE_ATTR] = 1
 
 
-def newer_unnamed(store: Store, named: set[str]) -> list[int]:
+def newer_unnamed(state: StoreState, named: set[str]) -> list[int]:
     """Records newer than the catalog's last transaction in the store's files the catalog
     does not name (``segments/`` and the folders beside it): transactions it does not
     know, a stale catalog (an older copy restored, a lost ``-wal``). Cheap enough for
@@ -435,21 +454,21 @@ def newer_unnamed(store: Store, named: set[str]) -> list[int]:
     ids those transactions gave, so it is refused until ``repair`` rebuilds the catalog.
     Empty for a catalog that records no history."""
     try:
-        text = store._catalog.scalar("SELECT value FROM store_attributes WHERE key = ?", (SEQ_KEY,))
+        text = state.catalog.scalar("SELECT value FROM store_attributes WHERE key = ?", (SEQ_KEY,))
         last = int(text) if text is not None else None
     except (TimeSeriesError, ValueError, apsw.Error):
         return []
     if last is None:
         return []
     out: list[int] = []
-    for path in _store_files(Path(store.path)):
+    for path in _store_files(Path(state.path)):
         if path.parent.name == SEGMENT_DIR and path.name in named:
             continue
         if any(path.with_name(path.name + m).exists() for m in UNCOMMITTED_MARKERS):
             continue  # not known to have committed
         try:
             with h5py.File(path, "r", locking=False) as h5:
-                if _generation(h5) != store._segments.generation or not h5.attrs.get(
+                if _generation(h5) != state.segments.generation or not h5.attrs.get(
                     COMPLETE_ATTR, 0
                 ):
                     continue
@@ -486,20 +505,20 @@ def store_heads(root: Path, generation: str) -> dict[int, int]:
     return out
 
 
-def unknown_transactions(store: Store) -> list[int]:
+def unknown_transactions(state: StoreState) -> list[int]:
     """The recorded transactions the catalog does not know: records in the store's files
     that are not on the chain of the catalog's last one (a catalog restored from an older
     copy, a lost ``-wal``; or a transaction killed between its seal and its commit).
 
     Empty for a catalog that records no history (a store of before records were kept).
     """
-    cat = store._catalog
+    cat = state.catalog
     try:
         text = cat.scalar("SELECT value FROM store_attributes WHERE key = ?", (SEQ_KEY,))
         last = int(text) if text is not None else None
     except (TimeSeriesError, ValueError, apsw.Error):
         return []
-    heads = store_heads(Path(store.path), store._segments.generation)
+    heads = store_heads(Path(state.path), state.segments.generation)
     if not heads:
         return []
     chain: set[int] = set()
@@ -602,14 +621,14 @@ _RAW_SELECT = (
 )
 
 
-def row_mismatches(store: Store) -> dict[int, str]:
+def row_mismatches(state: StoreState) -> dict[int, str]:
     """Catalog rows that differ from what the transaction records say they are: ``id ->
     what differs``, a series row missing or one no record made included. Empty when the
     records cannot judge (a store of before records were kept, or a chain with a gap).
 
     A flipped byte in a name, a hash or any other field of a row is told apart from the
     truth this way, and ``repair`` restores the rows from the records."""
-    cat = store._catalog
+    cat = state.catalog
     try:
         text = cat.scalar("SELECT value FROM store_attributes WHERE key = ?", (SEQ_KEY,))
         last = int(text) if text is not None else None
@@ -617,7 +636,7 @@ def row_mismatches(store: Store) -> dict[int, str]:
         return {}
     if last is None:
         return {}
-    records = store_records(Path(store.path), store._segments.generation)
+    records = store_records(Path(state.path), state.segments.generation)
     chain = []
     at = last
     while at in records and at not in chain:
@@ -653,4 +672,7 @@ def row_mismatches(store: Store) -> dict[int, str]:
     for sid in made["rows"]:
         if sid not in seen:
             out[sid] = "its row is missing from the catalog"
+    # A row equal to its record whose checksum was damaged: the rebuild writes it again.
+    for sid in mismatched_rows(cat):
+        out.setdefault(sid, "its fields do not match its checksum")
     return out

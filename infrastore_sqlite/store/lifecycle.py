@@ -6,6 +6,9 @@ performs the conversion of a store of the earlier two-file layout into a directo
 (:func:`_convert_legacy`, :func:`_finish_conversion`), opens the catalog (which applies
 its migrations, ``catalog.py``) and checks that the catalog and the segments belong
 together.
+
+``create`` and ``open`` return the :class:`~.state.StoreState` the ``Store`` is
+composed around.
 """
 
 from __future__ import annotations
@@ -44,10 +47,11 @@ from .segments import (
     stale_work_dirs,
     work_dir,
 )
+from .state import StoreState
 from .tracing import LOG
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .transactions import Transactions
 
 _GENERATION_KEY = GENERATION_KEY
 _COMPRESSION_KEY = "infrastore_sqlite.compression"
@@ -60,8 +64,7 @@ def catalog_path(path: str | Path) -> Path:
     return catalog_file(Path(path))
 
 
-def create_store(
-    cls: type[Store],
+def create_state(
     path: str | Path | None = None,
     *,
     in_memory: bool = False,
@@ -71,9 +74,10 @@ def create_store(
     catalog: str | None = None,
     overwrite: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
-) -> Store:
+) -> StoreState:
     """The work of :meth:`Store.create` (its docstring has the parameters): the store
-    directory built under a work name and renamed into place, then opened with ``cls``."""
+    directory built under a work name and renamed into place, then opened (the state the
+    ``Store`` is composed around)."""
     if catalog not in (None, "attached", "memory"):
         raise InvalidParameterError(f"unknown catalog {catalog!r}; expected 'attached' or 'memory'")
     if in_memory and overwrite:
@@ -89,7 +93,7 @@ def create_store(
     if in_memory:
         scratch = new_scratch()
         try:
-            store = cls.create(
+            state = create_state(
                 scratch / "store.h5",
                 compression=compression,
                 compression_level=compression_level,
@@ -98,11 +102,11 @@ def create_store(
         except BaseException:
             shutil.rmtree(scratch, ignore_errors=True)
             raise
-        store._scratch = scratch
+        state.scratch = scratch
         # Removed when the store is collected or the interpreter exits without close();
         # a process killed outright leaves it to the next in-memory create (new_scratch).
-        weakref.finalize(store, shutil.rmtree, scratch, ignore_errors=True)
-        return store
+        weakref.finalize(state, shutil.rmtree, scratch, ignore_errors=True)
+        return state
     if path is None:
         raise InvalidParameterError(
             "Store.create needs a path unless in_memory=True; pass the .h5 file to create"
@@ -173,19 +177,19 @@ def create_store(
             ) from exc
         raise
     LOG.info("created the store %s (compression %s)", path, spec)
-    return cls.open(path, timeout=timeout)
+    return open_state(path, timeout=timeout)
 
 
-def open_store(
-    cls: type[Store],
+def open_state(
     path: str | Path,
     *,
     read_only: bool = False,
     catalog: str = "attached",
     timeout: float = DEFAULT_TIMEOUT,
-) -> Store:
+) -> StoreState:
     """The work of :meth:`Store.open` (its docstring has the parameters): a conversion
-    finished or done, the catalog opened (migrated), checked against the segments."""
+    finished or done, the catalog opened (migrated), checked against the segments; the
+    state the ``Store`` is composed around (a repair reopens one in place)."""
     if catalog != "attached":
         raise InvalidParameterError(
             f'catalog="{catalog}" is not provided by Store.open here; use the default '
@@ -223,7 +227,7 @@ def open_store(
         catalog.close()
         raise
     LOG.info("opened the store %s%s", path, " read-only" if read_only else "")
-    return cls(path, segments, catalog, read_only)
+    return StoreState(path, catalog, segments, read_only=read_only)
 
 
 def _check_generation(cat: Path, catalog: Catalog, segments: Segments) -> None:
@@ -262,26 +266,26 @@ def _check_generation(cat: Path, catalog: Catalog, segments: Segments) -> None:
         )
 
 
-def close_store(store: Store) -> None:
+def close_store(state: StoreState, transactions: Transactions) -> None:
     """Close the store (anything uncommitted is rolled back). Safe to call twice."""
-    if store._segments is not None:
-        LOG.debug("closing the store %s", store.path)
+    if state.segments is not None:
+        LOG.debug("closing the store %s", state.path)
         try:
-            store._transactions.abandon()
+            transactions.abandon()
         finally:
-            _close_files(store)
+            _close_files(state)
 
 
-def _close_files(store: Store) -> None:
+def _close_files(state: StoreState) -> None:
     """The segments and the catalog closed; a scratch store's directory removed."""
-    if store._segments is not None:
+    if state.segments is not None:
         try:
-            store._segments.close()
+            state.segments.close()
         finally:
-            store._catalog.close()
-            store._segments = None  # type: ignore[assignment]
-            if store._scratch is not None:
-                shutil.rmtree(store._scratch, ignore_errors=True)
+            state.catalog.close()
+            state.segments = None
+            if state.scratch is not None:
+                shutil.rmtree(state.scratch, ignore_errors=True)
 
 
 def _convert_legacy(path: Path, timeout: float) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import operator
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,12 +24,16 @@ from ..core.periods import as_period, divide, grid, step
 from ..core.timeref import ms_to_rfc3339
 from ..errors import IntegrityError, InvalidParameterError
 from ..model import OwnerCategory, TimeSeriesType
+from .api import copy_store
 from .arrays import parse_compression
 from .rows import SeriesRow
 from .segments import catalog_file
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .queries import Queries
+    from .state import StoreState
+    from .transactions import Transactions
+    from .writing import Writing
 
 
 def _check_calendar_windows(row: SeriesRow, res, itv, h: int, steps: int, count: int) -> None:
@@ -51,26 +56,58 @@ def _check_calendar_windows(row: SeriesRow, res, itv, h: int, steps: int, count:
             )
 
 
+# Store.compact's keys, in the reference's order.
+_COMPACT_KEYS = (
+    "slots_reclaimed",
+    "datasets_dropped",
+    "feature_sets_reclaimed",
+    "timestamp_sets_reclaimed",
+    "bytes_reclaimed",
+)
+
+
 class Maintenance:
     """Compact, transform, settings (see the module docstring)."""
 
-    __slots__ = ("_store",)
+    __slots__ = ("_queries", "_state", "_transactions", "_writing")
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(
+        self,
+        state: StoreState,
+        queries: Queries,
+        transactions: Transactions,
+        writing: Writing,
+    ) -> None:
+        self._state = state
+        self._queries = queries
+        self._transactions = transactions
+        self._writing = writing
+
+    def catalog_kind(self) -> str:
+        """``"memory"`` for an ``in_memory`` store, else ``"attached"``."""
+        return "memory" if self._state.scratch is not None else "attached"
+
+    def persist_to(self, path: str | Path) -> None:
+        """``Store.persist_to``: a complete copy of the last commit at ``path``."""
+        self._state.check_open()
+        if self._state.catalog.in_transaction:
+            raise InvalidParameterError(
+                "persist_to inside a transaction would copy uncommitted work; commit first"
+            )
+        copy_store(Path(self._state.path), self._state.catalog.conn, Path(path))
 
     def disk_usage(self) -> dict[str, int]:
         """Bytes on disk: ``hdf5_bytes`` (the segments) and ``catalog_bytes`` (with its WAL)."""
-        self._store._open()
+        self._state.check_open()
         h5 = 0
         with contextlib.suppress(FileNotFoundError):
-            for entry in os.scandir(self._store._segments.dir):
+            for entry in os.scandir(self._state.segments.dir):
                 with contextlib.suppress(FileNotFoundError):
                     h5 += entry.stat().st_size
         cat = 0
         for suffix in ("", "-wal"):
             with contextlib.suppress(FileNotFoundError):
-                cat += os.path.getsize(str(catalog_file(self._store.path)) + suffix)
+                cat += os.path.getsize(str(catalog_file(self._state.path)) + suffix)
         return {"hdf5_bytes": h5, "catalog_bytes": cat}
 
     def transform(
@@ -85,13 +122,13 @@ class Maintenance:
 
         Returns the number of rows created (0 when re-run with the same parameters).
         """
-        self._store._writable()
+        self._state.check_writable()
         filters: dict[str, Any] = {"time_series_type": TimeSeriesType.SingleTimeSeries}
         if owner_category is not None:
             filters["owner_category"] = owner_category
         if resolution is not None:
             filters["resolution"] = resolution
-        rows = self._store.select_rows(**filters)
+        rows = self._queries.select_rows(**filters)
         hor = as_period(horizon, what="horizon")
         itv = as_period(interval, what="interval")
         by_res: dict[str, set[tuple[int, int]]] = {}
@@ -105,7 +142,7 @@ class Maintenance:
                     "(pass resolution= to transform one group, or align the series)"
                 )
         created = 0
-        with self._store.transaction():
+        with self._transactions.block():
             for r in rows:
                 res = as_period(r.resolution)
                 h = divide(hor, res, what="horizon")
@@ -127,7 +164,7 @@ class Maintenance:
                             "interval PT0S is only allowed when the horizon spans the whole series"
                         )
                     count = 1
-                existing = self._store._catalog.execute(
+                existing = self._state.catalog.execute(
                     "SELECT horizon, interval FROM time_series_associations WHERE "
                     "time_series_type = 3 AND owner_id = ? AND owner_category = ? AND name = ? "
                     "AND resolution = ? AND features_hash = ?",
@@ -164,14 +201,14 @@ class Maintenance:
                     "data_hash": r.data_hash,
                     "features_hash": r.features_hash,
                 }
-                self._store._writing.insert_row(row, r.label)
+                self._writing.insert_row(row, r.label)
                 created += 1
         return created
 
     def write_buffer_bytes(self) -> int:
         """``Store.write_buffer_bytes`` (documented there): the writer's queue bound."""
-        self._store._open()
-        return int(self._store._segments.write_buffer_bytes)
+        self._state.check_open()
+        return int(self._state.segments.write_buffer_bytes)
 
     def set_write_buffer_bytes(self, value: int) -> None:
         """The ``Store.write_buffer_bytes`` setter: checked, then applied to the writer."""
@@ -183,22 +220,22 @@ class Maintenance:
             raise OverflowError("write_buffer_bytes must be less than 2**64")
         if n == 0:
             raise InvalidParameterError("write_buffer_bytes must be greater than zero")
-        self._store._open()
-        self._store._segments.write_buffer_bytes = n
-        if self._store._segments.writer is not None:
-            self._store._segments.writer.max_pending_bytes = n
+        self._state.check_open()
+        self._state.segments.write_buffer_bytes = n
+        if self._state.segments.writer is not None:
+            self._state.segments.writer.max_pending_bytes = n
 
     def compression(self) -> str:
         """The HDF5 filter new arrays get: ``none`` or ``deflate:<level>:<shuffle|noshuffle>``."""
-        self._store._open()
-        return self._store._segments.compression
+        self._state.check_open()
+        return self._state.segments.compression
 
     def get_compression(self) -> dict[str, Any]:
         """The HDF5 filter new arrays get, in the reference's shape:
         ``{"compression": "auto" | "deflate" | "none", "level": int | None, "shuffle": bool}``
         (``auto``: the level and shuffle of the integer and bool arrays; floats are stored
         uncompressed)."""
-        kind, level, shuffle = parse_compression(self._store.compression)
+        kind, level, shuffle = parse_compression(self.compression())
         return {"compression": kind, "level": level, "shuffle": shuffle}
 
     def compact(self) -> dict[str, int]:
@@ -206,18 +243,20 @@ class Maintenance:
 
         Like every write it is one transaction: a failure leaves the store as it was.
         """
-        self._store._writable()
-        if self._store._catalog.in_transaction:
+        self._state.check_writable()
+        if self._state.catalog.in_transaction:
             raise InvalidParameterError("compact() cannot run inside a transaction")
-        cat = self._store._catalog
-        names = sorted(self._store._transactions.segment_names())
+        cat = self._state.catalog
+        names = sorted(self._transactions.segment_names())
         live = int(cat.scalar("SELECT count(*) FROM arrays WHERE pool != ''"))
         slots = int(cat.scalar("SELECT COALESCE(sum(slots), 0) FROM segments"))
         if len(names) > 1 or slots != live:
-            report = self._store._transactions.rewrite(names)
+            report = self._transactions.rewrite(names)
         else:
-            with self._store.transaction():  # still sweeps what a failed write left behind
+            with self._transactions.block():  # still sweeps what a failed write left behind
                 pass
             report = {"slots_reclaimed": 0, "datasets_dropped": 0, "bytes_reclaimed": 0}
-        # The reference's keys; feature maps and time axes are swept at removal already.
-        return {**report, "feature_sets_reclaimed": 0, "timestamp_sets_reclaimed": 0}
+        # The reference's keys, in its order (callers print or compare the dict); feature
+        # maps and time axes are swept at removal already.
+        report = {**report, "feature_sets_reclaimed": 0, "timestamp_sets_reclaimed": 0}
+        return {k: report[k] for k in _COMPACT_KEYS}

@@ -249,7 +249,7 @@ def _class_traits(cls: type) -> tuple[int, bool, bool, bool, bool]:
     )
 
 
-def _dtype_of(arr: np.ndarray) -> str:
+def dtype_of(arr: np.ndarray) -> str:
     return _dtype_text(arr.dtype)
 
 
@@ -269,7 +269,7 @@ def _element_text(et: Any) -> str:
 
 
 @functools.lru_cache(maxsize=1024)
-def _shape_json(shape: tuple[int, ...]) -> str:
+def shape_json(shape: tuple[int, ...]) -> str:
     return orjson.dumps([int(d) for d in shape]).decode()
 
 
@@ -356,8 +356,8 @@ def array_values(
         count,
         None if timestamps is None else timestamps_hash(timestamps),
         None if percentiles is None else orjson.dumps(percentiles).decode(),
-        _shape_json(shape[1:]),
-        _shape_json(shape),
+        shape_json(shape[1:]),
+        shape_json(shape),
         data_hash(stored) if known_hash is None else known_hash,
     )
     return values, stored

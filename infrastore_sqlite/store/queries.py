@@ -2,14 +2,15 @@
 
 :class:`Queries` is the store's collaborator for what the catalog alone answers: rows
 selected by the ``list_metadata`` filters (streamed or listed), chosen columns as plain
-tuples for the export, rows by id, metadata dicts, counts. It reads no array, except the
-time axis a metadata row of an irregular series carries (through the store's reader).
+tuples for the export, rows by id, metadata dicts, counts. It reads no array (a metadata
+row with an irregular series' time axis is ``reading``'s).
 The refusals reads and removals share (a missing id, another owner's series) are here.
 """
 
 from __future__ import annotations
 
 import operator
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -25,18 +26,33 @@ from ..errors import (
     damage_terms,
 )
 from ..model import OwnerCategory, TimeSeriesType
-from .api import series_id
+from .api import INTERNAL_PREFIX, check_attribute_key, hash_bytes, series_id
 from .prepare import INSERT_COLUMNS
+from .rowcheck import (
+    CHECK_COLUMN,
+    CHECKED_COLUMNS,
+    RowChecker,
+    mismatch_error,
+    row_check,
+)
 from .rows import SELECT_ROWS, SeriesRow, build_filter
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .state import StoreState
 
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # Positions in SELECT_ROWS of the text columns (a flipped type bit in a row turns text
 # into bytes, which no reader of a series expects) and of the integer ones.
 _TEXT_OF = operator.itemgetter(2, 5, 7, 9, 10, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 25)
 _INT_OF = operator.itemgetter(0, 1, 3, 4, 6, 8, 11)
+# SELECT_ROWS' columns a row's checksum covers, in its order, and the checksum's place.
+_SELECTED = [
+    c.strip().split(".")[-1] for c in SELECT_ROWS.split("SELECT", 1)[1].split("FROM")[0].split(",")
+]
+_CHECKED_OF = operator.itemgetter(*(_SELECTED.index(c) for c in CHECKED_COLUMNS))
+_CHECK_AT = _SELECTED.index(CHECK_COLUMN)
+# The row checks of iter_select_fields, by the fields asked for.
+_checkers: dict[tuple[str, ...], RowChecker] = {}
 _TEXT_OK = frozenset({str, type(None)})
 _INT_OK = frozenset({int, type(None)})
 
@@ -73,10 +89,10 @@ _FIELD_COLUMNS = {name: f"t.{name}" for name in ("id", *INSERT_COLUMNS)} | {
 class Queries:
     """Answers from the catalog alone (see the module docstring)."""
 
-    __slots__ = ("_store",)
+    __slots__ = ("_state",)
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, state: StoreState) -> None:
+        self._state = state
 
     def select(
         self, where: str = "1", params: Sequence[Any] = (), order: str = "t.id"
@@ -89,11 +105,13 @@ class Queries:
         self, where: str = "1", params: Sequence[Any] = (), order: str = "t.id"
     ) -> Iterator[SeriesRow]:
         """:meth:`select` one row at a time (the cursor streams; nothing is held)."""
-        self._store._open()
-        cur = self._store._catalog.execute(f"{SELECT_ROWS} WHERE {where} ORDER BY {order}", params)
+        self._state.check_open()
+        cur = self._state.catalog.execute(f"{SELECT_ROWS} WHERE {where} ORDER BY {order}", params)
         typed: dict[bytes, dict[str, Any]] = {}
         try:
             for r in cur:
+                if row_check(_CHECKED_OF(r)) != r[_CHECK_AT]:
+                    raise mismatch_error(str(self._state.path), r[0], r[5])
                 try:
                     row = SeriesRow.from_sql(r)
                 except (KeyError, TypeError, ValueError, TimeSeriesError) as exc:
@@ -118,7 +136,7 @@ class Queries:
             f"the catalog row of series id {sid} is damaged ({what}), so it cannot be read; "
             "run {verify} to name every damaged series, then {repair} to set them aside",
             series=f"id {sid}",
-            terms=damage_terms(str(self._store.path)),
+            terms=damage_terms(str(self._state.path)),
         )
 
     def _undecodable(self, exc: UnicodeDecodeError) -> DamagedStoreError:
@@ -129,7 +147,7 @@ class Queries:
             f"{exc.object[exc.start : exc.start + 1]!r} at position {exc.start} of a text "
             "cell), so the series it belongs to cannot be read; run {verify} to name the "
             "damaged series, then {repair} to set them aside",
-            terms=damage_terms(str(self._store.path)),
+            terms=damage_terms(str(self._state.path)),
         )
 
     def _decoded(self, cursor: Iterator[tuple]) -> Iterator[tuple]:
@@ -142,7 +160,7 @@ class Queries:
     def _typed_features(self, features_hash: bytes) -> dict[str, Any]:
         """A feature map rebuilt from its typed ``feature_sets`` rows."""
         out: dict[str, Any] = {}
-        for key, kind, i, f, b, text in self._store._catalog.execute(
+        for key, kind, i, f, b, text in self._state.catalog.execute(
             "SELECT key, value_kind, value_int, value_float, value_bool, value_str "
             "FROM feature_sets WHERE features_hash = ? ORDER BY key",
             (features_hash,),
@@ -183,15 +201,22 @@ class Queries:
         bad = [f for f in fields if f not in _FIELD_COLUMNS]
         if bad:
             raise InvalidParameterError(f"not a catalog field: {', '.join(bad)}")
-        self._store._open()
+        self._state.check_open()
         if ids is not None:
-            wanted = [i for i in ids if _INT64_MIN <= i <= _INT64_MAX]
+            wanted = [i for i in ids if INT64_MIN <= i <= INT64_MAX]
             if not wanted:
                 return iter(())
             where, params = "t.id IN carray(?)", [apsw.carray(np.array(wanted, dtype=np.int64))]
         else:
             where, params = build_filter(filters)
-        cols = ", ".join(_FIELD_COLUMNS[f] for f in fields)
+        # Then the columns each row's checksum covers that are not asked for: checked,
+        # then cut off (rowcheck.py).
+        checker = _checkers.get(tuple(fields))
+        if checker is None:
+            if len(_checkers) > 64:
+                _checkers.clear()
+            checker = _checkers[tuple(fields)] = RowChecker(list(fields))
+        cols = ", ".join([*(_FIELD_COLUMNS[f] for f in fields), checker.extra])
         # The feature maps are joined only when their text is asked for (the filters
         # never name them): one search fewer per row.
         join = (
@@ -199,36 +224,26 @@ class Queries:
             if "features_json" in fields
             else ""
         )
-        return self._decoded(
-            self._store._catalog.execute(
-                f"SELECT {cols} FROM time_series_associations t{join} WHERE {where} ORDER BY t.id",
-                params,
-            )
+        return checker.cut(
+            self._decoded(
+                self._state.catalog.execute(
+                    f"SELECT {cols} FROM time_series_associations t{join} WHERE {where} "
+                    "ORDER BY t.id",
+                    params,
+                )
+            ),
+            len(fields),
+            str(self._state.path),
         )
 
     def typed_features(self, features_hash: bytes) -> dict[str, Any]:
         """The feature map of ``features_hash`` with its ±inf values (the JSON has null)."""
-        self._store._open()
+        self._state.check_open()
         return self._typed_features(features_hash)
 
     def list_metadata(self, **filters: Any) -> list[dict[str, Any]]:
         """Metadata dicts of the series matching the filters (the reference's keywords)."""
         return [r.metadata() for r in self.select_rows(**filters)]
-
-    def get_metadata_by_id(self, id: int) -> dict[str, Any] | None:
-        """The metadata row of ``id`` (with timestamps for irregular series), or None."""
-        rows = self.select("t.id = ?", (series_id(id),))
-        if not rows:
-            return None
-        row = rows[0]
-        ts = (
-            self._store._reading.load({(row.timestamps_hash, "timestamps")})[
-                (row.timestamps_hash, "timestamps")
-            ]
-            if row.timestamps_hash
-            else None
-        )
-        return row.metadata(ts)
 
     def list_metadata_by_ids(self, ids: Sequence[int]) -> list[dict[str, Any]]:
         """``list_metadata`` dicts for ``ids``, in the order given; NotFoundError if one is missing."""
@@ -239,7 +254,7 @@ class Queries:
         wanted = [series_id(i) for i in ids]
         # One query for all of them: the ids go in as one int64 buffer (an id no int64
         # holds is no rowid, so it is simply missing).
-        lookup = np.array([i for i in wanted if _INT64_MIN <= i <= _INT64_MAX], dtype=np.int64)
+        lookup = np.array([i for i in wanted if INT64_MIN <= i <= INT64_MAX], dtype=np.int64)
         found = (
             {r.id: r for r in self.iter_select("t.id IN carray(?)", (apsw.carray(lookup),))}
             if lookup.size
@@ -250,12 +265,39 @@ class Queries:
             raise missing_ids(missing)
         return [found[i] for i in wanted]
 
+    def count_array_references(self, data_hash: str) -> dict[str, Any]:
+        """``Store.count_array_references``: series pointing at a stored array."""
+        key = hash_bytes(data_hash)
+        counts = Counter(
+            r.type is TimeSeriesType.DeterministicSingleTimeSeries
+            for r in self.iter_select("t.data_hash = ?", (key,))
+        )
+        return {"sts": counts[False], "dst": counts[True]}
+
+    def exists(self, id: int) -> bool:
+        """Whether a series with this id is stored."""
+        return bool(self.select("t.id = ?", (series_id(id),)))
+
+    def store_attribute(self, key: str) -> str | None:
+        """The value recorded for ``key``, or None."""
+        check_attribute_key(key)
+        self._state.check_open()
+        return self._state.catalog.scalar(
+            "SELECT value FROM store_attributes WHERE key = ?", (key,)
+        )
+
+    def store_attributes(self) -> dict[str, str]:
+        """Every recorded attribute, by key (the store's own left out)."""
+        self._state.check_open()
+        rows = self._state.catalog.execute("SELECT key, value FROM store_attributes ORDER BY key")
+        return {k: v for k, v in rows if not k.startswith(INTERNAL_PREFIX)}
+
     def is_empty(self) -> bool:
         """Whether the store holds no series and no attribute of the user's."""
-        self._store._open()
+        self._state.check_open()
         return (
             not self.holds_series()
-            and self._store._catalog.scalar(
+            and self._state.catalog.scalar(
                 "SELECT 1 FROM store_attributes WHERE key NOT LIKE 'infrastore_sqlite.%' LIMIT 1"
             )
             is None
@@ -264,20 +306,19 @@ class Queries:
     def holds_series(self) -> bool:
         """Whether the catalog holds any series row (one index probe)."""
         return (
-            self._store._catalog.scalar("SELECT 1 FROM time_series_associations LIMIT 1")
-            is not None
+            self._state.catalog.scalar("SELECT 1 FROM time_series_associations LIMIT 1") is not None
         )
 
     def num_distinct_arrays(self) -> int:
         """How many distinct data arrays the catalog names."""
-        self._store._open()
-        return int(self._store._catalog.scalar("SELECT count(*) FROM arrays WHERE kind = 'data'"))
+        self._state.check_open()
+        return int(self._state.catalog.scalar("SELECT count(*) FROM arrays WHERE kind = 'data'"))
 
     def counts_by_type(self) -> dict[str, int]:
         """Series per type name, in catalog code order."""
-        self._store._open()
+        self._state.check_open()
         out = {}
-        for code, n in self._store._catalog.execute(
+        for code, n in self._state.catalog.execute(
             "SELECT time_series_type, count(*) FROM time_series_associations GROUP BY 1 ORDER BY 1"
         ):
             out[TimeSeriesType.from_catalog_code(code).name] = n
@@ -295,8 +336,8 @@ class Queries:
             ``series`` (int), ``owners`` (distinct owner category and id pairs, int) and
             ``time_references`` (``{reference or "unspecified": series}``, sorted by key).
         """
-        self._store._open()
-        catalog = self._store._catalog
+        self._state.check_open()
+        catalog = self._state.catalog
         refs: dict[str, int] = {}
         for ref, n in catalog.execute(
             "SELECT time_reference, count(*) FROM time_series_associations GROUP BY 1"

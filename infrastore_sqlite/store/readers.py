@@ -3,7 +3,7 @@
 ``Store.build_static_reader`` / ``Store.build_forecast_reader`` match series once and
 fix where each column reads; ``Store.static_read`` / ``Store.forecast_read`` then fill
 the reader's buffers for one instant. Each read fetches only that row (or window) of
-each distinct array from its HDF5 segment (``Store._load`` with a ``part``), so a reader
+each distinct array from its HDF5 segment (``Store.load_arrays`` with a ``part``), so a reader
 holds one row per column, never the arrays: memory follows the number of columns, not
 the length of the series. A read looks the arrays' places up again each time, so a
 segment merged away between two reads is found at its new place.
@@ -24,7 +24,7 @@ from ..model import TimeSeriesType
 from .rows import SeriesRow, filter_signature
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .api import StoreApi
 
 _STATIC = (
     TimeSeriesType.SingleTimeSeries,
@@ -356,7 +356,7 @@ def _owner_order(r: SeriesRow) -> tuple:
 
 
 def build_static_reader(
-    store: Store,
+    store: StoreApi,
     resolution: Any,
     *,
     window_start: datetime | None,
@@ -456,18 +456,18 @@ def build_static_reader(
                     "share one"
                 )
         key = (first.timestamps_hash, "timestamps")
-        timeline = np.asarray(store._load([key])[key], dtype=np.int64)
+        timeline = np.asarray(store.load_arrays([key])[key], dtype=np.int64)
         anchor, length = int(timeline[0]), len(timeline)
         offsets = dict.fromkeys((r.id for r in rows), 0)
     else:  # persistent: each column carries its own breakpoints forward
         keys = {(r.timestamps_hash, "timestamps") for r in rows}
-        stamps = {k[0]: np.asarray(v, dtype=np.int64) for k, v in store._load(keys).items()}
+        stamps = {k[0]: np.asarray(v, dtype=np.int64) for k, v in store.load_arrays(keys).items()}
         timeline = np.unique(np.concatenate(list(stamps.values())))
         anchor, length = int(timeline[0]), len(timeline)
         offsets = dict.fromkeys((r.id for r in rows), 0)
 
     dtypes = {
-        k: loc[0] for k, loc in store._locations({(r.data_hash, "data") for r in rows}).items()
+        k: loc[0] for k, loc in store.array_locations({(r.data_hash, "data") for r in rows}).items()
     }
     order: dict[tuple, int] = {}
     groups: list[dict[str, Any]] = []
@@ -522,7 +522,7 @@ def _read_instant(reader: Any, cls: type, when: Any, what: str, builder: str) ->
     return _instant(when, reader._tr, what)
 
 
-def static_read(store: Store, reader: Any, when: Any) -> None:
+def static_read(store: StoreApi, reader: Any, when: Any) -> None:
     """Fill ``reader``'s group buffers with every column's value at ``when``."""
     t = _read_instant(reader, StaticReader, when, "static_read", "build_static_reader")
     rows = reader._rows_at(t, "static_read")
@@ -532,14 +532,14 @@ def static_read(store: Store, reader: Any, when: Any) -> None:
         for c, (key, k) in enumerate(zip(keys, idx, strict=True)):
             by_row.setdefault(int(k), []).append((g, c, key))
     for k, cols in by_row.items():
-        values = store._load({key for _, _, key in cols}, (k,))
+        values = store.load_arrays({key for _, _, key in cols}, part=(k,))
         for g, c, key in cols:
             _fill(reader._buffers[g], c, values[key])
     reader._read = True
 
 
 def build_forecast_reader(
-    store: Store, time_series_type: Any, resolution: Any, *, filters: dict[str, Any]
+    store: StoreApi, time_series_type: Any, resolution: Any, *, filters: dict[str, Any]
 ) -> ForecastReader:
     what = "build_forecast_reader"
     kind = _kind(time_series_type, what)
@@ -588,7 +588,7 @@ def build_forecast_reader(
     )
 
 
-def forecast_read(store: Store, reader: Any, when: Any) -> None:
+def forecast_read(store: StoreApi, reader: Any, when: Any) -> None:
     """Fill ``reader``'s entries with every forecast's window issued at ``when``."""
     t = _read_instant(reader, ForecastReader, when, "forecast_read", "build_forecast_reader")
     k = _grid_step(reader._anchor, reader._interval, reader._count, t, "forecast_read")
@@ -611,7 +611,7 @@ def forecast_read(store: Store, reader: Any, when: Any) -> None:
         parts.setdefault(repr(part), (part, []))[1].append(s)
     values: list[np.ndarray | None] = [None] * len(first_of)
     for part, group in parts.values():
-        loaded = store._load({(first_of[s].data_hash, "data") for s in group}, part)
+        loaded = store.load_arrays({(first_of[s].data_hash, "data") for s in group}, part=part)
         for s in group:
             values[s] = loaded[(first_of[s].data_hash, "data")]
     reader._values = values  # type: ignore[assignment]

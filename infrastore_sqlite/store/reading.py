@@ -17,7 +17,7 @@ import math
 import operator
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import apsw
 import numpy as np
@@ -26,19 +26,21 @@ import orjson
 from ..core.elements import parse_element_type
 from ..core.gcpause import gc_paused
 from ..core.periods import as_period, divide
-from ..errors import DamagedStoreError, InvalidParameterError, damage_terms
+from ..errors import DamagedStoreError, InvalidParameterError, NotFoundError, damage_terms
 from ..model import SERIES_CLASSES, Deterministic, OwnerCategory, TimeSeriesType, _Series
 from ..model.slicing import slice_range, slice_window
-from .api import series_id
+from .api import hash_bytes, series_id
 from .damage import NOT_HELD, ArraysDamaged, damage_error, read_group
-from .queries import _INT64_MAX, _INT64_MIN, check_owner, missing_ids
+from .queries import INT64_MAX, INT64_MIN, check_owner, missing_ids
+from .rowcheck import RowChecker
 from .rows import SeriesRow, decode_shape
 from .segments import SegmentGone
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .queries import Queries
+    from .state import StoreState
 
-_DEFAULT_BATCH_BYTES = 64 * 1024 * 1024
+DEFAULT_BATCH_BYTES = 64 * 1024 * 1024
 
 _SCAN_FROM = 2000  # arrays wanted at once before a table scan is considered
 # Places (segment, slot) whose whole array a part read has checked, kept up to this many.
@@ -87,7 +89,7 @@ def _id_lookup(ids: Sequence[int]) -> tuple[list[int], np.ndarray]:
         with contextlib.suppress(OverflowError):
             return wanted, np.array(wanted, dtype=np.int64)
     wanted = [series_id(i) for i in wanted]
-    return wanted, np.array([i for i in wanted if _INT64_MIN <= i <= _INT64_MAX], dtype=np.int64)
+    return wanted, np.array([i for i in wanted if INT64_MIN <= i <= INT64_MAX], dtype=np.int64)
 
 
 def _missing_array(*keys: tuple[bytes, str]) -> ArraysDamaged:
@@ -108,6 +110,9 @@ _READ_FIELDS = (
 # Then the data array's pool, slot and segment, and the time axis' (None: it has none).
 _AT_DATA_HASH, _AT_TS_HASH, _AT_POOL, _AT_TS_POOL = 17, 18, 19, 22
 _ID = operator.itemgetter(0)
+# The check of a read's rows: the columns its checksum covers that it does not read
+# already are selected after the array places (rowcheck.RowChecker).
+_CHECKER = RowChecker([c.strip().removeprefix("t.") for c in _READ_FIELDS.split(",")] + [None] * 6)
 
 # What ``iter_select_fields`` may name: every catalog column (the id and the columns a
 
@@ -221,10 +226,11 @@ def _materialize_windows(src: np.ndarray, res, hor, itv, count: int) -> np.ndarr
 class Reading:
     """Finds and reads the stored arrays and makes series of them (see the module docstring)."""
 
-    __slots__ = ("_store", "_verified")
+    __slots__ = ("_queries", "_state", "_verified")
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, state: StoreState, queries: Queries) -> None:
+        self._state = state
+        self._queries = queries
         # Places whose whole array a part read checked already (segments never change).
         self._verified: set[tuple[str, int]] = set()
 
@@ -235,7 +241,7 @@ class Reading:
         found = self.found_locations(keys)
         if len(found) < len(keys):
             damage = _missing_array(*(k for k in keys if k not in found))
-            raise damage_error(self._store, damage.found)
+            raise damage_error(self._state, damage.found)
         return found
 
     def found_locations(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], tuple]:
@@ -245,11 +251,11 @@ class Reading:
         # The segments' slot count stands for the table's size (it counts the arrays
         # ever written to the live segments: at least the table's, less empty arrays):
         # a count(*) walks every page of the table, on every write.
-        if len(keyset) >= _SCAN_FROM and len(keyset) * 4 >= self._store._catalog.scalar(
+        if len(keyset) >= _SCAN_FROM and len(keyset) * 4 >= self._state.catalog.scalar(
             "SELECT COALESCE(sum(slots), 0) FROM segments"
         ):
             # Most of the table: one pass over it beats a primary-key search per array.
-            for r in self._store._catalog.execute(
+            for r in self._state.catalog.execute(
                 "SELECT hash, kind, dtype, shape, pool, slot, segment FROM arrays"
             ):
                 key = (r[0], r[1])
@@ -264,7 +270,7 @@ class Reading:
             # each), in key order: each search starts near where the last one ended, so
             # the pages it needs are the ones just read.
             hashes.sort()
-            for r in self._store._catalog.execute(
+            for r in self._state.catalog.execute(
                 "SELECT hash, dtype, shape, pool, slot, segment FROM arrays "
                 "WHERE kind = ? AND hash IN carray(?)",
                 (kind, apsw.carray(tuple(hashes))),
@@ -288,14 +294,14 @@ class Reading:
         keys = set(keys)
         try:
             for attempt in range(3):
-                final = attempt == 2 or self._store._catalog.in_transaction
+                final = attempt == 2 or self._state.catalog.in_transaction
                 try:
                     return self._load_once(keys, part, final=final)
                 except SegmentGone:
                     if final:
                         raise
         except ArraysDamaged as exc:
-            raise damage_error(self._store, exc.found) from None
+            raise damage_error(self._state, exc.found) from None
         raise AssertionError("unreachable")
 
     def _load_once(
@@ -324,7 +330,7 @@ class Reading:
         for (segment, pool), group in by_pool.items():
             try:
                 arrays = read_group(
-                    self._store._segments,
+                    self._state.segments,
                     segment,
                     pool,
                     [locs[k][3] for k in group],
@@ -345,7 +351,7 @@ class Reading:
         self,
         rows: Sequence[SeriesRow],
         *,
-        batch_bytes: int = _DEFAULT_BATCH_BYTES,
+        batch_bytes: int = DEFAULT_BATCH_BYTES,
         with_timestamps: bool = True,
     ) -> Iterator[list[tuple[SeriesRow, np.ndarray, np.ndarray | None]]]:
         """Yield ``(row, stored array, timestamps)`` for ``rows`` a bounded batch at a time.
@@ -354,13 +360,13 @@ class Reading:
         so memory follows ``batch_bytes``, not the selection. Rows come back in the
         order given. The array is the stored (composite: minimal-width) form.
         """
-        self._store._open()
+        self._state.check_open()
         for group in self.row_groups(rows, batch_bytes):
             yield self.read_batch(group, with_timestamps)
 
     @staticmethod
     def row_groups(
-        rows: Iterable[SeriesRow], batch_bytes: int = _DEFAULT_BATCH_BYTES
+        rows: Iterable[SeriesRow], batch_bytes: int = DEFAULT_BATCH_BYTES
     ) -> Iterator[list[SeriesRow]]:
         """``rows`` in consecutive groups whose distinct arrays hold about ``batch_bytes``."""
         batch: list[SeriesRow] = []
@@ -404,17 +410,19 @@ class Reading:
         ``ids``, in the order given: one query, no catalog row objects; NotFoundError
         names a missing id."""
         wanted, lookup = _id_lookup(ids)
-        self._store._open()
+        self._state.check_open()
         try:
             rows = self._fields_by_id(lookup)
         except UnicodeDecodeError as exc:  # a damaged catalog page inside a row's text
             raise DamagedStoreError(
-                f"the catalog {self._store._catalog.path} is damaged: the row of "
+                f"the catalog {self._state.catalog.path} is damaged: the row of "
                 f"{self._undecodable(lookup)} holds text that is not UTF-8 ({exc.reason}); "
                 "run {verify} to list every damaged series, then {repair} to set the damage "
                 "aside",
-                terms=damage_terms(str(self._store.path)),
+                terms=damage_terms(str(self._state.path)),
             ) from None
+        # Each row checked against its checksum (the columns after the array places).
+        _CHECKER.check(rows, str(self._state.path))
         got = list(map(_ID, rows))
         if got == wanted:
             # Distinct ids asked in ascending order (all of a store's, a list_metadata's)
@@ -444,8 +452,9 @@ class Reading:
         (fetched at once: stepping the cursor row by row from Python costs more)."""
         if not lookup.size:
             return []
-        return self._store._catalog.execute(
-            f"SELECT {_READ_FIELDS}, a.pool, a.slot, a.segment, s.pool, s.slot, s.segment "
+        return self._state.catalog.execute(
+            f"SELECT {_READ_FIELDS}, a.pool, a.slot, a.segment, s.pool, s.slot, s.segment, "
+            f"{_CHECKER.extra} "
             "FROM time_series_associations t LEFT JOIN arrays a "
             "ON a.hash = t.data_hash AND a.kind = 'data' LEFT JOIN arrays s "
             "ON s.hash = t.timestamps_hash AND s.kind = 'timestamps' "
@@ -521,7 +530,7 @@ class Reading:
         found: dict[tuple[bytes, str], tuple[str, str, str]] = {}
         if missing:
             found.update(_missing_array(*missing).found)
-        segments = self._store._segments
+        segments = self._state.segments
         for (segment, pool), (slots, hashes) in groups.items():
             keys = [(h, kind) for h in hashes]
             try:
@@ -533,6 +542,31 @@ class Reading:
         if found:
             raise ArraysDamaged(found)
         return out
+
+    def array_by_hash(self, data_hash: str) -> np.ndarray:
+        """``Store.get_array_by_hash``: the stored array of ``data_hash``, a fresh copy."""
+        key = (hash_bytes(data_hash), "data")
+        self._state.check_open()
+        if key not in self.found_locations([key]):
+            raise NotFoundError(
+                f"the store holds no array with data_hash {data_hash}; list_metadata shows "
+                "the hashes it holds",
+                key=data_hash,
+            )
+        return np.array(self.load([key])[key])
+
+    def get_metadata_by_id(self, id: int) -> dict[str, Any] | None:
+        """The metadata row of ``id`` (with timestamps for irregular series), or None."""
+        rows = self._queries.select("t.id = ?", (series_id(id),))
+        if not rows:
+            return None
+        row = rows[0]
+        ts = (
+            self.load({(row.timestamps_hash, "timestamps")})[(row.timestamps_hash, "timestamps")]
+            if row.timestamps_hash
+            else None
+        )
+        return row.metadata(ts)
 
     def read_by_ids(
         self,
@@ -560,7 +594,7 @@ class Reading:
             # The places came with the rows; a segment merged away meanwhile sends the
             # read back for the new ones, as load does (one still missing on the last
             # try is damage).
-            final = attempt == 2 or self._store._catalog.in_transaction
+            final = attempt == 2 or self._state.catalog.in_transaction
             try:
                 arrays, times = self._stored_arrays(fields, final)
                 break
@@ -568,7 +602,7 @@ class Reading:
                 if final:
                     raise
             except ArraysDamaged as exc:
-                raise damage_error(self._store, exc.found) from None
+                raise damage_error(self._state, exc.found) from None
         out: list[_Series] = [
             _series_of(
                 f,
@@ -602,14 +636,14 @@ class Reading:
                 "read_by_id requires both owner_id and owner_category, or neither"
             )
         if owner_id is not None:
-            check_owner(self._store.rows_by_ids([id]), owner_id, owner_category)
+            check_owner(self._queries.rows_by_ids([id]), owner_id, owner_category)
         return self.read_by_ids([id], start_time=start_time, len=len, count=count)[0]
 
     def read_by_ids_range(
         self, ids: Sequence[int], time_range: tuple[datetime, datetime]
     ) -> list[_Series]:
         """Read many series, each clipped to the half-open ``time_range`` (start, end)."""
-        rows = self._store.rows_by_ids(ids)
+        rows = self._queries.rows_by_ids(ids)
         out = []
         for batch in self.iter_arrays(rows):
             for row, arr, ts in batch:

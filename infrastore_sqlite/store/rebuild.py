@@ -44,6 +44,7 @@ from .catalog import Catalog
 from .damage import hash_matches
 from .journal import SEQ_KEY, records_of, replay
 from .prepare import INSERT_COLUMNS
+from .rowcheck import CHECK_COLUMN, CHECKED_COLUMNS, row_check
 from .rows import feature_rows
 from .segments import NAME_ATTR, SEGMENT_DIR
 
@@ -410,11 +411,13 @@ def _write_catalog(
                     "INSERT INTO feature_sets VALUES (?, ?, ?, ?, ?, ?, ?)",
                     feature_rows(fh, orjson.loads(text)),
                 )
-            columns = ("id", *INSERT_COLUMNS)
+            # Each row with its checksum (rowcheck.py), as an add inserts it.
+            columns = (*CHECKED_COLUMNS, CHECK_COLUMN)
+            values = [(sid, *(v[c] for c in INSERT_COLUMNS)) for sid, v in sorted(rows.items())]
             cat.executemany(
                 f"INSERT INTO time_series_associations ({', '.join(columns)}) "
                 f"VALUES ({', '.join('?' * len(columns))})",
-                [(sid, *(v[c] for c in INSERT_COLUMNS)) for sid, v in sorted(rows.items())],
+                [(*r, row_check(r)) for r in values],
             )
             needed = set()
             for v in rows.values():
@@ -474,13 +477,12 @@ def relocate(
     return {k: (p[2], p[4], p[5], p[3]) for k, p in places.items()}
 
 
-def restore_names(root: str | Path, generation: str) -> list[tuple[str, str]]:
-    """Move each file of ``segments/`` that records another name than its own back under
-    the name it records (files swapped, or renamed), when that name is free or held by
-    another such file; returns the moves ``(from, to)``. A file whose recorded name is
-    held by the right file (a copy over a sibling) stays where it is, for repair to set
-    aside. Files are only renamed (through a work name beside ``segments/``), never
-    deleted."""
+def name_moves(root: str | Path, generation: str) -> list[tuple[str, str]]:
+    """The moves ``(from, to)`` that would put each file of ``segments/`` recording
+    another name than its own back under the name it records (files swapped, or
+    renamed), when that name is free or held by another such file: decided only, nothing
+    is moved (:func:`move_files` does). A file whose recorded name is held by the right
+    file (a copy over a sibling) stays where it is, for repair to set aside."""
     root = Path(root)
     seg_dir = root / SEGMENT_DIR
     wrong = [
@@ -489,24 +491,38 @@ def restore_names(root: str | Path, generation: str) -> list[tuple[str, str]]:
         if f.in_segments and f.generation == generation and f.name and f.name != f.path.name
     ]
     leaving = {f.path for f in wrong}
-    parked: list[tuple[Path, Path, Path]] = []
+    claimed: set[Path] = set()
+    moves = []
     for f in wrong:
         target = seg_dir / f.name
-        if target.exists() and target not in leaving:
-            continue  # the right file holds that name: this one is a copy
-        work = root / f".{f.name}.moving-{os.getpid()}"
-        os.rename(f.path, work)
-        parked.append((work, target, f.path))
-    moves = []
+        if (target.exists() and target not in leaving) or target in claimed:
+            continue  # the right file holds that name (this one is a copy), or another claims it
+        claimed.add(target)
+        moves.append((str(f.path), str(target)))
+    return moves
+
+
+def move_files(root: str | Path, moves: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Make the moves ``(from, to)`` (:func:`name_moves`, or their reverse to undo them):
+    each file is parked under a work name beside ``segments/`` first, so swapped names
+    exchange; a target taken meanwhile leaves the file where it was. Files are only
+    renamed, never deleted; returns the moves made."""
+    root = Path(root)
+    parked: list[tuple[Path, Path, Path]] = []
+    for origin, target in moves:
+        work = root / f".{Path(target).name}.moving-{os.getpid()}"
+        os.rename(origin, work)
+        parked.append((work, Path(target), Path(origin)))
+    done = []
     for work, target, origin in parked:
         if not target.exists():
             os.rename(work, target)
-            moves.append((str(origin), str(target)))
+            done.append((str(origin), str(target)))
         elif not origin.exists():
             os.rename(work, origin)  # two files claim one name: left as they were
         else:
             continue  # both names taken meanwhile: left beside segments/ (never swept)
     if parked:
-        fsync_path(seg_dir)
+        fsync_path(root / SEGMENT_DIR)
         fsync_path(root)
-    return moves
+    return done

@@ -73,12 +73,18 @@ from .damage import (
     read_group,
 )
 from .journal import row_mismatches, unknown_transactions
-from .rebuild import rebuild_catalog, relocate, restore_names
+from .lifecycle import open_state
+from .rebuild import move_files, name_moves, rebuild_catalog, relocate
 from .segments import PENDING_SUFFIX, SEGMENT_DIR, catalog_file
 from .tracing import LOG
 
 if TYPE_CHECKING:
+    from .queries import Queries
+    from .state import StoreState
     from .store import Store
+    from .transactions import Transactions
+    from .writing import Writing
+
 # Arrays copied per read/write step while salvaging.
 _STEP = 1024
 
@@ -148,42 +154,68 @@ def repair_directory(
     return report
 
 
-def repair(store: Store, *, dry_run: bool = False) -> dict[str, Any]:
+def repair(
+    state: StoreState,
+    *,
+    queries: Queries,
+    transactions: Transactions,
+    writing: Writing,
+    dry_run: bool = False,
+) -> dict[str, Any]:
     """``Store.repair``: see the module docstring. Returns the report (what was set aside,
-    kept and lost, and how to restore the lost series)."""
-    store._open()
-    stale = unknown_transactions(store)
+    kept and lost, and how to restore the lost series).
+
+    Parameters
+    ----------
+    state
+        The open store's shared state (its catalog and segments are swapped in place
+        when the catalog is rebuilt).
+    queries, transactions, writing
+        The store's rooms the repair works through: its transaction, the rows of the
+        lost series and their removal.
+    dry_run
+        Report what would be kept and lost; change nothing.
+    """
+    state.check_open()
+    stale = unknown_transactions(state)
     if stale:  # decided before any write: a write would set the newer segments aside
         why = (
             f"the catalog is stale: the segments record {len(stale)} transaction{'s' * (len(stale) != 1)} it "
             "does not know (an older copy restored, or a lost -wal)"
         )
-        return rebuild_open_store(store, dry_run=dry_run, why=why)
-    differ = row_mismatches(store)
+        return rebuild_open_store(state, dry_run=dry_run, why=why)
+    differ = row_mismatches(state)
     if differ:  # a damaged row is never made the new truth: the records restore it
         why = (
             f"{len(differ)} series rows differ from the transaction records (ids "
             f"{', '.join(str(i) for i in sorted(differ)[:12])})"
         )
-        return rebuild_open_store(store, dry_run=dry_run, why=why)
+        return rebuild_open_store(state, dry_run=dry_run, why=why)
     if dry_run:
-        return _report(store, diagnose(store), None, dry_run=True)
-    store._writable()
-    if store._catalog.in_transaction:
+        return _report(state, diagnose(state), None, dry_run=True)
+    state.check_writable()
+    if state.catalog.in_transaction:
         raise StorageError("repair() cannot run inside a transaction; commit or roll back first")
     # Files swapped or renamed in segments/ go back under the names they record first
-    # (renamed, never deleted): what they hold is then read where the catalog says.
+    # (renamed, never deleted): what they hold is then read where the catalog says. The
+    # moves are decided first; a repair that then cannot go on (another writer holds the
+    # store, a refusal) moves them back, so a refused repair changes nothing.
+    root = state.path
+    moves = name_moves(root, state.segments.generation)
+    if moves:
+        with state.catalog.transaction():
+            pass  # busy is refused here, before any file moves
     try:
-        moved = restore_names(store.path, store._segments.generation)
+        moved = move_files(root, moves)
     except OSError as exc:
         raise StorageError(
-            f"cannot move the segments of {store.path} back under their names: "
+            f"cannot move the segments of {state.path} back under their names: "
             f"{describe_os_error(exc)}"
         ) from exc
     for _src, dst in moved:
-        store._segments.forget(Path(dst).name)
+        state.segments.forget(Path(dst).name)
     try:
-        report = _repair(store)
+        report = _repair(state, queries, transactions, writing)
         if moved:
             report["ok_before"] = False
             report["catalog_errors"].append(
@@ -195,14 +227,31 @@ def repair(store: Store, *, dry_run: bool = False) -> dict[str, Any]:
         # it, or, when they cannot (a store from before records were kept), the refusal
         # stands, having changed nothing.
         try:
-            return rebuild_open_store(store, dry_run=False, why=str(exc))
+            return rebuild_open_store(state, dry_run=False, why=str(exc))
         except IntegrityError:
+            _move_back(state, moved)
             raise exc from None
+    except BaseException:
+        _move_back(state, moved)
+        raise
 
 
-def _repair(store: Store) -> dict[str, Any]:
+def _move_back(state: StoreState, moved: list[tuple[str, str]]) -> None:
+    """Undo :func:`~.rebuild.move_files`' moves of a repair that did not go on."""
+    if not moved:
+        return
+    with contextlib.suppress(OSError):
+        move_files(state.path, [(dst, src) for src, dst in reversed(moved)])
+    for src, dst in moved:
+        state.segments.forget(Path(src).name)
+        state.segments.forget(Path(dst).name)
+
+
+def _repair(
+    state: StoreState, queries: Queries, transactions: Transactions, writing: Writing
+) -> dict[str, Any]:
     """:func:`repair` of a store whose catalog is not stale (see the module docstring)."""
-    segs = store._segments
+    segs = state.segments
     # Everything is decided inside the transaction, under the write lock, and nothing on
     # disk changes before its commit but its own new segment (marked pending, deleted on
     # a rollback): a refusal changes nothing. The files set aside move after the commit;
@@ -211,38 +260,38 @@ def _repair(store: Store) -> dict[str, Any]:
     salvaged = 0
     ok_before = True
     rebuilt: dict[str, Any] = {}
-    mended = catalog_check(store)
+    mended = catalog_check(state)
     if mended:
-        mend_catalog(store, rebuilt)
-    with store._transactions.block(sweep=False):
-        found = diagnose(store)
+        mend_catalog(state, rebuilt)
+    with transactions.block(sweep=False):
+        found = diagnose(state)
         if not found.catalog["ok"]:
-            catalog_beyond_repair(store, found.catalog["errors"][0])
+            catalog_beyond_repair(state, found.catalog["errors"][0])
         if not found.ok:
-            _list_again(store, found.unlisted)
-            if found.lost_keys and relocate_lost(store, found.lost_keys):
+            _list_again(state, found.unlisted)
+            if found.lost_keys and relocate_lost(state, found.lost_keys):
                 # Arrays the catalog lost track of (a wrong slot or segment name in a
                 # row) found intact by the keys the segments record: pointed at, not
                 # dropped. Diagnosed again, still under the lock.
                 ok_before = False
-                found = diagnose(store)
+                found = diagnose(state)
             if not found.ok:
-                salvaged = _salvage(store, found)
-                _drop_lost(store, found)
+                salvaged = _salvage(state, found)
+                _drop_lost(state, found, queries, writing)
         # The transaction's segment is sealed and named by the commit that ends the block.
     # Pending files listed under the lock belong to writes that did not commit.
-    _drop_pending(store, found.pending)
+    _drop_pending(state, found.pending)
     names = [*found.damaged_segments, *(Path(u).name for u in found.unnamed), *found.sealed]
     # Whatever the rest of the store, what the catalog no longer names is set aside.
     present = [n for n in names if os.path.lexists(segs.path(n))]
-    folder = aside_folder(store.path) if present else None
+    folder = aside_folder(state.path) if present else None
     if folder is not None:
         segs.set_aside(present, folder)
-    LOG.info("repaired the store %s: %d arrays salvaged", store.path, salvaged)
-    out = _report(store, found, folder, dry_run=False)
+    LOG.info("repaired the store %s: %d arrays salvaged", state.path, salvaged)
+    out = _report(state, found, folder, dry_run=False)
     if rebuilt.get("lost"):
         out["series_lost"] = rebuilt.pop("lost") + out["series_lost"]
-        out["restore"] = restore_hint(str(store.path))
+        out["restore"] = restore_hint(str(state.path))
     rebuilt.pop("lost", None)
     out["ok_before"] = out["ok_before"] and ok_before and not mended and not found.sealed
     out["catalog_errors"] = mended + out["catalog_errors"]
@@ -251,15 +300,15 @@ def _repair(store: Store) -> dict[str, Any]:
     return out
 
 
-def relocate_lost(store: Store, keys: set[tuple[bytes, str]]) -> int:
+def relocate_lost(state: StoreState, keys: set[tuple[bytes, str]]) -> int:
     """Point the catalog's rows of lost arrays at intact copies the segments' key records
     show (``rebuild.relocate``); returns how many were found."""
-    cat = store._catalog
-    places = relocate(store.path, store._segments.generation, keys)
+    cat = state.catalog
+    places = relocate(state.path, state.segments.generation, keys)
     named = {r[0] for r in cat.execute("SELECT name FROM segments")}
     for (h, kind), (segment, pool, slot, f) in sorted(places.items()):
         if segment not in named:  # an intact file whose name the catalog lost
-            target = store._segments.path(segment)
+            target = state.segments.path(segment)
             if f.path != target:  # set aside by a sweep: moved back under its name
                 try:
                     os.rename(f.path, target)
@@ -283,15 +332,15 @@ def relocate_lost(store: Store, keys: set[tuple[bytes, str]]) -> int:
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (h, kind, dtype, shape, pool, slot, segment),
         )
-        store._segments.forget(segment)
+        state.segments.forget(segment)
     return len(places)
 
 
-def _list_again(store: Store, names: list[str]) -> None:
+def _list_again(state: StoreState, names: list[str]) -> None:
     """Give back their ``segments`` rows to segments the catalog's arrays are placed in
     but its segments table does not list (diagnose found them there, this store's and
     sound): a damaged name in a row must not cost the series in them."""
-    cat = store._catalog
+    cat = state.catalog
     for name in names:
         pools = sorted(
             r[0]
@@ -308,17 +357,17 @@ def _list_again(store: Store, names: list[str]) -> None:
             "INSERT OR REPLACE INTO segments (name, bytes, slots, pools) VALUES (?, ?, ?, ?)",
             (
                 name,
-                os.path.getsize(store._segments.path(name)),
+                os.path.getsize(state.segments.path(name)),
                 int(slots),
                 orjson.dumps(pools).decode(),
             ),
         )
 
 
-def _drop_pending(store: Store, names: list[str]) -> None:
+def _drop_pending(state: StoreState, names: list[str]) -> None:
     """Delete pending files the catalog, read under the write lock, showed uncommitted."""
     for name in names:
-        for path in (store._segments.path(name), store._segments.path(name + PENDING_SUFFIX)):
+        for path in (state.segments.path(name), state.segments.path(name + PENDING_SUFFIX)):
             with contextlib.suppress(OSError):
                 path.unlink()
 
@@ -362,11 +411,11 @@ def unopenable(root: Path, exc: CatalogDamagedError, *, dry_run: bool) -> dict[s
     }
 
 
-def _salvage(store: Store, found: Diagnosis) -> int:
+def _salvage(state: StoreState, found: Diagnosis) -> int:
     """Copy every array of a damaged segment that reads and re-hashes into this
     transaction's segment; returns how many."""
-    cat = store._catalog
-    segs = store._segments
+    cat = state.catalog
+    segs = state.segments
     copied = 0
     for name in found.damaged_segments:
         keep = [r for r in arrays_in(cat, name) if (r[0], r[1]) not in found.lost_keys]
@@ -422,17 +471,17 @@ def _salvage(store: Store, found: Diagnosis) -> int:
     return copied
 
 
-def _drop_lost(store: Store, found: Diagnosis) -> None:
+def _drop_lost(state: StoreState, found: Diagnosis, queries: Queries, writing: Writing) -> None:
     """Remove the series rows whose arrays are lost, the lost arrays' rows and the
     damaged segments' rows."""
-    cat = store._catalog
+    cat = state.catalog
     # Rows that no longer decode cannot be made SeriesRow objects: deleted as they are.
     cat.executemany(
         "DELETE FROM time_series_associations WHERE id = ?", [(i,) for i in found.bad_rows]
     )
     ids = [s.id for s in found.series_lost if s.id not in found.bad_rows]
     # remove_rows also frees what nothing names any more (arrays, feature maps).
-    store._writing.remove_rows(store.rows_by_ids(ids) if ids else [])
+    writing.remove_rows(queries.rows_by_ids(ids) if ids else [])
     cat.executemany("DELETE FROM arrays WHERE hash = ? AND kind = ?", sorted(found.lost_keys))
     if found.damaged_segments:
         cat.executemany(
@@ -441,7 +490,7 @@ def _drop_lost(store: Store, found: Diagnosis) -> None:
 
 
 def _report(
-    store: Store, found: Diagnosis, folder: Path | None, *, dry_run: bool
+    state: StoreState, found: Diagnosis, folder: Path | None, *, dry_run: bool
 ) -> dict[str, Any]:
     """What repair did (or, dry, would do)."""
     lost = [
@@ -459,13 +508,13 @@ def _report(
         "ok_before": found.ok,
         "set_aside": [s.file for s in found.segments]
         + list(found.unnamed)
-        + [str(store._segments.path(n)) for n in found.sealed],
+        + [str(state.segments.path(n)) for n in found.sealed],
         "folder": str(folder) if folder is not None else None,
         "series_kept": kept,
         "series_lost": lost,
         "arrays_lost": arrays_lost,
         "catalog_errors": list(found.catalog.get("errors", [])),
-        "restore": restore_hint(str(store.path)) if lost else None,
+        "restore": restore_hint(str(state.path)) if lost else None,
     }
 
 
@@ -589,21 +638,20 @@ def _swap_in(root: Path, work: Path, moves: list[tuple[str, str]]) -> tuple[Path
     return (folder if old else None), old
 
 
-def rebuild_open_store(store: Store, *, dry_run: bool, why: str) -> dict[str, Any]:
+def rebuild_open_store(state: StoreState, *, dry_run: bool, why: str) -> dict[str, Any]:
     """Rebuild the catalog of an open store (stale, or damaged beyond its indexes): its
     files closed, the catalog rebuilt and swapped in, the store opened again in place."""
-    root = Path(store.path)
-    generation = store._segments.generation
+    root = Path(state.path)
+    generation = state.segments.generation
     if dry_run:
         return recover_catalog(root, dry_run=True, generation=generation, why=why)
-    store._writable()
-    timeout = store._catalog.timeout
-    store._segments.close()
-    store._catalog.close()
+    state.check_writable()
+    timeout = state.catalog.timeout
+    state.segments.close()
+    state.catalog.close()
     try:
         report = recover_catalog(root, generation=generation, why=why)
     finally:
-        fresh = type(store).open(root, timeout=timeout)
-        store._catalog, store._segments = fresh._catalog, fresh._segments
-        fresh._segments = None  # type: ignore[assignment]  # the files are store's now
+        fresh = open_state(root, timeout=timeout)
+        state.catalog, state.segments = fresh.catalog, fresh.segments
     return report

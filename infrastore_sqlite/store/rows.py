@@ -27,7 +27,8 @@ SELECT t.id, t.owner_id, t.owner_type, t.owner_category, t.time_series_type, t.n
        t.initial_ms, t.resolution, t.length, t.horizon, t.interval, t.count,
        t.timestamps_hash, t.units, t.quantity_kind, t.unit_system, t.time_reference,
        t.component_field, t.percentiles_json, t.element_type, t.element_shape, t.array_shape,
-       t.application_data, t.data_hash, t.features_hash, f.features_json
+       t.application_data, t.data_hash, t.features_hash, f.features_json,
+       t.initial_timestamp, t.row_check
 FROM time_series_associations t
 LEFT JOIN feature_maps f ON f.features_hash = t.features_hash
 """

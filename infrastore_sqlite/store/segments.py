@@ -438,8 +438,19 @@ class Segments:
         writer, name = self._writer, self._writer_name
         assert name is not None
         self._writer = None
+        try:
+            writer.finish()
+        except BaseException:
+            # Never sealed, so no commit can name it: the file and its mark go now (a
+            # refused write leaves nothing, not even a pending file for the next writer).
+            self._readers.pop(name, None)
+            with contextlib.suppress(OSError):
+                self.path(name).unlink()
+            with contextlib.suppress(OSError):
+                self.path(name + PENDING_SUFFIX).unlink()
+            self._writer_name = None
+            raise
         self._sealed = name
-        writer.finish()
         try:
             # Sealed before the directory fsync that makes the segment durable, so that
             # fsync makes the new mark durable too, at no extra cost: a segment whose
@@ -480,7 +491,10 @@ class Segments:
         """
         if self._writer is not None and self._writer_name is not None:
             name = self._writer_name
-            self._writer.close()
+            # A file that cannot be closed cleanly (the write that failed was its own:
+            # a full disk, a file-size limit) is deleted all the same: it is ours.
+            with contextlib.suppress(OSError, RuntimeError, ValueError):
+                self._writer.close()
             self._writer = None
             self._readers.pop(name, None)
             with contextlib.suppress(OSError):

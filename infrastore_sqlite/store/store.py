@@ -8,14 +8,16 @@ failed or killed write leaves the store at its last committed state.
 
 :class:`Store` is the facade with the reference's names and signatures; its work lives
 in rooms named for what they do, one collaborator each, so every method here says which
-one does it:
+one does it. ``Store.__init__`` is the composition root: it builds nothing but the rooms,
+each handed the one shared :class:`~.state.StoreState` and the rooms it calls, and no
+room holds the facade:
 
 * ``lifecycle`` — create, open (converting the earlier two-file layout), close;
 * ``self._transactions`` (``transactions.Transactions``) — the write transactions, and
   sealing, merging and rewriting segments;
 * ``self._writing`` (``writing.Writing``) — adds, replacements and removals: catalog
   rows and new arrays (what a series becomes first is ``prepare``'s, which touches
-  nothing);
+  nothing), and :meth:`Store.insert_all`, the import's door (``conflicts``' policy);
 * ``self._reading`` (``reading.Reading``) — where arrays are, batched reads, series
   objects;
 * ``self._queries`` (``queries.Queries``) — catalog rows, metadata and counts;
@@ -23,8 +25,8 @@ one does it:
   settings and size;
 * ``damage`` and ``repair`` — a damaged store diagnosed (``verify_integrity``,
   ``diagnose``) and repaired (``repair``);
-* :class:`~.api.StoreApi` (the base class) — the reference's members built on the ones
-  here (discovery, summaries, readers, owners, attributes, copies).
+* :class:`~.api.StoreApi` (the base class) — the reference's members built on the
+  public ones here (discovery, summaries, readers, copies).
 """
 
 from __future__ import annotations
@@ -36,27 +38,19 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ..errors import InvalidParameterError, ReadOnlyStoreError
 from ..model import OwnerCategory, _Series
 from . import damage, lifecycle, repair
 from .api import StoreApi, Transaction
 from .catalog import Catalog
+from .conflicts import Filed, IdsMet, OnConflict
 from .lifecycle import DEFAULT_TIMEOUT, catalog_path
 from .maintenance import Maintenance
-from .prepare import (  # re-exported: the import core takes them from here
-    ARRAY_FIELDS,
-    INSERT_COLUMNS,
-    Prepared,
-    _features_hash_of,  # noqa: F401  (re-exported too: tests reach it here)
-    array_values,
-    prepare,
-    row_for,
-    series_label,
-)
+from .prepare import ARRAY_FIELDS, Prepared, array_values, series_label
 from .queries import Queries
-from .reading import _DEFAULT_BATCH_BYTES, Reading, series_from
+from .reading import DEFAULT_BATCH_BYTES, Reading
 from .rows import SeriesRow, filter_keywords
 from .segments import Segments
+from .state import StoreState
 from .tracing import LOG
 from .transactions import Transactions
 from .writing import Writing
@@ -67,15 +61,6 @@ if TYPE_CHECKING:
     from ..interchange.options import ExportOptions, ImportOptions
     from ..interchange.plan_types import ExportSummary
 
-# Store.compact's keys, in the reference's order.
-_COMPACT_KEYS = (
-    "slots_reclaimed",
-    "datasets_dropped",
-    "feature_sets_reclaimed",
-    "timestamp_sets_reclaimed",
-    "bytes_reclaimed",
-)
-
 
 class Store(StoreApi):
     """A content-addressed time-series store (HDF5 segments + SQLite catalog).
@@ -83,18 +68,34 @@ class Store(StoreApi):
     Use :meth:`create` or :meth:`open`; the constructor is not public.
     """
 
-    def __init__(self, path: Path, segments: Segments, catalog: Catalog, read_only: bool) -> None:
-        self.path = path
-        self._segments = segments
-        self._catalog = catalog
-        self._read_only = read_only
-        self._scratch: Path | None = None  # the directory of an in_memory store
-        # The rooms: each holds this store and reads its catalog and segments through it.
-        self._transactions = Transactions(self)
-        self._writing = Writing(self)
-        self._reading = Reading(self)
-        self._queries = Queries(self)
-        self._maintenance = Maintenance(self)
+    def __init__(self, state: StoreState) -> None:
+        # The composition root: the one shared state, and each room handed the state and
+        # the rooms it works through (each only rooms placed before it in
+        # tests/test_layers.py's ROOM_ORDER). No room holds this facade.
+        self._state = state
+        self._transactions = Transactions(state)
+        self._queries = Queries(state)
+        self._reading = Reading(state, self._queries)
+        self._writing = Writing(state, self._queries, self._transactions)
+        self._maintenance = Maintenance(state, self._queries, self._transactions, self._writing)
+
+    @property
+    def path(self) -> Path:
+        """The store directory."""
+        return self._state.path
+
+    # The catalog and segments, for the tests that inspect or damage them on purpose.
+    @property
+    def _catalog(self) -> Catalog:
+        return self._state.catalog
+
+    @property
+    def _segments(self) -> Segments | None:
+        return self._state.segments
+
+    @property
+    def _scratch(self) -> Path | None:
+        return self._state.scratch
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
@@ -137,16 +138,17 @@ class Store(StoreApi):
         timeout
             Seconds a write waits for another process's write before StoreBusyError.
         """
-        return lifecycle.create_store(
-            cls,
-            path,
-            in_memory=in_memory,
-            compression=compression,
-            compression_level=compression_level,
-            shuffle=shuffle,
-            catalog=catalog,
-            overwrite=overwrite,
-            timeout=timeout,
+        return cls(
+            lifecycle.create_state(
+                path,
+                in_memory=in_memory,
+                compression=compression,
+                compression_level=compression_level,
+                shuffle=shuffle,
+                catalog=catalog,
+                overwrite=overwrite,
+                timeout=timeout,
+            )
         )
 
     @classmethod
@@ -172,13 +174,13 @@ class Store(StoreApi):
         timeout
             Seconds a write waits for another process's write before StoreBusyError.
         """
-        return lifecycle.open_store(
-            cls, path, read_only=read_only, catalog=catalog, timeout=timeout
+        return cls(
+            lifecycle.open_state(path, read_only=read_only, catalog=catalog, timeout=timeout)
         )
 
     def close(self) -> None:
         """Close the store (anything uncommitted is rolled back). Safe to call twice."""
-        lifecycle.close_store(self)
+        lifecycle.close_store(self._state, self._transactions)
 
     def __enter__(self) -> Store:
         return self
@@ -188,25 +190,23 @@ class Store(StoreApi):
 
     def __repr__(self) -> str:
         # The reference's spelling: the path unquoted, and ', closed' once closed.
-        where = "in-memory" if self._scratch is not None else str(self.path)
-        closed = ", closed" if self._segments is None else ""
-        return f"Store({where}, read_only={self._read_only}{closed})"
+        state = self._state
+        where = "in-memory" if state.scratch is not None else str(state.path)
+        closed = ", closed" if state.closed else ""
+        return f"Store({where}, read_only={state.read_only}{closed})"
 
     @property
     def read_only(self) -> bool:
-        return self._read_only
+        return self._state.read_only
 
-    def _writable(self) -> None:
-        if self._read_only:
-            raise ReadOnlyStoreError(
-                f"the store {self.path} is open read-only; open it with read_only=False to write"
-            )
-        if self._segments is None:
-            raise InvalidParameterError("the store is closed")
+    def check_writable(self) -> None:
+        """Refuse a write: ReadOnlyStoreError on a read-only store, InvalidParameterError
+        on a closed one (what an import checks before it reads its file)."""
+        self._state.check_writable()
 
-    def _open(self) -> None:
-        if self._segments is None:
-            raise InvalidParameterError("the store is closed")
+    def check_open(self) -> None:
+        """Refuse any use of a closed store (InvalidParameterError)."""
+        self._state.check_open()
 
     def disk_usage(self) -> dict[str, int]:
         """Bytes on disk: ``hdf5_bytes`` (the segments) and ``catalog_bytes`` (with its WAL)."""
@@ -234,7 +234,7 @@ class Store(StoreApi):
     @property
     def in_transaction(self) -> bool:
         """Whether a transaction is open (a property, as in the reference)."""
-        return self._catalog.in_transaction
+        return self._state.catalog.in_transaction
 
     # ------------------------------------------------------------------ adding
     def add_time_series(
@@ -255,17 +255,7 @@ class Store(StoreApi):
         InvalidParameterError
             Bad owner, features, or series object.
         """
-        return self.add_time_series_bulk(
-            [
-                {
-                    "owner_id": owner_id,
-                    "owner_type": owner_type,
-                    "owner_category": owner_category,
-                    "time_series": time_series,
-                    "features": features,
-                }
-            ]
-        )[0]
+        return self._writing.add_one(owner_id, owner_type, owner_category, time_series, features)
 
     def add_time_series_bulk(self, items: Iterable[Mapping[str, Any]]) -> list[int]:
         """Add many series in one all-or-nothing transaction; returns ids in input order.
@@ -274,6 +264,76 @@ class Store(StoreApi):
         ``time_series`` and optionally ``features``.
         """
         return self._writing.add_bulk(items)
+
+    def insert_all(
+        self,
+        items: Sequence[Prepared],
+        *,
+        on_conflict: OnConflict = "error",
+        filed: IdsMet | None = None,
+    ) -> Filed:
+        """File prepared series into the store under one conflict rule: the one door an
+        import comes in by (as sqlite-utils' ``insert_all(replace=, ignore=)``).
+
+        A series is *the same series* as a stored one when its identity matches: owner
+        id and category, type, name, resolution, interval and features. Runs in the
+        caller's transaction when one is open (an import opens one per partition), else
+        in its own, all or nothing.
+
+        Parameters
+        ----------
+        items
+            Prepared series (:class:`~infrastore_sqlite.store.prepare.Prepared`, from
+            :func:`~infrastore_sqlite.store.prepare.prepare` or
+            :func:`~infrastore_sqlite.store.prepare.row_for`), in the order the outcomes
+            are reported.
+        on_conflict
+            What to do with an item whose series the store holds: ``"error"`` refuses it
+            (DuplicateTimeSeriesError, naming the keywords that would file it),
+            ``"replace"`` updates the stored row in place (it keeps its id; ``unchanged``
+            when the content is already identical), ``"ignore"`` leaves the stored one
+            (``skipped``).
+        filed
+            Catalog ids this import already met; an item of one of those identities is a
+            second row of the file for one series, refused whatever ``on_conflict`` says.
+            Updated in place with the ids filed here.
+
+        Returns
+        -------
+        Filed
+            ``outcomes`` (``added``, ``replaced``, ``unchanged`` or ``skipped``) and
+            ``ids`` (catalog ids), one per item, in order; ``counts()`` tallies them.
+
+        Raises
+        ------
+        DuplicateTimeSeriesError
+            An item the store holds under ``on_conflict="error"``, or two items (or an
+            item and an earlier filed one) of one identity.
+        InvalidParameterError
+            An ``on_conflict`` that is none of the three.
+        ReadOnlyStoreError
+            The store is open read-only.
+        """
+        return self._writing.insert_all(items, on_conflict, filed)
+
+    def held_rows(self, items: Sequence[Prepared]) -> dict[tuple, dict[str, Any]]:
+        """The stored rows of the series ``items`` name, by identity (what a dry run and
+        ``diff`` compare a file's series with).
+
+        Parameters
+        ----------
+        items
+            Prepared series (as :meth:`insert_all` takes them).
+
+        Returns
+        -------
+        dict
+            ``identity -> {"id": …, column: value}`` (the columns of
+            :data:`~infrastore_sqlite.store.conflicts.COMPARED_COLUMNS`) for each item
+            whose series the store holds; the identity is
+            :func:`~infrastore_sqlite.store.conflicts.identity` of its row.
+        """
+        return self._writing.held_rows(items)
 
     # ------------------------------------------------------------------ listing
     @filter_keywords
@@ -320,7 +380,7 @@ class Store(StoreApi):
 
     def get_metadata_by_id(self, id: int) -> dict[str, Any] | None:
         """The metadata row of ``id`` (with timestamps for irregular series), or None."""
-        return self._queries.get_metadata_by_id(id)
+        return self._reading.get_metadata_by_id(id)
 
     def list_metadata_by_ids(self, ids: Sequence[int]) -> list[dict[str, Any]]:
         """``list_metadata`` dicts for ``ids``, in the order given; NotFoundError if one is missing."""
@@ -348,7 +408,7 @@ class Store(StoreApi):
         self,
         rows: Sequence[SeriesRow],
         *,
-        batch_bytes: int = _DEFAULT_BATCH_BYTES,
+        batch_bytes: int = DEFAULT_BATCH_BYTES,
         with_timestamps: bool = True,
     ) -> Iterator[list[tuple[SeriesRow, np.ndarray, np.ndarray | None]]]:
         """Yield ``(row, stored array, timestamps)`` for ``rows`` a bounded batch at a time.
@@ -449,8 +509,7 @@ class Store(StoreApi):
             ``{"ok": bool, "errors": [str, ...]}``, as the reference returns; one line per
             problem (:meth:`diagnose` has the same findings as structured fields).
         """
-        found = damage.diagnose(self, progress)
-        return {"ok": found.ok, "errors": list(found.errors)}
+        return damage.verify(self._state, progress)
 
     def diagnose(self, *, progress: Any = None) -> damage.Diagnosis:
         """What is damaged in the store, and which series lost data. Never writes.
@@ -470,7 +529,7 @@ class Store(StoreApi):
             check of the catalog; ``errors``: one line per problem; ``as_dict()`` gives
             it all as JSON types.
         """
-        return damage.diagnose(self, progress)
+        return damage.diagnose(self._state, progress)
 
     def repair(self, *, dry_run: bool = False) -> dict[str, Any]:
         """Set damaged segments aside, salvage what still reads, drop the lost series.
@@ -492,7 +551,13 @@ class Store(StoreApi):
             owner, type, name of each), ``arrays_lost``, ``arrays_salvaged``,
             ``restore`` (how to add the lost series back from an export).
         """
-        return repair.repair(self, dry_run=dry_run)
+        return repair.repair(
+            self._state,
+            queries=self._queries,
+            transactions=self._transactions,
+            writing=self._writing,
+            dry_run=dry_run,
+        )
 
     @staticmethod
     def repair_catalog(
@@ -582,54 +647,94 @@ class Store(StoreApi):
         Like every write it is one transaction: a failure leaves the store as it was.
         The keys come in the reference's order (callers print or compare the dict).
         """
-        report = self._maintenance.compact()
-        return {k: report[k] for k in _COMPACT_KEYS}
+        return self._maintenance.compact()
 
-    # ------------------------------------------------------------------ the rooms' entry points
-    # What StoreApi, the readers (``readers.py``) and the interchange layer (plan, filing,
-    # the import core, the container readers) call on a store: thin delegates to the room
-    # that holds each, under the names they have always had. The per-series ones are the
-    # rooms' plain functions themselves (no call added per series); the others are called
-    # once per batch.
-    _INSERT_COLUMNS = INSERT_COLUMNS
-    _row_for = staticmethod(row_for)
-    _prepare = staticmethod(prepare)
-    _series_from = staticmethod(series_from)
+    # ------------------------------------------------------------------ arrays, owners, attributes
+    def count_array_references(self, data_hash: str) -> dict[str, Any]:
+        """How many series point at a stored array: ``sts`` (stored series of any type)
+        and ``dst`` (forecast views derived from a SingleTimeSeries)."""
+        return self._queries.count_array_references(data_hash)
 
-    def _insert_prepared(self, prepared: list[Prepared]) -> list[int]:
-        return self._writing.insert_prepared(prepared)
+    def get_array_by_hash(self, data_hash: str) -> np.ndarray:
+        """The stored array with this ``data_hash`` (hex), as a fresh copy.
 
-    def _replace_rows(self, replacing: list[tuple[int, Prepared]]) -> None:
-        self._writing.replace_rows(replacing)
+        Raises
+        ------
+        NotFoundError
+            The store holds no array with that hash.
+        """
+        return self._reading.array_by_hash(data_hash)
 
-    def _rows_by_identity(
-        self, keys: Sequence[tuple], columns: Sequence[str]
-    ) -> dict[tuple, dict[str, Any]]:
-        return self._writing.rows_by_identity(keys, columns)
+    def replace_owner(
+        self, old_owner: int, new_owner: int, owner_category: OwnerCategory | str
+    ) -> int:
+        """Move every series of owner ``old_owner`` (of the category) to ``new_owner``;
+        returns how many moved. All or nothing: a series the new owner already has
+        (same identity) refuses the whole move."""
+        return self._writing.replace_owner(old_owner, new_owner, owner_category)
 
-    def _holds_series(self) -> bool:
-        return self._queries.holds_series()
+    def association_exists(self, id: int) -> bool:
+        """Whether a series with this id is stored."""
+        return self._queries.exists(id)
 
-    def _select(
-        self, where: str = "1", params: Sequence[Any] = (), order: str = "t.id"
-    ) -> list[SeriesRow]:
-        return self._queries.select(where, params, order)
+    def set_store_attribute(self, key: str, value: str) -> None:
+        """Record a free-form ``key`` → ``value`` pair with the store (replacing one)."""
+        self._writing.set_store_attribute(key, value)
 
-    def _iter_select(
-        self, where: str = "1", params: Sequence[Any] = (), order: str = "t.id"
-    ) -> Iterator[SeriesRow]:
-        return self._queries.iter_select(where, params, order)
+    def get_store_attribute(self, key: str) -> str | None:
+        """The value recorded for ``key``, or None."""
+        return self._queries.store_attribute(key)
 
-    def _locations(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], tuple]:
-        return self._reading.locations(keys)
+    def list_store_attributes(self) -> dict[str, str]:
+        """Every recorded attribute, by key."""
+        return self._queries.store_attributes()
 
-    def _found_locations(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], tuple]:
-        return self._reading.found_locations(keys)
+    def remove_store_attribute(self, key: str) -> bool:
+        """Forget ``key``; returns whether it was recorded."""
+        return self._writing.remove_store_attribute(key)
 
-    def _load(
-        self, keys: Iterable[tuple[bytes, str]], part: tuple = ()
+    @property
+    def catalog(self) -> str:
+        """``"memory"`` for an ``in_memory`` store (gone on close), else ``"attached"``."""
+        return self._maintenance.catalog_kind()
+
+    def persist_to(self, path: str | Path) -> None:
+        """Write a complete, independent copy of the store (its last commit) to the
+        directory ``path``, replacing a store there; it is built under a work name and
+        renamed into place, so a failure leaves no half-written store.
+
+        Raises
+        ------
+        InvalidParameterError
+            A transaction is open, or ``path``'s directory does not exist.
+        """
+        self._maintenance.persist_to(path)
+
+    # ------------------------------------------------------------------ arrays by key
+    # What the readers (``readers.py``) and the export's plan call once per batch.
+    def load_arrays(
+        self, keys: Iterable[tuple[bytes, str]], *, part: tuple = ()
     ) -> dict[tuple[bytes, str], np.ndarray]:
+        """The stored arrays of ``keys`` (``(hash, kind)``), each read once and checked.
+
+        Parameters
+        ----------
+        keys
+            ``(hash, "data" | "timestamps")`` pairs the catalog holds.
+        part
+            An index into each array (a reader's one step), else the whole array.
+
+        Raises
+        ------
+        DamagedStoreError
+            An array is missing or does not match its hash; names the series.
+        """
         return self._reading.load(keys, part)
+
+    def array_locations(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], tuple]:
+        """Where each of ``keys`` is stored: ``(segment, pool, slot, dtype, shape)``;
+        DamagedStoreError names the series of a key the catalog does not hold."""
+        return self._reading.locations(keys)
 
     # ------------------------------------------------------------------ interchange
     # The reference's API, so methods of the store, though the container is a layer above:

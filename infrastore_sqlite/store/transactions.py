@@ -24,7 +24,7 @@ from .segments import merge_candidates
 from .tracing import LOG
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .state import StoreState
 
 # Arrays copied per read/write step when segments are merged or compacted.
 _REWRITE_STEP = 1024
@@ -37,10 +37,10 @@ class _Rollback(Exception):
 class Transactions:
     """The store's write transactions and segment merges (see the module docstring)."""
 
-    __slots__ = ("_doomed", "_merging", "_open_tx", "_store")
+    __slots__ = ("_doomed", "_merging", "_open_tx", "_state")
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, state: StoreState) -> None:
+        self._state = state
         self._open_tx: list[Any] = []  # what begin_transaction entered, innermost last
         self._doomed: list[str] = []  # segments to delete once the running commit is durable
         self._merging = False
@@ -57,10 +57,10 @@ class Transactions:
         ``sweep=False`` leaves ``segments/`` as it is at the start (``repair`` decides
         about unnamed files itself, after it has decided everything else).
         """
-        self._store._writable()
-        outer = self._store._catalog.depth == 0
+        self._state.check_writable()
+        outer = self._state.catalog.depth == 0
         try:
-            with self._store._catalog.transaction():
+            with self._state.catalog.transaction():
                 if outer:
                     self._doomed = []
                     if sweep:
@@ -70,56 +70,56 @@ class Transactions:
                         # segment pending and committing it: a marked file the committed
                         # catalog does not name is a failed write's; any other unnamed
                         # file is set aside (Segments.sweep), never deleted.
-                        self._store._segments.sweep(named)
+                        self._state.segments.sweep(named)
                     # The record this transaction leaves in its segment (journal.py).
-                    journal.begin(self._store)
+                    journal.begin(self._state)
                 yield
                 if outer:
-                    journal.record(self._store)
+                    journal.record(self._state)
                     self._seal()
         except BaseException:
             if outer:
-                self._store._segments.discard()
+                self._state.segments.discard()
                 # Still named by the catalog: their pending marks go at once, so no
                 # older catalog restored later could make them look like leftovers.
-                self._store._segments.unmark(self._doomed)
+                self._state.segments.unmark(self._doomed)
                 self._doomed = []
             raise
         if outer:
-            LOG.info("committed a write to the store %s", self._store.path)
-            self._store._segments.committed()
+            LOG.info("committed a write to the store %s", self._state.path)
+            self._state.segments.committed()
             # Only what this committed transaction superseded (rewrite() fills it):
             # named by the catalog, every live array copied out checked, its row deleted.
             doomed, self._doomed = self._doomed, []
-            self._store._segments.drop_superseded(doomed)
+            self._state.segments.drop_superseded(doomed)
             self.merge_small_segments()
 
     def _refuse_stale(self, named: set[str]) -> None:
         """Refuse a write on a stale catalog (journal.newer_unnamed): it would give ids
         the segments' records already gave, and a rebuild could not tell them apart."""
-        newer = journal.newer_unnamed(self._store, named)
+        newer = journal.newer_unnamed(self._state, named)
         if newer:
             n = len(newer)
             raise DamagedStoreError(
-                f"the catalog {self._store._catalog.path} is stale: the segments record "
+                f"the catalog {self._state.catalog.path} is stale: the segments record "
                 f"{n} transaction{'s' * (n != 1)} it does not know (an older copy "
                 "restored, or a lost -wal); nothing was written. Run {repair}, which "
                 "rebuilds it from them, then write again",
-                key=self._store._catalog.path,
-                terms=damage_terms(str(self._store.path)),
+                key=self._state.catalog.path,
+                terms=damage_terms(str(self._state.path)),
             )
 
     def segment_names(self) -> set[str]:
         """The segment files the catalog names."""
-        return {r[0] for r in self._store._catalog.execute("SELECT name FROM segments")}
+        return {r[0] for r in self._state.catalog.execute("SELECT name FROM segments")}
 
     def _seal(self) -> None:
         """Make this transaction's segment durable and name it in the catalog."""
-        sealed = self._store._segments.seal()
+        sealed = self._state.segments.seal()
         if sealed is not None:
             name, nbytes, slots, pools = sealed
             LOG.debug("sealed segment %s: %d arrays, %d bytes, fsynced", name, slots, nbytes)
-            self._store._catalog.execute(
+            self._state.catalog.execute(
                 "INSERT INTO segments (name, bytes, slots, pools) VALUES (?, ?, ?, ?)",
                 (name, nbytes, slots, orjson.dumps(pools).decode()),
             )
@@ -136,7 +136,7 @@ class Transactions:
         try:
             for _ in range(4):  # a merge can fill the next tier; bounded, the rest waits
                 names = merge_candidates(
-                    self._store._catalog.execute("SELECT name, bytes FROM segments").fetchall()
+                    self._state.catalog.execute("SELECT name, bytes FROM segments").fetchall()
                 )
                 if not names:
                     return
@@ -150,8 +150,8 @@ class Transactions:
     def rewrite(self, names: Sequence[str]) -> dict[str, int]:
         """Copy the live arrays of segments ``names`` into one new segment, in one
         transaction; the old files are deleted after its commit."""
-        cat = self._store._catalog
-        with self._store.transaction():
+        cat = self._state.catalog
+        with self.block():
             marks = ", ".join("?" * len(names))
             before = cat.execute(
                 f"SELECT COALESCE(sum(slots), 0), COALESCE(sum(bytes), 0) FROM segments "
@@ -187,7 +187,7 @@ class Transactions:
                         # naming the damage; repair sets it aside).
                         arrays = self._read_checked(segment, pool, group)
                         dtype, shape = group[0][2], pool_shape(group[0][3], arrays)
-                        target, first = self._store._segments.write(
+                        target, first = self._state.segments.write(
                             pool, dtype, shape, arrays, [(bytes(g[0]), g[1]) for g in group]
                         )
                         updates.extend((target, first + i, g[0], g[1]) for i, g in enumerate(group))
@@ -197,11 +197,11 @@ class Transactions:
                         updates,
                     )
                     moved += len(updates)
-            journal.carry(self._store, names)  # the records outlive the files
+            journal.carry(self._state, names)  # the records outlive the files
             cat.execute(f"DELETE FROM segments WHERE name IN ({marks})", list(names))
             # Marked before the commit: should a kill come between the commit and their
             # deletion, the next writer deletes them as this store's own leftovers.
-            self._store._segments.mark_superseded(names)
+            self._state.segments.mark_superseded(names)
             self._doomed.extend(names)
         after = cat.scalar("SELECT bytes FROM segments WHERE name = ?", (target,)) if target else 0
         return {
@@ -214,14 +214,14 @@ class Transactions:
         """The arrays of ``group`` (``arrays`` rows) in ``segment``'s ``pool``, checked."""
         keys = [(bytes(g[0]), g[1]) for g in group]
         try:
-            return read_group(self._store._segments, segment, pool, [g[5] for g in group], keys)
+            return read_group(self._state.segments, segment, pool, [g[5] for g in group], keys)
         except ArraysDamaged as exc:
-            raise damage_error(self._store, exc.found) from None
+            raise damage_error(self._state, exc.found) from None
 
     def begin(self) -> None:
         """:meth:`Store.begin_transaction`: a block entered, left by :meth:`commit` or
         :meth:`rollback`."""
-        cm = self._store.transaction()
+        cm = self.block()
         cm.__enter__()
         self._open_tx.append(cm)
 

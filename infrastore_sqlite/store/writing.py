@@ -27,25 +27,39 @@ from ..errors import (
     IntegrityError,
     InvalidParameterError,
 )
-from ..model import TimeSeriesType
+from ..model import OwnerCategory, TimeSeriesType
 from . import journal
-from .api import series_id
+from .api import check_attribute_key, series_id
 from .arrays import pool_name
+from .conflicts import (
+    COMPARED_COLUMNS,
+    Filed,
+    IdsMet,
+    OnConflict,
+    changed_columns,
+    check_on_conflict,
+    conflict_error,
+    identity,
+    listed_twice,
+)
 from .prepare import (
     IDENTITY_COLUMNS,
     INSERT_COLUMNS,
     CatalogRow,
     Prepared,
-    _dtype_of,
-    _shape_json,
+    dtype_of,
     prepare_bulk,
+    shape_json,
 )
 from .queries import check_owner
+from .rowcheck import CHECK_COLUMN, RowChecker, with_checks
 from .rows import SeriesRow, feature_rows
 from .tracing import LOG
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .queries import Queries
+    from .state import StoreState
+    from .transactions import Transactions
 
 
 _FIRST = operator.itemgetter(0)
@@ -55,25 +69,51 @@ _INSERT_ROW = (
     f"VALUES ({', '.join('?' * len(INSERT_COLUMNS))})"
 )
 
+#: The same with the row's checksum (:mod:`.rowcheck`), its ids known beforehand.
+_INSERT_CHECKED = (
+    f"INSERT INTO time_series_associations ({', '.join(INSERT_COLUMNS)}, {CHECK_COLUMN}) "
+    f"VALUES ({', '.join('?' * (len(INSERT_COLUMNS) + 1))})"
+)
+
 
 class Writing:
     """Files, replaces and removes series rows and their arrays (see the module docstring)."""
 
-    __slots__ = ("_store",)
+    __slots__ = ("_queries", "_state", "_transactions")
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, state: StoreState, queries: Queries, transactions: Transactions) -> None:
+        self._state = state
+        self._queries = queries
+        self._transactions = transactions
 
     def add_bulk(self, items: Iterable[Mapping[str, Any]]) -> list[int]:
         """:meth:`Store.add_time_series_bulk`: every item prepared, then filed in one
         transaction; returns the new ids in input order."""
-        self._store._writable()
+        self._state.check_writable()
         # A few dicts per series and no cycles: the collector would only rescan them.
         with gc_paused():
             prepared = prepare_bulk(items)
-            LOG.debug("adding %d series to the store %s", len(prepared), self._store.path)
-            with self._store.transaction():
+            LOG.debug("adding %d series to the store %s", len(prepared), self._state.path)
+            with self._transactions.block():
                 return self.insert_prepared(prepared)
+
+    def add_one(
+        self,
+        owner_id: int,
+        owner_type: str,
+        owner_category: Any,
+        time_series: Any,
+        features: Mapping[str, Any] | None,
+    ) -> int:
+        """``Store.add_time_series``: one series added as a bulk of one; its new id."""
+        item = {
+            "owner_id": owner_id,
+            "owner_type": owner_type,
+            "owner_category": owner_category,
+            "time_series": time_series,
+            "features": features,
+        }
+        return self.add_bulk([item])[0]
 
     def insert_prepared(self, prepared: list[Prepared]) -> list[int]:
         """Prepared items filed in the running transaction: their new arrays, new feature
@@ -81,7 +121,7 @@ class Writing:
         if not prepared:
             return []
         self.store_arrays(_array_entries(prepared))
-        cat = self._store._catalog
+        cat = self._state.catalog
         features = {p.row.features_hash: p.features for p in prepared}
         known = self._known_features(list(features))
         for fh, feats in features.items():
@@ -96,6 +136,77 @@ class Writing:
                 )
         return self._insert_rows(prepared)
 
+    def held_rows(self, items: Sequence[Prepared]) -> dict[tuple, dict[str, Any]]:
+        """The stored catalog row (``id`` and ``COMPARED_COLUMNS``) of every item whose
+        identity the store already holds, by identity."""
+        self._state.check_open()
+        if not self._queries.holds_series():
+            return {}  # an empty store (the usual first import) holds none: nothing to look up
+        keys = list(dict.fromkeys(identity(p.row) for p in items))
+        return self.rows_by_identity(keys, COMPARED_COLUMNS)
+
+    def insert_all(
+        self,
+        items: Sequence[Prepared],
+        on_conflict: OnConflict,
+        filed: IdsMet | None,
+    ) -> Filed:
+        """``Store.insert_all``: prepared items filed under ``on_conflict``, in the
+        running transaction or a block of their own (see ``conflicts.py`` for the policy)."""
+        check_on_conflict(on_conflict)
+        self._state.check_writable()
+        with self._transactions.block():
+            return self._file(items, on_conflict, filed)
+
+    def _file(
+        self, items: Sequence[Prepared], on_conflict: OnConflict, filed: IdsMet | None
+    ) -> Filed:
+        filed = set() if filed is None else filed
+        within: set[tuple] = set()
+        for p in items:
+            ident = identity(p.row)
+            if ident in within:
+                raise listed_twice(p.label)
+            within.add(ident)
+        stored = self.held_rows(items)
+        if not stored:
+            # The store holds none of them: each is added (two of one identity among them
+            # are refused by the catalog's unique index, as one by one).
+            out = Filed(["added"] * len(items), self.insert_prepared(list(items)))
+            filed.update(out.ids)
+            return out
+        outcomes: list[str] = []
+        ids: list[int | None] = []
+        new: list[Prepared] = []
+        replacing: list[tuple[int, Prepared]] = []
+        for p in items:
+            row = p.row
+            held = stored.get(identity(row))
+            if held is None:
+                outcomes.append("added")
+                ids.append(None)
+                new.append(p)
+                continue
+            if held["id"] in filed:
+                raise listed_twice(p.label)
+            if on_conflict == "error":
+                raise conflict_error(p.label, held["id"])
+            ids.append(held["id"])
+            if on_conflict == "ignore":
+                outcomes.append("skipped")
+            elif any(changed_columns(held, row).values()):
+                outcomes.append("replaced")
+                replacing.append((held["id"], p))
+            else:
+                outcomes.append("unchanged")
+        self.replace_rows(replacing)
+        added = iter(self.insert_prepared(new))
+        out = Filed(outcomes, [i if i is not None else next(added) for i in ids])
+        # Whatever happened to each (added, replaced, unchanged, skipped), a later item
+        # with its identity is the same series listed twice: taking either is a guess.
+        filed.update(out.ids)
+        return out
+
     def _known_features(self, hashes: list[bytes]) -> set[bytes]:
         """Which of ``hashes`` the catalog's feature_maps already holds (500 per query)."""
         found: set[bytes] = set()
@@ -103,7 +214,7 @@ class Writing:
             chunk = hashes[start : start + 500]
             found.update(
                 r[0]
-                for r in self._store._catalog.execute(
+                for r in self._state.catalog.execute(
                     "SELECT features_hash FROM feature_maps WHERE features_hash IN "
                     f"({', '.join('?' * len(chunk))})",
                     chunk,
@@ -119,7 +230,7 @@ class Writing:
         row (in input order) whose family already held the other kind is refused, as
         inserting them one at a time would have refused it.
         """
-        cat = self._store._catalog
+        cat = self._state.catalog
         # AUTOINCREMENT numbers the rows of one writer consecutively from past the
         # highest id ever used, so the ids are known without RETURNING (which costs
         # SQLite four times the insert itself).
@@ -129,14 +240,14 @@ class Writing:
             "COALESCE((SELECT MAX(id) FROM time_series_associations), 0))"
         )
         try:
-            cat.executemany(_INSERT_ROW, [p.row for p in prepared])
+            cat.executemany(_INSERT_CHECKED, with_checks(first, [p.row for p in prepared]))
         except apsw.ConstraintError as exc:
             done = cat.scalar(
                 "SELECT COUNT(*) FROM time_series_associations WHERE id >= ?", (first,)
             )
             raise self._duplicate(prepared[done].row, prepared[done].label) from exc
         ids = list(range(first, first + len(prepared)))
-        journal.note_added(self._store, ids, [p.row for p in prepared])
+        journal.note_added(self._state, ids, [p.row for p in prepared])
         if cat.conn.last_insert_rowid() != ids[-1]:
             raise IntegrityError(
                 "the catalog numbered new series out of sequence; nothing was added. Run "
@@ -147,7 +258,7 @@ class Writing:
         ]
         for start in range(0, len(family), 500):
             chunk = family[start : start + 500]
-            clash = self._store._catalog.execute(
+            clash = self._state.catalog.execute(
                 "SELECT n.id, o.id FROM time_series_associations n "
                 "JOIN time_series_associations o ON o.time_series_type = 5 - n.time_series_type "
                 "AND o.owner_id = n.owner_id AND o.owner_category = n.owner_category "
@@ -179,10 +290,10 @@ class Writing:
         row = CatalogRow(**values)
         self._check_family(row, label)
         try:
-            self._store._catalog.execute(_INSERT_ROW, row)
+            self._state.catalog.execute(_INSERT_ROW, row)
         except apsw.ConstraintError as exc:
             raise self._duplicate(row, label) from exc
-        return self._store._catalog.conn.last_insert_rowid()
+        return self._state.catalog.conn.last_insert_rowid()
 
     def rows_by_identity(
         self, keys: Sequence[tuple], columns: Sequence[str]
@@ -201,14 +312,20 @@ class Writing:
             "COALESCE(interval, ''), features_hash"
         )
         wanted = ("id", *columns)
+        # Each row checked against its checksum (rowcheck.py) before it is compared.
+        checker = RowChecker([None] * 7 + list(wanted))
         found: dict[tuple, dict[str, Any]] = {}
         for start in range(0, len(keys), 100):
             chunk = keys[start : start + 100]
             marks = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
-            for r in self._store._catalog.execute(
-                f"SELECT {identity}, {', '.join(wanted)} FROM time_series_associations "
-                f"WHERE ({identity}) IN (VALUES {marks})",
-                [x for k in chunk for x in k],
+            for r in checker.cut(
+                self._state.catalog.execute(
+                    f"SELECT {identity}, {', '.join(wanted)}, {checker.extra} "
+                    f"FROM time_series_associations t WHERE ({identity}) IN (VALUES {marks})",
+                    [x for k in chunk for x in k],
+                ),
+                7 + len(wanted),
+                str(self._state.path),
             ):
                 found[tuple(r[:7])] = dict(zip(wanted, r[7:], strict=True))
         return found
@@ -226,7 +343,7 @@ class Writing:
         if not replacing:
             return
         self.store_arrays(_array_entries([p for _, p in replacing]))
-        cat = self._store._catalog
+        cat = self._state.catalog
         old = {
             r[0]: r[1:]
             for r in cat.execute(
@@ -268,7 +385,7 @@ class Writing:
             resolution,
             row.features_hash,
         )
-        derived = self._store._catalog.scalar(
+        derived = self._state.catalog.scalar(
             f"SELECT id FROM time_series_associations WHERE {where}", params
         )
         if derived is None:
@@ -281,7 +398,7 @@ class Writing:
                 series=label,
                 terms={"remove": REMOVE, "transform": TRANSFORM},
             )
-        self._store._catalog.execute(
+        self._state.catalog.execute(
             "UPDATE time_series_associations SET data_hash = ?, element_type = ?, "
             f"element_shape = ?, array_shape = ? WHERE {where}",
             (
@@ -297,7 +414,7 @@ class Writing:
         """Drop the catalog entries of those arrays that no series names any more."""
         column = {"data": "data_hash", "timestamps": "timestamps_hash"}
         for h, kind in set(keys):
-            self._store._catalog.execute(
+            self._state.catalog.execute(
                 f"DELETE FROM arrays WHERE hash = ? AND kind = ? AND NOT EXISTS (SELECT 1 FROM "
                 f"time_series_associations t WHERE t.{column[kind]} = ?)",
                 (h, kind, h),
@@ -309,7 +426,7 @@ class Writing:
         if code not in (2, 3):
             return
         other = 3 if code == 2 else 2
-        clash = self._store._catalog.scalar(
+        clash = self._state.catalog.scalar(
             "SELECT id FROM time_series_associations WHERE time_series_type = ? AND owner_id = ?"
             " AND owner_category = ? AND name = ? AND resolution IS ? AND features_hash = ?",
             (
@@ -362,15 +479,15 @@ class Writing:
             if not pool:
                 for h, kind in keys:
                     arr = arrays[h, kind]
-                    rows.append((h, kind, _dtype_of(arr), _shape_json(arr.shape), "", -1, ""))
+                    rows.append((h, kind, dtype_of(arr), shape_json(arr.shape), "", -1, ""))
                 continue
-            dtype = _dtype_of(arrays[keys[0]])
+            dtype = dtype_of(arrays[keys[0]])
             shape = list(pool[1])
             name = pool_name(dtype, shape)
-            segment, first = self._store._segments.write(
+            segment, first = self._state.segments.write(
                 name, dtype, shape, [arrays[k] for k in keys], keys
             )
-            shape_text = _shape_json(pool[1])
+            shape_text = shape_json(pool[1])
             rows.extend(
                 (h, kind, dtype, shape_text, name, slot, segment)
                 for (h, kind), slot in zip(keys, range(first, first + len(keys)), strict=True)
@@ -380,7 +497,7 @@ class Writing:
         # By the hash alone (the sort compares bytes, not tuples): a hash held as both
         # kinds keeps its rows side by side.
         rows.sort(key=_FIRST)
-        self._store._catalog.executemany(
+        self._state.catalog.executemany(
             "INSERT INTO arrays (hash, kind, dtype, shape, pool, slot, segment) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             rows,
@@ -403,7 +520,7 @@ class Writing:
         for kind, hashes in by_kind.items():
             held.extend(
                 (r[0], kind)
-                for r in self._store._catalog.execute(
+                for r in self._state.catalog.execute(
                     "SELECT a.hash FROM carray(?) c JOIN arrays a "
                     "ON a.hash = c.value AND a.kind = ?",
                     (apsw.carray(tuple(hashes)), kind),
@@ -411,31 +528,70 @@ class Writing:
             )
         return held
 
+    def replace_owner(self, old_owner: int, new_owner: int, owner_category: Any) -> int:
+        """``Store.replace_owner``: every series of one owner moved to another, all or
+        nothing; returns how many moved."""
+        self._state.check_writable()
+        cat = int(OwnerCategory.coerce(owner_category))
+        for what, v in (("old_owner", old_owner), ("new_owner", new_owner)):
+            if isinstance(v, bool) or not isinstance(v, int | np.integer):
+                raise TypeError(f"replace_owner: {what} must be an int, not {type(v).__name__}")
+        try:
+            with self._transactions.block():
+                self._state.catalog.execute(
+                    "UPDATE time_series_associations SET owner_id = ? "
+                    "WHERE owner_id = ? AND owner_category = ?",
+                    (int(new_owner), int(old_owner), cat),
+                )
+                return int(self._state.catalog.conn.changes())
+        except apsw.ConstraintError as exc:
+            raise DuplicateTimeSeriesError(
+                f"replace_owner: owner {new_owner} already has a series with the identity of "
+                f"one of owner {old_owner}'s; remove or rename it first, nothing was moved"
+            ) from exc
+
+    def set_store_attribute(self, key: str, value: str) -> None:
+        """Record ``key`` → ``value`` with the store (replacing one)."""
+        check_attribute_key(key, writing=True)
+        if not isinstance(value, str):
+            raise TypeError(f"a store attribute's value is a str, not {type(value).__name__}")
+        with self._transactions.block():
+            self._state.catalog.execute(
+                "INSERT OR REPLACE INTO store_attributes (key, value) VALUES (?, ?)", (key, value)
+            )
+
+    def remove_store_attribute(self, key: str) -> bool:
+        """Forget ``key``; returns whether it was recorded."""
+        check_attribute_key(key, writing=True)
+        with self._transactions.block():
+            self._state.catalog.execute("DELETE FROM store_attributes WHERE key = ?", (key,))
+            return bool(self._state.catalog.conn.changes())
+
     def remove_by_ids(self, ids: Sequence[int], owner_id: int | None, owner_category: Any) -> int:
         """:meth:`Store.remove_by_ids`: the rows found (and owner-guarded), then removed."""
-        self._store._writable()
-        rows = self._store.rows_by_ids(list(dict.fromkeys(series_id(i) for i in ids)))
+        self._state.check_writable()
+        rows = self._queries.rows_by_ids(list(dict.fromkeys(series_id(i) for i in ids)))
         if owner_id is not None or owner_category is not None:
             if owner_id is None or owner_category is None:
                 raise InvalidParameterError("pass owner_id and owner_category together")
             check_owner(rows, owner_id, owner_category, "nothing was removed")
-        LOG.debug("removing %d series from the store %s", len(rows), self._store.path)
-        with self._store.transaction():
+        LOG.debug("removing %d series from the store %s", len(rows), self._state.path)
+        with self._transactions.block():
             self.remove_rows(rows)
         return len(rows)
 
     def remove_by_filter(self, filters: dict[str, Any]) -> int:
         """:meth:`Store.remove_by_filter`: the matching rows removed in one transaction."""
-        self._store._writable()
-        rows = self._store.select_rows(**filters)
-        with self._store.transaction():
+        self._state.check_writable()
+        rows = self._queries.select_rows(**filters)
+        with self._transactions.block():
             self.remove_rows(rows)
         return len(rows)
 
     def remove_rows(self, rows: list[SeriesRow]) -> None:
         """Delete ``rows`` (refused when one backs a DeterministicSingleTimeSeries not
         removed with it) and what nothing names any more: arrays and feature maps."""
-        cat = self._store._catalog
+        cat = self._state.catalog
         ids = {r.id for r in rows}
         for r in rows:
             if r.type is TimeSeriesType.SingleTimeSeries:

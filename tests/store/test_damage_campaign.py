@@ -109,6 +109,31 @@ def segment_name_flipped(rng: random.Random, path: Path, other: Path) -> str:
     return f"segment name {target} in the catalog's segments row flipped to {flipped}"
 
 
+def _row_field_flipped(rng: random.Random, path: Path, column: str) -> str:
+    """One bit of one series row's field flipped past the store (as a disk would)."""
+    conn = apsw.Connection(str(path / "catalog.sqlite"))
+    try:
+        sid = rng.choice([r[0] for r in conn.execute("SELECT id FROM time_series_associations")])
+        (value,) = conn.execute(
+            f"SELECT {column} FROM time_series_associations WHERE id = ?", (sid,)
+        ).fetchone()
+        raw = bytearray(value.encode() if isinstance(value, str) else value)
+        raw[rng.randrange(len(raw))] ^= 1 << rng.randrange(7)
+        new = raw.decode() if isinstance(value, str) else bytes(raw)
+        conn.execute(f"UPDATE time_series_associations SET {column} = ? WHERE id = ?", (new, sid))
+    finally:
+        conn.close()
+    return f"the {column} of series id {sid} flipped in its catalog row"
+
+
+def row_name_flipped(rng: random.Random, path: Path, other: Path) -> str:
+    return _row_field_flipped(rng, path, "name")
+
+
+def row_hash_flipped(rng: random.Random, path: Path, other: Path) -> str:
+    return _row_field_flipped(rng, path, "data_hash")
+
+
 def _zero_page(rng: random.Random, path: Path, kind: str) -> str:
     cat = path / "catalog.sqlite"
     conn = apsw.Connection(str(cat), flags=apsw.SQLITE_OPEN_READONLY)
@@ -167,6 +192,8 @@ KINDS: dict[str, tuple[Damage, int]] = {
     "an older catalog restored": (older_catalog_restored, 3),
     "-wal lost after a kill": (wal_lost_after_kill, 3),
     "a segment's name flipped in its catalog row": (segment_name_flipped, 3),
+    "a series name flipped in its catalog row": (row_name_flipped, 3),
+    "a data hash flipped in its catalog row": (row_hash_flipped, 3),
     "an index page of the catalog zeroed": (index_page_zeroed, 10),
     "a table page of the catalog zeroed": (table_page_zeroed, 10),
     "a garbage catalog.sqlite-journal": (garbage_journal, 3),
@@ -329,6 +356,15 @@ def test_damage_campaign(world, tmp_path: Path) -> None:
         assert counts["healthy series lost by repair"] == 0, kind
         assert counts["named by verify"] + counts["refused on read"] > 0, kind
         assert counts["verify passes after repair"] == counts["repaired"], kind
+    # A flipped byte in a row is damage: `list` refuses it (its checksum), never prints
+    # the damaged row as the series' new name or hash; verify names it, repair restores.
+    for kind in (
+        "a series name flipped in its catalog row",
+        "a data hash flipped in its catalog row",
+    ):
+        counts = table[kind]
+        assert counts["refused on read"] == counts["named by verify"] == counts["trials"], kind
+        assert counts["series lost by repair"] == 0, kind
 
 
 COLUMNS = (

@@ -139,6 +139,31 @@ def row_hash_flip(rng, path, _w):
     return set()
 
 
+def row_owner_type_flip(rng, path, _w):
+    _row_damage(rng, path, "owner_type")
+    return set()
+
+
+def row_features_hash_flip(rng, path, _w):
+    _row_damage(rng, path, "features_hash")
+    return set()
+
+
+def row_check_flip(rng, path, _w):
+    """One bit of one row's checksum flipped: its fields are intact."""
+    with Store.open(path) as s:
+        sid = rng.choice(
+            [r[0] for r in s._catalog.execute("SELECT id FROM time_series_associations")]
+        )
+        s._catalog.conn.execute(
+            # SQLite has no XOR: (a | b) - (a & b) is one.
+            "UPDATE time_series_associations SET row_check = (row_check | ?1) - "
+            "(row_check & ?1) WHERE id = ?2",
+            (1 << rng.randrange(32), sid),
+        )
+    return set()
+
+
 def catalog_deleted(_rng, path, _w):
     (path / "catalog.sqlite").unlink()
     return set()
@@ -205,6 +230,9 @@ KINDS = [
     segment_name_flip,
     row_name_flip,
     row_hash_flip,
+    row_owner_type_flip,
+    row_features_hash_flip,
+    row_check_flip,
     catalog_deleted,
     catalog_truncated,
     older_catalog_restored,
@@ -213,30 +241,61 @@ KINDS = [
 ]
 
 
-def _reads(path: Path, expected) -> tuple[int, int]:
-    """(wrong values, internal errors) of reading every series before repair."""
-    wrong = internal = 0
+def _identity(row) -> tuple:
+    """What a catalog row says a series is: who owns it, its name, kind and hashes."""
+    return (
+        row.id,
+        row.owner_id,
+        row.owner_type,
+        row.owner_category,
+        row.type,
+        row.name,
+        row.data_hash,
+        row.timestamps_hash,
+        row.features_hash,
+    )
+
+
+def _truth(path: Path) -> dict[int, tuple]:
+    with Store.open(path, read_only=True) as s:
+        return {r.id: _identity(r) for r in s.iter_select_rows()}
+
+
+def _reads(path: Path, expected, truth) -> tuple[int, int, int]:
+    """(wrong values, wrong rows, internal errors) of reading every series before
+    repair: a wrong row is one a read returned whose identity is not the one written."""
+    wrong = wrong_rows = internal = 0
     try:
         s = Store.open(path, read_only=True)
     except TimeSeriesError:
-        return 0, 0  # refused on open, in one line: no value read
+        return 0, 0, 0  # refused on open, in one line: no value read
     except Exception:
-        return 0, 1
+        return 0, 0, 1
     with s:
         for sid, (data, _dtype) in expected.items():
             try:
                 got = np.asarray(s.read_by_id(sid).data).tobytes()
             except (DamagedStoreError, TimeSeriesError):
+                pass
+            except Exception:
+                internal += 1
+            else:
+                wrong += got != data
+            try:  # the row alone (list_metadata's, export's path), not only with its data
+                (row,) = s.rows_by_ids([sid])
+            except (DamagedStoreError, TimeSeriesError):
                 continue
             except Exception:
                 internal += 1
                 continue
-            wrong += got != data
-    return wrong, internal
+            wrong_rows += _identity(row) != truth[sid]
+    return wrong, wrong_rows, internal
 
 
 def test_identity_and_rebuild_campaign(worlds, tmp_path: Path) -> None:
     path0, expected, _other = worlds
+    truth = _truth(path0)
+    assert set(truth) == set(expected)
     rng = random.Random("issue-33")
     table: dict[str, collections.Counter] = {}
     refusals: list[tuple[str, str]] = []
@@ -247,9 +306,17 @@ def test_identity_and_rebuild_campaign(worlds, tmp_path: Path) -> None:
             shutil.copytree(path0, path)
             destroyed = kind(rng, path, worlds)
             counts["trials"] += 1
-            wrong, internal = _reads(path, expected)
+            wrong, wrong_rows, internal = _reads(path, expected, truth)
             counts["wrong values"] += wrong
+            counts["wrong rows read"] += wrong_rows
             counts["internal errors"] += internal
+            if kind.__name__.startswith("row_"):  # verify names the damaged row
+                with Store.open(path, read_only=True) as s:
+                    found = s.diagnose()
+                counts["damaged rows named by verify"] += any(
+                    "checksum" in e or "differ from the transaction records" in e
+                    for e in found.errors
+                )
             before = _snapshot(path)
             try:
                 if catalog_unusable(path):
@@ -273,9 +340,11 @@ def test_identity_and_rebuild_campaign(worlds, tmp_path: Path) -> None:
                 with Store.open(path, read_only=True) as s:
                     ok = s.diagnose().ok
                     back = {}
+                    rows_after = {}
                     for sid in expected:
                         with contextlib.suppress(TimeSeriesError):
                             back[sid] = np.asarray(s.read_by_id(sid).data).tobytes()
+                            rows_after[sid] = _identity(s.rows_by_ids([sid])[0])
             except TimeSeriesError as exc:
                 counts["repairs refused"] += 1
                 refusals.append((kind.__name__, str(exc)))
@@ -288,6 +357,7 @@ def test_identity_and_rebuild_campaign(worlds, tmp_path: Path) -> None:
             for sid, (data, _dtype) in expected.items():
                 if sid in back:
                     counts["wrong values"] += back[sid] != data
+                    counts["wrong rows read"] += rows_after[sid] != truth[sid]
                     counts["series back"] += 1
                 elif sid in destroyed:
                     counts["series destroyed (or removed by a lost commit)"] += 1
@@ -300,6 +370,11 @@ def test_identity_and_rebuild_campaign(worlds, tmp_path: Path) -> None:
     print("  total:", dict(sorted(total.items())))
     assert total["internal errors"] == 0
     assert total["wrong values"] == 0
+    assert total["wrong rows read"] == 0
+    row_kinds = [k for k in table if k.startswith("row_")]
+    assert sum(table[k]["damaged rows named by verify"] for k in row_kinds) == (
+        TRIALS_PER_KIND * len(row_kinds)
+    )
     assert total["dry runs that changed a byte"] == 0
     assert total["intact series lost by repair"] == 0
     # A segment of another store is refused on repair in one line naming the file (not

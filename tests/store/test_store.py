@@ -648,7 +648,7 @@ def test_features_hash_of_caches_by_exact_type_and_bits() -> None:
     """The bulk add's feature-hash cache gives features_hash's answer for every map,
     however many share a key by ==: 1, 1.0 and True, 0.0 and -0.0 stay apart."""
     from infrastore_sqlite.core.hashing import features_hash
-    from infrastore_sqlite.store.store import _features_hash_of
+    from infrastore_sqlite.store.prepare import _features_hash_of
 
     maps = [
         {"a": 1},

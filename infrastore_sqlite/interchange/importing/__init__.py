@@ -23,7 +23,8 @@ every refusal, with the container's word for the place:
   checksum: :func:`build_group`;
 * :mod:`.batches` — filing the series into the store, batched, or checking them in a dry
   run: :class:`Filing` (the one place where what happens to a series the store already
-  holds is decided);
+  holds is decided, with the store's ``insert_all``); :mod:`.filing` — what filing a
+  series would change, for a dry run and ``diff`` (:func:`compare`, the diff entries);
 * :mod:`.run` and :mod:`.report` — the partition loop and the report:
   :func:`import_partition`, :func:`run_import`, :class:`ImportReport`.
 
@@ -31,9 +32,10 @@ A reader may vouch for what it already checked: a group whose ``affine`` is set 
 that are exactly that grid in row order (the SQLite reader verifies it inside SQLite), and
 the core then skips placing them.
 
-This module only re-exports what the containers and the tests import from the
-core (the private names are the ones tests reach for). The package may import
-:mod:`infrastore_sqlite.interchange.layout`, :mod:`infrastore_sqlite.interchange.filing`
+This module only re-exports what the containers and the tests import from the core.
+Its modules are the import core's helpers, private to this package as a whole (marked
+here, not by underscores on the names they share with each other). The package may import
+:mod:`infrastore_sqlite.interchange.layout`, :mod:`infrastore_sqlite.store.conflicts`
 and the layers below ``interchange`` (the store only as the type it files into and for
 its row helpers); never a container.
 """
@@ -41,10 +43,10 @@ its row helpers); never a container.
 from __future__ import annotations
 
 from .batches import Filing
-from .batches import _series_object as _series_object
-from .batches import _Settle as _Settle
+from .batches import Settle as Settle
+from .batches import series_object as series_object
 from .building import Built, build_grids, build_group, hash_built
-from .building import _build as _build
+from .building import build_one as build_one
 from .keys import ArrayKeys
 from .options import ASSERTION_KEYS, OVERRIDE_KEYS, REFUSED_KEYS, Context, Options, Progress
 from .places import (

@@ -3,8 +3,8 @@ checksum, made catalog rows, and handed to the store (or, in a dry run, only che
 against it).
 
 :class:`Filing` is the one place that decides what happens to a series whose identity the
-store (or the file, earlier) already holds (:mod:`infrastore_sqlite.interchange.filing`
-does the deciding under ``on_conflict``); :class:`_Settle` gathers a partition's built
+store (or the file, earlier) already holds (the store's door, ``Store.insert_all``,
+does the deciding under ``on_conflict``; :mod:`.filing` compares for a diff); :class:`Settle` gathers a partition's built
 groups and settles them a batch at a time, in read order.
 """
 
@@ -14,16 +14,10 @@ from typing import Any
 
 from ...errors import NO_CHECKSUM, DuplicateTimeSeriesError, InvalidParameterError
 from ...model import SERIES_CLASSES, AnySeries, TimeSeriesType
-from ...store.prepare import CatalogRow, Prepared, array_values, row_from_template
-from ..filing import (
-    changed_columns,
-    compare,
-    conflict_error,
-    file_items,
-    identity,
-    stored_rows,
-)
+from ...store.conflicts import changed_columns, conflict_error, identity
+from ...store.prepare import CatalogRow, Prepared, array_values, row_for, row_from_template
 from .building import Built, hash_built
+from .filing import compare
 from .options import Context
 from .places import PartitionSource, short_hash
 from .report import PartitionResult
@@ -49,7 +43,7 @@ class Filing:
 
     The one place that decides what happens to a series whose identity the store (or the
     file, earlier) already holds, under the import's ``on_conflict``
-    (:mod:`infrastore_sqlite.interchange.filing`: refuse, replace in place, or skip); each
+    (``Store.insert_all``: refuse, replace in place, or skip); each
     series' outcome (``added``, ``replaced``, ``unchanged``, ``skipped``) goes to the
     partition's result.
     """
@@ -63,7 +57,7 @@ class Filing:
         self._pending_bytes = 0
 
     def add(self, prepared: Prepared, nbytes: int) -> None:
-        """One series, as ``Store._row_for`` prepared it (``nbytes``: its array's size)."""
+        """One series, as ``store.prepare.row_for`` prepared it (``nbytes``: its array's size)."""
         if self.write:
             self._pending.append(prepared)
             self._pending_bytes += nbytes
@@ -93,13 +87,15 @@ class Filing:
     def flush(self) -> None:
         if self.write and self._pending:
             ctx = self.ctx
-            filed = file_items(ctx.store, self._pending, ctx.on_conflict, filed=ctx.filed)
+            filed = ctx.store.insert_all(
+                self._pending, on_conflict=ctx.on_conflict, filed=ctx.filed
+            )
             self.result.outcomes.extend(filed.outcomes)
             self.ids.extend(filed.ids)
             self._pending, self._pending_bytes = [], 0
 
 
-def _series_object(tst: TimeSeriesType, spec: Spec, built: Built) -> AnySeries:
+def series_object(tst: TimeSeriesType, spec: Spec, built: Built) -> AnySeries:
     """The series a built group files, restored from parts the import checked (the
     model's trusted constructor: nothing is checked twice)."""
     cls = SERIES_CLASSES[tst]
@@ -144,7 +140,7 @@ def _series_object(tst: TimeSeriesType, spec: Spec, built: Built) -> AnySeries:
 _SETTLE_GROUPS = 256
 
 
-class _Settle:
+class Settle:
     """A partition's built groups, hashed and filed in batches (:func:`hash_built`).
 
     Each group is built as it is read (its refusals come in row order); what follows
@@ -169,19 +165,19 @@ class _Settle:
         self.templates: dict[int, CatalogRow] = {}
 
     def _prepared(self, spec: Spec, b: Built) -> Prepared:
-        """One series as ``Store._row_for`` prepares it.
+        """One series as ``store.prepare.row_for`` prepares it.
 
-        The first series of each :attr:`Spec.part` is prepared by ``_row_for`` from a
+        The first series of each :attr:`Spec.part` is prepared by ``row_for`` from a
         series object; the others, written, copy its row and put in what differs
         (owner id and type, name, and the fields of their array, which ``array_values``
-        gives as ``_row_for`` takes them, :func:`row_from_template`): one tuple display
-        instead of a series object and ``_row_for``. A dry run keeps the object (a diff
+        gives as ``row_for`` takes them, :func:`row_from_template`): one tuple display
+        instead of a series object and ``row_for``. A dry run keeps the object (a diff
         compares it).
         """
         template = self.templates.get(spec.part)
         if template is None or not self.filing.write:
-            obj = _series_object(self.tst, spec, b)
-            prepared = self.ctx.store._row_for(
+            obj = series_object(self.tst, spec, b)
+            prepared = row_for(
                 spec.owner_id, spec.owner_type, spec.category, obj, spec.features, b.digest
             )
             if template is None:
@@ -258,7 +254,7 @@ class _Settle:
             result.rows += n
             for spec in specs:
                 b = built[spec.grid_key]
-                # What Store._prepare checks of a bulk item holds here by construction
+                # What store.prepare.prepare checks of a bulk item holds here by construction
                 # (the series row was validated, the object is built here), but the range.
                 if not _I64_MIN <= spec.owner_id <= _I64_MAX:
                     raise InvalidParameterError(
@@ -299,7 +295,7 @@ def _check_new(ctx: Context, prepared: Prepared) -> tuple[str, dict[str, Any] | 
             series=label,
         )
     ctx.identities[ident] = label
-    held = stored_rows(ctx.store, [prepared]).get(ident)
+    held = ctx.store.held_rows([prepared]).get(ident)
     if ctx.diff:
         detail = compare(ctx.store, prepared, held)
         return detail["change"], detail

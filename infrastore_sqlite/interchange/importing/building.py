@@ -109,7 +109,7 @@ def _check_instants(place: Place, group: Group, spec: Spec) -> None:
             )
 
 
-def _build(place: Place, group: Group, spec: Spec, et: ElementType) -> Built:
+def build_one(place: Place, group: Group, spec: Spec, et: ElementType) -> Built:
     """Re-encode a group into the store array the grid of ``spec`` makes of it."""
     _check_instants(place, group, spec)
     tst = place.type
@@ -375,7 +375,7 @@ def build_grids(
     out: dict[Any, Built] = {}
     for spec in specs:
         if spec.grid_key not in out:
-            out[spec.grid_key] = _canonical(_build(place, group, spec, et), et)
+            out[spec.grid_key] = _canonical(build_one(place, group, spec, et), et)
     return out
 
 

@@ -22,7 +22,7 @@ from ...core.periods import Period, as_period
 from ...core.timeref import normalize_time_reference
 from ...errors import InvalidParameterError
 from ...model import DESCRIPTORS, UNIT_SYSTEMS, OwnerCategory, TimeSeriesType
-from ..filing import OnConflict
+from ...store.conflicts import OnConflict
 
 if TYPE_CHECKING:
     from ...store import Store
@@ -146,13 +146,13 @@ def _check_override(key: str, value: Any) -> Any:
     if key in ("owner_type", "name") and not value:
         raise InvalidParameterError(f"{key} must not be empty")
     if key == "time_reference":
-        return _parse_reference(value, "the time_reference override")
+        return parse_reference(value, "the time_reference override")
     if key in DESCRIPTORS:
-        return _descriptor(key, value, "the override")
+        return descriptor_value(key, value, "the override")
     return value
 
 
-def _parse_reference(text: str, what: str) -> str | None:
+def parse_reference(text: str, what: str) -> str | None:
     if text == "unspecified":
         return None
     if text == "":
@@ -163,7 +163,7 @@ def _parse_reference(text: str, what: str) -> str | None:
         raise InvalidParameterError(f'time_reference "{text}" ({what}): {exc}') from None
 
 
-def _descriptor(name: str, value: str, what: str) -> str | None:
+def descriptor_value(name: str, value: str, what: str) -> str | None:
     if value == "":
         return None
     if name == "unit_system" and value not in UNIT_SYSTEMS:
@@ -174,7 +174,7 @@ def _descriptor(name: str, value: str, what: str) -> str | None:
     return value
 
 
-def _parse_features(text: str, what: str) -> dict[str, Any]:
+def parse_features(text: str, what: str) -> dict[str, Any]:
     if text == "":
         return {}
     try:
@@ -198,7 +198,7 @@ def _parse_features(text: str, what: str) -> dict[str, Any]:
 
 class IdSet:
     """The catalog ids an import met (added, replaced, left or skipped), as sorted, disjoint runs of int64
-    ``lo..hi`` (what :func:`~infrastore_sqlite.interchange.filing.file_items` is given
+    ``lo..hi`` (what :meth:`~infrastore_sqlite.store.Store.insert_all` is given
     as ``filed``: ``update`` and ``in``). A bulk insert hands out consecutive ids, so a
     run stands for a batch: a set of Python ints would hold ~70 bytes per series for
     the whole import.

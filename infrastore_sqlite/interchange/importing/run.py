@@ -15,8 +15,8 @@ import numpy as np
 
 from ...core.gcpause import gc_paused
 from ...errors import InvalidParameterError, TimeSeriesError
-from ..filing import OUTCOMES
-from .batches import Filing, _Settle
+from ...store.conflicts import OUTCOMES
+from .batches import Filing, Settle
 from .building import build_grids
 from .keys import ArrayKeys, IdValues
 from .options import Context
@@ -305,7 +305,7 @@ def _import_partition(
     dtype = packed.parts[packed.part[0]][1].dtype  # the element type of the first row
     wanted = _Wanted(arrays, packed)
     filing = Filing(ctx, result, write=write)
-    settle = _Settle(ctx, source, result, filing)
+    settle = Settle(ctx, source, result, filing)
     try:
         source.open_values(arrays)
         try:

@@ -29,7 +29,7 @@ from ...errors import InvalidParameterError
 from ...model import DESCRIPTORS, OwnerCategory, TimeSeriesType
 from ..layout import series_columns
 from .keys import ArrayKeys
-from .options import IdSet, Options, _descriptor, _parse_features, _parse_reference
+from .options import IdSet, Options, descriptor_value, parse_features, parse_reference
 from .places import TEXT_HINT, PartitionSource, Place
 
 
@@ -65,7 +65,7 @@ class Spec:
     grid_key: Any = None
     #: Equal for rows of one partition that agree on everything but owner id, owner type,
     #: name and array (category, element type, reference, descriptors, features, grid):
-    #: their catalog rows differ only there (see :class:`~.batches._Settle`).
+    #: their catalog rows differ only there (see :class:`~.batches.Settle`).
     part: int = 0
 
     @property
@@ -568,8 +568,10 @@ class SeriesRows:
         if "time_reference" in ov:
             tr = ov["time_reference"]
         else:
-            tr = _parse_reference(r["time_reference"], what)
-        descriptors = {d: ov[d] if d in ov else _descriptor(d, r[d], what) for d in DESCRIPTORS}
+            tr = parse_reference(r["time_reference"], what)
+        descriptors = {
+            d: ov[d] if d in ov else descriptor_value(d, r[d], what) for d in DESCRIPTORS
+        }
         if "features" in ov:
             features = ov["features"]
         else:
@@ -577,7 +579,7 @@ class SeriesRows:
             # only read from here on, so the series that share it may share the object.
             features = self._features.get(r["features"])
             if features is None:
-                features = _parse_features(r["features"], what)
+                features = parse_features(r["features"], what)
                 self._features[r["features"]] = features
         res = itv = hor = None
         steps = None

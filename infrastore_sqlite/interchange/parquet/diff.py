@@ -3,7 +3,7 @@
 :func:`diff_parquet` reads the files exactly as ``import_parquet(..., dry_run=True)`` does
 and compares every series with the stored one of the same identity, as
 :func:`~infrastore_sqlite.interchange.sqlite.diff.diff_sqlite` does for a database (the
-entries are the same, :data:`~infrastore_sqlite.interchange.filing.DIFF_KEYS`).
+entries are the same, :data:`~infrastore_sqlite.interchange.importing.filing.DIFF_KEYS`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..filing import diff_entries
+from ..importing.filing import diff_entries
 from ..options import ImportOptions, import_options
 from .reader import import_parquet
 

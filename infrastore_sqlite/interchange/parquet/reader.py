@@ -21,7 +21,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..filing import OnConflict
+from ...store.conflicts import OnConflict
 from ..importing import (
     Context,
     ImportReport,
@@ -154,9 +154,9 @@ def import_parquet(
     opts = Options.parse(given.overrides, flag="--parquet")
     dry_run, progress = given.dry_run, given.progress
     if dry_run:
-        store._open()
+        store.check_open()
     else:
-        store._writable()
+        store.check_writable()
     found = discover(path, storage_options)
     readers = [
         ForeignReader(pa, pq, p, found.where, opts)

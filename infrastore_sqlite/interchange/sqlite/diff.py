@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..filing import DIFF_KEYS, diff_entries, has_changes
+from ..importing.filing import DIFF_KEYS, diff_entries, has_changes
 from ..options import ImportOptions, import_options
 from .reader import import_sqlite
 

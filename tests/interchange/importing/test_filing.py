@@ -1,6 +1,6 @@
 """Filing prepared items into a store under each ``on_conflict`` rule, and comparing them.
 
-These feed ``filing`` prepared items straight from ``Store._prepare`` (no interchange
+These feed ``filing`` prepared items straight from ``store.prepare.prepare`` (no interchange
 file); the import and CLI tests drive the same code through a file.
 """
 
@@ -18,7 +18,9 @@ from infrastore_sqlite import (
     SingleTimeSeries,
     Store,
 )
-from infrastore_sqlite.interchange.filing import check_on_conflict, compare, file_items, stored_rows
+from infrastore_sqlite.interchange.importing.filing import compare
+from infrastore_sqlite.store.conflicts import check_on_conflict
+from infrastore_sqlite.store.prepare import prepare
 
 T0 = datetime(2024, 7, 1, tzinfo=UTC)
 
@@ -34,12 +36,12 @@ def item(values, *, owner: int = 1, name: str = "load", units: str | None = None
 
 
 def prepared(store: Store, *items):
-    return [store._prepare(i, it) for i, it in enumerate(items)]
+    return [prepare(i, it) for i, it in enumerate(items)]
 
 
 def file(store: Store, items, on_conflict, **kw):
     with store.transaction():
-        return file_items(store, prepared(store, *items), on_conflict, **kw)
+        return store.insert_all(prepared(store, *items), on_conflict=on_conflict, **kw)
 
 
 @pytest.fixture
@@ -151,7 +153,7 @@ def test_a_derived_forecast_follows_its_replaced_source(store: Store) -> None:
 
 def test_compare_counts_points_and_names_changed_columns(filled: Store) -> None:
     (p,) = prepared(filled, item([1, 20, 30], units="MW"))
-    held = stored_rows(filled, [p])
+    held = filled.held_rows([p])
     entry = compare(filled, p, next(iter(held.values())))
     assert entry["change"] == "replaced" and entry["id"] == 1
     assert entry["points"] == 2
@@ -160,7 +162,7 @@ def test_compare_counts_points_and_names_changed_columns(filled: Store) -> None:
     assert entry["descriptors"] == ["units"] and entry["grid"] == []
     (same,) = prepared(filled, item([1, 2, 3], owner=2))
     assert (
-        compare(filled, same, next(iter(stored_rows(filled, [same]).values())))["change"]
+        compare(filled, same, next(iter(filled.held_rows([same]).values())))["change"]
         == "unchanged"
     )
     (new,) = prepared(filled, item([1], owner=77))
@@ -172,7 +174,7 @@ def test_compare_counts_rows_on_one_side_only_and_nan_as_equal(store: Store) -> 
         1, "PowerLoad", "Component", SingleTimeSeries(T0, "PT1H", np.array([np.nan, 1.0]), "load")
     )
     (p,) = prepared(store, item([np.nan, 1.0, 2.0]))
-    entry = compare(store, p, next(iter(stored_rows(store, [p]).values())))
+    entry = compare(store, p, next(iter(store.held_rows([p]).values())))
     assert entry["grid"] == ["length"] and entry["points"] == 1
     assert entry["first_changed"] == entry["last_changed"] == "2024-07-01T02:00:00+00:00"
 

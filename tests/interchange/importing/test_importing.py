@@ -46,6 +46,7 @@ from infrastore_sqlite.interchange.importing import (
     run_import,
 )
 from infrastore_sqlite.interchange.layout import forecast_axis, static_axis
+from infrastore_sqlite.store.prepare import INSERT_COLUMNS, row_for
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 T0_MS = 1_704_067_200_000
@@ -513,7 +514,7 @@ def test_forecast_and_irregular_series_are_built_as_the_store_holds_them(tmp_pat
 
 # ---------------------------------------------------------------------- batched settling
 # The core builds each group as it is read and hashes and files them a batch at a time
-# (``_Settle``): the hashes must be each array's own, whatever the batch, and a refusal of
+# (``Settle``): the hashes must be each array's own, whatever the batch, and a refusal of
 # an earlier group must still win over a later group's fault.
 
 
@@ -649,7 +650,7 @@ def test_the_core_lets_go_of_each_groups_specs_once_it_is_read(tmp_path: Path) -
 def _catalog_rows(store: Store) -> dict[tuple, tuple]:
     """Every catalog row but its id, by identity (owner, category, type, name,
     resolution, interval, features)."""
-    cols = [c for c in Store._INSERT_COLUMNS]
+    cols = list(INSERT_COLUMNS)
     rows = store._catalog.execute(
         f"SELECT {', '.join(cols)} FROM time_series_associations WHERE time_series_type != 3"
     ).fetchall()
@@ -662,9 +663,9 @@ def test_rows_filed_from_a_template_equal_rows_from_series_objects(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Past the first series of each shared part, a written import fills catalog rows from
-    a template (``_Settle._prepared``): every column of every kind's rows (ragged
+    a template (``Settle._prepared``): every column of every kind's rows (ragged
     composites of several widths, irregular axes, percentiles, forecasts, several owners
-    and names per part) equals the row ``Store._row_for`` makes of a series object."""
+    and names per part) equals the row ``store.prepare.row_for`` makes of a series object."""
     from varied_store import add, build_varied, new_store, sts
 
     src = new_store(tmp_path / "src.h5")
@@ -704,12 +705,10 @@ def test_rows_filed_from_a_template_equal_rows_from_series_objects(
     templated = imported("templated.h5")
 
     def from_an_object(self: Any, spec: Any, b: Built) -> dict[str, Any]:
-        obj = importing._series_object(self.tst, spec, b)
-        return self.ctx.store._row_for(
-            spec.owner_id, spec.owner_type, spec.category, obj, spec.features, b.digest
-        )
+        obj = importing.series_object(self.tst, spec, b)
+        return row_for(spec.owner_id, spec.owner_type, spec.category, obj, spec.features, b.digest)
 
-    monkeypatch.setattr(importing._Settle, "_prepared", from_an_object)
+    monkeypatch.setattr(importing.Settle, "_prepared", from_an_object)
     want = imported("objects.h5")
     assert len(want) > 40
     assert templated == want

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from catalog_rows import recheck_rows
 from export_parquet_helpers import (
     ARROW_DTYPES,
     PARQUET_KEYS,
@@ -418,6 +419,7 @@ def test_unspecified_reference_is_utc_with_the_footer_saying_so(tmp_path: Path) 
     store.close()
     cat = sqlite3.connect(tmp_path / "s.h5" / "catalog.sqlite")
     cat.execute("UPDATE time_series_associations SET time_reference = NULL WHERE name = 'u'")
+    recheck_rows(cat, "name = 'u'")  # as an earlier release's row, migrated
     cat.commit()
     cat.close()
     store = Store.open(tmp_path / "s.h5")

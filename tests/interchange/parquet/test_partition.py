@@ -235,14 +235,14 @@ def test_a_vouched_forecast_builds_as_the_core_places_it(tst: str, seed: int) ->
     affine = partition._affine(kind, group, spec)
     assert affine is not None or perturbed
     try:
-        placed = importing._build(place, group, spec, et)  # group.affine is None: placed
+        placed = importing.build_one(place, group, spec, et)  # group.affine is None: placed
     except Exception:
         assert affine is None
         return
     if affine is None:
         return
     group.affine = affine
-    fast = importing._build(place, group, spec, et)
+    fast = importing.build_one(place, group, spec, et)
     assert fast.data.shape == placed.data.shape
     assert fast.data.tobytes() == placed.data.tobytes()
     assert (fast.initial_ms, fast.count, fast.percentiles) == (

@@ -33,6 +33,7 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 import pytest
+from catalog_rows import recheck_rows
 from export_interop_helpers import (
     OURS,
     REF,
@@ -335,6 +336,7 @@ def build(L: ModuleType, path: Path) -> Any:
         "UPDATE time_series_associations SET time_reference = NULL "
         "WHERE name IN ('unspec', 'unspec_2')"
     )
+    recheck_rows(cat, "name IN ('unspec', 'unspec_2')")  # as an earlier release's rows
     cat.commit()
     cat.close()
     return L.Store.open(path)

@@ -13,6 +13,7 @@ from typing import Any
 
 import export_sqlite_helpers
 import numpy as np
+from catalog_rows import recheck_rows
 from export_sqlite_helpers import (
     H_MS,
     T0_MS,
@@ -288,6 +289,7 @@ def test_unspecified_reference(tmp_path: Path) -> None:
     store.close()
     cat = sqlite3.connect(tmp_path / "s.h5" / "catalog.sqlite")
     cat.execute("UPDATE time_series_associations SET time_reference = NULL WHERE name = 'u'")
+    recheck_rows(cat, "name = 'u'")  # as an earlier release's row, migrated
     cat.commit()
     cat.close()
     store = Store.open(tmp_path / "s.h5")

@@ -55,7 +55,6 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from infrastore_sqlite.errors import StorageError
-from infrastore_sqlite.interchange.filing import OnConflict
 from infrastore_sqlite.interchange.importing import (
     Context,
     ImportReport,
@@ -65,6 +64,7 @@ from infrastore_sqlite.interchange.importing import (
 )
 from infrastore_sqlite.interchange.layout import validate_prefix
 from infrastore_sqlite.interchange.options import ImportOptions, import_options
+from infrastore_sqlite.store.conflicts import OnConflict
 
 from ..database import open_database
 from .source import PartitionReader
@@ -182,9 +182,9 @@ def import_sqlite(
     opts = Options.parse(given.overrides)
     dry_run, progress = given.dry_run, given.progress
     if dry_run:
-        store._open()
+        store.check_open()
     else:
-        store._writable()
+        store.check_writable()
     where = str(path)
     conn = open_database(path, read_only=True)
     try:
