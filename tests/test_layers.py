@@ -281,7 +281,7 @@ def test_every_room_is_placed(package: str) -> None:
 def test_the_room_checker_sees_a_later_room(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
     probe.write_text(
-        "from .base import _Series\n"
+        "from .base import Series\n"
         "from infrastore_sqlite.model.static import SingleTimeSeries\n"
         "def f():\n    from . import forecasts\n"
         "if TYPE_CHECKING:\n    from .kinds import X\n",

@@ -32,23 +32,23 @@ import click
 
 from .._version import __version__
 from . import add, edit, export, query, store_commands, uploads
-from .base import _CONTEXT, PROG, Globals, _example, _global_options
-from .render import _Group
+from .base import CONTEXT, PROG, Globals, example, global_options
+from .render import Group
 
 # ============================================================================ the group
 
 
 @click.group(
-    cls=_Group,
-    context_settings=_CONTEXT,
-    epilog=_example(
+    cls=Group,
+    context_settings=CONTEXT,
+    epilog=example(
         f"{PROG} demo demo-store",
         f"{PROG} --store demo-store list --type single",
         f"{PROG} --store demo-store export -f sqlite --db demo.db",
     ),
 )
 @click.version_option(__version__, "--version", prog_name=PROG)
-@_global_options(hidden=False)
+@global_options(hidden=False)
 def cli() -> None:
     """A content-addressed time-series store (HDF5 arrays + SQLite catalog).
 

@@ -21,24 +21,24 @@ from ..textfiles import (
     read_owner_map,
     read_wide_csv,
 )
-from .base import PROG, _example, _format, _global_options, _open_store
+from .base import PROG, example, global_options, open_store, output_format
 from .options import (
     CATEGORY,
     DURATION,
     INSTANT,
     TYPE_NAME,
-    _features,
     bound_keywords,
+    features_of,
     limit_options,
 )
 from .render import (
-    _command_line,
-    _emit_doc,
-    _partial_report,
-    _partition_summary,
-    _Progress,
+    Progress,
     command,
+    command_line,
+    emit_doc,
     on_interrupt,
+    partial_report,
+    partition_summary,
 )
 
 # ---------------------------------------------------------------------------- add
@@ -71,7 +71,7 @@ def _given(value: Any) -> bool:
 
 
 @command(
-    epilog=_example(
+    epilog=example(
         f"{PROG} --store demo-store export -f csv --dir wind --owner-id 201 --type single",
         f"{PROG} --store demo-store add --csv wind/4_201_max_active_power.csv --owner-id 204 \\",
         "    --owner-type RenewableDispatch --name max_active_power --type single \\",
@@ -156,7 +156,7 @@ def _given(value: Any) -> bool:
     "--feature",
     "features",
     multiple=True,
-    callback=_features,
+    callback=features_of,
     metavar="K=V",
     help="Feature (repeatable); V is an int, float, true/false or a string.",
 )
@@ -230,7 +230,7 @@ def _given(value: Any) -> bool:
 )
 @click.option("--dry-run", is_flag=True, help="Read and check everything, add nothing.")
 @limit_options
-@_global_options(hidden=True)
+@global_options(hidden=True)
 @click.pass_context
 def add(
     ctx: click.Context,
@@ -269,7 +269,7 @@ def add(
     key (data_hash, then time_axis), not in the file's series order (the reference
     numbers them the same way); the report lists each series with its id.
     """
-    _format(ctx)
+    output_format(ctx)
     if sum(bool(x) for x in (csv_file, sqlite_file, parquet_path)) != 1:
         raise click.UsageError(
             "add needs exactly one source: --csv FILE, --sqlite FILE or --parquet PATH", ctx
@@ -340,7 +340,7 @@ def _add_interchange(ctx: click.Context, source: str, path: str, kw: dict[str, A
         "on_conflict": "replace" if kw["replace"] else "ignore" if kw["ignore"] else "error",
         **bound_keywords(kw),
     }
-    with _open_store(ctx, read_only=False) as store, _Progress(ctx, "import") as bar:
+    with open_store(ctx, read_only=False) as store, Progress(ctx, "import") as bar:
         options = ImportOptions.of(progress=bar, **common)
         if source == "--parquet":
             from ..interchange.parquet.location import parse_storage_options
@@ -353,7 +353,7 @@ def _add_interchange(ctx: click.Context, source: str, path: str, kw: dict[str, A
             result = store.import_sqlite(
                 path, table_prefix=kw["table_prefix"] or "", options=options
             )
-    _emit_doc(ctx, _import_report(result, dry_run=kw["dry_run"], store=store.path, db=path))
+    emit_doc(ctx, _import_report(result, dry_run=kw["dry_run"], store=store.path, db=path))
 
 
 def _import_report(result: Any, *, dry_run: bool, store: Path, db: str) -> dict[str, Any]:
@@ -362,7 +362,7 @@ def _import_report(result: Any, *, dry_run: bool, store: Path, db: str) -> dict[
         result = result.to_dict()
     left_out: dict[str, Any] = {}
     if isinstance(result, Mapping):
-        parts = [_partition_summary(p) for p in result.get("partitions", [])]
+        parts = [partition_summary(p) for p in result.get("partitions", [])]
         ids = [int(i) for i in result.get("ids", [])]
         left_out = {k: result[k] for k in ("set_aside", "ignored") if result.get(k)}
     else:
@@ -401,8 +401,8 @@ def _declare_interrupt(ctx: click.Context, kw: dict[str, Any], *, interchange: b
         )
     else:
         # --replace is safe to run again as it is; otherwise --ignore skips what is there.
-        again = _command_line(ctx) + ("" if kw["replace"] or kw["ignore"] else " --ignore")
-        first = _command_line(ctx)
+        again = command_line(ctx) + ("" if kw["replace"] or kw["ignore"] else " --ignore")
+        first = command_line(ctx)
         on_interrupt(ctx, lambda exc: _interrupted_import(exc, first, again))
 
 
@@ -410,7 +410,7 @@ def _interrupted_import(exc: KeyboardInterrupt, first: str, again: str) -> str:
     """The Ctrl-C line of ``add --sqlite`` / ``--parquet``: which partitions committed
     (from the report the import hangs on the interrupt) and ``again``, which resumes; or,
     when none did, that ``first`` (the command as given) starts over."""
-    report = _partial_report(exc)
+    report = partial_report(exc)
     if report is None:
         # Stopped before the first partition began (opening the store or the file) or
         # after the last was reported: the report is not there to say which stayed.
@@ -521,7 +521,7 @@ def _add_csv(ctx: click.Context, path: str, kw: dict[str, Any]) -> None:
     else:
         items.append((kw["owner_id"], kw["owner_type"], read_csv_series(path, spec)))
     if kw["dry_run"]:
-        _emit_doc(
+        emit_doc(
             ctx,
             {
                 "dry_run": True,
@@ -539,7 +539,7 @@ def _add_csv(ctx: click.Context, path: str, kw: dict[str, Any]) -> None:
             },
         )
         return
-    with _open_store(ctx, read_only=False) as store:
+    with open_store(ctx, read_only=False) as store:
         ids = store.add_time_series_bulk(
             [
                 {
@@ -552,4 +552,4 @@ def _add_csv(ctx: click.Context, path: str, kw: dict[str, Any]) -> None:
                 for oid, otype, s in items
             ]
         )
-        _emit_doc(ctx, {"added": len(ids), "ids": ids, "store": str(store.path)})
+        emit_doc(ctx, {"added": len(ids), "ids": ids, "store": str(store.path)})

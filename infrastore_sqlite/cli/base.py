@@ -28,8 +28,8 @@ DEBUG_ENV = "INFRASTORE_SQLITE_DEBUG"
 TABLE_FORMATS = ("table", "json", "jsonl", "csv")
 EXPORT_FORMATS = (*TABLE_FORMATS, "sqlite", "parquet")
 _META = "infrastore_sqlite.globals"
-_CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-_CANDIDATES_SHOWN = 10
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+CANDIDATES_SHOWN = 10
 
 
 # ============================================================================ globals
@@ -49,7 +49,7 @@ class Globals:
     timeout: float | None = None
 
 
-def _globals(ctx: click.Context) -> Globals:
+def globals_of(ctx: click.Context) -> Globals:
     return ctx.meta.setdefault(_META, Globals())
 
 
@@ -57,14 +57,14 @@ def _remember(field: str) -> Callable[[click.Context, click.Parameter, Any], Any
     def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
         if field == "progress":
             if value is not None:
-                _globals(ctx).progress = value
+                globals_of(ctx).progress = value
             return value
         if value is not None and value is not False:
             if field == "format":
                 value = value.lower()
-                if _second_format(ctx, _globals(ctx).format, value):
+                if _second_format(ctx, globals_of(ctx).format, value):
                     return value
-            setattr(_globals(ctx), field, value)
+            setattr(globals_of(ctx), field, value)
         return value
 
     return callback
@@ -78,7 +78,7 @@ def _second_format(ctx: click.Context, before: str | None, now: str) -> bool:
     if before is None or before == now:
         return False
     containers = {"sqlite", "parquet"}
-    g = _globals(ctx)
+    g = globals_of(ctx)
     if (before in containers) != (now in containers) and g.container is None:
         table, container = (before, now) if now in containers else (now, before)
         g.format, g.container = table, container
@@ -89,7 +89,7 @@ def _second_format(ctx: click.Context, before: str | None, now: str) -> bool:
     )
 
 
-def _global_options(*, hidden: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def global_options(*, hidden: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--store``, ``-f``, ``-q``, ``--progress``, ``-y``, ``--timeout``; the group shows
     them, commands accept them too."""
     options = [
@@ -159,13 +159,13 @@ def _global_options(*, hidden: bool) -> Callable[[Callable[..., Any]], Callable[
     return decorate
 
 
-def _format(ctx: click.Context, allowed: Sequence[str] = TABLE_FORMATS) -> str:
-    container = _globals(ctx).container
+def output_format(ctx: click.Context, allowed: Sequence[str] = TABLE_FORMATS) -> str:
+    container = globals_of(ctx).container
     if container is not None and container not in allowed:
         raise click.UsageError(
             f"-f {container} is not an output format of {ctx.info_name} (it is export's)", ctx
         )
-    fmt = _globals(ctx).format or "table"
+    fmt = globals_of(ctx).format or "table"
     if fmt not in allowed:
         raise click.UsageError(
             f"-f {fmt} is not an output format of {ctx.info_name}; it prints "
@@ -175,8 +175,8 @@ def _format(ctx: click.Context, allowed: Sequence[str] = TABLE_FORMATS) -> str:
     return fmt
 
 
-def _store_path(ctx: click.Context, given: str | None = None) -> Path:
-    path = given or _globals(ctx).store or os.environ.get(STORE_ENV)
+def store_path(ctx: click.Context, given: str | None = None) -> Path:
+    path = given or globals_of(ctx).store or os.environ.get(STORE_ENV)
     if not path:
         raise click.UsageError(
             f"no store given: pass --store PATH or set {STORE_ENV} (create one with "
@@ -186,15 +186,15 @@ def _store_path(ctx: click.Context, given: str | None = None) -> Path:
     return Path(path)
 
 
-def _timeout(ctx: click.Context) -> float:
+def timeout_of(ctx: click.Context) -> float:
     """``--timeout`` (seconds a write waits for another process's), or the default."""
-    given = _globals(ctx).timeout
+    given = globals_of(ctx).timeout
     return DEFAULT_TIMEOUT if given is None else float(given)
 
 
 @contextlib.contextmanager
-def _open_store(ctx: click.Context, *, read_only: bool) -> Iterator[Store]:
-    store = Store.open(_store_path(ctx), read_only=read_only, timeout=_timeout(ctx))
+def open_store(ctx: click.Context, *, read_only: bool) -> Iterator[Store]:
+    store = Store.open(store_path(ctx), read_only=read_only, timeout=timeout_of(ctx))
     try:
         yield store
     finally:
@@ -204,7 +204,7 @@ def _open_store(ctx: click.Context, *, read_only: bool) -> Iterator[Store]:
 # ============================================================================ errors
 
 
-class _Ambiguous(InvalidParameterError):
+class Ambiguous(InvalidParameterError):
     """A single-series command matched several; ``candidates`` are shown.
 
     The prose form lists them as a table after the message; the JSON form carries them
@@ -220,10 +220,10 @@ class _Ambiguous(InvalidParameterError):
         return f"{self.message}:\n{self.listing}"
 
 
-class _Refused(TimeSeriesError):
+class Refused(TimeSeriesError):
     """The command declined to act (no confirmation); exit 1."""
 
 
-def _example(*lines: str) -> str:
+def example(*lines: str) -> str:
     """A help epilog: a worked example, printed verbatim after the options."""
     return "\b\nExample:\n" + "\n".join(f"  {line}" for line in lines)

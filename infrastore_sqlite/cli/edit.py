@@ -11,9 +11,9 @@ import click
 from ..errors import rehash_term
 from ..interchange.importing.filing import DIFF_KEYS, has_changes
 from ..interchange.options import ImportOptions
-from .base import PROG, _example, _format, _global_options, _open_store
-from .options import _selector_options, bound_keywords, limit_options
-from .render import _emit_doc, _emit_rows, _note, _Progress, command
+from .base import PROG, example, global_options, open_store, output_format
+from .options import bound_keywords, limit_options, selector_options
+from .render import Progress, command, emit_doc, emit_rows, note
 
 # The table leaves out what the JSON/CSV forms carry for scripts (where the file holds it).
 _DIFF_TABLE = tuple(
@@ -24,7 +24,7 @@ _DIFF_TABLE = tuple(
 
 
 @command(
-    epilog=_example(
+    epilog=example(
         f"{PROG} --store demo-store export -f sqlite --db demo.db",
         "sqlite3 demo.db 'UPDATE SingleTimeSeries_f64_utc_values SET value = value * 1.1 "
         "WHERE array_id = 3 RETURNING value'",
@@ -57,7 +57,7 @@ _DIFF_TABLE = tuple(
     help="Exit 1 when importing the file would change the store (like git diff --exit-code).",
 )
 @limit_options
-@_global_options(hidden=True)
+@global_options(hidden=True)
 @click.pass_context
 def diff(
     ctx: click.Context,
@@ -77,14 +77,14 @@ def diff(
     recorded data_hash no longer matches their rows, and a line on stderr names the rehash
     command the import needs first.
     """
-    fmt = _format(ctx)
+    fmt = output_format(ctx)
     if bool(sqlite_file) == bool(parquet_path):
         raise click.UsageError("diff needs exactly one of --sqlite FILE and --parquet PATH", ctx)
     if parquet_path and table_prefix:
         raise click.UsageError(
             "--table-prefix cannot be used with --parquet: it names SQLite tables", ctx
         )
-    with _open_store(ctx, read_only=True) as store, _Progress(ctx, "diff") as bar:
+    with open_store(ctx, read_only=True) as store, Progress(ctx, "diff") as bar:
         options = ImportOptions.of(progress=bar, **bound_keywords(bounds))
         if parquet_path:
             from ..interchange.parquet.diff import diff_parquet_report
@@ -99,17 +99,17 @@ def diff(
         else:
             changed = []
             entries = store.diff_sqlite(sqlite_file, table_prefix=table_prefix, options=options)
-    _emit_rows(ctx, entries, columns=list(DIFF_KEYS), table_columns=_DIFF_TABLE, fmt=fmt)
+    emit_rows(ctx, entries, columns=list(DIFF_KEYS), table_columns=_DIFF_TABLE, fmt=fmt)
     counts = {c: sum(e["change"] == c for e in entries) for c in ("added", "replaced", "unchanged")}
-    _note(ctx, ", ".join(f"{n} {c}" for c, n in counts.items()))
+    note(ctx, ", ".join(f"{n} {c}" for c, n in counts.items()))
     for path in changed:
-        _note(ctx, f"{path} changed since the export (not the size its manifest lists)")
+        note(ctx, f"{path} changed since the export (not the size its manifest lists)")
     stale = [e for e in entries if e["hash_stale"]]
     if stale:
         line = _stale_line(stale, sqlite_file)
         if storage_options:
             line += " (with the same --storage-option flags)"
-        _note(ctx, line)
+        note(ctx, line)
     if exit_code and has_changes(entries):
         ctx.exit(1)
 
@@ -132,7 +132,7 @@ def _stale_line(stale: list[dict[str, Any]], sqlite_file: str | None) -> str:
 
 
 @command(
-    epilog=_example(
+    epilog=example(
         f"{PROG} --store demo-store export -f sqlite --db demo.db",
         f"{PROG} unshare --db demo.db --owner-id 101 --type single",
         "sqlite3 demo.db 'SELECT owner_id, array_id FROM SingleTimeSeries_f64_utc_series "
@@ -144,8 +144,8 @@ def _stale_line(stale: list[dict[str, Any]], sqlite_file: str | None) -> str:
 @click.option(
     "--id", "ids", type=int, multiple=True, help="Series row by its id in the file (repeatable)."
 )
-@_selector_options(ids=False, exclude=("features", "zoneless"))
-@_global_options(hidden=True)
+@selector_options(ids=False, exclude=("features", "zoneless"))
+@global_options(hidden=True)
 @click.pass_context
 def unshare(
     ctx: click.Context, db: str, table_prefix: str, ids: tuple[int, ...], type_: Any, **kw: Any
@@ -160,16 +160,16 @@ def unshare(
     """
     from ..interchange.sqlite.unshare import unshare_sqlite
 
-    _format(ctx)
+    output_format(ctx)
     selector = {k: v for k, v in kw.items() if v is not None}
     if not selector and not ids and type_ is None:
         raise click.UsageError("unshare needs a selector (--id, --owner-id, --name, …)", ctx)
     copies = unshare_sqlite(
         db, table_prefix=table_prefix, ids=list(ids) or None, time_series_type=type_, **selector
     )
-    _emit_doc(ctx, {"db": db, "table_prefix": table_prefix, "copies": copies})
+    emit_doc(ctx, {"db": db, "table_prefix": table_prefix, "copies": copies})
     if not copies:
-        _note(
+        note(
             ctx,
             "the selected series rows already have their values to themselves; nothing was copied",
         )

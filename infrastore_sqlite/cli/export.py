@@ -26,21 +26,21 @@ from .base import (
     EXPORT_FORMATS,
     PROG,
     TABLE_FORMATS,
-    _example,
-    _format,
-    _global_options,
-    _globals,
-    _open_store,
+    example,
+    global_options,
+    globals_of,
+    open_store,
+    output_format,
 )
-from .options import TIME_RANGE, _filters, _selector_options, bound_keywords, limit_options
-from .render import _dumps, _emit_doc, _emit_rows, _note, _Progress, command, on_interrupt
-from .store_commands import _one
+from .options import TIME_RANGE, bound_keywords, filters_of, limit_options, selector_options
+from .render import Progress, command, dumps, emit_doc, emit_rows, note, on_interrupt
+from .store_commands import one
 
 # ---------------------------------------------------------------------------- rehash
 
 
 @command(
-    epilog=_example(
+    epilog=example(
         f"{PROG} --store demo-store export -f sqlite --db demo.db",
         "sqlite3 demo.db 'UPDATE SingleTimeSeries_f64_utc_values SET value = value * 1.1 "
         "WHERE array_id = 1 RETURNING value'",
@@ -71,7 +71,7 @@ from .store_commands import _one
     "(GOOGLE_*, AZURE_*) environment.",
 )
 @limit_options
-@_global_options(hidden=True)
+@global_options(hidden=True)
 @click.pass_context
 def rehash(
     ctx: click.Context,
@@ -90,7 +90,7 @@ def rehash(
     the arrays' order, the partition's ids are given again and its values and series
     files rewritten too.
     """
-    _format(ctx)
+    output_format(ctx)
     if bool(db) == bool(directory):
         raise click.UsageError("rehash needs exactly one of --db FILE and --dir DIR", ctx)
     if directory:
@@ -103,11 +103,11 @@ def rehash(
         from ..interchange.parquet.location import parse_storage_options
 
         options = parse_storage_options(storage_options) or None
-        with _Progress(ctx, "rehash", "array") as bar:
+        with Progress(ctx, "rehash", "array") as bar:
             changed = rehash_parquet(
                 directory, progress=bar, storage_options=options, **bound_keywords(bounds)
             )
-        _emit_doc(ctx, {"rehashed": changed, "dir": directory})
+        emit_doc(ctx, {"rehashed": changed, "dir": directory})
         return
     if storage_options:
         raise click.UsageError("--storage-option goes with --dir URI", ctx)
@@ -115,7 +115,7 @@ def rehash(
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", FileTriggersWarning)
-        with _Progress(ctx, "rehash", "array") as bar:
+        with Progress(ctx, "rehash", "array") as bar:
             changed = rehash_sqlite(
                 db,  # type: ignore[arg-type]
                 table_prefix,
@@ -125,11 +125,11 @@ def rehash(
     doc: dict[str, Any] = {"rehashed": changed, "db": db, "table_prefix": table_prefix}
     for warned in caught:
         if isinstance(warned.message, FileTriggersWarning):
-            _note(ctx, f"warning: {warned.message}")
+            note(ctx, f"warning: {warned.message}")
             doc["triggers_not_run"] = warned.message.triggers
         else:
             warnings.showwarning(warned.message, warned.category, warned.filename, warned.lineno)
-    _emit_doc(ctx, doc)
+    emit_doc(ctx, doc)
 
 
 # ---------------------------------------------------------------------------- export
@@ -139,7 +139,7 @@ SUMMARY_FORMATS = TABLE_FORMATS
 
 
 @command(
-    epilog=_example(
+    epilog=example(
         f"{PROG} --store demo-store export -f sqlite --db demo.db",
         f"{PROG} --store demo-store export -f sqlite --db demo.db --overwrite --type single \\",
         "    --time-range 2024-07-02T00:00:00..2024-07-03T00:00:00",
@@ -153,7 +153,7 @@ SUMMARY_FORMATS = TABLE_FORMATS
         f"{PROG} --store demo-store export -f jsonl --dir series --owner-type PowerLoad",
     )
 )
-@_selector_options(ids=False)
+@selector_options(ids=False)
 @click.option(
     "--db",
     metavar="FILE",
@@ -222,7 +222,7 @@ SUMMARY_FORMATS = TABLE_FORMATS
     help="With -f parquet or per-series --dir: how the files written print (default table; "
     "json gives the list). With --db, -f itself names it.",
 )
-@_global_options(hidden=True)
+@global_options(hidden=True)
 @click.pass_context
 def export(
     ctx: click.Context,
@@ -264,9 +264,9 @@ def export(
     bounds without an offset are read on each series' own wall clock; bounds with one
     are instants, which zoneless series refuse (--zoned leaves them out).
     """
-    fmt = _format(ctx, EXPORT_FORMATS)
-    filters = _filters(kw)
-    container = _globals(ctx).container
+    fmt = output_format(ctx, EXPORT_FORMATS)
+    filters = filters_of(kw)
+    container = globals_of(ctx).container
     if container is not None:
         # -f named both: the container, and how its summary prints.
         if container == "parquet":
@@ -328,7 +328,7 @@ def export(
         "transaction, or builds a new file beside the target)",
     )
     shown = "table" if fmt == "sqlite" else fmt
-    with _open_store(ctx, read_only=True) as store, _Progress(ctx, "export") as bar:
+    with open_store(ctx, read_only=True) as store, Progress(ctx, "export") as bar:
         options = ExportOptions.of(
             time_range=time_range,
             include_derived=include_derived,
@@ -341,7 +341,7 @@ def export(
             db, table_prefix=table_prefix, provenance=provenance or "name", options=options
         )
     for notice in parts.messages():
-        _note(ctx, notice.render("cli"))
+        note(ctx, notice.render("cli"))
     columns = list(parts[0]) if parts else _partition_columns()
     _emit_export(ctx, parts, shown, ("db", db), dry_run, columns, _EXPORT_TABLE)
 
@@ -366,14 +366,14 @@ def _emit_export(
             "rows": sum(p["rows"] for p in parts),
         }
         if shown in ("json", "jsonl"):
-            click.echo(_dumps(doc, pretty=shown == "json"))
+            click.echo(dumps(doc, pretty=shown == "json"))
         else:
-            _emit_rows(ctx, parts, columns=columns, table_columns=table_columns, fmt=shown)
-            _note(ctx, f"dry run: nothing was written to {where}")
+            emit_rows(ctx, parts, columns=columns, table_columns=table_columns, fmt=shown)
+            note(ctx, f"dry run: nothing was written to {where}")
         return
-    _emit_rows(ctx, parts, columns=columns, table_columns=table_columns, wrap=False, fmt=shown)
+    emit_rows(ctx, parts, columns=columns, table_columns=table_columns, wrap=False, fmt=shown)
     if not parts:
-        _note(ctx, f"the selection matched no series; {where} was not written")
+        note(ctx, f"the selection matched no series; {where} was not written")
 
 
 _PARQUET_TABLE = ("values_file", "series", "arrays", "rows")
@@ -416,7 +416,7 @@ def _export_parquet(
         "partition is complete; what was under way is removed)",
     )
     storage_options = parse_storage_options(where["storage_options"])
-    with _open_store(ctx, read_only=True) as store, _Progress(ctx, "export") as bar:
+    with open_store(ctx, read_only=True) as store, Progress(ctx, "export") as bar:
         options = ExportOptions.of(
             time_range=time_range,
             include_derived=include_derived,
@@ -472,8 +472,8 @@ def _export_series(
         if summary is not None:
             raise click.UsageError("--summary goes with --dir (the files written)", ctx)
         on_interrupt(ctx, "interrupted: the series was not written in full")
-        with _open_store(ctx, read_only=True) as store:
-            row = _one(store, {**kw, "ids": ()}, command_name=f"export -f {fmt}")
+        with open_store(ctx, read_only=True) as store:
+            row = one(store, {**kw, "ids": ()}, command_name=f"export -f {fmt}")
             series = (
                 store.read_by_ids_range([row.id], time_range)[0]
                 if time_range is not None
@@ -488,12 +488,12 @@ def _export_series(
         f"interrupted: nothing was written to {directory} (the files this export had "
         "written were removed)",
     )
-    with _open_store(ctx, read_only=True) as store, _Progress(ctx, "export", "series") as bar:
+    with open_store(ctx, read_only=True) as store, Progress(ctx, "export", "series") as bar:
         files = export_series_files(
-            store, directory, fmt, time_range=time_range, progress=bar, **_filters(kw)
+            store, directory, fmt, time_range=time_range, progress=bar, **filters_of(kw)
         )
     rows_out = [dataclasses.asdict(f) for f in files]
     columns = ["id", "owner_id", "name", "file", "rows"]
-    _emit_rows(ctx, rows_out, columns=columns, wrap=False, fmt=summary or "table")
+    emit_rows(ctx, rows_out, columns=columns, wrap=False, fmt=summary or "table")
     if not files:
-        _note(ctx, f"the selection matched no series; nothing was written to {directory}")
+        note(ctx, f"the selection matched no series; nothing was written to {directory}")

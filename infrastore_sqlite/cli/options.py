@@ -118,7 +118,7 @@ class _TypeName(click.ParamType):
             )
 
 
-def _features(
+def features_of(
     _ctx: click.Context, param: click.Parameter, values: Sequence[str]
 ) -> dict[str, Any] | None:
     if not values:
@@ -140,7 +140,7 @@ TYPE_NAME = _TypeName()
 CATEGORY = click.Choice(["Component", "SupplementalAttribute"], case_sensitive=False)
 
 
-def _selector_options(
+def selector_options(
     *, ids: bool = True, exclude: Sequence[str] = ()
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The series selector flags (``exclude`` names the keywords a command does not take)."""
@@ -171,7 +171,7 @@ def _selector_options(
             "--feature",
             "features",
             multiple=True,
-            callback=_features,
+            callback=features_of,
             metavar="K=V",
             help="Feature the series carries (repeatable); V is an int, float, true/false "
             "or a string.",
@@ -215,14 +215,14 @@ _SELECTOR_KEYS = (
 )
 
 
-def _filters(kw: Mapping[str, Any]) -> dict[str, Any]:
+def filters_of(kw: Mapping[str, Any]) -> dict[str, Any]:
     """Selector flags → ``list_metadata`` keywords (only those given)."""
     mapping = {"type_": "time_series_type"}
     return {mapping.get(k, k): kw[k] for k in _SELECTOR_KEYS if kw.get(k) is not None}
 
 
-def _select(store: Store, kw: Mapping[str, Any]) -> list[Any]:
-    rows = store.select_rows(**_filters(kw))
+def select(store: Store, kw: Mapping[str, Any]) -> list[Any]:
+    rows = store.select_rows(**filters_of(kw))
     ids = kw.get("ids") or ()
     if ids:
         wanted = set(ids)

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import click
 
-from .base import PROG, _example, _format, _global_options
-from .render import _emit_doc, _emit_rows, command
+from .base import PROG, example, global_options, output_format
+from .render import command, emit_doc, emit_rows
 
 
 @command(
-    epilog=_example(
+    epilog=example(
         f"{PROG} --store demo-store export -f parquet --dir pq",
         f"{PROG} query --parquet pq 'SELECT partition_name, count(*) AS n FROM all_values "
         "GROUP BY 1 ORDER BY 1'",
@@ -47,7 +47,7 @@ from .render import _emit_doc, _emit_rows, command
     "(aws_region=…, aws_endpoint_url=…); repeatable. Credentials default to the AWS_* "
     "environment.",
 )
-@_global_options(hidden=True)
+@global_options(hidden=True)
 @click.pass_context
 def query(
     ctx: click.Context,
@@ -66,7 +66,7 @@ def query(
     place. Instants are plain timestamps: a zoned partition's at UTC, a zoneless one's
     wall clock. Needs pip install 'infrastore-sqlite[query]'.
     """
-    fmt = _format(ctx)
+    fmt = output_format(ctx)
     if bool(parquet_path) == bool(sqlite_file):
         raise click.UsageError("query needs exactly one of --parquet PATH and --db FILE", ctx)
     from ..interchange.duckdb_session import run_sql
@@ -88,7 +88,7 @@ def query(
         import pyarrow.parquet as pq
 
         pq.write_table(table, output, compression="zstd")
-        _emit_doc(ctx, {"rows": table.num_rows, "output": output})
+        emit_doc(ctx, {"rows": table.num_rows, "output": output})
         return
     rows = table.to_pylist()
-    _emit_rows(ctx, rows, columns=table.column_names, fmt=fmt)
+    emit_rows(ctx, rows, columns=table.column_names, fmt=fmt)

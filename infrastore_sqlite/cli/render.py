@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import TimeSeriesError, shown
 from ..store.conflicts import OUTCOMES
 from ..textfiles import text_cell, to_json
-from .base import DEBUG_ENV, EXPORT_FORMATS, PROG, _Ambiguous, _format, _globals
+from .base import DEBUG_ENV, EXPORT_FORMATS, PROG, Ambiguous, globals_of, output_format
 
 # Where the group keeps the arguments it was called with (for messages that show the
 # command line, such as a refusal's "`… --zoned` works").
@@ -38,12 +38,12 @@ def on_interrupt(ctx: click.Context, message: str | Callable[[KeyboardInterrupt]
 
     ``message`` may be a function of the interrupt, for a line that depends on how far
     the command got (an import's report rides on the exception, see
-    :func:`_partial_report`).
+    :func:`partial_report`).
     """
     ctx.meta[_ON_INTERRUPT] = message
 
 
-def _command_line(ctx: click.Context) -> str:
+def command_line(ctx: click.Context) -> str:
     """The command line the user ran, as they could type it again."""
     return shlex.join([PROG, *ctx.meta.get(_ARGV, [])])
 
@@ -62,13 +62,13 @@ def _issues_hint() -> str:
     return "please report it to the infrastore-sqlite maintainers (the project's issue tracker)"
 
 
-def _partial_report(exc: BaseException) -> dict[str, Any] | None:
+def partial_report(exc: BaseException) -> dict[str, Any] | None:
     """What an import committed before it failed (``add --sqlite`` commits per partition)."""
     report = getattr(exc, "report", None)
     if report is None:
         return None
     doc = report.to_dict() if hasattr(report, "to_dict") else dict(report)
-    parts = [_partition_summary(p) for p in doc.get("partitions", [])]
+    parts = [partition_summary(p) for p in doc.get("partitions", [])]
     committed = [p for p in parts if p["status"] == "committed"]
     return {
         "added": sum(p.get("added") or 0 for p in committed),
@@ -78,17 +78,17 @@ def _partial_report(exc: BaseException) -> dict[str, Any] | None:
 
 
 def _print_error(ctx: click.Context, message: str, extra: Mapping[str, Any] | None = None) -> None:
-    fmt = _globals(ctx).format or "table"
+    fmt = globals_of(ctx).format or "table"
     if fmt in ("json", "jsonl"):
         doc = {"status": "error", "message": message, **(extra or {})}
-        click.echo(_dumps(doc, pretty=fmt == "json"), err=True)
+        click.echo(dumps(doc, pretty=fmt == "json"), err=True)
         return
     click.echo(f"Error: {message}", err=True)
     if extra and "partitions" in extra:
         done = [p for p in extra["partitions"] if p["status"] == "committed"]
         if done:
             argv = ctx.meta.get(_ARGV, [])
-            command = _command_line(ctx)
+            command = command_line(ctx)
             if "--replace" in argv or "--ignore" in argv:
                 # Both rules take series the store holds: the same command resumes.
                 again, why = command, "the series already filed are then unchanged or skipped"
@@ -129,7 +129,7 @@ def command(*args: Any, **kwargs: Any) -> Callable[[Callable[..., Any]], click.C
 SIGPIPE_STATUS = 141
 
 
-class _Group(click.Group):
+class Group(click.Group):
     """Turns library errors into the contract's messages and exit codes."""
 
     command_class = _Command
@@ -152,8 +152,8 @@ class _Group(click.Group):
             return result
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
-        except _Ambiguous as exc:
-            if (_globals(ctx).format or "table") in ("json", "jsonl"):
+        except Ambiguous as exc:
+            if (globals_of(ctx).format or "table") in ("json", "jsonl"):
                 _print_error(ctx, exc.message, {"candidates": exc.candidates})
             else:
                 _print_error(ctx, str(exc))
@@ -161,7 +161,7 @@ class _Group(click.Group):
         except TimeSeriesError as exc:
             # The library's message names functions and keywords; the CLI's names
             # commands and flags (one message, two renderings).
-            _print_error(ctx, exc.render("cli", command=_command_line(ctx)), _partial_report(exc))
+            _print_error(ctx, exc.render("cli", command=command_line(ctx)), partial_report(exc))
             ctx.exit(1)
         except BrokenPipeError:
             # The reader of stdout stopped reading (``| head -1``): end quietly with the
@@ -172,7 +172,7 @@ class _Group(click.Group):
                 os.dup2(devnull, sys.stdout.fileno())
             ctx.exit(SIGPIPE_STATUS)
         except OSError as exc:  # the environment (a permission, a full disk), not a bug
-            _print_error(ctx, str(exc), _partial_report(exc))
+            _print_error(ctx, str(exc), partial_report(exc))
             ctx.exit(1)
         except KeyboardInterrupt as exc:
             # One line: what the interrupted command leaves behind, as it declared it.
@@ -187,7 +187,7 @@ class _Group(click.Group):
                 "out of memory: what the command read did not fit in this machine's memory; "
                 "lower --max-array-bytes / --max-cell-bytes so a file that large is refused "
                 "before it is read",
-                _partial_report(exc),
+                partial_report(exc),
             )
             ctx.exit(1)
         except Exception as exc:
@@ -205,7 +205,7 @@ class _Group(click.Group):
                 "traceback)"
             )
             # An import that stopped here still says what it committed and how to resume.
-            _print_error(ctx, " ".join(message.split()), _partial_report(exc))
+            _print_error(ctx, " ".join(message.split()), partial_report(exc))
             if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
                 traceback.print_exc(file=sys.stderr)
             ctx.exit(1)
@@ -214,7 +214,7 @@ class _Group(click.Group):
 # ============================================================================ rendering
 
 
-def _dumps(obj: Any, *, pretty: bool) -> str:
+def dumps(obj: Any, *, pretty: bool) -> str:
     return to_json(obj, pretty=pretty)
 
 
@@ -240,7 +240,7 @@ def _flatten(doc: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+def table_text(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
     cells = [[_cell(r.get(c), table=True) for c in columns] for r in rows]
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
     numeric = [
@@ -272,11 +272,11 @@ def _csv_text(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
     return buf.getvalue().rstrip("\n")
 
 
-def _emit_doc(ctx: click.Context, doc: Mapping[str, Any]) -> None:
+def emit_doc(ctx: click.Context, doc: Mapping[str, Any]) -> None:
     """A status document: one object."""
-    fmt = _format(ctx, EXPORT_FORMATS)
+    fmt = output_format(ctx, EXPORT_FORMATS)
     if fmt in ("json", "jsonl"):
-        click.echo(_dumps(doc, pretty=fmt == "json"))
+        click.echo(dumps(doc, pretty=fmt == "json"))
         return
     flat = _flatten(doc)
     if fmt == "csv":
@@ -294,14 +294,14 @@ def _emit_doc(ctx: click.Context, doc: Mapping[str, Any]) -> None:
             if not any(_is_rows(r.get(c)) for r in rows) and any(r.get(c) is not None for r in rows)
         ]
         click.echo(f"\n{key}:")
-        click.echo(_table(rows, columns))
+        click.echo(table_text(rows, columns))
 
 
 def _is_rows(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(v, Mapping) for v in value)
 
 
-def _emit_rows(
+def emit_rows(
     ctx: click.Context,
     rows: Sequence[Mapping[str, Any]],
     *,
@@ -311,20 +311,20 @@ def _emit_rows(
     fmt: str | None = None,
 ) -> None:
     """Rows: a table, ``{"items": [...]}`` (or a bare list), one JSON line each, or CSV."""
-    fmt = fmt or _format(ctx)
+    fmt = fmt or output_format(ctx)
     if fmt == "json":
-        click.echo(_dumps({"items": list(rows)} if wrap else list(rows), pretty=True))
+        click.echo(dumps({"items": list(rows)} if wrap else list(rows), pretty=True))
     elif fmt == "jsonl":
         for r in rows:
-            click.echo(_dumps(r, pretty=False))
+            click.echo(dumps(r, pretty=False))
     elif fmt == "csv":
         click.echo(_csv_text(rows, columns))
     else:
-        click.echo(_table(rows, table_columns or columns))
+        click.echo(table_text(rows, table_columns or columns))
 
 
-def _note(ctx: click.Context, message: str) -> None:
-    if not _globals(ctx).quiet:
+def note(ctx: click.Context, message: str) -> None:
+    if not globals_of(ctx).quiet:
         click.echo(message, err=True)
 
 
@@ -338,7 +338,7 @@ def _stderr_is_terminal() -> bool:
         return False
 
 
-class _Progress:
+class Progress:
     """The ``progress(done, total)`` callable the library takes: a tqdm bar on stderr.
 
     Only when stderr is a terminal and ``-q`` is not given; otherwise it does nothing,
@@ -346,9 +346,9 @@ class _Progress:
     """
 
     def __init__(self, ctx: click.Context, desc: str, unit: str = "row") -> None:
-        forced = _globals(ctx).progress
+        forced = globals_of(ctx).progress
         self.enabled = (
-            forced if forced is not None else (not _globals(ctx).quiet and _stderr_is_terminal())
+            forced if forced is not None else (not globals_of(ctx).quiet and _stderr_is_terminal())
         )
         self.desc = desc
         self._base = desc
@@ -387,7 +387,7 @@ class _Progress:
             # No bar yet (nothing counted): say the step on its own line.
             click.echo(self.desc, err=True)
 
-    def __enter__(self) -> _Progress:
+    def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -395,7 +395,7 @@ class _Progress:
             self.bar.close()
 
 
-def _partition_summary(p: Mapping[str, Any]) -> dict[str, Any]:
+def partition_summary(p: Mapping[str, Any]) -> dict[str, Any]:
     """One partition of an import report, without its per-series detail."""
     series = p.get("series")
     return {

@@ -21,20 +21,20 @@ from ..store.arrays import compression_spec
 from ..store.repair import repair_directory, restore_hint
 from ..textfiles import json_row, series_meta, value_rows
 from .base import (
-    _CANDIDATES_SHOWN,
+    CANDIDATES_SHOWN,
     PROG,
-    _Ambiguous,
-    _example,
-    _format,
-    _global_options,
-    _globals,
-    _open_store,
-    _Refused,
-    _store_path,
-    _timeout,
+    Ambiguous,
+    Refused,
+    example,
+    global_options,
+    globals_of,
+    open_store,
+    output_format,
+    store_path,
+    timeout_of,
 )
-from .options import CATEGORY, DURATION, TIME_RANGE, _filters, _select, _selector_options
-from .render import _dumps, _emit_doc, _emit_rows, _note, _Progress, _table, command
+from .options import CATEGORY, DURATION, TIME_RANGE, filters_of, select, selector_options
+from .render import Progress, command, dumps, emit_doc, emit_rows, note, table_text
 
 
 def _stdin_is_terminal() -> bool:
@@ -60,7 +60,7 @@ def _compression(text: str) -> tuple[str, int]:
 
 
 @command(
-    epilog=_example(
+    epilog=example(
         f"{PROG} --store grid-store init --compression deflate:6",
         f"{PROG} --store grid-store info",
     )
@@ -77,7 +77,7 @@ def _compression(text: str) -> tuple[str, int]:
     "(default 3).",
 )
 @click.option("--no-shuffle", is_flag=True, help="Do not byte-shuffle before DEFLATE.")
-@_global_options(hidden=True)
+@global_options(hidden=True)
 @click.pass_context
 def init(ctx: click.Context, path: str | None, compression: str, no_shuffle: bool) -> None:
     """Create a new, empty store.
@@ -86,16 +86,16 @@ def init(ctx: click.Context, path: str | None, compression: str, no_shuffle: boo
     (catalog.sqlite) and the array segments (segments/). An existing store is never
     overwritten, and a failed init leaves nothing behind.
     """
-    _format(ctx)
+    output_format(ctx)
     kind, level = _compression(compression)
-    target = _store_path(ctx, path)
+    target = store_path(ctx, path)
     try:
         store = Store.create(
             target,
             compression=kind,
             compression_level=level,
             shuffle=not no_shuffle,
-            timeout=_timeout(ctx),
+            timeout=timeout_of(ctx),
         )
     except StoreExistsError:
         raise StoreExistsError(
@@ -104,7 +104,7 @@ def init(ctx: click.Context, path: str | None, compression: str, no_shuffle: boo
         ) from None
     store.close()
     spec = compression_spec(kind, level, not no_shuffle)
-    _emit_doc(
+    emit_doc(
         ctx,
         {"created": str(target), "catalog": str(catalog_path(target)), "compression": spec},
     )
@@ -114,14 +114,14 @@ def init(ctx: click.Context, path: str | None, compression: str, no_shuffle: boo
 
 
 @command(
-    epilog=_example(
+    epilog=example(
         f"{PROG} demo demo-store",
         f"{PROG} --store demo-store list --owner-id 201",
         f"{PROG} --store demo-store get --id 12 --limit 5",
     )
 )
 @click.argument("path", required=False, metavar="[PATH]")
-@_global_options(hidden=True)
+@global_options(hidden=True)
 @click.pass_context
 def demo(ctx: click.Context, path: str | None) -> None:
     """Build an example store from the data shipped with the package.
@@ -134,8 +134,8 @@ def demo(ctx: click.Context, path: str | None) -> None:
     """
     from ..demo import build_demo_store
 
-    _format(ctx)
-    target = _store_path(ctx, path)
+    output_format(ctx)
+    target = store_path(ctx, path)
     try:
         store = build_demo_store(target)
     except StoreExistsError:
@@ -153,8 +153,8 @@ def demo(ctx: click.Context, path: str | None) -> None:
         }
     finally:
         store.close()
-    _emit_doc(ctx, doc)
-    _note(ctx, f"next: {PROG} --store {target} list")
+    emit_doc(ctx, doc)
+    note(ctx, f"next: {PROG} --store {target} list")
 
 
 # ---------------------------------------------------------------------------- list
@@ -175,15 +175,15 @@ _LIST_TABLE = (
 
 @command(
     "list",
-    epilog=_example(
+    epilog=example(
         f"{PROG} --store demo-store list --type single --feature model_year=2030",
         f"{PROG} --store demo-store -f json list --owner-id 201",
     ),
 )
-@_selector_options()
+@selector_options()
 @click.option("--limit", type=click.IntRange(min=0), help="Show at most N rows.")
 @click.option("--wide", is_flag=True, help="Table: every metadata column, not the usual few.")
-@_global_options(hidden=True)
+@global_options(hidden=True)
 @click.pass_context
 def list_(ctx: click.Context, limit: int | None, wide: bool, **kw: Any) -> None:
     """List series metadata (one row per series), filtered by the selector flags.
@@ -191,14 +191,14 @@ def list_(ctx: click.Context, limit: int | None, wide: bool, **kw: Any) -> None:
     Selector flags combine with AND. -f json prints {"items": [...]} with every
     metadata field; -f jsonl one object per line; -f csv a header and one row each.
     """
-    fmt = _format(ctx)
-    with _open_store(ctx, read_only=True) as store:
+    fmt = output_format(ctx)
+    with open_store(ctx, read_only=True) as store:
         # Each series' instants in its own time reference, as get prints its rows.
-        rows = [series_meta(r) for r in _select(store, kw)]
+        rows = [series_meta(r) for r in select(store, kw)]
     if limit is not None:
         rows = rows[:limit]
     columns = list(rows[0]) if rows else _metadata_columns()
-    _emit_rows(ctx, rows, columns=columns, table_columns=None if wide else _LIST_TABLE, fmt=fmt)
+    emit_rows(ctx, rows, columns=columns, table_columns=None if wide else _LIST_TABLE, fmt=fmt)
 
 
 def _metadata_columns() -> list[str]:
@@ -246,7 +246,7 @@ def _candidate(row: Any) -> dict[str, Any]:
     }
 
 
-def _one(store: Store, kw: Mapping[str, Any], *, command_name: str = "get") -> Any:
+def one(store: Store, kw: Mapping[str, Any], *, command_name: str = "get") -> Any:
     """The one series the selector flags match, for ``get`` or ``export -f csv|json|jsonl``
     to stdout; each refusal names the flags that command takes (export has no ``--id``)."""
     if command_name == "get":
@@ -255,13 +255,13 @@ def _one(store: Store, kw: Mapping[str, Any], *, command_name: str = "get") -> A
     else:
         needs = "--owner-id, --name, --type, … (or --dir DIR for a file per series)"
         narrow = "another selector flag (--owner-id, --name, --type, --resolution, --feature), or write a file per series with --dir DIR"
-    if not kw.get("ids") and not _filters(kw):
+    if not kw.get("ids") and not filters_of(kw):
         raise click.UsageError(f"{command_name} needs a selector: {needs}")
-    rows = _select(store, kw)
+    rows = select(store, kw)
     if not rows:
         raise NotFoundError("no series matches the selection; `list` with the same flags shows why")
     if len(rows) > 1:
-        shown = [_candidate(r) for r in rows[:_CANDIDATES_SHOWN]]
+        shown = [_candidate(r) for r in rows[:CANDIDATES_SHOWN]]
         cols = [
             "id",
             "owner_id",
@@ -272,9 +272,9 @@ def _one(store: Store, kw: Mapping[str, Any], *, command_name: str = "get") -> A
             "features",
             "data_hash",
         ]
-        table = "\n".join("  " + line for line in _table(shown, cols).splitlines())
+        table = "\n".join("  " + line for line in table_text(shown, cols).splitlines())
         more = len(rows) - len(shown)
-        raise _Ambiguous(
+        raise Ambiguous(
             f"the selection matches {len(rows)} series; narrow it with {narrow}",
             shown,
             table + (f"\n  … and {more} more" if more else ""),
@@ -283,20 +283,20 @@ def _one(store: Store, kw: Mapping[str, Any], *, command_name: str = "get") -> A
 
 
 @command(
-    epilog=_example(
+    epilog=example(
         f"{PROG} --store demo-store get --owner-id 301 --type single --limit 3",
         f"{PROG} --store demo-store -f csv get --id 12 \\",
         "    --time-range 2024-07-02T00:00:00Z..2024-07-03T00:00:00Z",
     )
 )
-@_selector_options()
+@selector_options()
 @click.option(
     "--time-range",
     type=TIME_RANGE,
     help="Half-open START..END (RFC 3339 or epoch ms; no offset for a zoneless series).",
 )
 @click.option("--limit", type=click.IntRange(min=0), help="Show at most N rows.")
-@_global_options(hidden=True)
+@global_options(hidden=True)
 @click.pass_context
 def get(
     ctx: click.Context, time_range: tuple[datetime, datetime] | None, limit: int | None, **kw: Any
@@ -309,9 +309,9 @@ def get(
     percentile (value[p0.5]) or scenario (value[s0]). Shaped values get one column per
     element (value[0], value[1]). Timestamps are shown in the series' time reference.
     """
-    fmt = _format(ctx)
-    with _open_store(ctx, read_only=True) as store:
-        row = _one(store, kw)
+    fmt = output_format(ctx)
+    with open_store(ctx, read_only=True) as store:
+        row = one(store, kw)
         series = (
             store.read_by_ids_range([row.id], time_range)[0]
             if time_range is not None
@@ -324,31 +324,31 @@ def get(
     if fmt in ("json", "jsonl"):
         rows = [json_row(r) for r in rows]  # NaN, +inf, -inf told apart, as export writes
     if fmt == "json":
-        click.echo(_dumps({"series": meta, "columns": columns, "items": rows}, pretty=True))
+        click.echo(dumps({"series": meta, "columns": columns, "items": rows}, pretty=True))
     else:
-        _emit_rows(ctx, rows, columns=columns, fmt=fmt)
+        emit_rows(ctx, rows, columns=columns, fmt=fmt)
 
 
 # ---------------------------------------------------------------------------- info
 
 
 @command(
-    epilog=_example(f"{PROG} --store demo-store info", f"{PROG} --store demo-store -f json info")
+    epilog=example(f"{PROG} --store demo-store info", f"{PROG} --store demo-store -f json info")
 )
-@_global_options(hidden=True)
+@global_options(hidden=True)
 @click.pass_context
 def info(ctx: click.Context) -> None:
     """Summarize the store: series by type, distinct arrays, owners, file sizes."""
-    _format(ctx)
-    path = _store_path(ctx)
-    with _open_store(ctx, read_only=True) as store:
+    output_format(ctx)
+    path = store_path(ctx)
+    with open_store(ctx, read_only=True) as store:
         # Counted in the catalog: a row object per series would grow with the store.
         tally = store.series_tally()
         by_type = store.counts_by_type()
         arrays = store.num_distinct_arrays()
         usage = store.disk_usage()
     h5, cat = usage["hdf5_bytes"], usage["catalog_bytes"]
-    _emit_doc(
+    emit_doc(
         ctx,
         {
             "store": str(path),
@@ -369,7 +369,7 @@ def info(ctx: click.Context) -> None:
 
 
 @command(
-    epilog=_example(
+    epilog=example(
         f"{PROG} --store demo-store transform --horizon PT12H --interval PT6H --resolution PT1H",
         f"{PROG} --store demo-store list --type deterministic_single",
     )
@@ -383,7 +383,7 @@ def info(ctx: click.Context) -> None:
     help="Only this owner category.",
 )
 @click.option("--resolution", type=DURATION, help="Only SingleTimeSeries at this resolution.")
-@_global_options(hidden=True)
+@global_options(hidden=True)
 @click.pass_context
 def transform(
     ctx: click.Context,
@@ -397,12 +397,12 @@ def transform(
     No array is written: each derived row reads its source's values as windows of
     --horizon every --interval. Re-running with the same parameters adds nothing.
     """
-    _format(ctx)
-    with _open_store(ctx, read_only=False) as store:
+    output_format(ctx)
+    with open_store(ctx, read_only=False) as store:
         n = store.transform_single_time_series(
             horizon, interval, owner_category=owner_category, resolution=resolution
         )
-    _emit_doc(
+    emit_doc(
         ctx,
         {
             "added": n,
@@ -417,15 +417,15 @@ def transform(
 
 
 @command(
-    epilog=_example(
+    epilog=example(
         f"{PROG} --store demo-store remove --owner-id 203 --dry-run",
         f"{PROG} --store demo-store -y remove --owner-id 203",
     )
 )
-@_selector_options()
+@selector_options()
 @click.option("--all", "all_", is_flag=True, help="Remove every series (no selector needed).")
 @click.option("--dry-run", is_flag=True, help="Report what would be removed; change nothing.")
-@_global_options(hidden=True)
+@global_options(hidden=True)
 @click.pass_context
 def remove(ctx: click.Context, all_: bool, dry_run: bool, **kw: Any) -> None:
     """Remove the series the selector flags match.
@@ -434,18 +434,18 @@ def remove(ctx: click.Context, all_: bool, dry_run: bool, **kw: Any) -> None:
     (stdin piped or redirected) it refuses unless -y is given. A SingleTimeSeries that
     backs a derived forecast is refused until that one is removed too.
     """
-    _format(ctx)
-    if not all_ and not kw.get("ids") and not _filters(kw):
+    output_format(ctx)
+    if not all_ and not kw.get("ids") and not filters_of(kw):
         raise click.UsageError("remove needs a selector (--id, --owner-id, --name, …) or --all")
-    with _open_store(ctx, read_only=dry_run) as store:
-        rows = _select(store, kw)
+    with open_store(ctx, read_only=dry_run) as store:
+        rows = select(store, kw)
         ids = [r.id for r in rows]
         if dry_run:
-            _emit_doc(ctx, {"dry_run": True, "would_remove": len(ids), "ids": ids})
+            emit_doc(ctx, {"dry_run": True, "would_remove": len(ids), "ids": ids})
             return
-        if ids and not _globals(ctx).yes:
+        if ids and not globals_of(ctx).yes:
             if not _stdin_is_terminal():
-                raise _Refused(
+                raise Refused(
                     f"refusing to remove {len(ids)} series without confirmation: stdin is not "
                     "a terminal to ask on; pass -y (--yes) to confirm"
                 )
@@ -455,18 +455,16 @@ def remove(ctx: click.Context, all_: bool, dry_run: bool, **kw: Any) -> None:
                 click.echo("Aborted.", err=True)
                 ctx.exit(1)
         removed = store.remove_by_ids(ids) if ids else 0
-    _emit_doc(ctx, {"removed": removed, "ids": ids})
+    emit_doc(ctx, {"removed": removed, "ids": ids})
 
 
 # ---------------------------------------------------------------------------- verify
 
 
 @command(
-    epilog=_example(
-        f"{PROG} --store demo-store verify", f"{PROG} --store demo-store -f json verify"
-    )
+    epilog=example(f"{PROG} --store demo-store verify", f"{PROG} --store demo-store -f json verify")
 )
-@_global_options(hidden=True)
+@global_options(hidden=True)
 @click.pass_context
 def verify(ctx: click.Context) -> None:
     """Check every segment file, every stored array against its hash, and the catalog.
@@ -476,15 +474,15 @@ def verify(ctx: click.Context) -> None:
     series that lost data, and the catalog's own integrity check. Never writes. The exit
     status is 1 when anything is wrong; `repair` then sets the damage aside.
     """
-    _format(ctx)
-    with _open_store(ctx, read_only=True) as store, _Progress(ctx, "verify", "array") as bar:
+    output_format(ctx)
+    with open_store(ctx, read_only=True) as store, Progress(ctx, "verify", "array") as bar:
         found = store.diagnose(progress=bar)
     doc = found.as_dict()
-    if _format(ctx) not in ("json", "jsonl"):
+    if output_format(ctx) not in ("json", "jsonl"):
         doc.pop("errors")  # the tables of segments and series say it, row by row
-    _emit_doc(ctx, doc)
+    emit_doc(ctx, doc)
     if not found.ok:
-        _note(
+        note(
             ctx,
             f"the store is damaged; `{PROG} --store {shlex.quote(str(store.path))} repair "
             "--dry-run` shows what a repair keeps and loses",
@@ -496,13 +494,13 @@ def verify(ctx: click.Context) -> None:
 
 
 @command(
-    epilog=_example(
+    epilog=example(
         f"{PROG} --store demo-store repair --dry-run",
         f"{PROG} --store demo-store repair",
     )
 )
 @click.option("--dry-run", is_flag=True, help="Report what would be kept and lost; change nothing.")
-@_global_options(hidden=True)
+@global_options(hidden=True)
 @click.pass_context
 def repair(ctx: click.Context, dry_run: bool) -> None:
     """Set damaged segment files aside and keep every array that still reads.
@@ -516,18 +514,18 @@ def repair(ctx: click.Context, dry_run: bool) -> None:
     kept with its id, the old one moved aside; a stray catalog.sqlite-journal is set
     aside. Nothing is deleted. `verify` passes afterwards.
     """
-    _format(ctx)
-    path = _store_path(ctx)
+    output_format(ctx)
+    path = store_path(ctx)
     # One path for every state of the catalog: a stray journal set aside, a catalog no
     # open reads rebuilt from the segments' records, else the store opened and repaired.
     report = repair_directory(
         path,
         dry_run=dry_run,
-        open_store=lambda read_only: Store.open(path, read_only=read_only, timeout=_timeout(ctx)),
+        open_store=lambda read_only: Store.open(path, read_only=read_only, timeout=timeout_of(ctx)),
         audience="cli",
     )
     if report["restore"]:
         report["restore"] = restore_hint(str(path), "cli")
-    _emit_doc(ctx, report)
+    emit_doc(ctx, report)
     if report["restore"]:
-        _note(ctx, report["restore"])
+        note(ctx, report["restore"])

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from .base import PROG, _example, _format, _global_options
-from .render import _emit_doc, _Progress, command
+from .base import PROG, example, global_options, output_format
+from .render import Progress, command, emit_doc
 
 
 @command(
-    epilog=_example(
+    epilog=example(
         f"{PROG} --store demo-store export -f parquet --dir s3://infrastore/abort-demo",
         f"{PROG} abort-uploads s3://infrastore/abort-demo --dry-run",
         f"{PROG} abort-uploads s3://infrastore/abort-demo",
@@ -25,7 +25,7 @@ from .render import _emit_doc, _Progress, command
     help="A client option, as Polars' storage_options names it (aws_region=…, "
     "aws_endpoint_url=…); repeatable. Credentials default to the AWS_* environment.",
 )
-@_global_options(hidden=True)
+@global_options(hidden=True)
 @click.pass_context
 def abort_uploads(
     ctx: click.Context, uri: str, dry_run: bool, storage_options: tuple[str, ...]
@@ -39,7 +39,7 @@ def abort_uploads(
     every upload of the layout's files (*.parquet, the manifest) under URI. Run it when
     no export to URI is running: an export's uploads are incomplete until it commits.
     """
-    _format(ctx)
+    output_format(ctx)
     from ..interchange.parquet.location import is_uri, parse_storage_options
     from ..interchange.parquet.location.uploads import abort_uploads as abort
 
@@ -50,9 +50,9 @@ def abort_uploads(
             ctx,
         )
     options = parse_storage_options(storage_options)
-    with _Progress(ctx, "abort-uploads", "upload"):
+    with Progress(ctx, "abort-uploads", "upload"):
         uploads = abort(uri, storage_options=options, dry_run=dry_run)
-    _emit_doc(
+    emit_doc(
         ctx,
         {
             "uri": uri,

@@ -59,7 +59,7 @@ from .plan_types import (
     HashColumn,
     PartitionPlan,
     SeriesRef,
-    _label,
+    label_of,
 )
 from .selection import Selection
 from .series_rows import (
@@ -347,7 +347,7 @@ def plan_export(
             continue
         pcode, read, acode, anchor, n, rows, width, is_ragged, is_zoneless = c
         if is_zoneless:
-            zoneless.append(_label(r[2], r[1]))
+            zoneless.append(label_of(r[2], r[1]))
         if read:
             to_read.append(len(planned.ids))
             add_hash(_NO_HASH)
@@ -453,7 +453,7 @@ def _coded(planned: _Planned, c: Any, aware: bool) -> Any:
 def _labels(store: Store, ids: np.ndarray) -> list[str]:
     """The labels of the series ``ids`` (ascending), names read from the catalog."""
     return [
-        _label(name, owner)
+        label_of(name, owner)
         for _, owner, name in store.iter_select_fields(("id", "owner_id", "name"), ids=ids.tolist())
     ]
 

@@ -159,7 +159,7 @@ class PartitionPlan:
         if self.source is None:
             raise ValueError("a partition plan without its store cannot name its series")
         names = dict(self.source.iter_select_fields(("id", "name"), ids=ids))
-        return [_label(names[i], o) for i, o in zip(ids, owners, strict=True)]
+        return [label_of(names[i], o) for i, o in zip(ids, owners, strict=True)]
 
     def labels_by_array(self) -> Callable[[int], list[str]]:
         """``labels(array_id)``: the labels of every series holding it, catalog order."""
@@ -324,7 +324,7 @@ class _ArrayIds(Mapping[tuple[str, str], int]):
         return len(self._pp.hashes)
 
 
-def _label(name: str, owner_id: int) -> str:
+def label_of(name: str, owner_id: int) -> str:
     return f"'{name}' (owner {owner_id})"
 
 

@@ -5,7 +5,7 @@ A series object is self-contained: it holds its array in the store's physical fo
 milliseconds, so the store never has to re-validate what a constructor accepted.
 
 The package holds ``kinds`` (``TimeSeriesType``, ``OwnerCategory``, the descriptor names),
-``base`` (``_Series``, what every type shares), ``arrow`` (a series as an Arrow table),
+``base`` (``Series``, what every type shares), ``arrow`` (a series as an Arrow table),
 ``static`` (``SingleTimeSeries`` and the irregular series) and ``forecasts``
 (``Deterministic``, ``Probabilistic``, ``Scenarios``);
 this module re-exports their names (the private ones the store and the containers use too)
@@ -16,18 +16,18 @@ Layer: imports ``core`` and ``errors`` (``tests/test_layers.py`` checks it).
 
 from __future__ import annotations
 
-from .base import KEYWORDS, _check_name, _Series
-from .forecasts import Deterministic, Probabilistic, Scenarios, _Forecast
+from .base import KEYWORDS, Series, check_name
+from .forecasts import Deterministic, Forecast, Probabilistic, Scenarios
 from .kinds import DESCRIPTORS, UNIT_SYSTEMS, OwnerCategory, TimeSeriesType
 from .static import (
+    Irregular,
     NonSequentialTimeSeries,
     PersistentTimeSeries,
     SingleTimeSeries,
-    _infer_resolution,
-    _Irregular,
+    infer_resolution,
 )
 
-SERIES_CLASSES: dict[TimeSeriesType, type[_Series]] = {
+SERIES_CLASSES: dict[TimeSeriesType, type[Series]] = {
     TimeSeriesType.SingleTimeSeries: SingleTimeSeries,
     TimeSeriesType.NonSequentialTimeSeries: NonSequentialTimeSeries,
     TimeSeriesType.PersistentTimeSeries: PersistentTimeSeries,
@@ -52,16 +52,16 @@ __all__ = [
     "UNIT_SYSTEMS",
     "AnySeries",
     "Deterministic",
+    "Forecast",
+    "Irregular",
     "NonSequentialTimeSeries",
     "OwnerCategory",
     "PersistentTimeSeries",
     "Probabilistic",
     "Scenarios",
+    "Series",
     "SingleTimeSeries",
     "TimeSeriesType",
-    "_Forecast",
-    "_Irregular",
-    "_Series",
-    "_check_name",
-    "_infer_resolution",
+    "check_name",
+    "infer_resolution",
 ]

@@ -24,7 +24,7 @@ from ..core.elements import dtype_name, parse_element_type
 from ..core.periods import as_period, grid
 from ..core.timeref import reference_kind
 from ..errors import InvalidParameterError, MissingDependencyError
-from .base import _Series
+from .base import Series
 from .kinds import DESCRIPTORS, TimeSeriesType
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def _values_array(data: np.ndarray, lead: int) -> Any:
     return out
 
 
-def _metadata(series: _Series, **extra: str) -> dict[str, str]:
+def _metadata(series: Series, **extra: str) -> dict[str, str]:
     meta = {
         NAME: series.name,
         TIME_SERIES_TYPE: series.time_series_type.name,
@@ -134,7 +134,7 @@ def _table(ms: np.ndarray, data: np.ndarray, tr: str | None, meta: dict[str, str
     return pa.table({"timestamp": stamps, "value": _values_array(data, 1)}, metadata=meta)
 
 
-def to_arrow(series: _Series) -> Any:
+def to_arrow(series: Series) -> Any:
     """A static series (regular, non-sequential or persistent) as an Arrow table."""
     regular = series.time_series_type is TimeSeriesType.SingleTimeSeries
     extra = {RESOLUTION: series.resolution} if regular else {}
@@ -254,7 +254,7 @@ def _reference(meta: dict[str, str], tz: str | None, explicit: str | None) -> st
 
 
 def from_arrow(
-    cls: type[_Series], table: Any, *, name: str | None, resolution: Any, kw: dict[str, Any]
+    cls: type[Series], table: Any, *, name: str | None, resolution: Any, kw: dict[str, Any]
 ) -> Any:
     """Build ``cls`` from a table ``to_arrow`` (or another writer) made; keywords win over
     the metadata, the metadata over what the columns imply."""

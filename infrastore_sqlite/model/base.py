@@ -1,4 +1,4 @@
-"""What every series type shares: ``_Series`` (the array, its element type, the name and
+"""What every series type shares: ``Series`` (the array, its element type, the name and
 descriptors) and the checks and keyword plumbing the constructors share.
 """
 
@@ -48,7 +48,7 @@ def _check_descriptor(name: str, value: Any) -> str | None:
     return value
 
 
-def _check_name(name: Any) -> str:
+def check_name(name: Any) -> str:
     if not isinstance(name, str):
         raise ParameterTypeError(f"a time series name is a str, not {type(name).__name__}")
     if not name:
@@ -56,7 +56,7 @@ def _check_name(name: Any) -> str:
     return name
 
 
-class _Series:
+class Series:
     """Fields every type shares: the array, its element type, the name and descriptors."""
 
     time_series_type: ClassVar[TimeSeriesType]
@@ -85,7 +85,7 @@ class _Series:
         application_data: str | None = None,
         time_reference: str | None = None,
     ) -> None:
-        self.name = _check_name(name)
+        self.name = check_name(name)
         arr = as_store_array(data, what=f"{type(self).__name__} data")
         if arr is data or arr.base is not None:
             # The array (or a view of it) is the caller's: without a copy, editing it
@@ -188,7 +188,7 @@ class _Series:
     def __eq__(self, other: object) -> bool:
         """Equal by content, as in the reference: same type, name, descriptors, grid and
         array bit for bit (so NaN equals the same NaN, and -0.0 differs from 0.0)."""
-        if not isinstance(other, _Series):
+        if not isinstance(other, Series):
             return NotImplemented
         if self._identity() != other._identity() or self._grid_key() != other._grid_key():
             return False
@@ -206,7 +206,7 @@ class _Series:
         )
 
 
-class _Gridded(_Series):
+class Gridded(Series):
     """What the series on a regular grid share (``SingleTimeSeries`` and the forecasts):
     the anchor in milliseconds and the resolution."""
 
@@ -229,7 +229,7 @@ class _Gridded(_Series):
         return self._resolution
 
     def replace(self, *, data: np.ndarray, initial_ms: int | None = None) -> Self:
-        """As :meth:`_Series.replace`, re-anchored at ``initial_ms`` (milliseconds) when
+        """As :meth:`Series.replace`, re-anchored at ``initial_ms`` (milliseconds) when
         given."""
         out = super().replace(data=data)
         if initial_ms is not None:
@@ -237,7 +237,7 @@ class _Gridded(_Series):
         return out
 
 
-def bound_ms(value: datetime, series: _Series, label: str, what: str) -> int:
+def bound_ms(value: datetime, series: Series, label: str, what: str) -> int:
     """The stored milliseconds a query bound means for ``series`` (a range's ends, a read's
     ``start_time``, a persistent series' ``at``).
 
@@ -273,13 +273,13 @@ def bound_ms(value: datetime, series: _Series, label: str, what: str) -> int:
     return datetime_to_ms(value, what=what)
 
 
-def _wall_utc(ms: int) -> str:
+def wall_utc(ms: int) -> str:
     """An instant as the reference's reprs show it: the UTC wall clock, ``… 07:00:00 UTC``
     for midnight in Denver, a zoneless instant read as UTC."""
     return ms_to_rfc3339(ms)[: -len("+00:00")].replace("T", " ") + " UTC"
 
 
-def _keywords(scope: dict[str, Any], **override: Any) -> dict[str, Any]:
+def keywords(scope: dict[str, Any], **override: Any) -> dict[str, Any]:
     """The element type and descriptor keywords of a constructor's or ``from_values``'s
     local scope (spelled out in every signature so that ``help()`` shows them), to pass on."""
     return {**{k: scope[k] for k in KEYWORDS}, **override}
@@ -296,7 +296,7 @@ KEYWORDS = (
 )
 
 
-def _reference_for(ts: Any, explicit: str | None) -> str | None:
+def reference_for(ts: Any, explicit: str | None) -> str | None:
     if explicit is not None:
         return normalize_time_reference(explicit)
     if isinstance(ts, datetime):
@@ -306,7 +306,7 @@ def _reference_for(ts: Any, explicit: str | None) -> str | None:
     return None
 
 
-def _anchor_ms(initial_timestamp: Any) -> int:
+def anchor_ms(initial_timestamp: Any) -> int:
     if isinstance(initial_timestamp, datetime | np.datetime64):
         return datetime_to_ms(initial_timestamp, what="initial_timestamp")
     # The reference's words, which callers match on.
@@ -315,7 +315,7 @@ def _anchor_ms(initial_timestamp: Any) -> int:
     )
 
 
-def _positive(period: Period, what: str) -> Period:
+def positive(period: Period, what: str) -> Period:
     """``period``, refused unless positive (in the words of a sub-millisecond refusal:
     PT0S, from a timedelta of a few microseconds too, is no whole number of ms)."""
     if not period.is_positive:
@@ -326,7 +326,7 @@ def _positive(period: Period, what: str) -> Period:
     return period
 
 
-def _values_data(
+def values_data(
     values: Sequence[Any], element_type: str | None, lead: list[int] | None
 ) -> tuple[np.ndarray, str]:
     """``from_values``: the element type the values name (``element_type`` asserts it),

@@ -1,5 +1,5 @@
 """The forecasts: ``Deterministic``, ``Probabilistic`` and ``Scenarios`` over their base
-``_Forecast`` (windows issued on a grid, each ``steps`` values long).
+``Forecast`` (windows issued on a grid, each ``steps`` values long).
 """
 
 from __future__ import annotations
@@ -19,18 +19,18 @@ from ..core.timeref import (
 from ..errors import InvalidParameterError, ParameterTypeError
 from . import arrow
 from .base import (
-    _anchor_ms,
-    _Gridded,
-    _keywords,
-    _positive,
-    _reference_for,
-    _values_data,
-    _wall_utc,
+    Gridded,
+    anchor_ms,
+    keywords,
+    positive,
+    reference_for,
+    values_data,
+    wall_utc,
 )
 from .kinds import TimeSeriesType
 
 
-class _Forecast(_Gridded):
+class Forecast(Gridded):
     __slots__ = ("_count", "_horizon", "_interval")
 
     @classmethod
@@ -102,11 +102,11 @@ class _Forecast(_Gridded):
         kw: dict[str, Any],
         lanes: int | None,
     ) -> None:
-        tr = _reference_for(initial_timestamp, kw.pop("time_reference", None))
-        self._initial_ms = _anchor_ms(initial_timestamp)
+        tr = reference_for(initial_timestamp, kw.pop("time_reference", None))
+        self._initial_ms = anchor_ms(initial_timestamp)
         # exact=True: a sub-millisecond part is refused, never truncated into another grid.
-        res = _positive(as_period(resolution, what="resolution", exact=True), "resolution")
-        hor = _positive(as_period(horizon, what="horizon", exact=True), "horizon")
+        res = positive(as_period(resolution, what="resolution", exact=True), "resolution")
+        hor = positive(as_period(horizon, what="horizon", exact=True), "horizon")
         itv = as_period(interval, what="interval", exact=True)
         if not isinstance(count, int | np.integer) or isinstance(count, bool):
             raise ParameterTypeError(f"count must be a non-negative integer, got {count!r}")
@@ -175,7 +175,7 @@ class _Forecast(_Gridded):
         pct = "" if lanes is None else f"percentiles={list(lanes)}, "
         return (
             f'{type(self).__name__}(name="{self.name}", '
-            f"initial_timestamp={_wall_utc(self._initial_ms)}, count={self.count}, "
+            f"initial_timestamp={wall_utc(self._initial_ms)}, count={self.count}, "
             f"horizon={self.horizon}, interval={self.interval}, resolution={self.resolution}, "
             f"{pct}shape={list(self._data.shape)}, time_reference={self._tr or 'unspecified'})"
         )
@@ -189,7 +189,7 @@ def _steps(horizon: Any, resolution: Any) -> int:
     )
 
 
-class Deterministic(_Forecast):
+class Deterministic(Forecast):
     """Forecast windows: ``data[h, j]`` is window j's step h; shape ``[H, count, *E]``."""
 
     time_series_type = TimeSeriesType.Deterministic
@@ -221,7 +221,7 @@ class Deterministic(_Forecast):
             count,
             data,
             name,
-            _keywords(locals()),
+            keywords(locals()),
             None,
         )
 
@@ -247,7 +247,7 @@ class Deterministic(_Forecast):
         """Build from per-step composite values, ``H * count`` of them, step-major
         (``values[h * count + j]`` is window j's step h); the values name the element
         type as in :meth:`SingleTimeSeries.from_values`."""
-        data, et = _values_data(values, element_type, [_steps(horizon, resolution), count])
+        data, et = values_data(values, element_type, [_steps(horizon, resolution), count])
         return cls(
             initial_timestamp,
             resolution,
@@ -256,7 +256,7 @@ class Deterministic(_Forecast):
             count,
             data,
             name,
-            **_keywords(locals(), element_type=et),
+            **keywords(locals(), element_type=et),
         )
 
     def to_arrow_windows(self) -> dict[datetime, Any]:
@@ -268,7 +268,7 @@ class Deterministic(_Forecast):
         return arrow.windows_to_arrow(self)
 
 
-class Probabilistic(_Forecast):
+class Probabilistic(Forecast):
     """Forecast with percentile lanes: shape ``[P, H, count, *E]``."""
 
     time_series_type = TimeSeriesType.Probabilistic
@@ -309,7 +309,7 @@ class Probabilistic(_Forecast):
             count,
             data,
             name,
-            _keywords(locals()),
+            keywords(locals()),
             len(pct),
         )
 
@@ -336,7 +336,7 @@ class Probabilistic(_Forecast):
         """Build from ``P * H * count`` per-step composite values, row-major over
         ``[P, H, count]``; the values name the element type."""
         lead = [len(percentiles), _steps(horizon, resolution), count]
-        data, et = _values_data(values, element_type, lead)
+        data, et = values_data(values, element_type, lead)
         return cls(
             initial_timestamp,
             resolution,
@@ -346,7 +346,7 @@ class Probabilistic(_Forecast):
             percentiles,
             data,
             name,
-            **_keywords(locals(), element_type=et),
+            **keywords(locals(), element_type=et),
         )
 
     @property
@@ -354,7 +354,7 @@ class Probabilistic(_Forecast):
         return list(self._percentiles)
 
 
-class Scenarios(_Forecast):
+class Scenarios(Forecast):
     """Forecast with scenario lanes: shape ``[S, H, count, *E]``."""
 
     time_series_type = TimeSeriesType.Scenarios
@@ -386,7 +386,7 @@ class Scenarios(_Forecast):
             count,
             data,
             name,
-            _keywords(locals()),
+            keywords(locals()),
             None,
         )
 
@@ -413,7 +413,7 @@ class Scenarios(_Forecast):
         """Build from ``S * H * count`` per-step composite values, row-major over
         ``[S, H, count]``; the values name the element type."""
         lead = [scenario_count, _steps(horizon, resolution), count]
-        data, et = _values_data(values, element_type, lead)
+        data, et = values_data(values, element_type, lead)
         return cls(
             initial_timestamp,
             resolution,
@@ -422,7 +422,7 @@ class Scenarios(_Forecast):
             count,
             data,
             name,
-            **_keywords(locals(), element_type=et),
+            **keywords(locals(), element_type=et),
         )
 
     @property

@@ -19,16 +19,16 @@ import numpy as np
 from ..core.periods import Period, grid, grid_index, step
 from ..core.timeref import ms_to_axis_instant
 from ..errors import InvalidParameterError
-from .base import _Gridded, _Series, bound_ms
-from .forecasts import _Forecast
-from .static import PersistentTimeSeries, SingleTimeSeries, _Irregular
+from .base import Gridded, Series, bound_ms
+from .forecasts import Forecast
+from .static import Irregular, PersistentTimeSeries, SingleTimeSeries
 
 #: A series in, the same type out.
-S = TypeVar("S", bound=_Series)
-F = TypeVar("F", bound=_Forecast)
+S = TypeVar("S", bound=Series)
+F = TypeVar("F", bound=Forecast)
 
 
-def _check_regrid(series: _Gridded, period: Period, i0: int, n: int, label: str, what: str) -> None:
+def _check_regrid(series: Gridded, period: Period, i0: int, n: int, label: str, what: str) -> None:
     """A slice re-anchored at step ``i0`` must regenerate the stored grid.
 
     On a calendar grid anchored on a day that shorter months clamp (the 29th-31st), the
@@ -62,7 +62,7 @@ def _take_windows(series: F, j0: int, j1: int, label: str) -> F:
     return series.replace(data=data[tuple(index)], initial_ms=anchor, count=j1 - j0)
 
 
-def _issue_index(series: _Forecast, t: int, label: str) -> int:
+def _issue_index(series: Forecast, t: int, label: str) -> int:
     """Window index of issue time ``t`` (clamped to 0 before the first window)."""
     anchor, itv = series.initial_ms, series.interval_period
     if t <= anchor:
@@ -112,7 +112,7 @@ def slice_range(series: S, time_range: tuple[datetime, datetime], label: str) ->
         i0, i1 = int(keep[0]), int(keep[-1]) + 1
         _check_regrid(series, res, i0, i1 - i0, label, "timestep")
         return series.replace(data=data[i0:i1], initial_ms=int(times[i0]))
-    if isinstance(series, _Irregular):
+    if isinstance(series, Irregular):
         ts = series.timestamps_ms
         i0 = int(np.searchsorted(ts, start, side="left"))
         i1 = int(np.searchsorted(ts, end, side="left"))
@@ -127,7 +127,7 @@ def slice_range(series: S, time_range: tuple[datetime, datetime], label: str) ->
             i0 -= 1  # the breakpoint in force at start keeps its own timestamp
         i1 = max(i1, i0)
         return series.replace(data=data[i0:i1], timestamps_ms=ts[i0:i1].copy())
-    if not isinstance(series, _Forecast):
+    if not isinstance(series, Forecast):
         raise _not_a_series(series, label)
     # Forecasts: whole windows issued in [start, end).
     count, anchor, itv = series.count, series.initial_ms, series.interval_period
@@ -170,7 +170,7 @@ def slice_window(
 ) -> S:
     """The exact window a read names; every bound must land on the series' grid."""
     label = f"'{series.name}'"
-    if isinstance(series, _Forecast):
+    if isinstance(series, Forecast):
         if length is not None:
             raise InvalidParameterError("len applies to static series; use count for forecasts")
         j0 = (
@@ -221,7 +221,7 @@ def slice_window(
             )
         _check_regrid(series, res, i0, n, label, "timestep")
         return series.replace(data=data[i0 : i0 + n], initial_ms=int(step(anchor, res, i0)))
-    if not isinstance(series, _Irregular):
+    if not isinstance(series, Irregular):
         raise _not_a_series(series, label)
     ts = series.timestamps_ms
     i0 = 0

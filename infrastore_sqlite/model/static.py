@@ -1,5 +1,5 @@
 """The series on one time axis: ``SingleTimeSeries`` (a regular grid) and the irregular
-``NonSequentialTimeSeries`` and ``PersistentTimeSeries`` over their base ``_Irregular``.
+``NonSequentialTimeSeries`` and ``PersistentTimeSeries`` over their base ``Irregular``.
 """
 
 from __future__ import annotations
@@ -22,20 +22,20 @@ from ..core.timeref import (
 from ..errors import InvalidParameterError
 from . import arrow
 from .base import (
-    _anchor_ms,
-    _Gridded,
-    _keywords,
-    _positive,
-    _reference_for,
-    _Series,
-    _values_data,
-    _wall_utc,
+    Gridded,
+    Series,
+    anchor_ms,
     bound_ms,
+    keywords,
+    positive,
+    reference_for,
+    values_data,
+    wall_utc,
 )
 from .kinds import TimeSeriesType
 
 
-class SingleTimeSeries(_Gridded):
+class SingleTimeSeries(Gridded):
     """A regular series: ``data[k]`` is the value at ``initial_timestamp + k·resolution``."""
 
     time_series_type = TimeSeriesType.SingleTimeSeries
@@ -56,14 +56,14 @@ class SingleTimeSeries(_Gridded):
         component_field: str | None = None,
         time_reference: str | None = None,
     ) -> None:
-        tr = _reference_for(initial_timestamp, time_reference)
-        self._initial_ms = _anchor_ms(initial_timestamp)
+        tr = reference_for(initial_timestamp, time_reference)
+        self._initial_ms = anchor_ms(initial_timestamp)
         # exact=True: 1500 µs truncated to PT0.001S would be a silently wrong grid.
-        self._resolution = _positive(
+        self._resolution = positive(
             as_period(resolution, what="resolution", exact=True), "resolution"
         )
         check_period_for_reference(self._resolution, tr, what="resolution")
-        self._init_common(data, name, **_keywords(locals(), time_reference=tr))
+        self._init_common(data, name, **keywords(locals(), time_reference=tr))
 
     @classmethod
     def restore(
@@ -157,13 +157,13 @@ class SingleTimeSeries(_Gridded):
 
         Other keyword arguments are the constructor's descriptors.
         """
-        data, et = _values_data(values, element_type, None)
+        data, et = values_data(values, element_type, None)
         return cls(
             initial_timestamp,
             resolution,
             data,
             name,
-            **_keywords(locals(), element_type=et),
+            **keywords(locals(), element_type=et),
         )
 
     @classmethod
@@ -206,13 +206,13 @@ class SingleTimeSeries(_Gridded):
                 f"SingleTimeSeries.from_timestamps: {ms.size} timestamps for {steps} "
                 "value(s); give one timestamp per step of data"
             )
-        res = _infer_resolution(ms)
+        res = infer_resolution(ms)
         return cls(
             timestamps[0],
             res,
             data,
             name,
-            **_keywords(locals()),
+            **keywords(locals()),
         )
 
     @classmethod
@@ -241,7 +241,7 @@ class SingleTimeSeries(_Gridded):
             A missing column, nulls, sub-millisecond instants, variable-length lists, no
             name, or timestamps off the resolution's grid.
         """
-        kw = _keywords(locals())
+        kw = keywords(locals())
         return arrow.from_arrow(cls, table, name=name, resolution=resolution, kw=kw)
 
     def to_arrow(self) -> Any:
@@ -268,13 +268,13 @@ class SingleTimeSeries(_Gridded):
     def __repr__(self) -> str:
         return (
             f'SingleTimeSeries(name="{self.name}", '
-            f"initial_timestamp={_wall_utc(self._initial_ms)}, "
+            f"initial_timestamp={wall_utc(self._initial_ms)}, "
             f"length={self.length}, resolution={self.resolution}, shape={list(self._data.shape)}, "
             f"time_reference={self._tr or 'unspecified'})"
         )
 
 
-def _infer_resolution(ms: np.ndarray) -> Period:
+def infer_resolution(ms: np.ndarray) -> Period:
     diffs = np.diff(ms)
     if diffs.size and np.all(diffs == diffs[0]) and diffs[0] > 0:
         return Period(ms=int(diffs[0]))
@@ -295,7 +295,7 @@ def _infer_resolution(ms: np.ndarray) -> Period:
     )
 
 
-class _Irregular(_Series):
+class Irregular(Series):
     __slots__ = ("_ts_ms",)
 
     def __init__(
@@ -313,7 +313,7 @@ class _Irregular(_Series):
         time_reference: str | None = None,
     ) -> None:
         first = timestamps[0] if len(timestamps) else None
-        tr = _reference_for(first, time_reference)
+        tr = reference_for(first, time_reference)
         _check_one_spelling(timestamps)
         ms = datetimes_to_ms(timestamps, what="timestamps")
         if ms.size > 1 and not np.all(np.diff(ms) > 0):
@@ -323,7 +323,7 @@ class _Irregular(_Series):
                 f"(timestamp {bad} is not after timestamp {bad - 1})"
             )
         self._ts_ms = ms
-        self._init_common(data, name, **_keywords(locals(), time_reference=tr))
+        self._init_common(data, name, **keywords(locals(), time_reference=tr))
         if self._data.shape[0] != ms.size:
             raise InvalidParameterError(
                 f"{type(self).__name__} '{name}': {ms.size} timestamps but data has "
@@ -349,12 +349,12 @@ class _Irregular(_Series):
 
         As :meth:`SingleTimeSeries.from_values`, with one timestamp per value.
         """
-        data, et = _values_data(values, element_type, None)
+        data, et = values_data(values, element_type, None)
         return cls(
             timestamps,
             data,
             name,
-            **_keywords(locals(), element_type=et),
+            **keywords(locals(), element_type=et),
         )
 
     @classmethod
@@ -373,7 +373,7 @@ class _Irregular(_Series):
     ) -> Any:
         """Build from an Arrow table with ``timestamp`` and ``value`` columns (needs
         pyarrow); keywords override the schema metadata :meth:`to_arrow` writes."""
-        kw = _keywords(locals())
+        kw = keywords(locals())
         return arrow.from_arrow(cls, table, name=name, resolution=None, kw=kw)
 
     def to_arrow(self) -> Any:
@@ -414,7 +414,7 @@ class _Irregular(_Series):
         return obj
 
     def replace(self, *, data: np.ndarray, timestamps_ms: np.ndarray | None = None) -> Self:
-        """As :meth:`_Series.replace`, on ``timestamps_ms`` when given (the instants of
+        """As :meth:`Series.replace`, on ``timestamps_ms`` when given (the instants of
         the new steps)."""
         out = super().replace(data=data)
         if timestamps_ms is not None:
@@ -456,14 +456,14 @@ def _check_one_spelling(timestamps: Any) -> None:
                 )
 
 
-class NonSequentialTimeSeries(_Irregular):
+class NonSequentialTimeSeries(Irregular):
     """Values at explicit, strictly increasing instants; nothing between them."""
 
     time_series_type = TimeSeriesType.NonSequentialTimeSeries
     __slots__ = ()
 
 
-class PersistentTimeSeries(_Irregular):
+class PersistentTimeSeries(Irregular):
     """A step function: the value at breakpoint i holds until breakpoint i+1 (and after the last)."""
 
     time_series_type = TimeSeriesType.PersistentTimeSeries

@@ -569,10 +569,10 @@ def check_attribute_key(key: Any, writing: bool = False) -> None:
 def _renamed(series: Any, name: str) -> Any:
     import copy
 
-    from ..model import _check_name
+    from ..model import check_name
 
     out = copy.copy(series)
-    out.name = _check_name(name)
+    out.name = check_name(name)
     return out
 
 

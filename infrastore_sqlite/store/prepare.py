@@ -23,12 +23,12 @@ from ..core.timeref import ms_to_rfc3339
 from ..errors import InvalidParameterError, ParameterTypeError
 from ..model import (
     SERIES_CLASSES,
+    Forecast,
+    Irregular,
     OwnerCategory,
     Probabilistic,
+    Series,
     SingleTimeSeries,
-    _Forecast,
-    _Irregular,
-    _Series,
 )
 
 IDENTITY_COLUMNS = frozenset(
@@ -98,7 +98,7 @@ class Prepared:
         data: np.ndarray,
         features: dict[str, Any],
         timestamps: np.ndarray | None = None,
-        series: _Series | None = None,
+        series: Series | None = None,
     ) -> None:
         self.row = row
         self.data = data
@@ -135,7 +135,7 @@ def prepare(index: int, item: Mapping[str, Any]) -> Prepared:
 
 def check_item(
     index: int, item: Mapping[str, Any]
-) -> tuple[int, str, OwnerCategory, _Series, dict[str, Any]]:
+) -> tuple[int, str, OwnerCategory, Series, dict[str, Any]]:
     """A bulk item's ``(owner_id, owner_type, category, series, features)``, checked."""
     # The exact-type tests first: they are what a plain dict of plain values passes,
     # at a fraction of the cost of the general (ABC) checks behind them.
@@ -179,7 +179,7 @@ def row_for(
     owner_id: int,
     owner_type: str,
     category: OwnerCategory,
-    ts: _Series,
+    ts: Series,
     feats: dict[str, Any],
     known_hash: bytes | None = None,
 ) -> Prepared:
@@ -239,12 +239,12 @@ def row_for(
 def _class_traits(cls: type) -> tuple[int, bool, bool, bool, bool]:
     """``(catalog code, gridded, forecast, irregular, probabilistic)`` of a series class,
     worked out once (a bulk add asks for every series)."""
-    gridded = issubclass(cls, SingleTimeSeries | _Forecast)
+    gridded = issubclass(cls, SingleTimeSeries | Forecast)
     return (
         cls.time_series_type.catalog_code,
         gridded,
-        gridded and issubclass(cls, _Forecast),
-        not gridded and issubclass(cls, _Irregular),
+        gridded and issubclass(cls, Forecast),
+        not gridded and issubclass(cls, Irregular),
         issubclass(cls, Probabilistic),
     )
 

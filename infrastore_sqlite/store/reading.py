@@ -27,7 +27,7 @@ from ..core.elements import parse_element_type
 from ..core.gcpause import gc_paused
 from ..core.periods import as_period, divide
 from ..errors import DamagedStoreError, InvalidParameterError, NotFoundError, damage_terms
-from ..model import SERIES_CLASSES, Deterministic, OwnerCategory, TimeSeriesType, _Series
+from ..model import SERIES_CLASSES, Deterministic, OwnerCategory, Series, TimeSeriesType
 from ..model.slicing import slice_range, slice_window
 from .api import hash_bytes, series_id
 from .damage import NOT_HELD, ArraysDamaged, damage_error, read_group
@@ -51,7 +51,7 @@ _FORECAST_TYPES = frozenset(t for t in TimeSeriesType if t.is_forecast)
 
 def series_from(
     row: SeriesRow, stored: np.ndarray, ts_ms: np.ndarray | None, *, pad: bool = True
-) -> _Series:
+) -> Series:
     """A series object from a catalog row and its stored array (no re-validation).
 
     Ragged composites are stored at their minimal width; ``pad`` restores the width
@@ -117,7 +117,7 @@ _CHECKER = RowChecker([c.strip().removeprefix("t.") for c in _READ_FIELDS.split(
 # What ``iter_select_fields`` may name: every catalog column (the id and the columns a
 
 
-def _series_of(f: tuple, stored: np.ndarray, ts_ms: np.ndarray | None, pad: bool) -> _Series:
+def _series_of(f: tuple, stored: np.ndarray, ts_ms: np.ndarray | None, pad: bool) -> Series:
     """A series object from its ``_READ_FIELDS`` (a catalog row's: the type as its enum
     or catalog code, percentiles and array shape decoded or as catalog JSON text) and
     its stored array, with no re-validation: the values were checked when written."""
@@ -575,7 +575,7 @@ class Reading:
         start_time: datetime | None = None,
         len: int | None = None,
         count: int | None = None,
-    ) -> list[_Series]:
+    ) -> list[Series]:
         """Read many series by id, in the order given (repeats read once, returned in place)."""
         # A few objects per series and no cycles: the collector would only rescan them.
         with gc_paused():
@@ -587,7 +587,7 @@ class Reading:
         start_time: datetime | None,
         len: int | None,
         count: int | None,
-    ) -> list[_Series]:
+    ) -> list[Series]:
         """:meth:`read_by_ids` without the collector pause."""
         for attempt in range(3):
             fields = self._read_fields(ids)
@@ -603,7 +603,7 @@ class Reading:
                     raise
             except ArraysDamaged as exc:
                 raise damage_error(self._state, exc.found) from None
-        out: list[_Series] = [
+        out: list[Series] = [
             _series_of(
                 f,
                 arrays[f[_AT_DATA_HASH]],
@@ -625,7 +625,7 @@ class Reading:
         count: int | None = None,
         owner_id: int | None = None,
         owner_category: OwnerCategory | str | None = None,
-    ) -> _Series:
+    ) -> Series:
         """Read one series (or the window ``start_time``/``len``/``count`` names).
 
         ``owner_id`` with ``owner_category`` (both or neither) guard the read: a series of
@@ -641,7 +641,7 @@ class Reading:
 
     def read_by_ids_range(
         self, ids: Sequence[int], time_range: tuple[datetime, datetime]
-    ) -> list[_Series]:
+    ) -> list[Series]:
         """Read many series, each clipped to the half-open ``time_range`` (start, end)."""
         rows = self._queries.rows_by_ids(ids)
         out = []

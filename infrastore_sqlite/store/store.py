@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ..model import OwnerCategory, _Series
+from ..model import OwnerCategory, Series
 from . import damage, lifecycle, repair
 from .api import StoreApi, Transaction
 from .catalog import Catalog
@@ -242,7 +242,7 @@ class Store(StoreApi):
         owner_id: int,
         owner_type: str,
         owner_category: OwnerCategory | str,
-        time_series: _Series,
+        time_series: Series,
         *,
         features: Mapping[str, int | float | bool | str] | None = None,
     ) -> int:
@@ -428,7 +428,7 @@ class Store(StoreApi):
         start_time: datetime | None = None,
         len: int | None = None,
         count: int | None = None,
-    ) -> list[_Series]:
+    ) -> list[Series]:
         """Read many series by id, in the order given (repeats read once, returned in place)."""
         return self._reading.read_by_ids(ids, start_time=start_time, len=len, count=count)
 
@@ -441,7 +441,7 @@ class Store(StoreApi):
         count: int | None = None,
         owner_id: int | None = None,
         owner_category: OwnerCategory | str | None = None,
-    ) -> _Series:
+    ) -> Series:
         """Read one series (or the window ``start_time``/``len``/``count`` names).
 
         ``owner_id`` with ``owner_category`` (both or neither) guard the read: a series of
@@ -458,7 +458,7 @@ class Store(StoreApi):
 
     def read_by_ids_range(
         self, ids: Sequence[int], time_range: tuple[datetime, datetime]
-    ) -> list[_Series]:
+    ) -> list[Series]:
         """Read many series, each clipped to the half-open ``time_range`` (start, end)."""
         return self._reading.read_by_ids_range(ids, time_range)
 

@@ -160,12 +160,12 @@ def _interrupt_after(monkeypatch: pytest.MonkeyPatch, calls: int) -> None:
     """Ctrl-C as the library sees it: KeyboardInterrupt out of a progress report."""
     seen = {"n": 0}
 
-    def tick(self: render._Progress, done: int, total: int) -> None:
+    def tick(self: render.Progress, done: int, total: int) -> None:
         seen["n"] += 1
         if seen["n"] > calls:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(render._Progress, "__call__", tick)
+    monkeypatch.setattr(render.Progress, "__call__", tick)
 
 
 def test_ctrl_c_in_an_export_says_nothing_was_written(

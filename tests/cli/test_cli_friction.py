@@ -157,12 +157,12 @@ def _interrupt_after(monkeypatch: pytest.MonkeyPatch, calls: int) -> None:
     """Ctrl-C as the library sees it: KeyboardInterrupt out of a progress report."""
     seen = {"n": 0}
 
-    def tick(self: render._Progress, done: int, total: int) -> None:
+    def tick(self: render.Progress, done: int, total: int) -> None:
         seen["n"] += 1
         if seen["n"] > calls:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(render._Progress, "__call__", tick)
+    monkeypatch.setattr(render.Progress, "__call__", tick)
 
 
 def test_ctrl_c_before_any_partition_committed(
@@ -227,12 +227,12 @@ def test_an_os_error_part_way_names_what_committed(
     store = _fresh(tmp_path)
     seen = {"n": 0}
 
-    def tick(self: render._Progress, done: int, total: int) -> None:
+    def tick(self: render.Progress, done: int, total: int) -> None:
         seen["n"] += 1
         if seen["n"] > 2:
             raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(render._Progress, "__call__", tick)
+    monkeypatch.setattr(render.Progress, "__call__", tick)
     r = run("--store", store, "add", "--sqlite", str(db))
     assert r.exit_code == 1
     lines = r.stderr.splitlines()

@@ -13,15 +13,15 @@ from typing import Any
 import numpy
 
 from .kinds import (
-    _FIXED_WIDTH,
+    FIXED_WIDTH,
     NUMPY_DTYPES,
-    _invalid,
-    _shape_text,
     as_store_array,
     check_composite_rows,
     check_element_shape,
     dtype_name,
+    invalid,
     parse_element_type,
+    shape_text,
 )
 
 
@@ -58,7 +58,7 @@ def _field(entry: Any, key: str, what: str) -> Any:
     try:
         return entry[key]
     except KeyError:
-        raise _invalid(
+        raise invalid(
             f"{what} has no {key!r} entry",
             hint=f"give every entry the key {key!r}.",
         ) from None
@@ -81,7 +81,7 @@ def _leading_dims(leading_dims: Any, count: int) -> tuple[int, ...]:
         )
     dims = tuple(operator.index(d) for d in leading_dims)
     if any(d < 0 for d in dims):
-        raise _invalid(
+        raise invalid(
             f"leading_dims {list(dims)} has a negative dimension",
             hint="every leading dimension is a count (>= 0).",
         )
@@ -126,7 +126,7 @@ def encode_element_values(
     """
     et = parse_element_type(element_type)
     if et.kind == "scalar":
-        raise _invalid(
+        raise invalid(
             f"a scalar element_type ({et}) has no values to encode",
             hint="pass the numpy array to add_time_series directly.",
         )
@@ -140,7 +140,7 @@ def encode_element_values(
         width = len(rows[0]) if rows else int(et.n or 0)
         for i, r in enumerate(rows):
             if len(r) != width:
-                raise _invalid(
+                raise invalid(
                     f"tuple rows must all have the same arity: row {i} has {len(r)} values, "
                     f"expected {width}",
                     hint=f"give every row {et.n} values.",
@@ -148,7 +148,7 @@ def encode_element_values(
         # The encoder always builds f64; a non-f64 tuple is refused like any dtype mismatch.
         check_element_shape(et, (width,), "f64")
         flat = numpy.array(rows, dtype=f64).reshape(len(rows), width)
-    elif et.kind in _FIXED_WIDTH:
+    elif et.kind in FIXED_WIDTH:
         keys = (
             ("proportional", "constant")
             if et.kind == "linear_function"
@@ -182,7 +182,7 @@ def encode_element_values(
             ys = _float_list(_field(v, "y", what), f"{what} 'y'")
             need = max(len(xs) - 1, 0)
             if len(ys) != need:
-                raise _invalid(
+                raise invalid(
                     f"piecewise_step row {i} has {len(xs)} x-coords, so it needs {need} "
                     f"y-values, but has {len(ys)}",
                     hint="a step function has one y-value between each pair of x-coords.",
@@ -197,7 +197,7 @@ def encode_element_values(
     dims = _leading_dims(leading_dims, flat.shape[0])
     expected = math.prod(dims)
     if expected != flat.shape[0]:
-        raise _invalid(
+        raise invalid(
             f"{flat.shape[0]} decoded timesteps do not fill leading dims {list(dims)} "
             f"({expected} expected)",
             hint="pass one value per cell of the leading axes, row-major.",
@@ -258,7 +258,7 @@ def infer_element_type(values: Sequence[Any], *, declared: str | None = None) ->
         )
     want = None if declared is None else parse_element_type(declared)
     if want is not None and want.kind == "scalar":
-        raise _invalid(
+        raise invalid(
             "from_values encodes composite per-timestep values (a cost curve, a linear "
             f'function, a tuple), and element_type "{want}" is a scalar',
             hint="a series of plain numbers is `data=` on the constructor, which needs no "
@@ -269,7 +269,7 @@ def infer_element_type(values: Sequence[Any], *, declared: str | None = None) ->
     for i, row in enumerate(values):
         k = _row_kind(row)
         if k == "number":
-            raise _invalid(
+            raise invalid(
                 "from_values takes per-timestep composite values (a cost curve, a linear "
                 f"function, a tuple), and row {i} is {type(row).__name__}",
                 hint="a series of plain numbers is `data=` on the constructor, which needs "
@@ -280,7 +280,7 @@ def infer_element_type(values: Sequence[Any], *, declared: str | None = None) ->
         if kind is None:
             kind, first = k, i
         elif k != kind:
-            raise _invalid(
+            raise invalid(
                 f"from_values rows disagree: row {first} is a {kind} value but row {i} is "
                 f"a {k} value",
                 hint="one series holds one element type; split the values into two series.",
@@ -290,18 +290,18 @@ def infer_element_type(values: Sequence[Any], *, declared: str | None = None) ->
             # A tuple's arity lives in its rows: with none (or only empty ones) the
             # declaration cannot be checked, so it is refused rather than trusted.
             if len(values) == 0:
-                raise _invalid(
+                raise invalid(
                     "an empty tuple series cannot be built from values, because a tuple's "
                     "arity lives in its rows and there are none",
                     hint=f'encode it with encode_element_values([], "{want}") and pass the '
                     "array to the constructor with the same element_type=.",
                 )
-            raise _invalid(
+            raise invalid(
                 f'element_type "{want}" disagrees with the values, which are "tuple(0,f64)"',
                 hint="give every row its values, or drop the declaration.",
             )
         if want is not None and want.kind != "piecewise_linear" and len(values):
-            raise _invalid(
+            raise invalid(
                 f'element_type "{want}" disagrees with the values, whose rows are all empty '
                 "sequences, which read as `piecewise_linear` curves with no points, not as "
                 f'"{want}"',
@@ -310,18 +310,18 @@ def infer_element_type(values: Sequence[Any], *, declared: str | None = None) ->
         if want is not None:
             return str(want)
         if len(values) == 0:
-            raise _invalid(
+            raise invalid(
                 "cannot infer an element_type from an empty `values`",
                 hint="declare element_type= to say what the series holds.",
             )
-        raise _invalid(
+        raise invalid(
             "cannot tell what these values are: every row is empty, which reads equally as "
             "a `piecewise_linear` curve with no points or a tuple with no fields",
             hint="declare `element_type=` to say which.",
         )
     found = f"tuple({len(values[first])},f64)" if kind == "tuple" else kind
     if want is not None and str(want) != found:
-        raise _invalid(
+        raise invalid(
             f'element_type "{want}" disagrees with the values, which are "{found}"',
             hint="drop the declaration: from_values derives it.",
         )
@@ -363,13 +363,13 @@ def decode_element_values(
     name = dtype_name(arr.dtype)
     ld = operator.index(leading_dims)
     if ld < 0:
-        raise _invalid(
+        raise invalid(
             f"leading_dims must be >= 0, got {ld}",
             hint="use 1 for a static series, 2 for Deterministic, 3 for Probabilistic/Scenarios.",
         )
     if arr.ndim < ld:
-        raise _invalid(
-            f"shape {_shape_text(arr.shape)} has fewer than the {ld} leading dims its "
+        raise invalid(
+            f"shape {shape_text(arr.shape)} has fewer than the {ld} leading dims its "
             "time-series type requires",
             hint="pass the full stored array.",
         )

@@ -16,7 +16,7 @@ import numpy
 from ...errors import InvalidParameterError
 
 
-def _invalid(message: str, *, hint: str | None = None) -> InvalidParameterError:
+def invalid(message: str, *, hint: str | None = None) -> InvalidParameterError:
     # The error renders as "message hint": make the two read as two sentences.
     if hint:
         return InvalidParameterError(message + ".", hint=hint[0].upper() + hint[1:])
@@ -63,7 +63,7 @@ _FUNCTION_KINDS = frozenset(
     {"linear_function", "quadratic_function", "piecewise_linear", "piecewise_step"}
 )
 _RAGGED_KINDS = frozenset({"piecewise_linear", "piecewise_step"})
-_FIXED_WIDTH = {"linear_function": 2, "quadratic_function": 3}
+FIXED_WIDTH = {"linear_function": 2, "quadratic_function": 3}
 _ALL_KINDS = frozenset({"scalar", "tuple"}) | _FUNCTION_KINDS
 
 # The characters Rust's ``str::trim`` removes (Unicode White_Space). Python's ``str.strip()``
@@ -75,7 +75,7 @@ _WHITE_SPACE = (
 _U64_MAX = 2**64 - 1
 
 
-def _shape_text(shape: Iterable[int]) -> str:
+def shape_text(shape: Iterable[int]) -> str:
     return "[" + ", ".join(str(int(d)) for d in shape) + "]"
 
 
@@ -105,7 +105,7 @@ def dtype_name(dt: Any) -> str:
     try:
         d = dt if isinstance(dt, numpy.dtype) else numpy.dtype(dt)
     except TypeError as exc:
-        raise _invalid(
+        raise invalid(
             f"{dt!r} is not a numpy dtype",
             hint=f"use one of the supported dtypes: {_SUPPORTED_TEXT}.",
         ) from exc
@@ -114,7 +114,7 @@ def dtype_name(dt: Any) -> str:
     if d.fields is None and d.subdtype is None:
         name = _KIND_SIZE_TO_NAME.get((d.kind, d.itemsize))
     if name is None:
-        raise _invalid(
+        raise invalid(
             f"unsupported numpy dtype {str(d)!r}",
             hint=f"convert the data to one of the supported dtypes: {_SUPPORTED_TEXT}.",
         )
@@ -148,19 +148,19 @@ def as_store_array(data: Any, *, what: str = "data") -> numpy.ndarray:
         arr = numpy.asarray(data)
     except (ValueError, TypeError) as exc:
         # ragged nested lists end up here with numpy >= 1.24
-        raise _invalid(
+        raise invalid(
             f"{what} is not a rectangular numeric array: {exc}",
             hint="pass a numpy array (or nested lists of equal lengths) of numbers.",
         ) from exc
     if arr.dtype.kind == "O":
-        raise _invalid(
+        raise invalid(
             f"{what} is an object array",
             hint=f"pass numbers of one of the supported dtypes: {_SUPPORTED_TEXT}.",
         )
     try:
         name = dtype_name(arr.dtype)
     except InvalidParameterError as exc:
-        raise _invalid(
+        raise invalid(
             f"{what} has an unsupported dtype {str(arr.dtype)!r}",
             hint=f"convert it to one of the supported dtypes: {_SUPPORTED_TEXT}.",
         ) from exc
@@ -195,16 +195,16 @@ class ElementType:
     def __post_init__(self) -> None:
         # Construction bypassing parse_element_type must still yield a coherent value.
         if self.kind not in _ALL_KINDS:
-            raise _invalid(f"unknown element kind {self.kind!r}")
+            raise invalid(f"unknown element kind {self.kind!r}")
         if self.dtype not in NUMPY_DTYPES:
-            raise _invalid(f"unknown dtype {self.dtype!r} in element type")
+            raise invalid(f"unknown dtype {self.dtype!r} in element type")
         if self.kind in _FUNCTION_KINDS and self.dtype != "f64":
-            raise _invalid(f"element kind {self.kind} is always f64")
+            raise invalid(f"element kind {self.kind} is always f64")
         if self.kind == "tuple":
             if not isinstance(self.n, int) or not 1 <= self.n <= _U64_MAX:
-                raise _invalid(f"a tuple element type needs N >= 1, got {self.n!r}")
+                raise invalid(f"a tuple element type needs N >= 1, got {self.n!r}")
         elif self.n is not None:
-            raise _invalid(f"element kind {self.kind} takes no arity")
+            raise invalid(f"element kind {self.kind} takes no arity")
 
     def __str__(self) -> str:
         if self.kind == "scalar":
@@ -225,7 +225,7 @@ class ElementType:
 
 
 def _unknown(text: str) -> InvalidParameterError:
-    return _invalid(
+    return invalid(
         f'unknown element_type "{text}"',
         hint=(
             f"expected a dtype ({_SUPPORTED_TEXT}), tuple(N,dtype), linear_function, "
@@ -319,42 +319,41 @@ def check_element_shape(et: ElementType, element_shape: tuple[int, ...], dtype: 
     """
     shape = tuple(int(d) for d in element_shape)
     if dtype != et.dtype:
-        raise _invalid(
+        raise invalid(
             f"element_type {et} holds {et.dtype} values, but the array's dtype is {dtype}",
             hint=f"convert the array to {et.dtype} or declare the element_type that matches it.",
         )
     if et.kind == "scalar":
         return
-    if et.kind == "tuple" or et.kind in _FIXED_WIDTH:
-        width = et.n if et.kind == "tuple" else _FIXED_WIDTH[et.kind]
+    if et.kind == "tuple" or et.kind in FIXED_WIDTH:
+        width = et.n if et.kind == "tuple" else FIXED_WIDTH[et.kind]
         if shape != (width,):
-            raise _invalid(
-                f"element_type {et} needs per-step element dims [{width}], "
-                f"got {_shape_text(shape)}",
+            raise invalid(
+                f"element_type {et} needs per-step element dims [{width}], got {shape_text(shape)}",
                 hint=f"give the array shape [*leading, {width}].",
             )
         return
     # ragged kinds
     if len(shape) != 1:
-        raise _invalid(
+        raise invalid(
             f"element_type {et} needs exactly one per-step element dim (the row width), "
-            f"got {_shape_text(shape)}",
+            f"got {shape_text(shape)}",
             hint="give the array shape [*leading, width].",
         )
     width = shape[0]
     if width < 1:
-        raise _invalid(
+        raise invalid(
             f"element_type {et} needs a row width of at least 1 (the leading count), got {width}",
             hint="every row starts with its point count.",
         )
     if et.kind == "piecewise_linear" and width % 2 == 0:
-        raise _invalid(
+        raise invalid(
             f"element_type piecewise_linear cannot have row width {width}: a row holds "
             "1 + 2*points values, so the width is odd",
             hint="pad every row to 1 + 2 * (most points in any row).",
         )
     if et.kind == "piecewise_step" and width != 1 and width % 2 == 1:
-        raise _invalid(
+        raise invalid(
             f"element_type piecewise_step cannot have row width {width}: a row holds "
             "2*points values, or 1 when every timestep is empty, so the width is even or 1",
             hint="pad every row to 2 * (most x-coordinates in any row), or 1 if all are empty.",
@@ -419,14 +418,14 @@ def check_composite_rows(et: ElementType, rows: numpy.ndarray) -> None:
             shown = "inf" if c > 0 else "-inf"
         else:
             shown = str(int(c)) if c == int(c) else repr(c)
-        raise _invalid(
+        raise invalid(
             f"element_type {et}: row {i} leading count is {shown}, "
             "which is not a non-negative whole number",
             hint="the first cell of every row must hold the number of points in that row.",
         )
     n = int(c)
     need = 1 + 2 * n if et.kind == "piecewise_linear" else (1 if n == 0 else 2 * n)
-    raise _invalid(
+    raise invalid(
         f"element_type {et}: row {i} declares {n} points, which needs {need} slots "
         f"but the row width is {width}",
         hint="fix the count or widen every row of the array.",
@@ -490,7 +489,7 @@ def shrink(et: ElementType, arr: numpy.ndarray) -> numpy.ndarray:
         return arr
     a = as_store_array(arr)
     if a.ndim < 1:
-        raise _invalid(f"element_type {et} needs an array with a row axis, got a 0-d array")
+        raise invalid(f"element_type {et} needs an array with a row axis, got a 0-d array")
     check_element_shape(et, a.shape[-1:], dtype_name(a.dtype))
     rows = a.reshape(-1, a.shape[-1])
     check_composite_rows(et, rows)
@@ -534,11 +533,11 @@ def pad(et: ElementType, arr: numpy.ndarray, width: int) -> numpy.ndarray:
     if width == current:
         return arr
     if not et.is_ragged:
-        raise _invalid(
+        raise invalid(
             f"element_type {et} has a fixed element shape; it cannot be padded to width {width}"
         )
     if width < current:
-        raise _invalid(
+        raise invalid(
             f"cannot pad rows of width {current} to the narrower width {width}",
             hint="use shrink() to narrow a ragged array.",
         )

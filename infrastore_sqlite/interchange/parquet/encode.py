@@ -1,8 +1,8 @@
 """The Parquet export's columns: numpy made Arrow without a copy where it can be.
 
-Holds the key columns of arrays on one grid kept unexpanded (:class:`_Repeated`, built
-by :func:`_bulk_coordinates`), numpy columns as Arrow arrays straight from their buffers
-(:func:`_arrow_array`, :func:`_python_array`, :func:`_hex_array`), and the series and
+Holds the key columns of arrays on one grid kept unexpanded (:class:`Repeated`, built
+by :func:`bulk_coordinates`), numpy columns as Arrow arrays straight from their buffers
+(:func:`arrow_array`, :func:`_python_array`, :func:`hex_array`), and the series and
 arrays files' rows, a row group at a time. ``export.py`` lays out the values and writes
 the files with these.
 Imports ``interchange`` and below (the plan's blocks, the layout's schemas); pyarrow is
@@ -36,16 +36,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Column",
-    "_Repeated",
-    "_arrays_groups",
-    "_arrow_array",
-    "_bulk_coordinates",
-    "_expanded",
-    "_grid_of",
-    "_hex_array",
+    "Repeated",
     "_python_array",
-    "_repeat_into",
-    "_series_groups",
+    "arrays_groups",
+    "arrow_array",
+    "block_grid",
+    "bulk_coordinates",
+    "expanded",
+    "hex_array",
+    "repeat_into",
+    "series_groups",
 ]
 
 
@@ -54,7 +54,7 @@ __all__ = [
 _GridOf = tuple[int, int, int, int, int, bytes | None]
 
 
-def _grid_of(block: RowBlock) -> _GridOf | None:
+def block_grid(block: RowBlock) -> _GridOf | None:
     a = block.affine
     if a is None:
         return None
@@ -62,7 +62,7 @@ def _grid_of(block: RowBlock) -> _GridOf | None:
     return (a.interval_ms, a.resolution_ms, a.steps, a.lanes, block.n, lanes)
 
 
-def _bulk_coordinates(blocks: list[RowBlock], grid_of: _GridOf) -> dict[str, Column]:
+def bulk_coordinates(blocks: list[RowBlock], grid_of: _GridOf) -> dict[str, Column]:
     """The key columns of blocks sharing one grid but their anchors, as
     ``RowBlock.coordinates`` computes them for each (the same integer arithmetic)."""
     first = blocks[0]
@@ -70,18 +70,18 @@ def _bulk_coordinates(blocks: list[RowBlock], grid_of: _GridOf) -> dict[str, Col
     anchors = np.fromiter((b.affine.anchor for b in blocks), dtype=np.int64, count=len(blocks))  # type: ignore[union-attr]
     # timestamp = (anchor + j * interval) + h * resolution: int64 addition wraps the same
     # way in any order, so adding the precomputed offset gives the same bits.
-    out: dict[str, Column] = {"timestamp": _Repeated(stamp_off, anchors)}
+    out: dict[str, Column] = {"timestamp": Repeated(stamp_off, anchors)}
     if first.tst.is_forecast:
-        out["issue_time"] = _Repeated(issue_off, anchors)
+        out["issue_time"] = Repeated(issue_off, anchors)
     if first.tst is TimeSeriesType.Probabilistic:
         assert first.lane_values is not None
-        out["percentile"] = _Repeated(first.lane_values[lane], count=len(blocks))
+        out["percentile"] = Repeated(first.lane_values[lane], count=len(blocks))
     elif first.tst is TimeSeriesType.Scenarios:
-        out["scenario"] = _Repeated(lane, count=len(blocks))
+        out["scenario"] = Repeated(lane, count=len(blocks))
     return out
 
 
-class _Repeated:
+class Repeated:
     """A key column of arrays on one grid, kept unexpanded until its row group is
     written: each array's rows are ``base`` (one number per array, or none) plus the
     grid's ``pattern``. A queued or gathering group so holds its values and little else.
@@ -94,11 +94,11 @@ class _Repeated:
         self.base = base
         self.count = count if base is None else int(base.size)
 
-    def arrays(self, start: int, end: int) -> _Repeated:
+    def arrays(self, start: int, end: int) -> Repeated:
         """The rows of arrays ``start`` to ``end`` (positions in this column)."""
         if self.base is None:
-            return _Repeated(self.pattern, count=end - start)
-        return _Repeated(self.pattern, self.base[start:end])
+            return Repeated(self.pattern, count=end - start)
+        return Repeated(self.pattern, self.base[start:end])
 
     @property
     def rows(self) -> int:
@@ -120,11 +120,11 @@ class _Repeated:
 
 
 #: A segment's column: its rows, or a key column kept unexpanded.
-Column = np.ndarray | _Repeated
+Column = np.ndarray | Repeated
 
 
-def _expanded(column: Column) -> np.ndarray:
-    return column.expand() if isinstance(column, _Repeated) else column
+def expanded(column: Column) -> np.ndarray:
+    return column.expand() if isinstance(column, Repeated) else column
 
 
 @functools.lru_cache(maxsize=64)
@@ -144,7 +144,7 @@ def _offsets(
     return issue, stamp, lane
 
 
-def _repeat_into(out: np.ndarray, ids: np.ndarray, counts: np.ndarray) -> None:
+def repeat_into(out: np.ndarray, ids: np.ndarray, counts: np.ndarray) -> None:
     """``np.repeat(ids, counts)`` written into ``out`` (ascending ids, positive counts)."""
     if counts.size and (counts == counts[0]).all():  # one length: a 2-D broadcast
         out.reshape(ids.size, int(counts[0]))[:] = ids[:, None]
@@ -157,7 +157,7 @@ def _repeat_into(out: np.ndarray, ids: np.ndarray, counts: np.ndarray) -> None:
     np.cumsum(out, out=out)
 
 
-def _arrow_array(pa: ModuleType, data: np.ndarray, type_: Any) -> Any:
+def arrow_array(pa: ModuleType, data: np.ndarray, type_: Any) -> Any:
     """A numpy column as an Arrow array of ``type_``: a primitive straight from its
     buffer, a cell shape as fixed-size lists over the row-major leaf buffer.
 
@@ -204,10 +204,10 @@ def _python_array(pa: ModuleType, values: Sequence[Any], type_: Any) -> Any:
             type_ = pa.large_string()  # not reached by any real series file
         buffers = [None, pa.py_buffer(offsets), pa.py_buffer(np.frombuffer(data, np.uint8))]
         return pa.Array.from_buffers(type_, n, buffers)
-    return _arrow_array(pa, np.asarray(values, dtype=np.int64), type_)
+    return arrow_array(pa, np.asarray(values, dtype=np.int64), type_)
 
 
-def _series_groups(
+def series_groups(
     pa: ModuleType, store: Store, pp: PartitionPlan, group_rows: int
 ) -> Iterator[Any]:
     """The series file's rows, one row per series by array id, then id: one table of up
@@ -254,7 +254,7 @@ def _series_groups(
             arrays = []
             for name, field in zip(names, schema, strict=True):
                 if name in planned:
-                    arrays.append(_arrow_array(pa, planned[name][take], field.type))
+                    arrays.append(arrow_array(pa, planned[name][take], field.type))
                 elif name in shared:
                     arrays.append(constants.get(shared[name], len(take)))
                 else:
@@ -320,7 +320,7 @@ def _string_array(pa: ModuleType, offsets: np.ndarray, data: np.ndarray) -> Any:
     return pa.Array.from_buffers(type_, len(offsets) - 1, buffers)
 
 
-def _arrays_groups(pa: ModuleType, pp: PartitionPlan, group_rows: int) -> Iterator[Any]:
+def arrays_groups(pa: ModuleType, pp: PartitionPlan, group_rows: int) -> Iterator[Any]:
     """The arrays file's rows, one row per distinct array by id (the plan's order): one
     table of up to ``group_rows`` rows at a time (a row group each; at least one)."""
     schema = arrays_schema(pa, pp.partition.key, pp.width)
@@ -330,8 +330,8 @@ def _arrays_groups(pa: ModuleType, pp: PartitionPlan, group_rows: int) -> Iterat
         hi = min(lo + group_rows, n)
         yield pa.Table.from_arrays(
             [
-                _arrow_array(pa, np.arange(lo + 1, hi + 1, dtype=np.int64), pa.int64()),
-                _hex_array(pa, _rows_of(hashes, lo, hi)),
+                arrow_array(pa, np.arange(lo + 1, hi + 1, dtype=np.int64), pa.int64()),
+                hex_array(pa, _rows_of(hashes, lo, hi)),
                 _axis_array(pa, _rows_of(axes, lo, hi)),
             ],
             schema=schema,
@@ -351,7 +351,7 @@ def _rows_of(column: Sequence[Any], lo: int, hi: int) -> Sequence[Any]:
 _HEX_DIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 
 
-def _hex_array(pa: ModuleType, hashes: Sequence[bytes]) -> Any:
+def hex_array(pa: ModuleType, hashes: Sequence[bytes]) -> Any:
     """The lowercase hex texts of equally long ``hashes`` as one Arrow string array,
     spelled out in numpy (no Python string per hash; none of a ``bytes`` either, when
     the plan holds them as one block)."""

@@ -46,15 +46,15 @@ from ..plan import (
 )
 from .encode import (
     Column,
-    _arrays_groups,
-    _arrow_array,
-    _bulk_coordinates,
-    _expanded,
-    _grid_of,
-    _hex_array,  # noqa: F401 - importable here, where it was written first
-    _repeat_into,
-    _Repeated,
-    _series_groups,
+    Repeated,
+    arrays_groups,
+    arrow_array,
+    block_grid,
+    bulk_coordinates,
+    expanded,
+    hex_array,  # noqa: F401 - importable here, where it was written first
+    repeat_into,
+    series_groups,
 )
 from .layout import (
     ROLES,
@@ -246,9 +246,9 @@ def _write_files(
                     # the memory the one before freed (in another thread it would come
                     # from that thread's allocator arena, growing the resident memory).
                     if kind == "series":
-                        groups = _series_groups(pa, store, pp, TABLE_GROUP_ROWS)
+                        groups = series_groups(pa, store, pp, TABLE_GROUP_ROWS)
                     else:
-                        groups = _arrays_groups(pa, pp, TABLE_GROUP_ROWS)
+                        groups = arrays_groups(pa, pp, TABLE_GROUP_ROWS)
                     _write_table(
                         pa, pq, groups, publisher.sink(pp, kind), publisher.final(pp, kind), kind
                     )
@@ -360,19 +360,19 @@ def _segment(run: list[RowBlock], cells: Callable[[RowBlock], np.ndarray]) -> _S
     pieces: list[dict[str, Column]] = []
     i = 0
     while i < k:
-        grid_of = _grid_of(run[i])
+        grid_of = block_grid(run[i])
         j = i + 1
         if grid_of is None:
             pieces.append(run[i].coordinates())
         else:
-            while j < k and _grid_of(run[j]) == grid_of:
+            while j < k and block_grid(run[j]) == grid_of:
                 j += 1
-            pieces.append(_bulk_coordinates(run[i:j], grid_of))
+            pieces.append(bulk_coordinates(run[i:j], grid_of))
         i = j
     if len(pieces) == 1:
         columns = pieces[0]
     else:  # grids change within the run (rare): its key columns expanded and joined
-        columns = {c: np.concatenate([_expanded(p[c]) for p in pieces]) for c in pieces[0]}
+        columns = {c: np.concatenate([expanded(p[c]) for p in pieces]) for c in pieces[0]}
     values = [cells(b) for b in run]
     columns["value"] = values[0] if k == 1 else np.concatenate(values)
     return _Segment(ids, counts, columns)
@@ -481,7 +481,7 @@ class _Group:
         else:
             self.pieces.append(
                 {
-                    c: v.arrays(start, end) if isinstance(v, _Repeated) else v[lo:hi]
+                    c: v.arrays(start, end) if isinstance(v, Repeated) else v[lo:hi]
                     for c, v in seg.columns.items()
                 }
             )
@@ -543,8 +543,8 @@ class _Group:
         partition's last group)."""
         pa = self.pa
         aid = self._buffer("array_id", rows, np.dtype(np.int64))
-        _repeat_into(aid, np.concatenate(ids), np.concatenate(counts))
-        arrays = [_arrow_array(pa, aid, self.schema[0].type)]
+        repeat_into(aid, np.concatenate(ids), np.concatenate(counts))
+        arrays = [arrow_array(pa, aid, self.schema[0].type)]
         # A long array's key column on a grid shared by others (one year, hourly, from
         # one start) is one vector: its chunk is shared by all of them.
         shared: dict[tuple[int, int], np.ndarray] = {}
@@ -552,7 +552,7 @@ class _Group:
             chunks, at = [], 0
             for piece in pieces:
                 column = piece[f.name]
-                if isinstance(column, _Repeated):
+                if isinstance(column, Repeated):
                     if column.count == 1 and column.pattern.size >= _CHUNK_ROWS:
                         anchor = 0 if column.base is None else int(column.base[0])
                         key = (id(column.pattern), anchor)
@@ -563,7 +563,7 @@ class _Group:
                         buffer = self._buffer(f.name, rows, column.pattern.dtype)
                         column = column.expand(buffer[at : at + column.rows])
                         at += column.size
-                chunks.append(_arrow_array(pa, column, f.type))
+                chunks.append(arrow_array(pa, column, f.type))
             arrays.append(pa.chunked_array(chunks, type=f.type))
         table = pa.Table.from_arrays(arrays, schema=self.schema)
         with _storage_errors(self.where):

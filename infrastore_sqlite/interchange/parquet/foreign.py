@@ -12,7 +12,7 @@ import numpy as np
 
 from ...core.elements import dtype_name
 from ...errors import InvalidParameterError, Term
-from ...model import DESCRIPTORS, TimeSeriesType, _infer_resolution
+from ...model import DESCRIPTORS, TimeSeriesType, infer_resolution
 from ..importing import (
     TEXT_HINT,
     Options,
@@ -188,7 +188,7 @@ class ForeignReader(PartitionReader):
                 res = meta["resolution"]
             else:
                 try:
-                    res = str(_infer_resolution(ms))
+                    res = str(infer_resolution(ms))
                 except InvalidParameterError as exc:
                     raise InvalidParameterError(
                         f"{values}: {exc.message}; or pass {{resolution}} to name the grid",

@@ -1,6 +1,6 @@
 """The grids the Parquet reader vouches for: the fixed grid a values row walks, found for
-a whole batch of SingleTimeSeries arrays at once (:func:`_sts_grids`) or for one array of
-any type (:func:`_affine`), so the import core need not place those rows again.
+a whole batch of SingleTimeSeries arrays at once (:func:`sts_grids`) or for one array of
+any type (:func:`affine_of`), so the import core need not place those rows again.
 
 Pure numpy on decoded columns; imports ``interchange`` and below (``model``, the core's
 ``Group`` and ``Spec``), never pyarrow.
@@ -16,16 +16,16 @@ import numpy as np
 from ...model import TimeSeriesType
 from ..importing import Group, Spec
 
-__all__ = ["_affine", "_sts_grids"]
+__all__ = ["affine_of", "sts_grids"]
 
 
-def _sts_grids(
+def sts_grids(
     ts: np.ndarray, heads: np.ndarray, bounds: list[int], res_ms: Mapping[int, int]
 ) -> list[tuple | None]:
     """For each array of a batch (``heads[k]`` on rows ``bounds[k]:bounds[k + 1]``), its
     SingleTimeSeries grid ``("sts", first, ms)`` when its rows are exactly the fixed grid
     of resolution ``res_ms[heads[k]]`` (its series row's), in row order, else None: what
-    :func:`_affine` finds one array at a time, in one pass over the batch (short arrays
+    :func:`affine_of` finds one array at a time, in one pass over the batch (short arrays
     cost a few numpy calls each).
     """
     k = len(heads)
@@ -60,7 +60,7 @@ def _sts_grids(
     ]
 
 
-def _affine(tst: TimeSeriesType, group: Group, spec: Spec) -> tuple | None:
+def affine_of(tst: TimeSeriesType, group: Group, spec: Spec) -> tuple | None:
     """The grid the rows walk in file order, when they are exactly the one ``spec``
     declares (the core then does not place them again); None to let the core place them.
 

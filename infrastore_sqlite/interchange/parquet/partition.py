@@ -34,7 +34,7 @@ from ..pipeline import Prefetch
 from .bounds import check_cells, check_row_groups, row_limit, too_many_rows
 from .columns import is_list, list_lengths, list_values, null_mask, to_numpy
 from .discovery import Partition, reading_errors
-from .grids import _affine, _sts_grids
+from .grids import affine_of, sts_grids
 from .layout import (
     ELEMENT_SHAPE_KEY,
 )
@@ -65,7 +65,7 @@ class _Run:
     aid: int
     start: int
     pieces: list[tuple[dict[str, np.ndarray], int, int]]
-    #: The grid its rows walk, when found for the whole batch at once (:func:`_sts_grids`);
+    #: The grid its rows walk, when found for the whole batch at once (:func:`sts_grids`);
     #: None to look at the run alone.
     affine: tuple | None = None
 
@@ -535,7 +535,7 @@ class PartitionReader:
             heads = aid[bounds[:-1]]
             self._check_runs(heads, [start + b for b in bounds[:-1]], seen_last)
             grids = (
-                _sts_grids(cols["timestamp"], heads, bounds, res_ms)
+                sts_grids(cols["timestamp"], heads, bounds, res_ms)
                 if res_ms and self.type is TimeSeriesType.SingleTimeSeries
                 else None
             )
@@ -819,7 +819,7 @@ class PartitionReader:
             rowids=rowids,
         )
         if spec is not None:
-            group.affine = _affine(self.type, group, spec)
+            group.affine = affine_of(self.type, group, spec)
         return group
 
 

@@ -99,8 +99,8 @@ def test_each_group_is_dropped_before_the_next_is_built(
 
         return groups
 
-    monkeypatch.setattr(writer, "_series_groups", watched("series", encode._series_groups))
-    monkeypatch.setattr(writer, "_arrays_groups", watched("arrays", encode._arrays_groups))
+    monkeypatch.setattr(writer, "series_groups", watched("series", encode.series_groups))
+    monkeypatch.setattr(writer, "arrays_groups", watched("arrays", encode.arrays_groups))
     store = _many(tmp_path / "s.h5", 11)  # 11 series, 8 distinct arrays
     (e,) = store.export_parquet(tmp_path / "out")
     assert sizes == {"series": [3, 3, 3, 2], "arrays": [3, 3, 2]}

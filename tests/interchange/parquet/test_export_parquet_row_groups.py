@@ -91,23 +91,23 @@ def test_row_groups_are_cut_at_array_boundaries(tmp_path: Path, monkeypatch, chu
     st.data(),
 )
 def test_repeat_into_is_np_repeat(counts, first, data) -> None:
-    from infrastore_sqlite.interchange.parquet.export import _repeat_into
+    from infrastore_sqlite.interchange.parquet.export import repeat_into
 
     steps = data.draw(st.lists(st.integers(1, 2**20), min_size=len(counts), max_size=len(counts)))
     ids = first + np.cumsum(np.array(steps, dtype=np.int64))
     counts_arr = np.array(counts, dtype=np.int64)
     out = np.full(int(counts_arr.sum()) + 3, -7, dtype=np.int64)  # a reused buffer's tail
-    _repeat_into(out[: counts_arr.sum()], ids, counts_arr)
+    repeat_into(out[: counts_arr.sum()], ids, counts_arr)
     np.testing.assert_array_equal(out[: counts_arr.sum()], np.repeat(ids, counts_arr))
     assert (out[counts_arr.sum() :] == -7).all()  # nothing written past the rows
 
 
 @pytest.mark.parametrize("base", [None, np.array([0, 10**12, -5], dtype=np.int64)])
 def test_repeated_expands_into_a_buffer_as_into_a_new_array(base) -> None:
-    from infrastore_sqlite.interchange.parquet.export import _Repeated
+    from infrastore_sqlite.interchange.parquet.export import Repeated
 
     pattern = np.array([0, 3_600_000, 7_200_000], dtype=np.int64)
-    column = _Repeated(pattern, base, count=3) if base is None else _Repeated(pattern, base)
+    column = Repeated(pattern, base, count=3) if base is None else Repeated(pattern, base)
     buffer = np.full(column.rows + 2, -1, dtype=np.int64)
     got = column.expand(buffer[: column.rows])
     np.testing.assert_array_equal(got, column.expand())
@@ -115,17 +115,17 @@ def test_repeated_expands_into_a_buffer_as_into_a_new_array(base) -> None:
 
 
 def test_hex_array_spells_each_hash_as_hex() -> None:
-    from infrastore_sqlite.interchange.parquet.export import _hex_array
+    from infrastore_sqlite.interchange.parquet.export import hex_array
 
     hashes = [os.urandom(32) for _ in range(50)] + [bytes(32), b"\xff" * 32, b"\x0f\xf0" * 16]
-    got = _hex_array(pa, hashes)
+    got = hex_array(pa, hashes)
     got.validate(full=True)
     assert got.type == pa.string()
     assert got.to_pylist() == [h.hex() for h in hashes]
-    assert _hex_array(pa, []).to_pylist() == []
-    assert _hex_array(pa, [b"\x01", b"\x02\x03"]).to_pylist() == ["01", "0203"]
+    assert hex_array(pa, []).to_pylist() == []
+    assert hex_array(pa, [b"\x01", b"\x02\x03"]).to_pylist() == ["01", "0203"]
     # Lengths that differ but add up to a multiple of the count are still each their own.
-    assert _hex_array(pa, [b"\x01", b"\x02\x03\x04"]).to_pylist() == ["01", "020304"]
+    assert hex_array(pa, [b"\x01", b"\x02\x03\x04"]).to_pylist() == ["01", "020304"]
 
 
 @pytest.mark.parametrize("hex_slice", [1, 7, 1 << 16])
@@ -138,12 +138,12 @@ def test_hex_array_of_a_hash_block_in_slices(monkeypatch, hex_slice: int) -> Non
     monkeypatch.setattr(encode, "_HEX_SLICE", hex_slice)
     hashes = [os.urandom(32) for _ in range(20)] + [bytes(32), b"\xff" * 32]
     block = np.frombuffer(b"".join(hashes), dtype=np.uint8).reshape(-1, 32)
-    got = encode._hex_array(pa, HashColumn(block))
+    got = encode.hex_array(pa, HashColumn(block))
     got.validate(full=True)
     assert got.type == pa.string()
     assert got.to_pylist() == [h.hex() for h in hashes]
     empty = HashColumn(np.zeros((0, 32), dtype=np.uint8))
-    assert encode._hex_array(pa, empty).to_pylist() == []
+    assert encode.hex_array(pa, empty).to_pylist() == []
 
 
 @pytest.mark.parametrize("axis_slice", [1, 3, 8192])

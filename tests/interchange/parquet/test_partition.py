@@ -64,14 +64,14 @@ def _affine_one_by_one(ts: np.ndarray, heads: np.ndarray, bounds: list[int], spe
         out.append(
             None
             if spec is None
-            else partition._affine(TimeSeriesType.SingleTimeSeries, group, spec)
+            else partition.affine_of(TimeSeriesType.SingleTimeSeries, group, spec)
         )
     return out
 
 
 def test_sts_grids_vouch_as_affine_does_one_array_at_a_time() -> None:
     ts, heads, bounds, specs = _batch()
-    got = partition._sts_grids(ts, heads, bounds, _res_ms(specs))
+    got = partition.sts_grids(ts, heads, bounds, _res_ms(specs))
     assert got == _affine_one_by_one(ts, heads, bounds, specs)
     assert [g is not None for g in got] == [True, False, False, True, False, False, True, False]
 
@@ -104,14 +104,14 @@ def test_sts_grids_agree_with_affine_on_random_batches(seed: int) -> None:
     ts = np.concatenate(pieces)
     bounds = [0, *np.cumsum([p.size for p in pieces]).tolist()]
     heads_arr = np.array(heads, dtype=np.int64)
-    got = partition._sts_grids(ts, heads_arr, bounds, _res_ms(specs))
+    got = partition.sts_grids(ts, heads_arr, bounds, _res_ms(specs))
     assert got == _affine_one_by_one(ts, heads_arr, bounds, specs)
 
 
 def test_sts_grids_without_any_fixed_resolution() -> None:
     ts, heads, bounds, specs = _batch()
     calendar = {a: SimpleNamespace(res=as_period("P1M")) for a in specs}
-    assert partition._sts_grids(ts, heads, bounds, _res_ms(calendar)) == [None] * len(heads)
+    assert partition.sts_grids(ts, heads, bounds, _res_ms(calendar)) == [None] * len(heads)
 
 
 @pytest.mark.parametrize("batch_rows", [4, 5, 1 << 18])
@@ -232,7 +232,7 @@ def test_a_vouched_forecast_builds_as_the_core_places_it(tst: str, seed: int) ->
     group, spec, perturbed = _forecast_group(np.random.default_rng(seed), kind)
     place = importing.Place("p", kind, "v", "s", "a", row_word="row", word="file")
     et = parse_element_type("f64")
-    affine = partition._affine(kind, group, spec)
+    affine = partition.affine_of(kind, group, spec)
     assert affine is not None or perturbed
     try:
         placed = importing.build_one(place, group, spec, et)  # group.affine is None: placed

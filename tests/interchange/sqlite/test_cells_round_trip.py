@@ -66,8 +66,8 @@ def test_json_round_trip(dtype: str, shape: tuple[int, ...]) -> None:
     cells = encode_json_cells(rows)
     assert len(cells) == rows.shape[0]
     assert_same(decode_json_cells(cells, dtype), rows)
-    assert_same(cells_mod._decode_slow(cells, dtype), rows)
-    assert_same(cells_mod._json_fast(cells, dtype), rows)
+    assert_same(cells_mod.decode_slow(cells, dtype), rows)
+    assert_same(cells_mod.json_fast(cells, dtype), rows)
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
@@ -79,7 +79,7 @@ def test_scalar_round_trip(dtype: str) -> None:
     # apsw hands a NaN back as None (the NULL SQLite stored)
     cells = [None if isinstance(c, float) and math.isnan(c) else c for c in cells]
     assert_same(decode_scalar_cells(cells, dtype), rows)
-    assert_same(cells_mod._decode_slow(cells, dtype), rows)
+    assert_same(cells_mod.decode_slow(cells, dtype), rows)
 
 
 def test_fast_path_takes_what_the_layout_writes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -88,7 +88,7 @@ def test_fast_path_takes_what_the_layout_writes(monkeypatch: pytest.MonkeyPatch)
     def boom(*_args: object) -> None:
         raise AssertionError("the per-cell path was used")
 
-    monkeypatch.setattr(cells_mod, "_decode_slow", boom)
+    monkeypatch.setattr(cells_mod, "decode_slow", boom)
     for dtype in ALL_DTYPES:
         for shape in [(2,), (2, 3)]:
             rows = sample_rows(dtype, shape, n=50)
@@ -124,7 +124,7 @@ def test_property_f64_json_round_trip_bit_exact(patterns: list[int]) -> None:
         assert cell == "[" + ",".join(expected) + "]"
     decoded = decode_json_cells(cells, "f64")
     assert_same(decoded, rows)  # NaN → NaN, everything else bit-exact including -0.0
-    assert_same(cells_mod._decode_slow(cells, "f64"), rows)
+    assert_same(cells_mod.decode_slow(cells, "f64"), rows)
 
 
 @SETTINGS
@@ -191,9 +191,9 @@ FRAGMENTS = [
     ),
 )
 def test_property_json_fast_path_agrees_with_the_per_cell_path(dtype: str, cells: list) -> None:
-    fast = cells_mod._json_fast(cells, dtype)
+    fast = cells_mod.json_fast(cells, dtype)
     try:
-        slow = cells_mod._decode_slow(cells, dtype)
+        slow = cells_mod.decode_slow(cells, dtype)
     except InvalidParameterError:
         assert fast is None
         return
@@ -219,7 +219,7 @@ def test_property_json_fast_path_agrees_with_the_per_cell_path(dtype: str, cells
 )
 def test_property_scalar_fast_path_agrees_with_the_per_cell_path(dtype: str, cells: list) -> None:
     try:
-        slow = cells_mod._decode_slow(cells, dtype)
+        slow = cells_mod.decode_slow(cells, dtype)
     except InvalidParameterError as exc:
         with pytest.raises(InvalidParameterError) as info:
             decode_scalar_cells(cells, dtype)
@@ -232,10 +232,10 @@ def test_json_fast_path_odd_strings_at_list_positions() -> None:
     # A top-level "Infinity" has len 8 like the row [1..8]; it must not be taken apart.
     row = "[" + ",".join(str(i) for i in range(8)) + "]"
     for dtype, message in [("f64", shapes("[8]", "[]")), ("i32", not_int("i32"))]:
-        assert cells_mod._json_fast([row, '"Infinity"'], dtype) is None
+        assert cells_mod.json_fast([row, '"Infinity"'], dtype) is None
         with raises(message):  # a cell is converted before its shape is compared
             decode_json_cells([row, '"Infinity"'], dtype)
-    assert cells_mod._json_fast(["[[1,2,3,4,5,6,7,8]]", '["Infinity"]'], "f64") is None
+    assert cells_mod.json_fast(["[[1,2,3,4,5,6,7,8]]", '["Infinity"]'], "f64") is None
 
 
 # ---------------------------------------------------------------------------------------

@@ -48,17 +48,17 @@ import numpy as np
 from infrastore_sqlite.errors import InvalidParameterError
 
 from .dtypes import (
-    _CELL_BYTES_PER_LEAF,
-    _CELL_BYTES_SLACK,
-    _OVERSIZED,
+    CELL_BYTES_PER_LEAF,
+    CELL_BYTES_SLACK,
     DTYPES,
-    _check_dtype,
-    _fmt_shape,
+    OVERSIZED,
+    check_dtype,
+    fmt_shape,
     sql_value_type,
 )
 from .encode import encode_json_cells, encode_scalar_cells, has_negative_zero
-from .fast import _json_fast, _scalar_fast
-from .percell import _decode_slow
+from .fast import json_fast, scalar_fast
+from .percell import decode_slow
 
 __all__ = [
     "DTYPES",
@@ -94,7 +94,7 @@ def max_cell_bytes(element_shape: Sequence[int]) -> int:
         reader refuses a bigger cell before fetching it, and :func:`decode_cells` before
         parsing it, so a hostile cell of gigabytes costs no memory.
     """
-    return _CELL_BYTES_PER_LEAF * math.prod(int(d) for d in element_shape) + _CELL_BYTES_SLACK
+    return CELL_BYTES_PER_LEAF * math.prod(int(d) for d in element_shape) + CELL_BYTES_SLACK
 
 
 def oversized_cell(
@@ -118,9 +118,9 @@ def oversized_cell(
         To raise; the message gives the size, the bound and the shape.
     """
     shape = tuple(int(d) for d in element_shape)
-    element = f"an element of shape {_fmt_shape(shape)}" if shape else "a scalar element"
+    element = f"an element of shape {fmt_shape(shape)}" if shape else "a scalar element"
     length = f"{size} bytes long, " if size is not None else ""
-    return InvalidParameterError(_OVERSIZED.format(what, length, max_cell_bytes(shape), element))
+    return InvalidParameterError(OVERSIZED.format(what, length, max_cell_bytes(shape), element))
 
 
 def _refuse_oversized(cells: Sequence, element_shape: Sequence[int]) -> None:
@@ -180,14 +180,14 @@ def decode_cells(
         0 or 1, a cell longer than ``element_shape`` can need. The message does not
         name the series; the caller adds it.
     """
-    np_dtype = _check_dtype(dtype)
+    np_dtype = check_dtype(dtype)
     name = dtype
     if len(cells) == 0:
         return np.empty((0,), dtype=np_dtype)
     if element_shape is not None:
         _refuse_oversized(cells, element_shape)
-    out = _json_fast(cells, name) if type(cells[0]) is str else _scalar_fast(cells, name)
-    return out if out is not None else _decode_slow(cells, name, scalar=scalar)
+    out = json_fast(cells, name) if type(cells[0]) is str else scalar_fast(cells, name)
+    return out if out is not None else decode_slow(cells, name, scalar=scalar)
 
 
 def decode_scalar_cells(cells: Sequence, dtype: str) -> np.ndarray:
@@ -212,12 +212,12 @@ def decode_scalar_cells(cells: Sequence, dtype: str) -> np.ndarray:
     InvalidParameterError
         As :func:`decode_cells`.
     """
-    np_dtype = _check_dtype(dtype)
+    np_dtype = check_dtype(dtype)
     name = dtype
     if len(cells) == 0:
         return np.empty((0,), dtype=np_dtype)
-    out = _scalar_fast(cells, name)
-    return out if out is not None else _decode_slow(cells, name)
+    out = scalar_fast(cells, name)
+    return out if out is not None else decode_slow(cells, name)
 
 
 def decode_json_cells(cells: Sequence, dtype: str) -> np.ndarray:
@@ -241,9 +241,9 @@ def decode_json_cells(cells: Sequence, dtype: str) -> np.ndarray:
         As :func:`decode_cells`; a NULL or number cell among JSON arrays is a cell of
         another shape (``[]``).
     """
-    np_dtype = _check_dtype(dtype)
+    np_dtype = check_dtype(dtype)
     name = dtype
     if len(cells) == 0:
         return np.empty((0,), dtype=np_dtype)
-    out = _json_fast(cells, name)
-    return out if out is not None else _decode_slow(cells, name)
+    out = json_fast(cells, name)
+    return out if out is not None else decode_slow(cells, name)

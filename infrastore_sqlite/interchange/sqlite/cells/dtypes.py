@@ -27,22 +27,22 @@ DTYPES: dict[str, np.dtype] = {
 }
 _NAMES: dict[np.dtype, str] = {dt: name for name, dt in DTYPES.items()}
 
-_I64_MIN = -(2**63)
-_I64_MAX = 2**63 - 1
+I64_MIN = -(2**63)
+I64_MAX = 2**63 - 1
 # The closed range each integer dtype holds (bool is handled on its own).
-_INT_RANGE: dict[str, tuple[int, int]] = {
+INT_RANGE: dict[str, tuple[int, int]] = {
     name: (int(np.iinfo(dt).min), int(np.iinfo(dt).max))
     for name, dt in DTYPES.items()
     if dt.kind in "iu"
 }
-_INF = math.inf
-_NAN = math.nan
+INF = math.inf
+NAN = math.nan
 
 # Element shapes deeper than this cannot become a numpy array once the row axis is added
 # (numpy allows 64 dimensions); nothing the store writes comes near it.
-_MAX_ELEMENT_DIMS = 32
+MAX_ELEMENT_DIMS = 32
 
-_NOT_JSON = "a `value` cell is not JSON: {}"
+NOT_JSON = "a `value` cell is not JSON: {}"
 # The same cell in a scalar partition, where the layout writes a number and a JSON text
 # is only tolerated (as the reference reads it): "not JSON" would send the reader
 # looking for JSON that was never meant to be there.
@@ -50,14 +50,14 @@ _TEXT_FOR_NUMBER = (
     "a `value` cell holds the text {} where {} belongs (the `value` column of a scalar "
     "{} partition is {}{}); write {} in that cell, or export the file again"
 )
-_BLOB = "a `value` cell is a blob; the layout writes numbers or JSON text"
-_HOLDS = "a `value` cell holds {}, not a number"
-_RAGGED = "a `value` cell is a ragged JSON array"
-_SHAPES = "two `value` cells of one array have different shapes ({} and {})"
-_NOT_INT = "{} array holds a value that is not an integer"
+BLOB = "a `value` cell is a blob; the layout writes numbers or JSON text"
+HOLDS = "a `value` cell holds {}, not a number"
+RAGGED = "a `value` cell is a ragged JSON array"
+SHAPES = "two `value` cells of one array have different shapes ({} and {})"
+NOT_INT = "{} array holds a value that is not an integer"
 # A NULL cell is how a NaN is written, which an integer or bool array cannot hold: say
 # NULL, not "not an integer" (the cell holds no value at all).
-_NULL_IN_INT = "{} array holds a NULL `value` cell (a NaN, which it cannot hold); write {} there"
+NULL_IN_INT = "{} array holds a NULL `value` cell (a NaN, which it cannot hold); write {} there"
 
 
 def a_dtype(name: str) -> str:
@@ -65,10 +65,10 @@ def a_dtype(name: str) -> str:
     return f"{'an' if name[:1] in 'aeifhlmnorsx' else 'a'} {name}"
 
 
-_NO_FIT = "{} does not fit {}"
-_NOT_BOOL = "a bool array holds a value other than 0 or 1"
-_U64 = "u64 value {} does not fit a SQLite INTEGER"
-_OVERSIZED = (
+NO_FIT = "{} does not fit {}"
+NOT_BOOL = "a bool array holds a value other than 0 or 1"
+U64 = "u64 value {} does not fit a SQLite INTEGER"
+OVERSIZED = (
     "{} is {}longer than the {} bytes {} can need; write the cell again as one element "
     "(JSON numbers only) and import again"
 )
@@ -77,15 +77,15 @@ _OVERSIZED = (
 # bound per leaf leaves room for the spaces and line breaks a hand-written JSON text may
 # hold, and the slack for the brackets of any nesting. It only has to stop a cell that
 # no element could need before it is fetched and parsed, never a real one.
-_CELL_BYTES_PER_LEAF = 64
-_CELL_BYTES_SLACK = 4096
+CELL_BYTES_PER_LEAF = 64
+CELL_BYTES_SLACK = 4096
 
 
 # ---------------------------------------------------------------------------------------
 # dtypes
 
 
-def _dtype_name(dtype: Any) -> str:
+def dtype_name(dtype: Any) -> str:
     """The catalog spelling of a numpy dtype, refusing the ones the store does not hold."""
     dt = np.dtype(dtype)
     name = _NAMES.get(dt.newbyteorder("=") if not dt.isnative else dt)
@@ -96,7 +96,7 @@ def _dtype_name(dtype: Any) -> str:
     return name
 
 
-def _check_dtype(dtype: str) -> np.dtype:
+def check_dtype(dtype: str) -> np.dtype:
     try:
         return DTYPES[dtype]
     except (KeyError, TypeError):
@@ -105,12 +105,12 @@ def _check_dtype(dtype: str) -> np.dtype:
         ) from None
 
 
-def _native(rows: np.ndarray) -> np.ndarray:
+def native(rows: np.ndarray) -> np.ndarray:
     # The arithmetic below and orjson both want native byte order.
     return rows if rows.dtype.isnative else rows.astype(rows.dtype.newbyteorder("="))
 
 
-def _widen_f64(rows: np.ndarray) -> np.ndarray:
+def widen_f64(rows: np.ndarray) -> np.ndarray:
     # Exact for f32; numpy warns when the NaN it widens is a signalling one, which is no
     # news here: every NaN becomes NULL or null whatever its payload.
     with np.errstate(invalid="ignore"):
@@ -133,7 +133,7 @@ def sql_value_type(dtype: str, element_shape: tuple[int, ...]) -> str:
         ``'REAL'`` for a scalar float, ``'INTEGER'`` for a scalar integer or bool,
         ``'TEXT'`` (JSON) for anything with a per-step shape.
     """
-    dt = _check_dtype(dtype)
+    dt = check_dtype(dtype)
     if tuple(element_shape):
         return "TEXT"
     return "REAL" if dt.kind == "f" else "INTEGER"
@@ -158,7 +158,7 @@ def text_for_number(cell: str, dtype: str) -> InvalidParameterError:
     shown = repr(cell[:40]) + ("…" if len(cell) > 40 else "")
     if dtype == "bool":
         what, null = "0 or 1", ""
-    elif _check_dtype(dtype).kind == "f":
+    elif check_dtype(dtype).kind == "f":
         what, null = "a number", ": a number, or NULL for NaN"
     else:
         what, null = "an integer", ""
@@ -167,5 +167,5 @@ def text_for_number(cell: str, dtype: str) -> InvalidParameterError:
     )
 
 
-def _fmt_shape(shape: tuple[int, ...]) -> str:
+def fmt_shape(shape: tuple[int, ...]) -> str:
     return "[" + ", ".join(map(str, shape)) + "]"

@@ -14,7 +14,7 @@ import orjson
 
 from infrastore_sqlite.errors import InvalidParameterError
 
-from .dtypes import _I64_MAX, _INF, _U64, _dtype_name, _native, _widen_f64
+from .dtypes import I64_MAX, INF, U64, dtype_name, native, widen_f64
 
 # ---------------------------------------------------------------------------------------
 # export
@@ -25,10 +25,10 @@ def _refuse_big_u64(rows: np.ndarray) -> None:
     if rows.size == 0:
         return
     flat = rows.reshape(-1)
-    if int(flat.max()) <= _I64_MAX:
+    if int(flat.max()) <= I64_MAX:
         return
-    value = int(flat[int(np.argmax(flat > np.uint64(_I64_MAX)))])
-    raise InvalidParameterError(_U64.format(value), key=value)
+    value = int(flat[int(np.argmax(flat > np.uint64(I64_MAX)))])
+    raise InvalidParameterError(U64.format(value), key=value)
 
 
 def encode_scalar_cells(rows: np.ndarray) -> np.ndarray:
@@ -58,15 +58,15 @@ def encode_scalar_cells(rows: np.ndarray) -> np.ndarray:
     such series up front with :func:`has_negative_zero`.
     """
     rows = np.asarray(rows)
-    name = _dtype_name(rows.dtype)
+    name = dtype_name(rows.dtype)
     if rows.ndim != 1:
         raise InvalidParameterError(
             f"scalar cells take rows of shape [N], got {list(rows.shape)}; "
             "rows with a per-step shape are written as JSON text (encode_json_cells)"
         )
     if name in ("f64", "f32"):
-        return _widen_f64(rows)
-    rows = _native(rows)
+        return widen_f64(rows)
+    rows = native(rows)
     if name == "u64":
         _refuse_big_u64(rows)
     return np.ascontiguousarray(rows, dtype=np.int64)
@@ -87,7 +87,7 @@ def has_negative_zero(rows: np.ndarray) -> bool:
     rows = np.asarray(rows)
     if rows.dtype.kind != "f" or rows.size == 0:
         return False
-    rows = np.ascontiguousarray(_native(rows))
+    rows = np.ascontiguousarray(native(rows))
     # Comparing the raw bits finds -0.0 in one pass, where `x == 0` alone cannot see it.
     if rows.dtype.itemsize == 8:
         return bool((rows.view(np.uint64) == np.uint64(1 << 63)).any())
@@ -100,9 +100,9 @@ def _jsonable_floats(value: Any) -> Any:
     """A nested list of Python floats with the infinities spelled as JSON strings."""
     if type(value) is list:
         return [_jsonable_floats(v) for v in value]
-    if value == _INF:
+    if value == INF:
         return "Infinity"
-    if value == -_INF:
+    if value == -INF:
         return "-Infinity"
     return value  # NaN: orjson writes null
 
@@ -133,7 +133,7 @@ def encode_json_cells(rows: np.ndarray) -> list[str]:
         not hold.
     """
     rows = np.asarray(rows)
-    name = _dtype_name(rows.dtype)
+    name = dtype_name(rows.dtype)
     if rows.ndim < 2:
         raise InvalidParameterError(
             f"JSON cells take rows of shape [N, *E] with a per-step shape E, got "
@@ -142,12 +142,12 @@ def encode_json_cells(rows: np.ndarray) -> list[str]:
     n = rows.shape[0]
     if n == 0:
         return []
-    rows = _native(rows)
+    rows = native(rows)
     is_float = name in ("f64", "f32")
     if is_float:
         # orjson writes an f32 as its own shortest text (0.1); the layout wants the
         # f64 widening (0.10000000149011612).
-        arr = _widen_f64(rows)
+        arr = widen_f64(rows)
     elif name == "bool":
         # orjson writes numpy bools as true/false; the layout wants 1/0.
         arr = np.ascontiguousarray(rows, dtype=np.uint8)

@@ -18,8 +18,8 @@ import orjson
 from infrastore_sqlite.core.gcpause import gc_paused
 from infrastore_sqlite.errors import InvalidParameterError
 
-from .dtypes import _INT_RANGE, _MAX_ELEMENT_DIMS, _NO_FIT, _NOT_BOOL, DTYPES, a_dtype
-from .percell import _BARE_NEG_ZERO, _json_shape, _narrow_f32
+from .dtypes import DTYPES, INT_RANGE, MAX_ELEMENT_DIMS, NO_FIT, NOT_BOOL, a_dtype
+from .percell import BARE_NEG_ZERO, json_shape, narrow_f32
 
 # The string that separates the cells when the JSON fast path parses them as one text.
 _MARKER = '"|"'
@@ -32,7 +32,7 @@ _MARKER_SEP = "," + _MARKER + ","
 _NUMBER_TYPES = frozenset({float, int, type(None)})
 
 
-def _scalar_fast(cells: Sequence, name: str) -> np.ndarray | None:
+def scalar_fast(cells: Sequence, name: str) -> np.ndarray | None:
     """Numbers as apsw hands them back: REAL/NULL for floats, INTEGER for the rest."""
     n = len(cells)
     if name in ("f64", "f32"):
@@ -41,7 +41,7 @@ def _scalar_fast(cells: Sequence, name: str) -> np.ndarray | None:
         if not set(map(type, cells)) <= _NUMBER_TYPES:
             return None
         out = np.fromiter(cells, dtype=np.float64, count=n)
-        return _narrow_f32(out) if name == "f32" else out
+        return narrow_f32(out) if name == "f32" else out
     # Inference yields int64 only when every cell is a Python int that fits an i64;
     # a REAL, a NULL or text gives another dtype and goes to the per-cell path.
     try:
@@ -52,12 +52,12 @@ def _scalar_fast(cells: Sequence, name: str) -> np.ndarray | None:
         return None
     if name == "bool":
         if not ((arr == 0) | (arr == 1)).all():
-            raise InvalidParameterError(_NOT_BOOL)
+            raise InvalidParameterError(NOT_BOOL)
         return arr.astype(np.bool_)
-    lo, hi = _INT_RANGE[name]
+    lo, hi = INT_RANGE[name]
     if n and (int(arr.min()) < lo or int(arr.max()) > hi):
         bad = int(arr[np.flatnonzero((arr < lo) | (arr > hi))[0]])
-        raise InvalidParameterError(_NO_FIT.format(bad, a_dtype(name)))
+        raise InvalidParameterError(NO_FIT.format(bad, a_dtype(name)))
     return arr.astype(DTYPES[name])
 
 
@@ -82,7 +82,7 @@ def _flatten(rows: list, shape: tuple[int, ...]) -> Iterator[Any] | None:
     return iter(level)
 
 
-def _json_fast(cells: Sequence, name: str) -> np.ndarray | None:
+def json_fast(cells: Sequence, name: str) -> np.ndarray | None:
     """JSON cells as the layout writes them: one orjson call for the whole array.
 
     The collector stays paused until the parsed lists are freed again: re-enabled while
@@ -93,7 +93,7 @@ def _json_fast(cells: Sequence, name: str) -> np.ndarray | None:
 
 
 def _json_fast_parse(cells: Sequence, name: str) -> np.ndarray | None:
-    """The body of :func:`_json_fast`.
+    """The body of :func:`json_fast`.
 
     Steps aside (returns None) for anything it cannot vouch for: a cell that is not
     text, a string other than ``"Infinity"``/``"-Infinity"``, an escape, an object, the
@@ -119,7 +119,7 @@ def _json_fast_parse(cells: Sequence, name: str) -> np.ndarray | None:
         if markers != n - 1 or quotes != 2 * (markers + infinities):
             return None  # a string that is neither a marker nor an infinity
     # (Exactly 2 * (n - 1) quotes are the markers' own: the cells hold no string.)
-    if "-0" in text and _BARE_NEG_ZERO.search(text):
+    if "-0" in text and BARE_NEG_ZERO.search(text):
         return None  # orjson reads the -0 token as the integer 0; see _serde_int
     try:
         parsed = orjson.loads(text)
@@ -131,8 +131,8 @@ def _json_fast_parse(cells: Sequence, name: str) -> np.ndarray | None:
         return None
     rows = parsed[0::2]
     del parsed
-    shape = _json_shape(rows[0])
-    if not shape or 0 in shape or len(shape) > _MAX_ELEMENT_DIMS:
+    shape = json_shape(rows[0])
+    if not shape or 0 in shape or len(shape) > MAX_ELEMENT_DIMS:
         return None
     leaves = _flatten(rows, shape)
     if leaves is None:
@@ -147,7 +147,7 @@ def _json_fast_parse(cells: Sequence, name: str) -> np.ndarray | None:
         except (TypeError, ValueError):
             return None
         if name == "f32":
-            out = _narrow_f32(out)
+            out = narrow_f32(out)
         return out.reshape((n, *shape))
 
     # Integers must arrive exactly: numpy's inference gives int64 only when every leaf
@@ -169,7 +169,7 @@ def _json_fast_parse(cells: Sequence, name: str) -> np.ndarray | None:
         arr = arr.astype(np.int64)
     if arr.dtype != np.int64:
         return None
-    lo, hi = _INT_RANGE[name]
+    lo, hi = INT_RANGE[name]
     if int(arr.min()) < lo or int(arr.max()) > hi:
         return None
     return arr.astype(DTYPES[name]).reshape((n, *shape))

@@ -19,24 +19,24 @@ import orjson
 from infrastore_sqlite.errors import InvalidParameterError
 
 from .dtypes import (
-    _BLOB,
-    _HOLDS,
-    _I64_MAX,
-    _I64_MIN,
-    _INF,
-    _INT_RANGE,
-    _MAX_ELEMENT_DIMS,
-    _NAN,
-    _NO_FIT,
-    _NOT_BOOL,
-    _NOT_INT,
-    _NOT_JSON,
-    _NULL_IN_INT,
-    _RAGGED,
-    _SHAPES,
+    BLOB,
     DTYPES,
-    _fmt_shape,
+    HOLDS,
+    I64_MAX,
+    I64_MIN,
+    INF,
+    INT_RANGE,
+    MAX_ELEMENT_DIMS,
+    NAN,
+    NO_FIT,
+    NOT_BOOL,
+    NOT_INT,
+    NOT_JSON,
+    NULL_IN_INT,
+    RAGGED,
+    SHAPES,
     a_dtype,
+    fmt_shape,
     text_for_number,
 )
 
@@ -46,7 +46,7 @@ from .dtypes import (
 # serde_json, which the reference reads with, takes the JSON token -0 as the float -0.0;
 # orjson and the json module take it as the integer 0. Where a cell holds the token,
 # it is re-read with a hook that keeps the sign.
-_BARE_NEG_ZERO = re.compile(r"-0(?![0-9.eE])")
+BARE_NEG_ZERO = re.compile(r"-0(?![0-9.eE])")
 
 
 def _serde_int(text: str) -> int | float:
@@ -54,7 +54,7 @@ def _serde_int(text: str) -> int | float:
         return -0.0
     value = int(text)
     # orjson (like serde_json) reads an integer outside i64/u64 as a float.
-    if not _I64_MIN <= value < 2**64:
+    if not I64_MIN <= value < 2**64:
         return float(text)
     return value
 
@@ -64,8 +64,8 @@ def _parse_json(cell: str) -> Any:
         value = orjson.loads(cell)
     except orjson.JSONDecodeError as exc:
         where = f" at line {exc.lineno} column {exc.colno}" if exc.lineno else ""
-        raise InvalidParameterError(_NOT_JSON.format(f"{exc.msg}{where}")) from None
-    if "-0" in cell and _BARE_NEG_ZERO.search(cell):
+        raise InvalidParameterError(NOT_JSON.format(f"{exc.msg}{where}")) from None
+    if "-0" in cell and BARE_NEG_ZERO.search(cell):
         # orjson has already vouched for the text, so the json module reads it the same
         # way except for the -0 token (NaN/Infinity literals were refused above).
         value = json.loads(cell, parse_int=_serde_int)
@@ -74,7 +74,7 @@ def _parse_json(cell: str) -> Any:
 
 def _holds(value: Any) -> InvalidParameterError:
     text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode("utf-8")
-    return InvalidParameterError(_HOLDS.format(text))
+    return InvalidParameterError(HOLDS.format(text))
 
 
 # A cell is read in two passes, in the reference's order: first its JSON is walked for
@@ -90,9 +90,9 @@ def _json_number(v: Any) -> Any:
         return v
     if t is str:
         if v == "Infinity":
-            return _INF
+            return INF
         if v == "-Infinity":
-            return -_INF
+            return -INF
     raise _holds(v)
 
 
@@ -102,7 +102,7 @@ def _float_converters() -> tuple[Callable[[Any], float], Callable[[float], float
         if t is float:
             return v
         if v is None:
-            return _NAN
+            return NAN
         if t is bool:
             return 1.0 if v else 0.0
         return float(v)
@@ -114,19 +114,19 @@ def _float_converters() -> tuple[Callable[[Any], float], Callable[[float], float
 
 
 def _int_converters(name: str) -> tuple[Callable[[Any], int], Callable[[float], int]]:
-    lo, hi = _INT_RANGE[name]
-    not_int = _NOT_INT.format(a_dtype(name))
+    lo, hi = INT_RANGE[name]
+    not_int = NOT_INT.format(a_dtype(name))
 
     def fit(v: int) -> int:
         if lo <= v <= hi:
             return v
-        raise InvalidParameterError(_NO_FIT.format(v, a_dtype(name)))
+        raise InvalidParameterError(NO_FIT.format(v, a_dtype(name)))
 
     def from_json(v: Any) -> int:
         t = type(v)
         if t is int:
             # A JSON integer beyond i64 is not one the reader takes as an integer.
-            if _I64_MIN <= v <= _I64_MAX:
+            if I64_MIN <= v <= I64_MAX:
                 return fit(v)
             raise InvalidParameterError(not_int)
         if t is bool:
@@ -150,14 +150,14 @@ def _bool_converters() -> tuple[Callable[[Any], bool], Callable[[float], bool]]:
             return v
         if t is int and (v == 0 or v == 1):
             return v == 1
-        raise InvalidParameterError(_NOT_BOOL)
+        raise InvalidParameterError(NOT_BOOL)
 
     def from_real(x: float) -> bool:
         if x == 0.0:
             return False
         if x == 1.0:
             return True
-        raise InvalidParameterError(_NOT_BOOL)
+        raise InvalidParameterError(NOT_BOOL)
 
     return from_json, from_real
 
@@ -175,7 +175,7 @@ def _converters(name: str) -> tuple[Callable[[Any], Any], Callable[[float], Any]
     return _int_converters(name)
 
 
-def _json_shape(value: Any) -> tuple[int, ...]:
+def json_shape(value: Any) -> tuple[int, ...]:
     """The shape a JSON value claims, read down its first elements."""
     shape = []
     while type(value) is list:
@@ -194,15 +194,15 @@ def _fill(value: Any, shape: tuple[int, ...], depth: int, out: list, conv: Calla
     """
     if depth == len(shape):
         if type(value) is list:
-            raise InvalidParameterError(_RAGGED)
+            raise InvalidParameterError(RAGGED)
         out.append(conv(value))
         return
     if type(value) is not list or len(value) != shape[depth]:
-        raise InvalidParameterError(_RAGGED)
+        raise InvalidParameterError(RAGGED)
     if depth + 1 == len(shape):
         for v in value:
             if type(v) is list:
-                raise InvalidParameterError(_RAGGED)
+                raise InvalidParameterError(RAGGED)
             out.append(conv(v))
     else:
         for v in value:
@@ -213,7 +213,7 @@ def _from_flat(flat: list, name: str, n: int, shape: tuple[int, ...]) -> np.ndar
     if name in ("f64", "f32"):
         out = np.array(flat, dtype=np.float64)
         if name == "f32":
-            out = _narrow_f32(out)
+            out = narrow_f32(out)
     elif name == "bool":
         out = np.array(flat, dtype=np.bool_)
     else:
@@ -222,14 +222,14 @@ def _from_flat(flat: list, name: str, n: int, shape: tuple[int, ...]) -> np.ndar
     return out.reshape((n, *shape))
 
 
-def _narrow_f32(values: np.ndarray) -> np.ndarray:
+def narrow_f32(values: np.ndarray) -> np.ndarray:
     # Round to nearest like numpy's cast; a value beyond f32 becomes an infinity,
     # which is what it would have become in the store.
     with np.errstate(over="ignore", invalid="ignore"):
         return values.astype(np.float32)
 
 
-def _decode_slow(cells: Sequence, name: str, *, scalar: bool = False) -> np.ndarray:
+def decode_slow(cells: Sequence, name: str, *, scalar: bool = False) -> np.ndarray:
     """Decode cell by cell, reporting the first offending cell in order.
 
     With ``scalar`` (the caller knows the partition holds numbers) a text cell that is
@@ -246,11 +246,11 @@ def _decode_slow(cells: Sequence, name: str, *, scalar: bool = False) -> np.ndar
                 if scalar:
                     raise text_for_number(cell, name) from None
                 raise
-            shape = _json_shape(value)
-            if len(shape) > _MAX_ELEMENT_DIMS:
+            shape = json_shape(value)
+            if len(shape) > MAX_ELEMENT_DIMS:
                 raise InvalidParameterError(
                     f"a `value` cell nests JSON arrays {len(shape)} deep; "
-                    f"an element has at most {_MAX_ELEMENT_DIMS} dimensions"
+                    f"an element has at most {MAX_ELEMENT_DIMS} dimensions"
                 )
             numbers: list = []
             _fill(value, shape, 0, numbers, _json_number)
@@ -258,9 +258,9 @@ def _decode_slow(cells: Sequence, name: str, *, scalar: bool = False) -> np.ndar
         elif cell is None:
             shape = ()
             if name != "bool" and name[:1] in "iu":
-                raise InvalidParameterError(_NULL_IN_INT.format(a_dtype(name), "an integer"))
+                raise InvalidParameterError(NULL_IN_INT.format(a_dtype(name), "an integer"))
             if name == "bool":
-                raise InvalidParameterError(_NULL_IN_INT.format(a_dtype(name), "0 or 1"))
+                raise InvalidParameterError(NULL_IN_INT.format(a_dtype(name), "0 or 1"))
             flat.append(from_json(None))
         elif isinstance(cell, (float, np.floating)):
             shape = ()
@@ -270,7 +270,7 @@ def _decode_slow(cells: Sequence, name: str, *, scalar: bool = False) -> np.ndar
             shape = ()
             flat.append(from_json(int(cell)))
         elif isinstance(cell, (bytes, bytearray, memoryview)):
-            raise InvalidParameterError(_BLOB)
+            raise InvalidParameterError(BLOB)
         else:
             raise InvalidParameterError(
                 f"a `value` cell is a Python {type(cell).__name__}; "
@@ -279,6 +279,6 @@ def _decode_slow(cells: Sequence, name: str, *, scalar: bool = False) -> np.ndar
         if first is None:
             first = shape
         elif shape != first:
-            raise InvalidParameterError(_SHAPES.format(_fmt_shape(first), _fmt_shape(shape)))
+            raise InvalidParameterError(SHAPES.format(fmt_shape(first), fmt_shape(shape)))
     assert first is not None
     return _from_flat(flat, name, len(cells), first)
