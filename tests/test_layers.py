@@ -545,3 +545,62 @@ def test_the_circle_finder_skips_type_hints_and_store_methods() -> None:
     assert _runtime_imports(source, "store.store", is_package=False) == [
         ("interchange.parquet", "other")
     ]
+
+
+# ------------------------------------------------------------------------------ privacy
+# A name another module uses is public: no module imports an underscore name from another
+# module of the package. Privacy is marked on a helper module instead (``location/_object``):
+# only the modules of its own package import it.
+
+
+def _private_imports(source: str, module: str, *, is_package: bool) -> list[str]:
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = package[: len(package) - node.level + 1]
+            target = ".".join([*base, *(node.module.split(".") if node.module else [])])
+        elif node.module and node.module.startswith("infrastore_sqlite."):
+            target = node.module.removeprefix("infrastore_sqlite.")
+        else:
+            continue
+        for alias in node.names:
+            name = alias.name
+            if (PACKAGE / Path(*target.split("."), f"{name}.py")).is_file() or (
+                PACKAGE / Path(*target.split("."), name)
+            ).is_dir():
+                target_module, name = f"{target}.{name}", ""
+            else:
+                target_module = target
+            if name.startswith("_") and not name.startswith("__"):
+                found.append(f"{module} imports {name} from {target_module}")
+            # A private module (``_object``) is for the modules of its own package.
+            parts = target_module.split(".")
+            for i, part in enumerate(parts):
+                if part.startswith("_") and not part.startswith("__"):
+                    owner = ".".join(parts[:i])  # "" for the package root's ``_version``
+                    if owner and not (module == owner or module.startswith(owner + ".")):
+                        found.append(f"{module} imports the private module {target_module}")
+    return found
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: _dotted(p) or "__init__")
+def test_no_underscore_name_crosses_a_module(path: Path) -> None:
+    module = _dotted(path)
+    found = _private_imports(
+        path.read_text(encoding="utf-8"), module, is_package=path.name == "__init__.py"
+    )
+    assert not found, "; ".join(found) + " (a name another module uses is public)"
+
+
+@pytest.mark.parametrize(
+    ("module", "source"),
+    [
+        ("store.store", "from .reading import _DEFAULT_BATCH_BYTES\n"),
+        ("cli.add", "from ..interchange.parquet.location._object import ObjectLocation\n"),
+    ],
+)
+def test_the_privacy_checker_sees_a_private_import(module: str, source: str) -> None:
+    assert _private_imports(source, module, is_package=False)
