@@ -92,6 +92,18 @@ def test_interchange_md_runs_as_written(demo_dir: Path) -> None:
     run(demo_dir, items)
 
 
+def test_architecture_md_walks_run_as_written(demo_dir: Path) -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    items = steps(text, section="## Two walks through the house")
+    assert [t.split()[3 if "--store" in t else 1] for _, t, _ in items] == [
+        "demo",
+        "export",
+        "init",
+        "add",
+    ]
+    run(demo_dir, items)
+
+
 def test_readme_command_line_quick_start_runs_as_written(demo_dir: Path) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     items = steps(readme, section="## Quick start: command line")
