@@ -30,7 +30,10 @@ from infrastore_sqlite.interchange.parquet.location.uploads import incomplete_up
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Four partitions, the two largest with values files of several 5 MiB parts."""
+    """Eight partitions, the two largest with values files of several 5 MiB parts; the
+    small ones keep partitions queued when the worker hands its first one over, so its
+    death always leaves the export work it cannot finish (with four, a fast machine had
+    dealt them all, and the export succeeded without the killed worker)."""
     path = tmp_path_factory.mktemp("big") / "big.h5"
     rng = np.random.default_rng(36)
     s = new_store(path)
@@ -39,6 +42,8 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
         add(s, sts("i", rng.integers(0, 2**62, 1_400_000)))
         add(s, sts("g", rng.standard_normal(200_000).astype(np.float32)))
         add(s, sts("s", np.arange(10, dtype=np.int32)))
+        for dtype in (np.int8, np.int16, np.uint8, np.uint16):
+            add(s, sts(f"small_{np.dtype(dtype).name}", np.arange(10, dtype=dtype)))
     finally:
         s.close()
     return path
