@@ -20,13 +20,14 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from jsonschema import Draft202012Validator
+from repo_root import REPO_ROOT
 
 from infrastore_sqlite import SingleTimeSeries, Store
 from infrastore_sqlite.cli import PROG, cli
 from infrastore_sqlite.interchange.parquet.location import MANIFEST, locate
 from infrastore_sqlite.interchange.parquet.location.uploads import abort_uploads, incomplete_uploads
 
-SCHEMA = Path(__file__).resolve().parents[3] / "schemas" / "cli" / "abort-uploads.json"
+SCHEMA = REPO_ROOT / "schemas" / "cli" / "abort-uploads.json"
 
 # A child that exports and is killed at the commit, before any upload is completed.
 _KILLED_AT_COMMIT = """
