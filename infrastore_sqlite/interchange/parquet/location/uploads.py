@@ -153,10 +153,10 @@ def incomplete_uploads(
         The options the export was given (keys, region, endpoint, profile).
     """
     root, bucket, prefix = _bucket_and_prefix(uri)
-    client = _client(root, storage_options or {})
+    client = _shared_client(root, storage_options or {})
     found: list[IncompleteUpload] = []
     kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": f"{prefix}/" if prefix else ""}
-    try:
+    with _errors(uri, "listing the incomplete uploads under"):
         while True:
             page = client.list_multipart_uploads(**kwargs)
             for upload in page.get("Uploads", []):
@@ -168,8 +168,6 @@ def incomplete_uploads(
                 break
             kwargs["KeyMarker"] = page.get("NextKeyMarker", "")
             kwargs["UploadIdMarker"] = page.get("NextUploadIdMarker", "")
-    except Exception as exc:  # botocore's ClientError / EndpointConnectionError / …
-        raise _client_error(uri, "listing the incomplete uploads under", exc) from None
     return sorted(found, key=lambda u: (u.initiated, u.key))
 
 
@@ -203,12 +201,10 @@ def abort_uploads(
     if dry_run or not uploads:
         return uploads
     root, bucket, _ = _bucket_and_prefix(uri)
-    client = _client(root, storage_options or {})
+    client = _shared_client(root, storage_options or {})  # the one the listing built
     for upload in uploads:
-        try:
+        with _errors(f"{root}/{upload.key}", "aborting the upload of"):
             client.abort_multipart_upload(Bucket=bucket, Key=upload.key, UploadId=upload.upload_id)
-        except Exception as exc:
-            raise _client_error(f"{root}/{upload.key}", "aborting the upload of", exc) from None
     return uploads
 
 
@@ -256,23 +252,33 @@ def worker_client(root: str, options: Mapping[str, Any]) -> Any | None:
     its uploads as it hands them over."""
     if not root.startswith(("s3://", "s3a://")):
         return None
-    key = (root, tuple(sorted((str(k), str(v)) for k, v in options.items())))
+    try:
+        return _shared_client(root, options)
+    except MissingDependencyError:
+        LOG.warning(
+            "botocore is not installed: the workers of this export complete their "
+            "uploads as they hand each partition over (%s)",
+            _CLOUD_INSTALL,
+        )
+        return None
+
+
+#: The clients this process built, by bucket and options: a botocore client takes tens
+#: of milliseconds to make, and every export to ``s3://`` asks for one (the dead export's
+#: uploads), as every worker does for its partitions.
+_clients: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = {}
+
+
+def _shared_client(root: str, options: Mapping[str, Any]) -> Any:
+    """The client for ``root`` with ``options``, made once per process (:func:`_client`);
+    the ``AWS_*`` variables it read are part of what it was made from."""
+    given = {str(k): str(v) for k, v in options.items()}
+    given.update((k, v) for k, v in os.environ.items() if k.startswith("AWS_"))
+    key = (root, tuple(sorted(given.items())))
     client = _clients.get(key)
     if client is None:
-        try:
-            client = _clients[key] = _client(root, options)
-        except MissingDependencyError:
-            LOG.warning(
-                "botocore is not installed: the workers of this export complete their "
-                "uploads as they hand each partition over (%s)",
-                _CLOUD_INSTALL,
-            )
-            return None
+        client = _clients[key] = _client(root, options)
     return client
-
-
-#: The clients a worker built, by bucket and options (one per worker process).
-_clients: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = {}
 
 
 @dataclass(frozen=True)
