@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .base import PROG, example, global_options, output_format
-from .render import Progress, command, emit_doc
+from .render import command, emit_doc
 
 
 @command(
@@ -50,8 +50,7 @@ def abort_uploads(
             ctx,
         )
     options = parse_storage_options(storage_options)
-    with Progress(ctx, "abort-uploads", "upload"):
-        uploads = abort(uri, storage_options=options, dry_run=dry_run)
+    uploads = abort(uri, storage_options=options, dry_run=dry_run)
     emit_doc(
         ctx,
         {
