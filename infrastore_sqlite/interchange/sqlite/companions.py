@@ -137,36 +137,75 @@ def companion_sql(
 ) -> list[str]:
     """``CREATE VIEW`` statements of every companion over ``sources`` (``zone_ids``: each
     zone's id in ``infrastore_zones``, from :func:`write_calendar`)."""
-    out = [_typed_view(prefix, c, k, m) for c, k, m in _typed_groups(sources)]
+    return [sql for _, sql in _companion_views(prefix, sources, zone_ids, set())]
+
+
+def _companion_views(
+    prefix: str,
+    sources: Sequence[CompanionSource],
+    zone_ids: dict[str, int] | None,
+    lead: set[str],
+) -> list[tuple[str, str]]:
+    """``(name, CREATE VIEW)`` of every companion; the views named in ``lead`` put the
+    first row holding a value first (see :func:`_led`)."""
+    out = []
+    for c, k, m in _typed_groups(sources):
+        name = typed_view_name(prefix, c, k)
+        out.append((name, _typed_view(prefix, c, k, m, lead=name in lead)))
     ids = zone_ids or {}
-    out.extend(
-        _flat_view(prefix, s, ids.get(s.time_reference or ""))
-        for s in sorted(sources, key=lambda s: s.base.encode())
-    )
+    for s in sorted(sources, key=lambda s: s.base.encode()):
+        name = flat_view_name(prefix, s.base)
+        out.append((name, _flat_view(prefix, s, ids.get(s.time_reference or ""), name in lead)))
     return out
 
 
-def _typed_view(prefix: str, cls: str, kind: str, members: Sequence[CompanionSource]) -> str:
+def _typed_view(
+    prefix: str, cls: str, kind: str, members: Sequence[CompanionSource], *, lead: bool = False
+) -> str:
     # Every member has the same key columns, so no column of the view is NULL by
     # construction: a reader that types a column from its first rows (Polars over
     # sqlite3, pandas) finds the type there. Every member's ``value`` is declared the
     # same type, so the affinity SQLite gives the union's column (its first SELECT's)
-    # changes no value: integers stay exact.
+    # changes no value: integers stay exact. Only a NaN ``value`` (NULL: SQLite holds
+    # no NaN) is NULL; ``lead`` is for a view whose first row is one (see :func:`_led`).
     keys = [c for c, _ in values_key_columns(members[0].type)]
-    cols = ", ".join(["array_id", "timestamp", *keys, "value"])
-    selects = []
+    cols = ["array_id", "timestamp", *keys, "value"]
+    parts = []
     for s in sorted(members, key=lambda s: s.base.encode()):
-        literal = s.base.replace("'", "''")
-        selects.append(
-            f"SELECT '{literal}' AS partition_name, {cols} FROM {q(prefix + s.base + '_values')}"
+        literal = "'" + s.base.replace("'", "''") + "'"
+        parts.append((literal, q(prefix + s.base + "_values")))
+    head = f"CREATE VIEW {q(typed_view_name(prefix, cls, kind))} AS /* {COMPANION_MARKER} */ "
+    if not lead:
+        plain = ", ".join(cols)
+        return head + " UNION ALL ".join(
+            f"SELECT {lit} AS partition_name, {plain} FROM {t}" for lit, t in parts
         )
-    return (
-        f"CREATE VIEW {q(typed_view_name(prefix, cls, kind))} AS /* {COMPANION_MARKER} */ "
-        + " UNION ALL ".join(selects)
+    # The first row holding a value first: ``lead`` names its partition and rowid (one
+    # scan up to that row, made once per read); then every row but that one, in order.
+    found = " UNION ALL ".join(
+        f"SELECT {lit}, rowid FROM {t} WHERE value IS NOT NULL" for lit, t in parts
     )
+    aliased = ", ".join(f"v.{c} AS {c}" for c in cols)
+    first = [
+        f"SELECT lead.p AS partition_name, {aliased} FROM lead JOIN {t} AS v "
+        f"ON v.rowid = lead.r WHERE lead.p = {lit}"
+        for lit, t in parts
+    ]
+    rest = [
+        f"SELECT {lit} AS partition_name, {', '.join(cols)} FROM {t} "
+        f"WHERE {_not_lead('rowid', f'(SELECT r FROM lead WHERE p = {lit})')}"
+        for lit, t in parts
+    ]
+    return head + f"WITH lead(p, r) AS ({found} LIMIT 1) " + " UNION ALL ".join(first + rest)
 
 
-def _flat_view(prefix: str, s: CompanionSource, zone_id: int | None) -> str:
+def _not_lead(rowid: str, lead: str) -> str:
+    """True for a row that is not the leading one (``lead`` NULL: there is none), in the
+    SQL SQLite and DuckDB share (``1 = 1``: both dialects' true)."""
+    return f"coalesce({rowid} <> {lead}, 1 = 1)"
+
+
+def _flat_view(prefix: str, s: CompanionSource, zone_id: int | None, lead: bool = False) -> str:
     series = [f"s.{c}" if c == alias else f"s.{c} AS {alias}" for c, alias in FLAT_SERIES_COLUMNS]
     joins, iso = iso_sql("v.timestamp", s.time_reference, "ts", zone_id)
     cols = [*series, "v.timestamp", f"{iso} AS timestamp_iso"]
@@ -177,13 +216,22 @@ def _flat_view(prefix: str, s: CompanionSource, zone_id: int | None) -> str:
             joins += more
             cols.append(f"{issue} AS issue_time_iso")
     cols.append("v.value")
-    return (
-        f"CREATE VIEW {q(flat_view_name(prefix, s.base))} AS /* {COMPANION_MARKER} */ "
-        f"SELECT {', '.join(cols)} FROM {q(prefix + s.base + '_values')} AS v "
+    values = q(prefix + s.base + "_values")
+    body = (
+        f"SELECT {', '.join(cols)} FROM {values} AS v "
         # ``+v.array_id``: the values are scanned in their order and each series found
         # by its array_id (the joins to the calendar would otherwise lead SQLite to
         # walk the values through their index, a lookup per row).
         f"JOIN {q(prefix + s.base + '_series')} AS s ON s.array_id = +v.array_id{joins}"
+    )
+    head = f"CREATE VIEW {q(flat_view_name(prefix, s.base))} AS /* {COMPANION_MARKER} */ "
+    if not lead:
+        return head + body
+    # The first row holding a value first, then the others in order (see :func:`_led`).
+    found = f"(SELECT rowid FROM {values} WHERE value IS NOT NULL LIMIT 1)"
+    return (
+        head
+        + f"{body} WHERE v.rowid = {found} UNION ALL {body} WHERE {_not_lead('v.rowid', found)}"
     )
 
 
@@ -532,8 +580,33 @@ def rebuild_companions(
         actual = _our_companion(conn, name)
         if actual is not None:
             conn.execute(f"DROP VIEW {q(actual)}")
-    for sql in companion_sql(prefix, companions, zone_ids):
+    views = _companion_views(prefix, companions, zone_ids, set())
+    for _, sql in views:
         conn.execute(sql)
+    led = _led(conn, [name for name, _ in views])
+    if led:
+        for name, sql in _companion_views(prefix, companions, zone_ids, led):
+            if name in led:
+                conn.execute(f"DROP VIEW {q(name)}")
+                conn.execute(sql)
+
+
+def _led(conn: apsw.Connection, names: list[str]) -> set[str]:
+    """The views among ``names`` whose first row has a NULL ``value`` (a NaN: SQLite holds
+    none), written again with the first row holding a value first.
+
+    Polars (over sqlite3 or SQLAlchemy) types a column from its first 100 rows and
+    fails on the first value past them when those were all NULL; ADBC and connectorx
+    read the first rows too. Such a view gives its first row with a value first, then
+    every other row in order (the leading NaN rows follow it), so every reader finds a
+    number at once; a view whose first row holds a value is written as it is, and reads
+    no slower."""
+    out = set()
+    for name in names:
+        row = conn.execute(f"SELECT value IS NULL FROM {q(name)} LIMIT 1").fetchone()
+        if row is not None and row[0]:
+            out.add(name)
+    return out
 
 
 def _with_span(conn: apsw.Connection, prefix: str, s: CompanionSource) -> CompanionSource:
