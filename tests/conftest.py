@@ -22,7 +22,7 @@ T0 = datetime(2024, 1, 1, tzinfo=UTC)
 # reference's export, leaves them out with ``WHERE NOT {ADDITIONS}`` on sqlite_master.
 ADDITIONS = (
     "(tbl_name IN ('infrastore_exports', 'infrastore_days', 'infrastore_zones', "
-    "'infrastore_zone_days') "
+    "'infrastore_zone_days', 'infrastore_zone_hours') "
     "OR coalesce(sql, '') LIKE '%infrastore-sqlite: typed companion%')"
 )
 

@@ -30,6 +30,8 @@ parameters.
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
@@ -103,6 +105,9 @@ class CompanionSource:
     #: ``(first_ms, last_ms)`` covering the partition's instants (its ISO text is built
     #: over that span only); None before the tables are written.
     span: tuple[int, int] | None = None
+    #: In a zone whose offsets and changes fall on whole UTC hours over the span: its
+    #: ISO text is read from ``infrastore_zone_hours`` (one row per hour of its data).
+    hourly: bool = False
 
 
 def typed_view_name(prefix: str, value_sql_type: str, kind: str) -> str:
@@ -207,12 +212,14 @@ def _not_lead(rowid: str, lead: str) -> str:
 
 def _flat_view(prefix: str, s: CompanionSource, zone_id: int | None, lead: bool = False) -> str:
     series = [f"s.{c}" if c == alias else f"s.{c} AS {alias}" for c, alias in FLAT_SERIES_COLUMNS]
-    joins, iso = iso_sql("v.timestamp", s.time_reference, "ts", zone_id)
+    joins, iso = iso_sql("v.timestamp", s.time_reference, "ts", zone_id, hourly=s.hourly)
     cols = [*series, "v.timestamp", f"{iso} AS timestamp_iso"]
     for c, _ in values_key_columns(s.type):
         cols.append(f"v.{c}")
         if c == "issue_time":
-            more, issue = iso_sql("v.issue_time", s.time_reference, "issue", zone_id)
+            more, issue = iso_sql(
+                "v.issue_time", s.time_reference, "issue", zone_id, hourly=s.hourly
+            )
             joins += more
             cols.append(f"{issue} AS issue_time_iso")
     cols.append("v.value")
@@ -260,6 +267,11 @@ ZONES_TABLE = "infrastore_zones"
 ZONE_TABLE = "infrastore_zone_days"
 #: A zone's days are keyed ``zone id * ZONE_KEY + day`` (days up to the year 27,000).
 ZONE_KEY = 10_000_000
+HOURS_TABLE = "infrastore_zone_hours"
+_HOUR = 3_600_000
+#: A zone's hours are keyed ``zone id * HOUR_KEY + hour`` (hours counted from
+#: 0000-03-01, up to the year 11,000).
+HOUR_KEY = 100_000_000
 CALENDAR_COLUMNS = {
     DAYS_TABLE: (("day", "INTEGER PRIMARY KEY"), ("date", "TEXT NOT NULL")),
     ZONES_TABLE: (("id", "INTEGER PRIMARY KEY"), ("reference", "TEXT NOT NULL UNIQUE")),
@@ -287,6 +299,17 @@ CALENDAR_COLUMNS = {
         ("date2", "TEXT NOT NULL"),
         ("date3", "TEXT NOT NULL"),
     ),
+    # A zone whose offsets and changes fall on whole UTC hours: one row per UTC hour
+    # holding instants, its wall clock's 'YYYY-MM-DDTHH:' and its offset. Within such
+    # an hour the date, hour and offset are one, and the minutes, seconds and
+    # milliseconds are the instant's own: a row's text is one lookup and arithmetic on
+    # the instant, no choice between offsets or dates (the day rows need both, and read
+    # 1.17x slower than the CASE tree of offsets they replaced).
+    HOURS_TABLE: (
+        ("key", "INTEGER PRIMARY KEY"),
+        ("prefix", "TEXT NOT NULL"),
+        ("suffix", "TEXT NOT NULL"),
+    ),
 }
 
 
@@ -305,7 +328,12 @@ def _zone_known(time_reference: str | None) -> bool:
 
 
 def iso_sql(
-    column: str, time_reference: str | None, alias: str, zone_id: int | None = None
+    column: str,
+    time_reference: str | None,
+    alias: str,
+    zone_id: int | None = None,
+    *,
+    hourly: bool = False,
 ) -> tuple[str, str]:
     """``(joins, expression)``: the joins to add to a ``FROM`` that has ``column`` (a
     millisecond instant), and the SQL rendering it as ISO-8601 text, as the reference
@@ -318,9 +346,29 @@ def iso_sql(
     names the date (``infrastore_days``), and the time of day is arithmetic. In a zone
     the shift comes from the zone's row for the instant's UTC day (one lookup by an
     integer key). An instant whose day the calendar tables do not hold reads NULL (an
-    export writes the days of the UTC years its partitions span)."""
+    export writes the days of the UTC years its partitions span).
+
+    ``hourly`` (a zone that :func:`hour_aligned` accepts over the data's span, whose
+    hours :func:`write_zone_hours` wrote): the text is the hour's row
+    (``infrastore_zone_hours``) and the instant's minutes, seconds and milliseconds; an
+    instant whose hour has no row reads NULL."""
     kind = reference_kind(time_reference or None)
     d, z = q(f"d_{alias}"), q(f"z_{alias}")
+    if hourly and _zone_known(time_reference):
+        assert zone_id is not None, "a zone's ISO text needs its id in infrastore_zones"
+        h = q(f"h_{alias}")
+        c = f"({column} + {_SHIFT})"
+        parts = [
+            f"CAST((({c} % {_HOUR}) - ({c} % 60000)) / 60000 AS BIGINT)",
+            f"CAST((({c} % 60000) - ({c} % 1000)) / 1000 AS BIGINT)",
+            f"({c} % 1000)",
+            f"{h}.suffix",
+        ]
+        joins = (
+            f" LEFT JOIN {q(HOURS_TABLE)} AS {h} ON {h}.key = "
+            f"{zone_id * HOUR_KEY} + {_div(c, _HOUR)}"
+        )
+        return joins, f"{h}.prefix || printf('%02d:%02d.%03d%s', {', '.join(parts)})"
     if _zone_known(time_reference):
         assert zone_id is not None, "a zone's ISO text needs its id in infrastore_zones"
         after = f"{column} >= {z}.change_ms"
@@ -476,11 +524,16 @@ def _local_dates(
 
 
 def write_calendar(
-    conn: Any, sources: Sequence[tuple[str | None, tuple[int, int] | None]]
+    conn: Any,
+    sources: Sequence[tuple[str | None, tuple[int, int] | None]],
+    *,
+    hourly: Sequence[bool] = (),
 ) -> dict[str, int]:
     """Create the calendar tables when missing, add the rows ``(time_reference, span)``
     of each source needs (rows already there are kept: they are the same), and return
-    each zone's id in ``infrastore_zones``."""
+    each zone's id in ``infrastore_zones``. A source marked in ``hourly`` reads its
+    zone's hours (:func:`write_zone_hours`) and gets no day rows; a zone's day rows
+    carry their dates, so a zone gets none of ``infrastore_days``."""
     for ddl in calendar_ddl():
         conn.execute(ddl)
     ids: dict[str, int] = {}
@@ -496,14 +549,56 @@ def write_calendar(
             ids[reference] = int(row[0])
     days: dict[int, str] = {}
     zone: list[tuple] = []
-    for reference, span in sources:
+    marked = list(hourly) + [False] * (len(sources) - len(hourly))
+    for (reference, span), by_hour in zip(sources, marked, strict=True):
+        if by_hour:
+            continue
         d, z = calendar_rows(reference, span, ids.get(reference or ""))
-        days.update(d)
+        if not _zone_known(reference):
+            days.update(d)
         zone.extend(z)
     conn.executemany(f"INSERT OR IGNORE INTO {q(DAYS_TABLE)} VALUES (?, ?)", list(days.items()))
     marks = ", ".join("?" * len(CALENDAR_COLUMNS[ZONE_TABLE]))
     conn.executemany(f"INSERT OR IGNORE INTO {q(ZONE_TABLE)} VALUES ({marks})", zone)
     return ids
+
+
+def hour_aligned(time_reference: str | None, span: tuple[int, int] | None) -> bool:
+    """Whether a zone's offsets over the UTC years of ``span`` are whole hours and change
+    on whole UTC hours (most zones since the early 20th century; not India's +05:30,
+    nor a zone's local mean time), so :func:`write_zone_hours` can serve its ISO text."""
+    if span is None or not _zone_known(time_reference):
+        return False
+    assert time_reference is not None
+    changes = zone_offsets(time_reference, *_years(span))
+    return all(off % 3600 == 0 for _, off in changes) and all(
+        at % _HOUR == 0 for at, _ in changes[1:]
+    )
+
+
+def write_zone_hours(
+    conn: Any, time_reference: str, zone_id: int, hours: Sequence[int], span: tuple[int, int]
+) -> None:
+    """Add the rows of ``infrastore_zone_hours`` for the UTC ``hours`` (counted from
+    0000-03-01, as the views count them) of a zone that :func:`hour_aligned` accepts
+    over ``span``; hours outside 1900–2199 get none (their instants read NULL)."""
+    changes = zone_offsets(time_reference, *_years(span))
+    starts = [at for at, _ in changes]
+    lo, hi = (_MIN_MS + _SHIFT) // _HOUR, (_MAX_MS + _SHIFT) // _HOUR
+    rows = []
+    dates: dict[int, str] = {}
+    for hour in hours:
+        if not lo <= hour <= hi:
+            continue
+        at = hour * _HOUR - _SHIFT
+        offset = changes[bisect_right(starts, at) - 1][1]
+        local = hour + offset // 3600  # the wall clock's hour, counted as ``hour`` is
+        day = local // 24
+        date = dates.get(day)
+        if date is None:
+            date = dates[day] = _date_of(day)
+        rows.append((zone_id * HOUR_KEY + hour, f"{date}T{local % 24:02d}:", _offset_text(offset)))
+    conn.executemany(f"INSERT OR IGNORE INTO {q(HOURS_TABLE)} VALUES (?, ?, ?)", rows)
 
 
 def _offset_text(seconds: int) -> str:
@@ -560,7 +655,9 @@ def _year_changes(name: str, year: int) -> tuple[int, tuple[tuple[int, int], ...
                 else:
                     hi = mid
             current = offset(nxt)
-            out.append((int(hi.timestamp()) * 1000, current))
+            # The change is the whole second in (lo, hi]: floor, not int(), which
+            # rounds a negative (pre-1970) instant up a second.
+            out.append((math.floor(hi.timestamp()) * 1000, current))
         t = nxt
     return start, tuple(out)
 
@@ -574,7 +671,12 @@ def rebuild_companions(
     companions = [
         _with_span(conn, prefix, s) for s in _companion_sources(conn, prefix, earlier, plan)
     ]
-    zone_ids = write_calendar(conn, [(c.time_reference, c.span) for c in companions])
+    hourly = [hour_aligned(c.time_reference, c.span) for c in companions]
+    zone_ids = write_calendar(conn, [(c.time_reference, c.span) for c in companions], hourly=hourly)
+    companions = [
+        _with_hours(conn, prefix, c, zone_ids) if h else c
+        for c, h in zip(companions, hourly, strict=True)
+    ]
     legacy = [prefix + name for name in LEGACY_TYPED_VIEWS]
     for name in [*legacy, *companion_names(prefix, companions)]:
         actual = _our_companion(conn, name)
@@ -607,6 +709,29 @@ def _led(conn: apsw.Connection, names: list[str]) -> set[str]:
         if row is not None and row[0]:
             out.add(name)
     return out
+
+
+def _with_hours(
+    conn: apsw.Connection, prefix: str, s: CompanionSource, zone_ids: dict[str, int]
+) -> CompanionSource:
+    """``s`` (its zone :func:`hour_aligned` over its span) marked hourly, with the rows
+    of ``infrastore_zone_hours`` for the UTC hours its instants (and issue times) fall
+    in: as many rows as the data has distinct hours, whatever the span."""
+    assert s.time_reference is not None and s.span is not None
+    values = q(prefix + s.base + "_values")
+    columns = ["timestamp", *(["issue_time"] if s.type.is_forecast else [])]
+    hours: set[int] = set()
+    for column in columns:
+        c = f"({column} + {_SHIFT})"
+        hours.update(
+            h
+            for (h,) in conn.execute(
+                f"SELECT DISTINCT {_div(c, _HOUR)} FROM {values} WHERE {column} BETWEEN ? AND ?",
+                (_MIN_MS, _MAX_MS),
+            )
+        )
+    write_zone_hours(conn, s.time_reference, zone_ids[s.time_reference], sorted(hours), s.span)
+    return replace(s, hourly=True)
 
 
 def _with_span(conn: apsw.Connection, prefix: str, s: CompanionSource) -> CompanionSource:
