@@ -31,7 +31,6 @@ parameters.
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import apsw
+import numpy as np
 import orjson
 
 from ..._version import __version__
@@ -577,28 +577,41 @@ def hour_aligned(time_reference: str | None, span: tuple[int, int] | None) -> bo
 
 
 def write_zone_hours(
-    conn: Any, time_reference: str, zone_id: int, hours: Sequence[int], span: tuple[int, int]
+    conn: Any,
+    time_reference: str,
+    zone_id: int,
+    hours: Sequence[int] | np.ndarray,
+    span: tuple[int, int],
 ) -> None:
     """Add the rows of ``infrastore_zone_hours`` for the UTC ``hours`` (counted from
     0000-03-01, as the views count them) of a zone that :func:`hour_aligned` accepts
     over ``span``; hours outside 1900–2199 get none (their instants read NULL)."""
     changes = zone_offsets(time_reference, *_years(span))
-    starts = [at for at, _ in changes]
+    starts = np.array([at for at, _ in changes], dtype=np.int64)
+    offsets = np.array([off for _, off in changes], dtype=np.int64)
     lo, hi = (_MIN_MS + _SHIFT) // _HOUR, (_MAX_MS + _SHIFT) // _HOUR
-    rows = []
-    dates: dict[int, str] = {}
-    for hour in hours:
-        if not lo <= hour <= hi:
-            continue
-        at = hour * _HOUR - _SHIFT
-        offset = changes[bisect_right(starts, at) - 1][1]
-        local = hour + offset // 3600  # the wall clock's hour, counted as ``hour`` is
-        day = local // 24
-        date = dates.get(day)
-        if date is None:
-            date = dates[day] = _date_of(day)
-        rows.append((zone_id * HOUR_KEY + hour, f"{date}T{local % 24:02d}:", _offset_text(offset)))
+    hour = np.asarray(hours, dtype=np.int64)
+    hour = hour[(hour >= lo) & (hour <= hi)]
+    # Vectorized: an hourly series over 30 years has ~260,000 hours to write.
+    offset = offsets[np.searchsorted(starts, hour * _HOUR - _SHIFT, side="right") - 1]
+    local = hour + offset // 3600  # the wall clock's hour, counted as ``hour`` is
+    days, day_of = np.unique(local // 24, return_inverse=True)
+    dates = [f"{_date_of(int(d))}T" for d in days]
+    texts = {int(o): _offset_text(int(o)) for o in np.unique(offset)}
+    rows = [
+        (key, dates[d] + _HOURS[h], texts[o])
+        for key, d, h, o in zip(
+            (zone_id * HOUR_KEY + hour).tolist(),
+            day_of.ravel().tolist(),
+            (local % 24).tolist(),
+            offset.tolist(),
+            strict=True,
+        )
+    ]
     conn.executemany(f"INSERT OR IGNORE INTO {q(HOURS_TABLE)} VALUES (?, ?, ?)", rows)
+
+
+_HOURS = [f"{h:02d}:" for h in range(24)]
 
 
 def _offset_text(seconds: int) -> str:
@@ -715,22 +728,28 @@ def _with_hours(
     conn: apsw.Connection, prefix: str, s: CompanionSource, zone_ids: dict[str, int]
 ) -> CompanionSource:
     """``s`` (its zone :func:`hour_aligned` over its span) marked hourly, with the rows
-    of ``infrastore_zone_hours`` for the UTC hours its instants (and issue times) fall
-    in: as many rows as the data has distinct hours, whatever the span."""
+    of ``infrastore_zone_hours`` its instants (and issue times) need: the span's hours
+    when the values have at least as many rows, else the hours that hold instants. So
+    never more rows than the data has, whatever the span."""
     assert s.time_reference is not None and s.span is not None
     values = q(prefix + s.base + "_values")
     columns = ["timestamp", *(["issue_time"] if s.type.is_forecast else [])]
-    hours: set[int] = set()
-    for column in columns:
-        c = f"({column} + {_SHIFT})"
-        hours.update(
-            h
-            for (h,) in conn.execute(
-                f"SELECT DISTINCT {_div(c, _HOUR)} FROM {values} WHERE {column} BETWEEN ? AND ?",
-                (_MIN_MS, _MAX_MS),
-            )
+    first = (max(s.span[0], _MIN_MS) + _SHIFT) // _HOUR
+    last = (min(s.span[1], _MAX_MS) + _SHIFT) // _HOUR
+    (top,) = conn.execute(f"SELECT max(rowid) FROM {values}").fetchone()
+    if top is not None and last - first < top:
+        # No fewer rows than the span has hours (an upper bound: one B-tree descent):
+        # every hour of the span, without reading the values.
+        hours = np.arange(first, last + 1, dtype=np.int64)
+    else:
+        # Sparser: the hours that hold instants. One statement, SQLite dedupes (UNION).
+        sql = " UNION ".join(
+            f"SELECT {_div(f'({c} + {_SHIFT})', _HOUR)} FROM {values} WHERE {c} BETWEEN ? AND ?"
+            for c in columns
         )
-    write_zone_hours(conn, s.time_reference, zone_ids[s.time_reference], sorted(hours), s.span)
+        cursor = conn.execute(sql, (_MIN_MS, _MAX_MS) * len(columns))
+        hours = np.fromiter((h for (h,) in cursor), dtype=np.int64)
+    write_zone_hours(conn, s.time_reference, zone_ids[s.time_reference], hours, s.span)
     return replace(s, hourly=True)
 
 
