@@ -257,7 +257,11 @@ def _flat_view(prefix: str, s: CompanionSource, zone_id: int | None, lead: bool 
 # local midnight in the day, and after each: at most three, with a change in the day).
 # A view joins one of them on the day, an integer key: one lookup per row (a zone's
 # second lookup, of the date, made its views 1.2x slower to read than the comparison
-# tree of offsets they replaced).
+# tree of offsets they replaced; the choice between a day's offsets and dates, 1.17x).
+# A zone whose offsets are whole hours and change on whole UTC hours over the span (most
+# zones since the early 1900s) reads ``infrastore_zone_hours`` instead: one row per UTC
+# hour of its data, the wall clock's 'YYYY-MM-DDTHH:' and the offset, the rest from the
+# instant, no choice in the row's path (0.92x the comparison tree).
 _DAY = 86_400_000
 #: Milliseconds from 0000-03-01 (proleptic Gregorian) to 1970-01-01: instants shifted by
 #: it are non-negative from year 0 on, so integer division is floor division.
