@@ -95,17 +95,21 @@ def _id_lookup(ids: Sequence[int]) -> tuple[list[int], np.ndarray]:
 def _missing_array(*keys: tuple[bytes, str]) -> ArraysDamaged:
     """Catalog rows name arrays the store does not hold (``Reading`` names the series)."""
     return ArraysDamaged(
-        {k: ("", NOT_HELD, f"array {k[0].hex()[:12]} ({k[1]}) is not held") for k in keys}
+        {
+            k: ("", NOT_HELD, f"array {k[0].hex()[:12] if k[0] else '?'} ({k[1]}) is not held")
+            for k in keys
+        }
     )
 
 
 # What a series object is built from, in this order (``_series_of``); a read selects
-# these columns, then the data hash, the timestamps hash and the data array's place.
+# these columns, then the data hash, the timestamps hash (of the arrays rows the series
+# row names by id) and the data array's place.
 _READ_FIELDS = (
     "t.id, t.time_series_type, t.name, t.element_type, t.time_reference, t.units, "
     "t.quantity_kind, t.unit_system, t.component_field, t.application_data, t.initial_ms, "
     "t.resolution, t.horizon, t.interval, t.count, t.percentiles_json, t.array_shape, "
-    "t.data_hash, t.timestamps_hash"
+    "a.hash, s.hash"
 )
 # Then the data array's pool, slot and segment, and the time axis' (None: it has none).
 _AT_DATA_HASH, _AT_TS_HASH, _AT_POOL, _AT_TS_POOL = 17, 18, 19, 22
@@ -456,8 +460,8 @@ class Reading:
             f"SELECT {_READ_FIELDS}, a.pool, a.slot, a.segment, s.pool, s.slot, s.segment, "
             f"{_CHECKER.extra} "
             "FROM time_series_associations t LEFT JOIN arrays a "
-            "ON a.hash = t.data_hash AND a.kind = 'data' LEFT JOIN arrays s "
-            "ON s.hash = t.timestamps_hash AND s.kind = 'timestamps' "
+            "ON a.id = t.data_id AND a.kind = 'data' LEFT JOIN arrays s "
+            "ON s.id = t.timestamps_id AND s.kind = 'timestamps' "
             "WHERE t.id IN carray(?) ORDER BY t.id",
             (apsw.carray(lookup),),
         ).fetchall()
