@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 import urllib.parse
 from collections.abc import Iterator
 from importlib import resources
@@ -306,9 +307,12 @@ class Catalog:
         # 0004 renumbers every array and series reference, which no view of the old
         # tables gives without a scan per row; one writable open migrates it in place.
         if self.read_only:
+            store = os.path.dirname(self.path) or "."
             raise CatalogMigrationRequiredError(
                 f"the catalog {self.path} is at schema revision {current} and this build needs "
-                f"{latest}; open the store once for writing (read_only=False) to upgrade it in place"
+                f"{latest}; {{upgrade}} to upgrade it in place (one transaction: a failure "
+                "or a kill leaves it as it is); nothing was changed",
+                terms={"upgrade": upgrade_term(store)},
             )
         with self.transaction():
             for number, name, sql in steps[current:]:
@@ -478,6 +482,16 @@ class Catalog:
         if conn is not None:
             with contextlib.suppress(apsw.Error):
                 conn.close()
+
+
+def upgrade_term(store: str) -> Term:
+    """How to migrate the older store at ``store`` to this build's schema: any writable
+    open does (``upgrade`` on the command line)."""
+    return Term(
+        f"run `infrastore-sqlite --store {shlex.quote(store)} upgrade` (or any command that "
+        "writes to the store)",
+        "open the store once for writing (read_only=False)",
+    )
 
 
 def _journal_terms(store: str) -> dict[str, Term]:

@@ -269,17 +269,29 @@ class Reading:
         by_kind: dict[str, list[bytes]] = {}
         for h, kind in keyset:
             by_kind.setdefault(kind, []).append(h)
+        cat = self._state.catalog
         for kind, hashes in by_kind.items():
-            # One query per kind, the hashes bound as one carray (the primary key finds
-            # each), in key order: each search starts near where the last one ended, so
-            # the pages it needs are the ones just read.
+            # Two walks, each in order: the hashes (sorted) through the narrow index
+            # arrays_key, which holds each one's id, then the rows by id (sorted) through
+            # the table; each search starts near where the last one ended, so the pages
+            # it needs are the ones just read (schema step 0004).
             hashes.sort()
-            for r in self._state.catalog.execute(
-                "SELECT hash, dtype, shape, pool, slot, segment FROM arrays "
-                "WHERE kind = ? AND hash IN carray(?)",
-                (kind, apsw.carray(tuple(hashes))),
+            ids = {
+                r[1]: r[0]
+                for r in cat.execute(
+                    "SELECT a.hash, a.id FROM carray(?) c JOIN arrays a "
+                    "ON a.hash = c.value AND a.kind = ?",
+                    (apsw.carray(tuple(hashes)), kind),
+                )
+            }
+            if not ids:
+                continue
+            for r in cat.execute(
+                "SELECT id, dtype, shape, pool, slot, segment FROM arrays "
+                "WHERE id IN carray(?) ORDER BY id",
+                (apsw.carray(np.array(sorted(ids), dtype=np.int64)),),
             ):
-                found[(r[0], kind)] = r[1:]
+                found[(ids[r[0]], kind)] = r[1:]
         return found
 
     def load(
