@@ -71,7 +71,7 @@ def segment_of(path: Path, series_id: int) -> Path:
     with Store.open(path, read_only=True) as s:
         (name,) = s._catalog.execute(
             "SELECT a.segment FROM arrays a JOIN time_series_associations t "
-            "ON a.hash = t.data_hash AND a.kind = 'data' WHERE t.id = ?",
+            "ON a.id = t.data_id AND a.kind = 'data' WHERE t.id = ?",
             (series_id,),
         ).fetchone()
     return path / "segments" / name

@@ -71,6 +71,7 @@ for _command in (
     store_commands.remove,
     store_commands.verify,
     store_commands.repair,
+    store_commands.upgrade,
     export.rehash,
     export.export,
     edit.diff,

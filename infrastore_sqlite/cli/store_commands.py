@@ -173,6 +173,25 @@ _LIST_TABLE = (
 )
 
 
+@command(epilog=example(f"{PROG} --store demo-store upgrade"))
+@global_options(hidden=True)
+@click.pass_context
+def upgrade(ctx: click.Context) -> None:
+    """Migrate a store written by an earlier release to this build's catalog schema.
+
+    The reading commands (list, get, info, export, verify) open a store read-only and so
+    refuse one whose catalog is older; this one opens it for writing, which runs the
+    missing schema steps in one transaction (a kill at any instant leaves the old catalog
+    or the migrated one) and changes nothing else. A current store is left as it is.
+    """
+    from ..store.catalog import schema_version
+
+    output_format(ctx)
+    with open_store(ctx, read_only=False):
+        pass  # the open migrates (Catalog._migrate), or finds the store current
+    emit_doc(ctx, {"store": str(store_path(ctx)), "schema_revision": schema_version()})
+
+
 @command(
     "list",
     epilog=example(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 import urllib.parse
 from collections.abc import Iterator
 from importlib import resources
@@ -36,7 +37,7 @@ from ..errors import (
     rebuild_terms,
 )
 from .arrays import describe_os_error
-from .rowcheck import CHECK_COLUMN, CHECKED_COLUMNS, SQL_FUNCTION, sql_row_check
+from .rowcheck import SQL_FUNCTION, sql_row_check
 
 # What is wrong with a catalog that cannot be read as one (CatalogDamagedError.problem).
 EMPTY = "empty"
@@ -47,8 +48,6 @@ JOURNAL = "journal"
 # The tables every catalog since the first migration holds.
 _TABLES = ("time_series_associations", "feature_maps", "feature_sets", "arrays", "store_attributes")
 
-# The revision before row checksums (step 0003): read-only opens read it unchecked.
-_UNCHECKED_REVISION = 2
 _STEP = re.compile(r"^(\d{4})_[A-Za-z0-9_]+\.sql$")
 # The page cache, in KiB: every connection starts with _CACHE_KIB; a writer's grows with
 # the catalog up to _WRITE_CACHE_KIB (see Catalog._size_cache).
@@ -304,13 +303,16 @@ class Catalog:
             )
         if current == latest:
             return
-        if self.read_only and current == _UNCHECKED_REVISION and latest == current + 1:
-            self._read_unchecked()
-            return
+        # A read-only open of an older catalog is refused, not read through views: step
+        # 0004 renumbers every array and series reference, which no view of the old
+        # tables gives without a scan per row; one writable open migrates it in place.
         if self.read_only:
+            store = os.path.dirname(self.path) or "."
             raise CatalogMigrationRequiredError(
                 f"the catalog {self.path} is at schema revision {current} and this build needs "
-                f"{latest}; open the store once for writing (read_only=False) to upgrade it in place"
+                f"{latest}; {{upgrade}} to upgrade it in place (one transaction: a failure "
+                "or a kill leaves it as it is); nothing was changed",
+                terms={"upgrade": upgrade_term(store)},
             )
         with self.transaction():
             for number, name, sql in steps[current:]:
@@ -322,20 +324,6 @@ class Catalog:
                         f"nothing was changed (it stays at revision {current})"
                     ) from exc
                 self.conn.execute(f"PRAGMA user_version={int(number)}")
-
-    def _read_unchecked(self) -> None:
-        """Read a catalog of the revision before row checksums without migrating it (a
-        read-only open cannot): a temporary view by the table's name, on this connection
-        only, gives each row the checksum of its fields as they read, so its rows are
-        accepted unchecked. A writable open fills the column in (step 0003)."""
-        try:
-            self.conn.execute(
-                "CREATE TEMP VIEW IF NOT EXISTS time_series_associations AS SELECT *, "
-                f"{SQL_FUNCTION}({', '.join(CHECKED_COLUMNS)}) AS {CHECK_COLUMN} "
-                "FROM main.time_series_associations"
-            )
-        except apsw.Error as exc:
-            raise self.failed(exc) from exc
 
     def _describe(self, exc: BaseException) -> str:
         """An apsw error as one line, with the OS error behind it when there is one
@@ -494,6 +482,16 @@ class Catalog:
         if conn is not None:
             with contextlib.suppress(apsw.Error):
                 conn.close()
+
+
+def upgrade_term(store: str) -> Term:
+    """How to migrate the older store at ``store`` to this build's schema: any writable
+    open does (``upgrade`` on the command line)."""
+    return Term(
+        f"run `infrastore-sqlite --store {shlex.quote(store)} upgrade` (or any command that "
+        "writes to the store)",
+        "open the store once for writing (read_only=False)",
+    )
 
 
 def _journal_terms(store: str) -> dict[str, Term]:

@@ -46,6 +46,7 @@ from ..errors import (
 from ..model import OwnerCategory, TimeSeriesType
 from .arrays import describe_os_error
 from .journal import row_mismatches, unknown_transactions
+from .prepare import hash_sql
 from .rowcheck import mismatched_rows
 from .segments import (
     ASIDE_DIR,
@@ -252,7 +253,8 @@ def damage_error(
     fails on its first partition names those of the later ones too)."""
     met = {k[0] for k in found}
     found = {**found, **_whole_files(state, {v[0] for v in found.values() if v[0]})}
-    hashes = sorted({k[0] for k in found})
+    # A series row naming an array id the catalog does not hold has no hash to name.
+    hashes = sorted({k[0] for k in found if k[0] is not None})
     rows = series_naming(state, hashes)
     # The series whose arrays the read met first (the ones asked for are among them, and
     # a read meets a data array and a time axis in different files at once), then the
@@ -293,8 +295,8 @@ def _whole_files(
 # Text read as bytes and decoded here: a damaged row's text may not be UTF-8, and a
 # report about damage must not fail on it.
 _SERIES_COLUMNS = (
-    "id, owner_id, CAST(owner_type AS BLOB), owner_category, time_series_type, "
-    "CAST(name AS BLOB), data_hash, timestamps_hash"
+    "t.id, t.owner_id, CAST(t.owner_type AS BLOB), t.owner_category, t.time_series_type, "
+    f"CAST(t.name AS BLOB), {hash_sql('data_hash')}, {hash_sql('timestamps_hash')}"
 )
 
 
@@ -306,8 +308,9 @@ def series_naming(state: StoreState, hashes: Iterable[bytes]) -> list[tuple]:
     if not hs:
         return []
     rows = state.catalog.execute(
-        f"SELECT {_SERIES_COLUMNS} FROM time_series_associations "
-        "WHERE data_hash IN carray(?1) OR timestamps_hash IN carray(?1) ORDER BY id",
+        f"SELECT {_SERIES_COLUMNS} FROM time_series_associations t "
+        "WHERE t.data_id IN (SELECT id FROM arrays WHERE hash IN carray(?1)) "
+        "OR t.timestamps_id IN (SELECT id FROM arrays WHERE hash IN carray(?1)) ORDER BY t.id",
         (apsw.carray(hs),),
     ).fetchall()
     return [(r[0], r[1], _text(r[2]), r[3], r[4], _text(r[5]), r[6], r[7]) for r in rows]
@@ -486,10 +489,14 @@ def _diagnose(
             (bytes(h), _text(k))
             for h, k in cat.execute("SELECT hash, CAST(kind AS BLOB) FROM arrays")
         }
-        wanted = cat.execute(
-            "SELECT DISTINCT data_hash, 'data' FROM time_series_associations UNION "
-            "SELECT DISTINCT timestamps_hash, 'timestamps' FROM time_series_associations "
-            "WHERE timestamps_hash IS NOT NULL"
+        # Series rows naming an array id the catalog does not hold (schema step 0004:
+        # rows name arrays by id), or one of the other kind: a damaged row.
+        dangling = cat.execute(
+            "SELECT t.id, t.owner_id, t.owner_type, t.owner_category, t.name "
+            "FROM time_series_associations t WHERE NOT EXISTS (SELECT 1 FROM arrays a "
+            "WHERE a.id = t.data_id AND a.kind = 'data') OR (t.timestamps_id IS NOT NULL "
+            "AND NOT EXISTS (SELECT 1 FROM arrays a WHERE a.id = t.timestamps_id "
+            "AND a.kind = 'timestamps'))"
         ).fetchall()
         # Arrays placed in a segment the catalog does not list (a damaged row).
         stray = [
@@ -500,6 +507,10 @@ def _diagnose(
             )
         ]
         report.bad_rows = bad_rows(cat)
+        for sid, *who in dangling:
+            report.bad_rows.setdefault(
+                int(sid), ("it names an array the catalog does not hold", *who)
+            )
         # Rows whose fields no longer match their checksum: a read refuses them.
         for sid, who in mismatched_rows(cat).items():
             report.bad_rows.setdefault(sid, ("its fields do not match its checksum", *who))
@@ -544,11 +555,6 @@ def _diagnose(
             f"the catalog's segments table does not list {segs.path(segment)}, where {n} of its "
             "arrays are (a damaged row); repair lists it again"
         )
-    for h, kind in wanted:
-        if not isinstance(h, bytes):
-            continue  # a damaged hash field: its row is a bad row (bad_rows)
-        if (bytes(h), kind) not in held:
-            lost[(bytes(h), kind)] = ("", NOT_HELD, "the catalog has no row for the array")
     total = len(held)
     checked = 0
     for name, nbytes in segment_rows:
@@ -716,10 +722,10 @@ def bad_rows(cat: Any) -> dict[int, tuple]:
     return out
 
 
-# A row's hash that is not 32 bytes (SHA-256): damage no read could follow.
+# A row's array id that is not an integer: damage no read could follow.
 _BAD_HASH = (
-    "typeof(data_hash) != 'blob' OR length(data_hash) != 32 OR (timestamps_hash IS NOT NULL "
-    "AND (typeof(timestamps_hash) != 'blob' OR length(timestamps_hash) != 32))"
+    "typeof(data_id) != 'integer' OR (timestamps_id IS NOT NULL "
+    "AND typeof(timestamps_id) != 'integer')"
 )
 
 
@@ -738,7 +744,7 @@ def _bad_hashes(cat: Any, out: dict[int, tuple]) -> None:
             ).fetchone()
         except UnicodeDecodeError:
             who = (0, "", "", "")
-        out[int(sid)] = ("a hash field is damaged (not 32 bytes)", *who)
+        out[int(sid)] = ("an array id field is damaged (not an integer)", *who)
 
 
 # Every column a read decodes (text is decoded as UTF-8 on fetch), the fields checked first.

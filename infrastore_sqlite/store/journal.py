@@ -46,7 +46,7 @@ import orjson
 
 from ..errors import StorageError, TimeSeriesError
 from .arrays import ArrayFile, describe_os_error
-from .prepare import INSERT_COLUMNS
+from .prepare import DATA_AT, INSERT_COLUMNS, TIMESTAMPS_AT, hash_sql
 from .rowcheck import CHECK_COLUMN, mismatched_rows, row_check
 from .segments import PENDING_SUFFIX, SEALED_SUFFIX, SEGMENT_DIR
 
@@ -67,15 +67,17 @@ COMPLETE_ATTR = "record_complete"
 #: Columns whose values are bytes (written in hex).
 _BYTES = frozenset({"timestamps_hash", "data_hash", "features_hash"})
 _COLUMNS = ("id", *INSERT_COLUMNS)
+_WIDTH = len(_COLUMNS)
 # Two queries, each on the primary key: an OR of the two would scan the whole table.
-# Each with the row's stored checksum last: the record sets the right one (rowcheck.py).
-_SELECT_ADDED = (
-    f"SELECT {', '.join(_COLUMNS)}, {CHECK_COLUMN} FROM main.time_series_associations WHERE id > ?"
+# Each row's fields as the record keeps them (arrays by hash), then the ids the catalog
+# holds in their place and the stored checksum: the record sets the right one
+# (rowcheck.py), which covers the ids.
+_SELECTED = (
+    f"SELECT t.id, {', '.join(hash_sql(c) for c in INSERT_COLUMNS)}, t.data_id, "
+    f"t.timestamps_id, t.{CHECK_COLUMN} FROM main.time_series_associations t "
 )
-_SELECT_TOUCHED = (
-    f"SELECT {', '.join(_COLUMNS)}, {CHECK_COLUMN} FROM main.time_series_associations "
-    "WHERE id IN carray(?)"
-)
+_SELECT_ADDED = _SELECTED + "WHERE t.id > ?"
+_SELECT_TOUCHED = _SELECTED + "WHERE t.id IN carray(?)"
 
 # Temporary (per connection) tables and triggers: the ids and attribute keys this
 # transaction changed or removed, and the highest id before it (every row it adds has a
@@ -199,12 +201,12 @@ def record(state: StoreState) -> None:
         after = mark
         while count:
             got = cat.execute(
-                _SELECT_ADDED + " ORDER BY id LIMIT ?", (after, _PART_ROWS)
+                _SELECT_ADDED + " ORDER BY t.id LIMIT ?", (after, _PART_ROWS)
             ).fetchall()
             if not got:
                 break
             _set_checks(state, got)
-            rows = [r[1:-1] for r in got]
+            rows = [r[1:_WIDTH] for r in got]
             parts.append(_part(rows, ids=[r[0] for r in got]))
             fhs.update(_column(rows, _FEATURES_AT))
             after = got[-1][0]
@@ -214,7 +216,7 @@ def record(state: StoreState) -> None:
         got = cat.execute(_SELECT_TOUCHED, (apsw.carray(array.array("q", chunk)),)).fetchall()
         if got:
             _set_checks(state, got)
-            rows = [r[1:-1] for r in got]
+            rows = [r[1:_WIDTH] for r in got]
             parts.append(_part(rows, ids=[r[0] for r in got]))
             fhs.update(_column(rows, _FEATURES_AT))
             present.update(r[0] for r in got)
@@ -264,15 +266,24 @@ _FEATURES_AT = INSERT_COLUMNS.index("features_hash")
 
 
 def _set_checks(state: StoreState, got: Sequence[tuple]) -> None:
-    """Give each row of ``got`` (``_COLUMNS`` then its stored checksum) that was inserted
-    or changed by any path but an add's (which inserts it with its checksum) the checksum
-    of its fields as they now are (:mod:`.rowcheck`): the one place every such path
+    """Give each row of ``got`` (``_SELECTED``'s columns) that was inserted or changed by
+    any path but an add's (which inserts it with its checksum) the checksum of its fields
+    as they now are, its arrays by id (:mod:`.rowcheck`): the one place every such path
     passes, after its last change to the row."""
-    fixes = [(check, r[0]) for r in got if (check := row_check(r[:-1])) != r[-1]]
+    fixes = [(check, r[0]) for r in got if (check := row_check(_stored(r))) != r[-1]]
     if fixes:
         state.catalog.executemany(
             f"UPDATE main.time_series_associations SET {CHECK_COLUMN} = ? WHERE id = ?", fixes
         )
+
+
+def _stored(r: Sequence[Any]) -> list[Any]:
+    """The checked columns of a ``_SELECTED`` row: its id and fields, the arrays' ids in
+    the hashes' places."""
+    out = list(r[:_WIDTH])
+    out[1 + DATA_AT] = r[_WIDTH]
+    out[1 + TIMESTAMPS_AT] = r[_WIDTH + 1]
+    return out
 
 
 def _column(rows: Sequence[tuple], at: int) -> list[Any]:
@@ -615,9 +626,11 @@ _INTS = frozenset(
 )
 # The catalog's row columns as stored (text cast to bytes, so a damaged one never fails).
 _RAW_SELECT = (
-    "SELECT id, "
-    + ", ".join(c if c in _BYTES or c in _INTS else f"CAST({c} AS BLOB)" for c in INSERT_COLUMNS)
-    + " FROM main.time_series_associations"
+    "SELECT t.id, "
+    + ", ".join(
+        hash_sql(c) if c in _BYTES or c in _INTS else f"CAST(t.{c} AS BLOB)" for c in INSERT_COLUMNS
+    )
+    + " FROM main.time_series_associations t"
 )
 
 

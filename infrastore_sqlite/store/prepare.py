@@ -74,8 +74,35 @@ class CatalogRow(NamedTuple):
     features_hash: bytes
 
 
-#: The catalog columns of a series row, in the catalog's order (a :class:`CatalogRow`'s).
+#: The fields of a series row, in the catalog's order (a :class:`CatalogRow`'s): what
+#: reads, records and refusals see (the arrays by content hash).
 INSERT_COLUMNS: tuple[str, ...] = CatalogRow._fields
+#: The columns that hold a row's arrays in the catalog (schema step 0004): the integer
+#: ids of their ``arrays`` rows, in the place of the hashes the fields name.
+ARRAY_ID_COLUMNS = {"data_hash": "data_id", "timestamps_hash": "timestamps_id"}
+#: :data:`INSERT_COLUMNS` as the catalog stores them (the hashes' places hold the ids).
+STORED_COLUMNS: tuple[str, ...] = tuple(ARRAY_ID_COLUMNS.get(c, c) for c in INSERT_COLUMNS)
+#: Where a row's data and timestamps hashes (or ids) sit in :data:`INSERT_COLUMNS`.
+DATA_AT = INSERT_COLUMNS.index("data_hash")
+TIMESTAMPS_AT = INSERT_COLUMNS.index("timestamps_hash")
+#: The array kind each id column names.
+_KIND_OF = {"data_id": "data", "timestamps_id": "timestamps"}
+
+
+def hash_sql(column: str, table: str = "t") -> str:
+    """SQL reading the field ``column`` of the series row ``table``: the column itself,
+    or for a hash the hash of the ``arrays`` row its id names (a primary-key lookup)."""
+    stored = ARRAY_ID_COLUMNS.get(column)
+    if stored is None:
+        return f"{table}.{column}"
+    return f"(SELECT hash FROM arrays WHERE id = {table}.{stored})"
+
+
+def id_sql(column: str, marker: str = "?") -> str:
+    """SQL of the ``arrays`` id of the hash bound at ``marker``, for the id column
+    ``column`` (``data_id`` or ``timestamps_id``): one probe of the narrow hash index."""
+    return f"(SELECT id FROM arrays WHERE hash = {marker} AND kind = '{_KIND_OF[column]}')"
+
 
 # A CatalogRow made from a tuple of its values without the generated ``__new__``'s
 # Python call (a bulk add makes one per series; this is half the cost).

@@ -27,7 +27,7 @@ from ..errors import (
 )
 from ..model import OwnerCategory, TimeSeriesType
 from .api import INTERNAL_PREFIX, check_attribute_key, hash_bytes, series_id
-from .prepare import INSERT_COLUMNS
+from .prepare import INSERT_COLUMNS, hash_sql, id_sql
 from .rowcheck import (
     CHECK_COLUMN,
     CHECKED_COLUMNS,
@@ -81,7 +81,7 @@ def missing_ids(missing: list[int]) -> NotFoundError:
 
 
 # series row is written with), and the feature map's text.
-_FIELD_COLUMNS = {name: f"t.{name}" for name in ("id", *INSERT_COLUMNS)} | {
+_FIELD_COLUMNS = {name: hash_sql(name) for name in ("id", *INSERT_COLUMNS)} | {
     "features_json": "f.features_json"
 }
 
@@ -270,7 +270,7 @@ class Queries:
         key = hash_bytes(data_hash)
         counts = Counter(
             r.type is TimeSeriesType.DeterministicSingleTimeSeries
-            for r in self.iter_select("t.data_hash = ?", (key,))
+            for r in self.iter_select(f"t.data_id = {id_sql('data_id')}", (key,))
         )
         return {"sts": counts[False], "dst": counts[True]}
 

@@ -95,17 +95,21 @@ def _id_lookup(ids: Sequence[int]) -> tuple[list[int], np.ndarray]:
 def _missing_array(*keys: tuple[bytes, str]) -> ArraysDamaged:
     """Catalog rows name arrays the store does not hold (``Reading`` names the series)."""
     return ArraysDamaged(
-        {k: ("", NOT_HELD, f"array {k[0].hex()[:12]} ({k[1]}) is not held") for k in keys}
+        {
+            k: ("", NOT_HELD, f"array {k[0].hex()[:12] if k[0] else '?'} ({k[1]}) is not held")
+            for k in keys
+        }
     )
 
 
 # What a series object is built from, in this order (``_series_of``); a read selects
-# these columns, then the data hash, the timestamps hash and the data array's place.
+# these columns, then the data hash, the timestamps hash (of the arrays rows the series
+# row names by id) and the data array's place.
 _READ_FIELDS = (
     "t.id, t.time_series_type, t.name, t.element_type, t.time_reference, t.units, "
     "t.quantity_kind, t.unit_system, t.component_field, t.application_data, t.initial_ms, "
     "t.resolution, t.horizon, t.interval, t.count, t.percentiles_json, t.array_shape, "
-    "t.data_hash, t.timestamps_hash"
+    "a.hash, s.hash"
 )
 # Then the data array's pool, slot and segment, and the time axis' (None: it has none).
 _AT_DATA_HASH, _AT_TS_HASH, _AT_POOL, _AT_TS_POOL = 17, 18, 19, 22
@@ -265,17 +269,29 @@ class Reading:
         by_kind: dict[str, list[bytes]] = {}
         for h, kind in keyset:
             by_kind.setdefault(kind, []).append(h)
+        cat = self._state.catalog
         for kind, hashes in by_kind.items():
-            # One query per kind, the hashes bound as one carray (the primary key finds
-            # each), in key order: each search starts near where the last one ended, so
-            # the pages it needs are the ones just read.
+            # Two walks, each in order: the hashes (sorted) through the narrow index
+            # arrays_key, which holds each one's id, then the rows by id (sorted) through
+            # the table; each search starts near where the last one ended, so the pages
+            # it needs are the ones just read (schema step 0004).
             hashes.sort()
-            for r in self._state.catalog.execute(
-                "SELECT hash, dtype, shape, pool, slot, segment FROM arrays "
-                "WHERE kind = ? AND hash IN carray(?)",
-                (kind, apsw.carray(tuple(hashes))),
+            ids = {
+                r[1]: r[0]
+                for r in cat.execute(
+                    "SELECT a.hash, a.id FROM carray(?) c JOIN arrays a "
+                    "ON a.hash = c.value AND a.kind = ?",
+                    (apsw.carray(tuple(hashes)), kind),
+                )
+            }
+            if not ids:
+                continue
+            for r in cat.execute(
+                "SELECT id, dtype, shape, pool, slot, segment FROM arrays "
+                "WHERE id IN carray(?) ORDER BY id",
+                (apsw.carray(np.array(sorted(ids), dtype=np.int64)),),
             ):
-                found[(r[0], kind)] = r[1:]
+                found[(ids[r[0]], kind)] = r[1:]
         return found
 
     def load(
@@ -456,8 +472,8 @@ class Reading:
             f"SELECT {_READ_FIELDS}, a.pool, a.slot, a.segment, s.pool, s.slot, s.segment, "
             f"{_CHECKER.extra} "
             "FROM time_series_associations t LEFT JOIN arrays a "
-            "ON a.hash = t.data_hash AND a.kind = 'data' LEFT JOIN arrays s "
-            "ON s.hash = t.timestamps_hash AND s.kind = 'timestamps' "
+            "ON a.id = t.data_id AND a.kind = 'data' LEFT JOIN arrays s "
+            "ON s.id = t.timestamps_id AND s.kind = 'timestamps' "
             "WHERE t.id IN carray(?) ORDER BY t.id",
             (apsw.carray(lookup),),
         ).fetchall()

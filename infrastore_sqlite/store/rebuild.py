@@ -43,7 +43,7 @@ from .arrays import KEY_WIDTH, KEYS_GROUP, KIND_NAMES, ArrayFile, describe_os_er
 from .catalog import Catalog
 from .damage import hash_matches
 from .journal import SEQ_KEY, records_of, replay
-from .prepare import INSERT_COLUMNS
+from .prepare import DATA_AT, INSERT_COLUMNS, TIMESTAMPS_AT
 from .rowcheck import CHECK_COLUMN, CHECKED_COLUMNS, row_check
 from .rows import feature_rows
 from .segments import NAME_ATTR, SEGMENT_DIR
@@ -411,27 +411,35 @@ def _write_catalog(
                     "INSERT INTO feature_sets VALUES (?, ?, ?, ?, ?, ?, ?)",
                     feature_rows(fh, orjson.loads(text)),
                 )
+            # The arrays numbered in the order their first series was added (as the
+            # adds numbered them), the series rows naming them by these ids.
+            array_ids: dict[tuple[bytes, str], int] = {}
+            for _sid, v in sorted(rows.items()):
+                array_ids.setdefault((v["data_hash"], "data"), len(array_ids) + 1)
+                if v.get("timestamps_hash") is not None:
+                    array_ids.setdefault((v["timestamps_hash"], "timestamps"), len(array_ids) + 1)
+            cat.executemany(
+                "INSERT INTO arrays (id, hash, kind, dtype, shape, pool, slot, segment) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (i, k[0], k[1], p[0], p[1], p[4], p[5], p[2])
+                    for k, i in array_ids.items()
+                    if (p := places.get(k)) is not None
+                ],
+            )
             # Each row with its checksum (rowcheck.py), as an add inserts it.
             columns = (*CHECKED_COLUMNS, CHECK_COLUMN)
-            values = [(sid, *(v[c] for c in INSERT_COLUMNS)) for sid, v in sorted(rows.items())]
+            values = []
+            for sid, v in sorted(rows.items()):
+                row = [sid, *(v[c] for c in INSERT_COLUMNS)]
+                row[1 + DATA_AT] = array_ids[v["data_hash"], "data"]
+                if row[1 + TIMESTAMPS_AT] is not None:
+                    row[1 + TIMESTAMPS_AT] = array_ids[v["timestamps_hash"], "timestamps"]
+                values.append(row)
             cat.executemany(
                 f"INSERT INTO time_series_associations ({', '.join(columns)}) "
                 f"VALUES ({', '.join('?' * len(columns))})",
                 [(*r, row_check(r)) for r in values],
-            )
-            needed = set()
-            for v in rows.values():
-                needed.add((v["data_hash"], "data"))
-                if v.get("timestamps_hash") is not None:
-                    needed.add((v["timestamps_hash"], "timestamps"))
-            cat.executemany(
-                "INSERT INTO arrays (hash, kind, dtype, shape, pool, slot, segment) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                sorted(
-                    (k[0], k[1], p[0], p[1], p[4], p[5], p[2])
-                    for k, p in places.items()
-                    if k in needed
-                ),
             )
             for name, f in sorted(segments.items()):
                 nbytes = os.path.getsize(f.path)

@@ -328,8 +328,11 @@ def relocate_lost(state: StoreState, keys: set[tuple[bytes, str]]) -> int:
         dtype, _, dims = pool.partition("__")
         shape = orjson.dumps([] if dims == "s" else [int(d) for d in dims.split("x")]).decode()
         cat.execute(
-            "INSERT OR REPLACE INTO arrays (hash, kind, dtype, shape, pool, slot, segment) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            # Upserted: a row the catalog holds keeps its id (the series rows name it).
+            "INSERT INTO arrays (hash, kind, dtype, shape, pool, slot, segment) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (hash, kind) DO UPDATE SET "
+            "dtype = excluded.dtype, shape = excluded.shape, pool = excluded.pool, "
+            "slot = excluded.slot, segment = excluded.segment",
             (h, kind, dtype, shape, pool, slot, segment),
         )
         state.segments.forget(segment)

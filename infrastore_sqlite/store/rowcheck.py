@@ -4,7 +4,8 @@ A bit flipped inside a catalog row (a disk, a backup tool, a hand edit) leaves a
 SQLite reads without complaint: ``load_b`` becomes ``load_f``, a data hash names
 another array. Each row of ``time_series_associations`` therefore keeps, in its
 ``row_check`` column (schema step 0003), the CRC-32 of its id and every
-:data:`~.prepare.INSERT_COLUMNS` field, packed canonically (:func:`row_check`). Every
+:data:`~.prepare.STORED_COLUMNS` field (its arrays by their integer ids, schema step
+0004), packed canonically (:func:`row_check`). Every
 read that hands rows to a caller compares it (:class:`RowChecker`); a row that does
 not match is damage — refused, named by ``verify``, restored by ``repair`` from the
 segments' records — never the new truth.
@@ -32,12 +33,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ..errors import DamagedStoreError, TimeSeriesError, damage_terms
-from .prepare import INSERT_COLUMNS
+from .prepare import STORED_COLUMNS
 
 #: The column holding a series row's checksum.
 CHECK_COLUMN = "row_check"
 #: The fields the checksum covers, in the order it packs them.
-CHECKED_COLUMNS: tuple[str, ...] = ("id", *INSERT_COLUMNS)
+CHECKED_COLUMNS: tuple[str, ...] = ("id", *STORED_COLUMNS)
 #: The SQL function (registered on every catalog connection) computing :func:`row_check`
 #: from :data:`CHECKED_COLUMNS`: the schema step that adds the column fills it with it.
 SQL_FUNCTION = "infrastore_row_check"
@@ -77,7 +78,7 @@ def sql_row_check(*values: Any) -> int:
 
 
 def with_checks(first: int, rows: Iterable[tuple]) -> list[tuple]:
-    """Rows (:data:`INSERT_COLUMNS` order) to be inserted with the consecutive ids from
+    """Rows (:data:`~.prepare.STORED_COLUMNS` order) to be inserted with the consecutive ids from
     ``first``, each with its checksum appended."""
     return [(*row, row_check((sid, *row))) for sid, row in enumerate(rows, first)]
 

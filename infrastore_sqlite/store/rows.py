@@ -25,12 +25,14 @@ from ..model import OwnerCategory, TimeSeriesType
 SELECT_ROWS = """
 SELECT t.id, t.owner_id, t.owner_type, t.owner_category, t.time_series_type, t.name,
        t.initial_ms, t.resolution, t.length, t.horizon, t.interval, t.count,
-       t.timestamps_hash, t.units, t.quantity_kind, t.unit_system, t.time_reference,
+       ta.hash, t.units, t.quantity_kind, t.unit_system, t.time_reference,
        t.component_field, t.percentiles_json, t.element_type, t.element_shape, t.array_shape,
-       t.application_data, t.data_hash, t.features_hash, f.features_json,
-       t.initial_timestamp, t.row_check
+       t.application_data, da.hash, t.features_hash, f.features_json,
+       t.initial_timestamp, t.row_check, t.data_id, t.timestamps_id
 FROM time_series_associations t
 LEFT JOIN feature_maps f ON f.features_hash = t.features_hash
+LEFT JOIN arrays da ON da.id = t.data_id
+LEFT JOIN arrays ta ON ta.id = t.timestamps_id
 """
 
 FILTER_KEYS = (

@@ -43,11 +43,17 @@ from .conflicts import (
     listed_twice,
 )
 from .prepare import (
+    ARRAY_ID_COLUMNS,
+    DATA_AT,
     IDENTITY_COLUMNS,
     INSERT_COLUMNS,
+    STORED_COLUMNS,
+    TIMESTAMPS_AT,
     CatalogRow,
     Prepared,
     dtype_of,
+    hash_sql,
+    id_sql,
     prepare_bulk,
     shape_json,
 )
@@ -62,17 +68,21 @@ if TYPE_CHECKING:
     from .transactions import Transactions
 
 
-_FIRST = operator.itemgetter(0)
-#: A catalog row's insert, its values a :class:`CatalogRow`.
+#: A catalog row's insert, its values a :class:`CatalogRow` (the arrays by hash: each
+#: looked up for its id; an add's rows go by ``_INSERT_CHECKED`` instead).
 _INSERT_ROW = (
-    f"INSERT INTO time_series_associations ({', '.join(INSERT_COLUMNS)}) "
-    f"VALUES ({', '.join('?' * len(INSERT_COLUMNS))})"
+    f"INSERT INTO time_series_associations ({', '.join(STORED_COLUMNS)}) VALUES ("
+    + ", ".join(
+        id_sql(s) if s != c else "?" for s, c in zip(STORED_COLUMNS, INSERT_COLUMNS, strict=True)
+    )
+    + ")"
 )
 
-#: The same with the row's checksum (:mod:`.rowcheck`), its ids known beforehand.
+#: A row as stored (:data:`STORED_COLUMNS`, the arrays by id) with its checksum
+#: (:mod:`.rowcheck`), its series id known beforehand.
 _INSERT_CHECKED = (
-    f"INSERT INTO time_series_associations ({', '.join(INSERT_COLUMNS)}, {CHECK_COLUMN}) "
-    f"VALUES ({', '.join('?' * (len(INSERT_COLUMNS) + 1))})"
+    f"INSERT INTO time_series_associations ({', '.join(STORED_COLUMNS)}, {CHECK_COLUMN}) "
+    f"VALUES ({', '.join('?' * (len(STORED_COLUMNS) + 1))})"
 )
 
 
@@ -120,7 +130,7 @@ class Writing:
         maps, then their catalog rows (:meth:`_insert_rows`); returns the new ids in order."""
         if not prepared:
             return []
-        self.store_arrays(_array_entries(prepared))
+        array_ids = self.store_arrays(_array_entries(prepared))
         cat = self._state.catalog
         features = {p.row.features_hash: p.features for p in prepared}
         known = self._known_features(list(features))
@@ -134,7 +144,7 @@ class Writing:
                     "INSERT INTO feature_sets VALUES (?, ?, ?, ?, ?, ?, ?)",
                     feature_rows(fh, feats),
                 )
-        return self._insert_rows(prepared)
+        return self._insert_rows(prepared, array_ids)
 
     def held_rows(self, items: Sequence[Prepared]) -> dict[tuple, dict[str, Any]]:
         """The stored catalog row (``id`` and ``COMPARED_COLUMNS``) of every item whose
@@ -222,8 +232,11 @@ class Writing:
             )
         return found
 
-    def _insert_rows(self, prepared: list[Prepared]) -> list[int]:
-        """The catalog rows of ``prepared``, in order, in one statement; returns their ids.
+    def _insert_rows(
+        self, prepared: list[Prepared], array_ids: dict[tuple[bytes, str], int]
+    ) -> list[int]:
+        """The catalog rows of ``prepared``, in order, in one statement, their arrays
+        named by ``array_ids`` (``(hash, kind) -> arrays.id``); returns their ids.
 
         The rule that a Deterministic and a DeterministicSingleTimeSeries exclude each
         other per family is checked once afterwards, for the whole batch: the first new
@@ -239,15 +252,16 @@ class Writing:
             "WHERE name = 'time_series_associations'), 0), "
             "COALESCE((SELECT MAX(id) FROM time_series_associations), 0))"
         )
+        rows = [p.row for p in prepared]
         try:
-            cat.executemany(_INSERT_CHECKED, with_checks(first, [p.row for p in prepared]))
+            cat.executemany(_INSERT_CHECKED, with_checks(first, _stored(rows, array_ids)))
         except apsw.ConstraintError as exc:
             done = cat.scalar(
                 "SELECT COUNT(*) FROM time_series_associations WHERE id >= ?", (first,)
             )
             raise self._duplicate(prepared[done].row, prepared[done].label) from exc
         ids = list(range(first, first + len(prepared)))
-        journal.note_added(self._state, ids, [p.row for p in prepared])
+        journal.note_added(self._state, ids, rows)
         if cat.conn.last_insert_rowid() != ids[-1]:
             raise IntegrityError(
                 "the catalog numbered new series out of sequence; nothing was added. Run "
@@ -318,16 +332,17 @@ class Writing:
         for start in range(0, len(keys), 100):
             chunk = keys[start : start + 100]
             marks = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
-            for r in checker.cut(
-                self._state.catalog.execute(
-                    f"SELECT {identity}, {', '.join(wanted)}, {checker.extra} "
-                    f"FROM time_series_associations t WHERE ({identity}) IN (VALUES {marks})",
-                    [x for k in chunk for x in k],
-                ),
-                7 + len(wanted),
-                str(self._state.path),
-            ):
-                found[tuple(r[:7])] = dict(zip(wanted, r[7:], strict=True))
+            selected = ", ".join(hash_sql(c) for c in wanted)
+        for r in checker.cut(
+            self._state.catalog.execute(
+                f"SELECT {identity}, {selected}, {checker.extra} "
+                f"FROM time_series_associations t WHERE ({identity}) IN (VALUES {marks})",
+                [x for k in chunk for x in k],
+            ),
+            7 + len(wanted),
+            str(self._state.path),
+        ):
+            found[tuple(r[:7])] = dict(zip(wanted, r[7:], strict=True))
         return found
 
     def replace_rows(self, replacing: list[tuple[int, Prepared]]) -> None:
@@ -347,16 +362,20 @@ class Writing:
         old = {
             r[0]: r[1:]
             for r in cat.execute(
-                "SELECT id, data_hash, timestamps_hash, initial_ms, length, resolution "
-                f"FROM time_series_associations WHERE id IN ({', '.join('?' * len(replacing))})",
+                f"SELECT id, {hash_sql('data_hash')}, {hash_sql('timestamps_hash')}, initial_ms, "
+                "length, resolution FROM time_series_associations t "
+                f"WHERE id IN ({', '.join('?' * len(replacing))})",
                 [i for i, _ in replacing],
             )
         }
         columns = [c for c in INSERT_COLUMNS if c not in IDENTITY_COLUMNS]
-        sql = (
-            f"UPDATE time_series_associations SET {', '.join(f'{c} = ?' for c in columns)} "
-            "WHERE id = ?"
+        setting = ", ".join(
+            f"{c} = ?"
+            if c not in ARRAY_ID_COLUMNS
+            else f"{ARRAY_ID_COLUMNS[c]} = {id_sql(ARRAY_ID_COLUMNS[c])}"
+            for c in columns
         )
+        sql = f"UPDATE time_series_associations SET {setting} WHERE id = ?"
         values = operator.itemgetter(*(INSERT_COLUMNS.index(c) for c in columns))
         for sid, p in replacing:
             row = p.row
@@ -374,7 +393,8 @@ class Writing:
         if old_hash == row.data_hash:
             return
         where = (
-            "time_series_type = 3 AND data_hash = ? AND owner_id = ? AND owner_category = ? "
+            f"time_series_type = 3 AND data_id = {id_sql('data_id')} AND owner_id = ? "
+            "AND owner_category = ? "
             "AND name = ? AND resolution IS ? AND features_hash = ?"
         )
         params = (
@@ -399,7 +419,7 @@ class Writing:
                 terms={"remove": REMOVE, "transform": TRANSFORM},
             )
         self._state.catalog.execute(
-            "UPDATE time_series_associations SET data_hash = ?, element_type = ?, "
+            f"UPDATE time_series_associations SET data_id = {id_sql('data_id')}, element_type = ?, "
             f"element_shape = ?, array_shape = ? WHERE {where}",
             (
                 row.data_hash,
@@ -412,12 +432,12 @@ class Writing:
 
     def _sweep_arrays(self, keys: Iterable[tuple[bytes, str]]) -> None:
         """Drop the catalog entries of those arrays that no series names any more."""
-        column = {"data": "data_hash", "timestamps": "timestamps_hash"}
+        column = {"data": "data_id", "timestamps": "timestamps_id"}
         for h, kind in set(keys):
             self._state.catalog.execute(
                 f"DELETE FROM arrays WHERE hash = ? AND kind = ? AND NOT EXISTS (SELECT 1 FROM "
-                f"time_series_associations t WHERE t.{column[kind]} = ?)",
-                (h, kind, h),
+                f"time_series_associations t WHERE t.{column[kind]} = arrays.id)",
+                (h, kind),
             )
 
     def _check_family(self, row: CatalogRow, label: str) -> None:
@@ -453,11 +473,13 @@ class Writing:
             series=label,
         )
 
-    def store_arrays(self, arrays: dict[tuple[bytes, str], np.ndarray]) -> None:
+    def store_arrays(self, arrays: dict[tuple[bytes, str], np.ndarray]) -> dict[tuple, int]:
         """Write every array of ``arrays`` (``(hash, kind) -> array``, one per key) the
         catalog does not yet hold into this transaction's segment, pooled by dtype and
-        shape, and record where each one went (``arrays`` is left holding only those)."""
-        for key in self._held(arrays):
+        shape, and record where each one went (``arrays`` is left holding only those).
+        Returns the ``arrays`` id of every key, held before or new."""
+        ids = self._held(arrays)
+        for key in ids:
             del arrays[key]
         by_pool: dict[tuple, list[tuple[bytes, str]]] = {}
         last_dtype = last_shape = None
@@ -492,22 +514,25 @@ class Writing:
                 (h, kind, dtype, shape_text, name, slot, segment)
                 for (h, kind), slot in zip(keys, range(first, first + len(keys)), strict=True)
             )
-        # In key order: the table is clustered on (hash, kind), so sorted inserts fill
-        # its pages one after another instead of splitting pages all over the tree.
-        # By the hash alone (the sort compares bytes, not tuples): a hash held as both
-        # kinds keeps its rows side by side.
-        rows.sort(key=_FIRST)
+        if not rows:
+            return ids
+        # Numbered past the highest id, in the order written: the table's B-tree grows
+        # at its right edge (only the narrow hash index takes random inserts).
+        first = 1 + (self._state.catalog.scalar("SELECT max(id) FROM arrays") or 0)
+        numbers = range(first, first + len(rows))
+        ids.update(zip([(r[0], r[1]) for r in rows], numbers, strict=True))
         self._state.catalog.executemany(
-            "INSERT INTO arrays (hash, kind, dtype, shape, pool, slot, segment) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            rows,
+            "INSERT INTO arrays (id, hash, kind, dtype, shape, pool, slot, segment) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [(i, *r) for i, r in zip(numbers, rows, strict=True)],
         )
+        return ids
 
-    def _held(self, keys: Iterable[tuple[bytes, str]]) -> list[tuple[bytes, str]]:
-        """Which of ``keys`` the catalog's ``arrays`` already holds.
+    def _held(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], int]:
+        """Those of ``keys`` the catalog's ``arrays`` already holds, with their ids.
 
-        One query per kind, the hashes bound as one carray and joined to the primary
-        key; only the hashes come back (where they are is not the writer's business).
+        One query per kind, the hashes bound as one carray and joined to the hash index;
+        only the hashes and ids come back (where they are is not the writer's business).
         """
         by_kind: dict[str, list[bytes]] = {}
         for h, kind in keys:
@@ -516,12 +541,12 @@ class Writing:
                 by_kind[kind] = [h]
             else:
                 hashes.append(h)
-        held: list[tuple[bytes, str]] = []
+        held: dict[tuple[bytes, str], int] = {}
         for kind, hashes in by_kind.items():
-            held.extend(
-                (r[0], kind)
+            held.update(
+                ((r[0], kind), r[1])
                 for r in self._state.catalog.execute(
-                    "SELECT a.hash FROM carray(?) c JOIN arrays a "
+                    "SELECT a.hash, a.id FROM carray(?) c JOIN arrays a "
                     "ON a.hash = c.value AND a.kind = ?",
                     (apsw.carray(tuple(hashes)), kind),
                 )
@@ -597,8 +622,8 @@ class Writing:
             if r.type is TimeSeriesType.SingleTimeSeries:
                 backing = cat.scalar(
                     "SELECT id FROM time_series_associations WHERE time_series_type = 3 AND "
-                    "data_hash = ? AND owner_id = ? AND owner_category = ? AND name = ? AND "
-                    "resolution IS ? AND features_hash = ?",
+                    f"data_id = {id_sql('data_id')} AND owner_id = ? AND owner_category = ? "
+                    "AND name = ? AND resolution IS ? AND features_hash = ?",
                     (
                         r.data_hash,
                         r.owner_id,
@@ -620,11 +645,11 @@ class Writing:
         # Free what nothing references any more (the slot is reclaimed by compact()).
         cat.execute(
             "DELETE FROM arrays WHERE kind = 'data' AND NOT EXISTS (SELECT 1 FROM "
-            "time_series_associations t WHERE t.data_hash = arrays.hash)"
+            "time_series_associations t WHERE t.data_id = arrays.id)"
         )
         cat.execute(
             "DELETE FROM arrays WHERE kind = 'timestamps' AND NOT EXISTS (SELECT 1 FROM "
-            "time_series_associations t WHERE t.timestamps_hash = arrays.hash)"
+            "time_series_associations t WHERE t.timestamps_id = arrays.id)"
         )
         cat.execute(
             "DELETE FROM feature_sets WHERE NOT EXISTS (SELECT 1 FROM time_series_associations t"
@@ -634,6 +659,20 @@ class Writing:
             "DELETE FROM feature_maps WHERE NOT EXISTS (SELECT 1 FROM time_series_associations t"
             " WHERE t.features_hash = feature_maps.features_hash)"
         )
+
+
+def _stored(rows: Sequence[CatalogRow], ids: dict[tuple[bytes, str], int]) -> list[tuple]:
+    """``rows`` as the catalog stores them (:data:`STORED_COLUMNS`): each array's hash
+    replaced by its ``arrays`` id."""
+    out = []
+    d, t = DATA_AT, TIMESTAMPS_AT
+    for r in rows:
+        stored = list(r)
+        stored[d] = ids[r[d], "data"]
+        if r[t] is not None:
+            stored[t] = ids[r[t], "timestamps"]
+        out.append(stored)
+    return out
 
 
 def _array_entries(prepared: Sequence[Prepared]) -> dict[tuple[bytes, str], np.ndarray]:

@@ -142,7 +142,7 @@ def _series_row(cat: Catalog, **over) -> None:
         "length": 1,
         "element_shape": "[]",
         "array_shape": "[1]",
-        "data_hash": b"\0" * 32,
+        "data_id": 1,
         "features_hash": b"\1" * 32,
     }
     row.update(over)
@@ -156,7 +156,7 @@ def _series_row(cat: Catalog, **over) -> None:
 def test_identity_index_makes_null_periods_collide(cat: Catalog) -> None:
     _series_row(cat)
     with pytest.raises(apsw.ConstraintError):
-        _series_row(cat, owner_type="Other", data_hash=b"\2" * 32)  # not identity
+        _series_row(cat, owner_type="Other", data_id=2)  # not identity
     _series_row(cat, owner_category=1)
     _series_row(cat, features_hash=b"\3" * 32)
     _series_row(cat, time_series_type=0, resolution="PT1H")

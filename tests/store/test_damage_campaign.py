@@ -117,9 +117,12 @@ def _row_field_flipped(rng: random.Random, path: Path, column: str) -> str:
         (value,) = conn.execute(
             f"SELECT {column} FROM time_series_associations WHERE id = ?", (sid,)
         ).fetchone()
-        raw = bytearray(value.encode() if isinstance(value, str) else value)
-        raw[rng.randrange(len(raw))] ^= 1 << rng.randrange(7)
-        new = raw.decode() if isinstance(value, str) else bytes(raw)
+        if isinstance(value, int):  # an array id (schema step 0004)
+            new: object = value ^ (1 << rng.randrange(7))
+        else:
+            raw = bytearray(value.encode() if isinstance(value, str) else value)
+            raw[rng.randrange(len(raw))] ^= 1 << rng.randrange(7)
+            new = raw.decode() if isinstance(value, str) else bytes(raw)
         conn.execute(f"UPDATE time_series_associations SET {column} = ? WHERE id = ?", (new, sid))
     finally:
         conn.close()
@@ -131,7 +134,7 @@ def row_name_flipped(rng: random.Random, path: Path, other: Path) -> str:
 
 
 def row_hash_flipped(rng: random.Random, path: Path, other: Path) -> str:
-    return _row_field_flipped(rng, path, "data_hash")
+    return _row_field_flipped(rng, path, "data_id")
 
 
 def _zero_page(rng: random.Random, path: Path, kind: str) -> str:

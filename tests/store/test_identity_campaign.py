@@ -54,8 +54,8 @@ def _snapshot(path: Path) -> dict[str, bytes]:
 def _seg_of(path: Path, sid: int) -> str:
     with Store.open(path, read_only=True) as s:
         return s._catalog.scalar(
-            "SELECT a.segment FROM arrays a JOIN time_series_associations t ON a.hash = "
-            "t.data_hash AND a.kind = 'data' WHERE t.id = ?",
+            "SELECT a.segment FROM arrays a JOIN time_series_associations t ON a.id = "
+            "t.data_id AND a.kind = 'data' WHERE t.id = ?",
             (sid,),
         )
 
@@ -121,9 +121,12 @@ def _row_damage(rng, path, column: str) -> None:
         value = s._catalog.scalar(
             f"SELECT {column} FROM time_series_associations WHERE id = ?", (sid,)
         )
-        raw = bytearray(value.encode() if isinstance(value, str) else value)
-        raw[rng.randrange(len(raw))] ^= 1 << rng.randrange(7)
-        new = raw.decode() if isinstance(value, str) else bytes(raw)
+        if isinstance(value, int):  # an array id (schema step 0004)
+            new: object = value ^ (1 << rng.randrange(7))
+        else:
+            raw = bytearray(value.encode() if isinstance(value, str) else value)
+            raw[rng.randrange(len(raw))] ^= 1 << rng.randrange(7)
+            new = raw.decode() if isinstance(value, str) else bytes(raw)
         s._catalog.conn.execute(
             f"UPDATE time_series_associations SET {column} = ? WHERE id = ?", (new, sid)
         )
@@ -135,7 +138,7 @@ def row_name_flip(rng, path, _w):
 
 
 def row_hash_flip(rng, path, _w):
-    _row_damage(rng, path, "data_hash")
+    _row_damage(rng, path, "data_id")
     return set()
 
 
@@ -214,7 +217,7 @@ def _ids_with_data_in(path: Path, segment: str) -> set[int]:
             r[0]
             for r in s._catalog.execute(
                 "SELECT DISTINCT t.id FROM time_series_associations t JOIN arrays a ON "
-                "(a.hash = t.data_hash AND a.kind = 'data') OR (a.hash = t.timestamps_hash "
+                "(a.id = t.data_id AND a.kind = 'data') OR (a.id = t.timestamps_id "
                 "AND a.kind = 'timestamps') WHERE a.segment = ?",
                 (segment,),
             )

@@ -38,7 +38,7 @@ def _ids_in(path: Path, segment: Path) -> list[int]:
             r[0]
             for r in s._catalog.execute(
                 "SELECT DISTINCT t.id FROM time_series_associations t JOIN arrays a "
-                "ON (a.hash = t.data_hash AND a.kind = 'data') OR (a.hash = t.timestamps_hash "
+                "ON (a.id = t.data_id AND a.kind = 'data') OR (a.id = t.timestamps_id "
                 "AND a.kind = 'timestamps') WHERE a.segment = ? ORDER BY t.id",
                 (segment.name,),
             )
@@ -147,7 +147,7 @@ def _flip_slot(path: Path, series_id: int) -> tuple[int, int]:
     with Store.open(path) as s:
         h, slot, pool, segment = s._catalog.execute(
             "SELECT a.hash, a.slot, a.pool, a.segment FROM arrays a JOIN "
-            "time_series_associations t ON a.hash = t.data_hash AND a.kind = 'data' "
+            "time_series_associations t ON a.id = t.data_id AND a.kind = 'data' "
             "WHERE t.id = ?",
             (series_id,),
         ).fetchone()
@@ -171,8 +171,8 @@ def test_a_wrong_slot_never_returns_another_arrays_values(world, tmp_path: Path)
     # so pick a pool with two arrays).
     with Store.open(path, read_only=True) as s:
         sid = s._catalog.scalar(
-            "SELECT t.id FROM time_series_associations t JOIN arrays a ON a.hash = "
-            "t.data_hash AND a.kind = 'data' WHERE (SELECT count(*) FROM arrays b WHERE "
+            "SELECT t.id FROM time_series_associations t JOIN arrays a ON a.id = "
+            "t.data_id AND a.kind = 'data' WHERE (SELECT count(*) FROM arrays b WHERE "
             "b.pool = a.pool AND b.segment = a.segment) > 1 ORDER BY t.id LIMIT 1"
         )
     _flip_slot(path, sid)
@@ -209,6 +209,10 @@ def test_a_store_of_the_release_before_opens_and_reads(tmp_path: Path) -> None:
     for seg in segment_files(path):
         with h5py.File(seg, "r") as h5:
             assert "segment_name" not in h5.attrs and "keys" not in h5
+    # Kept at schema revision 2: a read-only open is refused (it cannot migrate), so a
+    # writable one migrates it first (steps 0003 and 0004).
+    with Store.open(path):
+        pass
     with Store.open(path, read_only=True) as s:
         for i, data in expected.items():
             assert np.asarray(s.read_by_id(i).data).tobytes() == data
@@ -228,8 +232,8 @@ def test_repair_finds_an_array_whose_slot_the_catalog_lost(world, tmp_path: Path
     expected = world[1]
     with Store.open(path, read_only=True) as s:
         sid = s._catalog.scalar(
-            "SELECT t.id FROM time_series_associations t JOIN arrays a ON a.hash = "
-            "t.data_hash AND a.kind = 'data' WHERE (SELECT count(*) FROM arrays b WHERE "
+            "SELECT t.id FROM time_series_associations t JOIN arrays a ON a.id = "
+            "t.data_id AND a.kind = 'data' WHERE (SELECT count(*) FROM arrays b WHERE "
             "b.pool = a.pool AND b.segment = a.segment) > 1 ORDER BY t.id LIMIT 1"
         )
     _flip_slot(path, sid)

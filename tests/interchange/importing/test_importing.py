@@ -46,7 +46,7 @@ from infrastore_sqlite.interchange.importing import (
     run_import,
 )
 from infrastore_sqlite.interchange.layout import forecast_axis, static_axis
-from infrastore_sqlite.store.prepare import INSERT_COLUMNS, row_for
+from infrastore_sqlite.store.prepare import INSERT_COLUMNS, hash_sql, row_for
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 T0_MS = 1_704_067_200_000
@@ -652,7 +652,9 @@ def _catalog_rows(store: Store) -> dict[tuple, tuple]:
     resolution, interval, features)."""
     cols = list(INSERT_COLUMNS)
     rows = store._catalog.execute(
-        f"SELECT {', '.join(cols)} FROM time_series_associations WHERE time_series_type != 3"
+        # The arrays by hash (the catalog holds their ids, schema step 0004).
+        f"SELECT {', '.join(hash_sql(c) for c in cols)} FROM time_series_associations t "
+        "WHERE time_series_type != 3"
     ).fetchall()
     at = {c: i for i, c in enumerate(cols)}
     key = ("owner_id", "owner_category", "time_series_type", "name", "resolution", "interval")
