@@ -43,7 +43,7 @@ class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
         self._arrays = arrays
         self._packed = packed
         if isinstance(arrays, ArrayKeys):
-            ids, cuts = arrays.key_order()
+            ids, cuts = arrays.key_columns()
         else:
             ids, cuts = _key_order(arrays)
         # Array ids in (key, id) order, and where each key's ids start among them.
