@@ -3,9 +3,10 @@
 a run at a time by one statement.
 
 A store of many short arrays pays more for one statement per array than for its rows,
-so consecutive arrays that tile one rowid range with one length and resolution are read
-and checked together; a run that fails any check is read again one group at a time
-(:mod:`.group`), which names the row at fault.
+so arrays consecutive in key order with one length and resolution are read and checked
+together, wherever each one's rowid span lies (:class:`RunPlan` picks them from int64
+columns, a block of entries at a time); a run that fails any check is read again one
+group at a time (:mod:`.group`), which names the row at fault.
 """
 
 from __future__ import annotations
