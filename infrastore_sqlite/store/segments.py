@@ -79,6 +79,16 @@ PENDING_SUFFIX = ".pending"
 SEALED_SUFFIX = ".sealed"
 #: Where files ``segments/`` holds but the catalog does not name are moved: never deleted.
 ASIDE_DIR = "segments-aside"
+# The most segments a store holds open for reading at once (least recently used closed
+# first). Each open segment costs HDF5 ~0.7-1 MB. 16 was measured against 64 (issue 37):
+# the 300,000-series SQLite export (60 segments) peaked at 169 MB against 210, but took
+# ~6 % more CPU (25.9/28.0 s against 25.8/25.3), because an export reads its arrays in
+# key (hash) order, a batch at a time, so every batch visits every segment in the same
+# cycle, which least-recently-used closing turns into a reopen per segment and batch
+# (~1.5 ms each: the file, its attributes, chunk maps and checksums). At 10^9 values
+# (23 segments, batches of ~230 arrays of 70 KB) 16 would reopen at nearly every
+# segment of every batch, tens of thousands of times. A store of up to 64 segments is
+# read without reopening any.
 _MAX_OPEN_READERS = 64
 # Size-tiered merging: a segment's tier is log8 of its size in units of _TIER_BASE, and
 # _MERGE_FANIN segments of one tier are merged into one of the next. Every array is then

@@ -31,6 +31,32 @@ class SortedIds:
         return at if at < len(self._ids) and int(self._ids[at]) == aid else -1
 
 
+#: A hash held as its 32 raw bytes (what an export writes as 64 lowercase hex digits).
+_WORDS = np.dtype((np.void, 32))
+#: Each byte's value as a lowercase hex digit (255: it is none).
+_HEX_VALUE = np.full(256, 255, dtype=np.uint8)
+_HEX_VALUE[np.frombuffer(b"0123456789abcdef", dtype=np.uint8)] = np.arange(16, dtype=np.uint8)
+_COMPACT_SLICE = 4096  # hashes converted at a time (~0.5 MB of work buffers)
+
+
+def _compact(hashes: np.ndarray) -> np.ndarray:
+    """``hashes`` (UTF-8 bytes) as 32 raw bytes each when every one is 64 lowercase hex
+    digits (half the memory; they sort and compare as their texts do), else as given.
+    Converted a slice at a time, so the work buffers stay small."""
+    if hashes.dtype != np.dtype("S64") or not len(hashes):
+        return hashes
+    digits = hashes.view(np.uint8).reshape(-1, 64)
+    raw = np.empty((len(hashes), 32), dtype=np.uint8)
+    for lo in range(0, len(hashes), _COMPACT_SLICE):
+        part = digits[lo : lo + _COMPACT_SLICE]
+        value = _HEX_VALUE[part]
+        # NUL padding is no hex digit: a shorter text keeps the column as it is.
+        if int(value.max()) > 15:
+            return hashes
+        raw[lo : lo + len(part)] = (value[:, 0::2] << 4) | value[:, 1::2]
+    return raw.view(_WORDS).reshape(-1)
+
+
 class ArrayKeys(Mapping[int, tuple[str, str]]):
     """A partition's arrays, ``id -> (data_hash, time_axis)``, held as columns: int64
     ids, the hashes as UTF-8 bytes, each time axis as the number of its distinct text
@@ -56,7 +82,9 @@ class ArrayKeys(Mapping[int, tuple[str, str]]):
         if differs.any():
             at = np.flatnonzero(differs)
             self.conflict = int(ids[at[np.argmin(order[at])]])
-        self._ids, self._hashes, self._axis = ids[first], hashes[first], axis[first]
+        self._ids, self._axis = ids[first], axis[first]
+        self._hashes = _compact(hashes[first])
+        del hashes
         self._axes = axes
         self._pos = SortedIds(self._ids)
 
@@ -79,7 +107,9 @@ class ArrayKeys(Mapping[int, tuple[str, str]]):
         return self._key(at)
 
     def _key(self, at: int) -> tuple[str, str]:
-        return self._hashes[at].decode("utf-8", "surrogatepass"), self._axes[self._axis[at]]
+        h = self._hashes[at]
+        text = h.tobytes().hex() if h.dtype == _WORDS else h.decode("utf-8", "surrogatepass")
+        return text, self._axes[self._axis[at]]
 
     def positions(self, aids: np.ndarray) -> np.ndarray:
         """Where each of ``aids`` is held (-1: not held)."""
@@ -100,16 +130,33 @@ class ArrayKeys(Mapping[int, tuple[str, str]]):
     def key_order(self) -> tuple[list[int], list[int]]:
         """The ids in ``(key, id)`` order, and where each distinct key's ids start in it
         (then their count)."""
+        ids, cuts = self.key_columns()
+        return ids.tolist(), cuts.tolist()
+
+    def key_columns(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`key_order` as int64 columns (no Python int per array)."""
         rank = np.empty(len(self._axes), dtype=np.int64)
         rank[sorted(range(len(self._axes)), key=self._axes.__getitem__)] = np.arange(
             len(self._axes)
         )
-        # UTF-8 bytes sort as their texts do; the ids are already ascending.
-        order = np.lexsort((rank[self._axis], self._hashes)) if len(self._ids) else np.empty(0, int)
-        hashes, axis = self._hashes[order], self._axis[order]
+        hashes = self._hashes
+        # UTF-8 bytes sort as their texts do, and a hash's raw bytes as its hex text;
+        # the ids are already ascending.
+        if not len(self._ids):
+            order = np.empty(0, dtype=np.int64)
+        elif hashes.dtype == _WORDS:
+            words = hashes.view(">u8").reshape(-1, 4)
+            order = np.lexsort(
+                (rank[self._axis], words[:, 3], words[:, 2], words[:, 1], words[:, 0])
+            )
+        else:
+            order = np.lexsort((rank[self._axis], hashes))
+        sorted_hashes, axis = hashes[order], self._axis[order]
         new = np.ones(len(order), dtype=bool)
-        new[1:] = (hashes[1:] != hashes[:-1]) | (axis[1:] != axis[:-1])
-        return self._ids[order].tolist(), [*np.flatnonzero(new).tolist(), len(order)]
+        new[1:] = (sorted_hashes[1:] != sorted_hashes[:-1]) | (axis[1:] != axis[:-1])
+        del sorted_hashes, axis
+        cuts = np.append(np.flatnonzero(new), len(order)).astype(np.int64)
+        return self._ids[order], cuts
 
 
 class IdValues(Mapping[int, int]):

@@ -43,7 +43,7 @@ class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
         self._arrays = arrays
         self._packed = packed
         if isinstance(arrays, ArrayKeys):
-            ids, cuts = arrays.key_order()
+            ids, cuts = arrays.key_columns()
         else:
             ids, cuts = _key_order(arrays)
         # Array ids in (key, id) order, and where each key's ids start among them.
@@ -68,6 +68,7 @@ class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
         self._done = 0  # entries before this one have been handed to the core
         #: Entries made ahead of the core (key, first Spec), by position.
         self._made: dict[int, tuple[tuple[str, str], Spec | None]] = {}
+        self._by_part: np.ndarray | None = None  # _part_ms, once run_columns is asked
 
     def __len__(self) -> int:
         return len(self._cuts) - 1
@@ -117,21 +118,49 @@ class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
             return key, self._packed.specs(lo, hi, key) if lo < hi else []
         return key, [first, *self._packed.specs(lo + 1, hi, key)] if lo + 1 < hi else [first]
 
-    def res_ms(self) -> IdValues:
-        """Array id -> the fixed resolution (ms) of the first series row naming its key,
-        for the first id of each key (none for a calendar resolution or none at all):
-        what a reader checks a batch's grids by, as columns."""
+    def _part_ms(self) -> np.ndarray:
+        """Shared part number -> its fixed resolution in ms (0: a calendar one, or none)."""
         packed = self._packed
-        named = np.flatnonzero(self._lo < self._hi)
-        rows = packed.order[self._lo[named]]
         by_part = np.zeros(max(packed.parts, default=-1) + 1, dtype=np.int64)
         for number, part in packed.parts.items():
             res = part[5]
             if res is not None and not res.calendar:
                 by_part[number] = res.ms
-        ms = by_part[np.asarray(packed.part, dtype=np.int64)[rows]]
+        return by_part
+
+    def _first_ms(self, entries: np.ndarray | slice, by_part: np.ndarray) -> np.ndarray:
+        """The fixed resolution (ms) of the first series row naming each of ``entries``
+        (0: none names it, or its resolution is a calendar one)."""
+        lo, hi = self._lo[entries], self._hi[entries]
+        named = lo < hi
+        ms = np.zeros(len(lo), dtype=np.int64)
+        rows = self._packed.order[lo[named]]
+        # The parts column as it is held (typed buffer), not copied per call.
+        parts = np.frombuffer(self._packed.part, dtype=np.int64)
+        ms[named] = by_part[parts[rows]]
+        return ms
+
+    def res_ms(self) -> IdValues:
+        """Array id -> the fixed resolution (ms) of the first series row naming its key,
+        for the first id of each key (none for a calendar resolution or none at all):
+        what a reader checks a batch's grids by, as columns."""
+        ms = self._first_ms(slice(None), self._part_ms())
         keep = ms != 0
-        return IdValues(self._ids[self._cuts[named]][keep], ms[keep])
+        return IdValues(self._ids[self._cuts[:-1]][keep], ms[keep])
+
+    def run_columns(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Entries ``start`` to ``stop`` as int64 columns, without making them: each one's
+        first array id, how many ids its key spreads over, and the fixed resolution (ms) of
+        the first series row naming it (0: none, or a calendar one). What a reader plans
+        its run reads by, a block of entries at a time (:class:`PartitionSource`)."""
+        if self._by_part is None:
+            self._by_part = self._part_ms()
+        cuts = self._cuts[start : stop + 1]
+        return (
+            self._ids[cuts[:-1]],
+            np.diff(cuts),
+            self._first_ms(slice(start, stop), self._by_part),
+        )
 
 
 def _key_order(arrays: Mapping[int, tuple[str, str]]) -> tuple[list[int], list[int]]:

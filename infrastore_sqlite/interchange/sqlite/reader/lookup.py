@@ -10,7 +10,7 @@ here, with a few index seeks per array.
 from __future__ import annotations
 
 import contextlib
-from array import array
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -22,6 +22,9 @@ from infrastore_sqlite.interchange.importing.keys import SortedIds
 
 from ..schema import q
 from .tables import PartitionTables
+
+# How many arrays' span rows are taken into numpy at once (a list of tuples while taken).
+_SPAN_CHUNK = 8192
 
 
 class ArraySpans:
@@ -42,35 +45,33 @@ class ArraySpans:
         has: np.ndarray,
         ok: np.ndarray,
     ) -> None:
-        order = np.argsort(ids, kind="stable")
-        self._ids = ids[order]
-        self._lo, self._hi, self._t0 = lo[order], hi[order], t0[order]
-        self._i0 = i0[order] if i0 is not None else None
-        self._has, self._ok = has[order], ok[order]
+        if len(ids) > 1 and not bool((ids[1:] >= ids[:-1]).all()):
+            # (An arrays table is read in id order: no copy of the columns then.)
+            order = np.argsort(ids, kind="stable")
+            ids, lo, hi, t0 = ids[order], lo[order], hi[order], t0[order]
+            i0 = i0[order] if i0 is not None else None
+            has, ok = has[order], ok[order]
+        self._ids, self._lo, self._hi, self._t0, self._i0 = ids, lo, hi, t0, i0
+        self._has, self._ok = has, ok
         self._at = SortedIds(self._ids).at  # the position of an id, or -1
 
     @classmethod
-    def collect(cls, rows: Iterable[Sequence[Any]], *, forecast: bool) -> ArraySpans:
-        """From rows ``(id, lo, hi, timestamp, issue_time)`` (lo and hi NULL for an array
-        without rows); a row at a time into typed buffers, so no per-array object stays."""
-        ids, los, his, t0s, i0s = (array("q") for _ in range(5))
-        has, ok = bytearray(), bytearray()
-        for aid, lo, hi, t0, i0 in rows:
-            ids.append(aid)
-            rows_here = lo is not None
-            has.append(rows_here)
-            los.append(lo if rows_here else 0)
-            his.append(hi if rows_here else 0)
-            good = rows_here and type(t0) is int and (type(i0) is int if forecast else True)
-            ok.append(good)
-            t0s.append(t0 if good else 0)
-            i0s.append(i0 if good and forecast else 0)
-
-        def col(buf: array) -> np.ndarray:
-            return np.frombuffer(buf, dtype=np.int64) if len(buf) else np.empty(0, np.int64)
-
-        flags = np.frombuffer(bytes(has), dtype=np.bool_), np.frombuffer(bytes(ok), dtype=np.bool_)
-        return cls(col(ids), col(los), col(his), col(t0s), col(i0s) if forecast else None, *flags)
+    def collect(cls, rows: Iterable[Sequence[int]], *, forecast: bool) -> ArraySpans:
+        """From integer rows ``(id, has, lo, hi, ok, timestamp, issue_time)`` (``has``: the
+        array has rows; ``ok``: its first row's coordinates are integers; the others 0
+        where they do not apply), taken a chunk of rows at a time into int64 columns, so
+        no per-array object stays and none is made per value."""
+        parts: list[list[np.ndarray]] = [[] for _ in range(7)]
+        it = iter(rows)
+        while chunk := list(itertools.islice(it, _SPAN_CHUNK)):
+            block = np.array(chunk, dtype=np.int64).reshape(len(chunk), 7)
+            for part, col in zip(parts, block.T, strict=True):
+                part.append(np.ascontiguousarray(col))
+        del chunk
+        ids, has, lo, hi, ok, t0, i0 = (
+            np.concatenate(part) if part else np.zeros(0, dtype=np.int64) for part in parts
+        )
+        return cls(ids, lo, hi, t0, i0 if forecast else None, has != 0, ok != 0)
 
     def __contains__(self, aid: object) -> bool:
         return type(aid) is int and self._at(aid) >= 0
@@ -91,6 +92,25 @@ class ArraySpans:
         if at < 0 or not self._ok[at]:
             return None
         return int(self._t0[at]), (int(self._i0[at]) if self._i0 is not None else None)
+
+    def columns(
+        self, aids: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """For each of ``aids`` at once: ``(found, lo, hi, t0, ok)``: whether it is an
+        array with rows, its rowid span, its first row's timestamp, and whether that is
+        an integer (with its issue time, in a forecast table); lo, hi and t0 are 0 where
+        not found."""
+        at = np.searchsorted(self._ids, aids)
+        at = np.minimum(at, max(len(self._ids) - 1, 0))
+        if not len(self._ids):
+            none = np.zeros(len(aids), dtype=np.int64)
+            return none.astype(bool), none, none, none, none.astype(bool)
+        found = (self._ids[at] == aids) & self._has[at]
+        zero = np.int64(0)
+        lo = np.where(found, self._lo[at], zero)
+        hi = np.where(found, self._hi[at], zero)
+        t0 = np.where(found, self._t0[at], zero)
+        return found, lo, hi, t0, found & self._ok[at]
 
     def tiled(self) -> bool:
         """Whether the spans of the arrays that have rows overlap nowhere."""
@@ -234,10 +254,19 @@ class ValuesLookup:
         # and the coordinates of the first row (which the fast path anchors on) one more.
         # What comes back is held as int64 columns (a few bytes per array, not a dict
         # entry and tuples of Python ints: a partition may hold millions of arrays).
-        issue = "s.issue_time" if t.type.is_forecast else "NULL"
+        # Every column comes back an integer (0 where it does not apply), so the rows go
+        # into numpy a chunk at a time, with no test per row in Python.
+        if t.type.is_forecast:
+            ok = "typeof(s.timestamp) = 'integer' AND typeof(s.issue_time) = 'integer'"
+            issue = "CASE WHEN typeof(s.issue_time) = 'integer' THEN s.issue_time ELSE 0 END"
+        else:
+            ok, issue = "typeof(s.timestamp) = 'integer'", "0"
         self.spans = ArraySpans.collect(
             t.conn.execute(
-                f"SELECT x.id, x.lo, x.hi, s.timestamp, {issue} FROM (SELECT id, "
+                f"SELECT x.id, x.lo IS NOT NULL, coalesce(x.lo, 0), coalesce(x.hi, 0), "
+                f"x.lo IS NOT NULL AND {ok}, "
+                "CASE WHEN typeof(s.timestamp) = 'integer' THEN s.timestamp ELSE 0 END, "
+                f"{issue} FROM (SELECT id, "
                 f"(SELECT min({rid}) FROM {table} WHERE {col} = a.id) AS lo, "
                 f"(SELECT max({rid}) FROM {table} WHERE {col} = a.id) AS hi FROM {t.A} AS a) "
                 f"AS x LEFT JOIN {t.V} AS s ON s.rowid = x.lo"

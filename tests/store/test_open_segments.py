@@ -1,0 +1,103 @@
+"""A store holds at most a few segments open for reading, whatever reads them.
+
+Each open segment costs HDF5 most of a megabyte; an export reads every segment of the
+store in each batch, so without a cap the open files (and the memory) grow with the store
+(issue 37, Must 3). The cap is made small here so that a store of a few segments exceeds
+it: every read must still give back what was stored, with never more files open than
+the cap.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import infrastore_sqlite as I
+from infrastore_sqlite.store import segments
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+CAP = 2
+ADDS = 5  # segments written (fewer than a merge's fan-in of 8: none is merged)
+PER_ADD = 6
+
+
+def _data(k: int) -> np.ndarray:
+    return np.random.default_rng(k).random(24)
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    path = tmp_path / "s.h5"
+    with I.Store.create(path) as store:
+        for a in range(ADDS):  # one segment per bulk add
+            store.add_time_series_bulk(
+                [
+                    {
+                        "owner_id": a * PER_ADD + k + 1,
+                        "owner_type": "Gen",
+                        "owner_category": "Component",
+                        "time_series": I.SingleTimeSeries(
+                            T0, "PT1H", _data(a * PER_ADD + k), f"s{a * PER_ADD + k}"
+                        ),
+                    }
+                    for k in range(PER_ADD)
+                ]
+            )
+    return path
+
+
+@pytest.fixture
+def most_open(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The cap lowered to CAP; how many segments were open after each reader asked."""
+    monkeypatch.setattr(segments, "_MAX_OPEN_READERS", CAP)
+    seen: list[int] = []
+    real = segments.Segments.reader
+
+    def reader(self, name):
+        f = real(self, name)
+        seen.append(len(self._readers))
+        return f
+
+    monkeypatch.setattr(segments.Segments, "reader", reader)
+    return seen
+
+
+def _check(store: I.Store) -> None:
+    got = {s.name: s.data for s in store.read_by_ids([r.id for r in store.select_rows()])}
+    assert sorted(got) == sorted(f"s{k}" for k in range(ADDS * PER_ADD))
+    for k in range(ADDS * PER_ADD):
+        np.testing.assert_array_equal(got[f"s{k}"], _data(k))
+
+
+def test_the_store_has_more_segments_than_the_cap(store_path: Path) -> None:
+    names = [p for p in (store_path / segments.SEGMENT_DIR).iterdir() if p.suffix == ".h5"]
+    assert len(names) == ADDS > CAP
+
+
+def test_reads_keep_at_most_the_cap_open(store_path: Path, most_open: list[int]) -> None:
+    with I.Store.open(store_path, read_only=True) as store:
+        _check(store)
+        assert store._segments._readers  # something was read through the open files
+    assert most_open and max(most_open) == CAP  # the cap was reached, never passed
+
+
+@pytest.mark.parametrize("container", ["sqlite", "parquet"])
+def test_exports_keep_at_most_the_cap_open(
+    store_path: Path, tmp_path: Path, most_open: list[int], container: str
+) -> None:
+    out = tmp_path / f"out.{container}"
+    with I.Store.open(store_path, read_only=True) as store:
+        if container == "sqlite":
+            store.export_sqlite(out)
+        else:
+            store.export_parquet(out)
+    assert most_open and max(most_open) == CAP
+    with I.Store.create(tmp_path / "back.h5") as back:
+        if container == "sqlite":
+            back.import_sqlite(out)
+        else:
+            back.import_parquet(out)
+        _check(back)
