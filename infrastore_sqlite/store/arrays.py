@@ -160,6 +160,33 @@ def _rows(dsid: Any, dtype: np.dtype, lo: int, hi: int) -> np.ndarray:
     return out
 
 
+def _write_rows(dsid: Any, lo: int, block: np.ndarray) -> None:
+    """``block`` (C-contiguous, of the dataset's dtype) into rows ``lo`` on of a dataset,
+    through HDF5's write call (see :func:`_rows`)."""
+    space = dsid.get_space()
+    space.select_hyperslab((lo, *(0 for _ in block.shape[1:])), block.shape)
+    dsid.write(h5py.h5s.create_simple(block.shape), space, block)
+
+
+def _create_twin(
+    h5: h5py.File, group: str, name: str, dtype: Any, width: int, rows: int, length: int
+) -> Any:
+    """A new twin ``<group>/<name>`` of a pool (``sums`` or ``keys``): ``(length, width)``
+    of ``dtype``, resizable, chunked as its pool (``rows`` a chunk, so a slab's twin rows
+    come in as few chunks as its own), made as h5py's ``create_dataset`` makes it
+    (no filters, no time stamps) through HDF5's own calls."""
+    try:
+        gid = h5py.h5g.open(h5.id, group.encode())
+    except (KeyError, ValueError):  # none yet (HDF5 2 says ValueError)
+        gid = h5.create_group(group).id
+    plist = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    plist.set_chunk((rows, width))
+    plist.set_obj_track_times(False)
+    space = h5py.h5s.create_simple((length, width), (h5py.h5s.UNLIMITED, width))
+    tid = h5py.h5t.py_create(np.dtype(dtype), logical=1)
+    return h5py.h5d.create(gid, name.encode(), tid, space, dcpl=plist)
+
+
 _ERRNO = re.compile(r"errno = (\d+)")
 _ERRNO_HINTS = {
     errno.ENOSPC: "free some disk space and try again",
@@ -280,6 +307,8 @@ class ArrayFile:
                 f"cannot open the array file {self.path}: {describe_os_error(exc)}"
             ) from exc
         self._writer: ThreadPoolExecutor | None = None
+        self._compression: str | None = None
+        self._created = mode == "x"
         self._pending: deque[tuple[Future[None], int]] = deque()
         self._pending_bytes = 0
         if mode == "x":
@@ -305,6 +334,10 @@ class ArrayFile:
                 self._h5.close()
                 raise StorageError(f"{self.path} is not an array file of a store (it has no pools)")
         self._pools: dict[str, h5py.Dataset] = {}
+        # A file being written: each pool's handles (pool, dtype, twins) and its rows
+        # allocated so far, kept by the writer thread (:meth:`_writing`).
+        self._twins: dict[str, tuple[Any, np.dtype, Any, Any]] = {}
+        self._extents: dict[str, int] = {}
         # (dataset id, dtype, row shape, rows per chunk) of each pool a read used: what
         # a slab read needs, looked up once instead of through h5py's properties per call.
         self._shapes: dict[str, tuple[Any, np.dtype, tuple[int, ...], int]] = {}
@@ -330,7 +363,10 @@ class ArrayFile:
 
     @property
     def compression(self) -> str:
-        return str(self._h5.attrs.get("compression", "none"))
+        # Read once: an attribute read costs tens of microseconds, paid per new pool.
+        if self._compression is None:
+            self._compression = str(self._h5.attrs.get("compression", "none"))
+        return self._compression
 
     def _filter_args(self, dtype: str) -> dict:
         kind, level, shuffle = parse_compression(self.compression)
@@ -395,56 +431,20 @@ class ArrayFile:
             self._shapes[name] = got
         return got
 
-    def _sums(self, name: str, *, create: bool = False) -> h5py.Dataset | None:
+    def _sums(self, name: str) -> h5py.Dataset | None:
         """The checksum twin of pool ``name`` (None: the file has none, as files written
-        before them)."""
+        before them, or a file being written not yet: :meth:`_writing` makes it)."""
         key = SUMS_GROUP + "/" + name
         ds = self._pools.get(key)
         if ds is not None:
             return ds
-        if not create:
-            # One low-level open of the path (KeyError: no twin, or no ``sums`` group
-            # at all, as in files written before them).
-            try:
-                ds = h5py.Dataset(h5py.h5d.open(self._h5.id, key.encode()))
-            except KeyError:
-                return None
-            self._pools[key] = ds
-            return ds
-        group = self._h5.get(SUMS_GROUP)
-        if group is None:
-            return None
-        if name in group:
-            ds = group[name]
-        elif create:
-            # Chunked as its pool, so a slab's checksums come in as few chunks as its rows.
-            rows = self._pool(name).chunks[0]
-            ds = group.create_dataset(
-                name, shape=(0, 2), maxshape=(None, 2), dtype=np.uint64, chunks=(rows, 2)
-            )
-        else:
+        # One low-level open of the path (KeyError: no twin, or no ``sums`` group at
+        # all, as in files written before them).
+        try:
+            ds = h5py.Dataset(h5py.h5d.open(self._h5.id, key.encode()))
+        except KeyError:
             return None
         self._pools[key] = ds
-        return ds
-
-    def _keys(self, name: str) -> h5py.Dataset:
-        """The key twin ``keys/<pool>`` of a bound file being written (made on first use)."""
-        key = KEYS_GROUP + "/" + name
-        ds = self._pools.get(key)
-        if ds is None:
-            group = self._h5.require_group(KEYS_GROUP)
-            if name in group:
-                ds = group[name]
-            else:
-                rows = self._pool(name).chunks[0]
-                ds = group.create_dataset(
-                    name,
-                    shape=(0, KEY_WIDTH),
-                    maxshape=(None, KEY_WIDTH),
-                    dtype=np.uint8,
-                    chunks=(rows, KEY_WIDTH),
-                )
-            self._pools[key] = ds
         return ds
 
     def write(
@@ -484,32 +484,74 @@ class ArrayFile:
         self._pending_bytes += size
 
     def _write_now(self, *job: Any) -> None:
-        """Do one write of :meth:`write` (its arguments, in order); the writer thread's side."""
+        """Do one write of :meth:`write` (its arguments, in order); the writer thread's side.
+
+        Through HDF5's own calls on the pool's and its twins' handles, looked up once per
+        pool (:meth:`_writing`): h5py's slicing, resizing and properties cost tens of
+        microseconds a call, several calls a pool, which a bulk add of many small pools
+        (one write each) paid for every twin too."""
         name, dtype, shape, first_slot, arrays, keys = job
-        ds = self._pool(name, dtype, shape)
-        end = first_slot + len(arrays)
         try:
-            if ds.shape[0] < end:
-                ds.resize(max(end, ds.shape[0] + ds.shape[0] // 2), axis=0)
+            ds, np_dtype, sums, held = self._writing(name, dtype, shape, keys is not None)
+            end = first_slot + len(arrays)
+            rows = self._extents[name]
+            if rows < end:
+                # Grown by half at least, its twins with it (they are always as long).
+                rows = max(end, rows + rows // 2)
+                for dsid in (ds, sums, held):
+                    if dsid is not None:
+                        dsid.set_extent((rows, *dsid.shape[1:]))
+                self._extents[name] = rows
             block = arrays[0][None, ...] if len(arrays) == 1 else np.stack(arrays)
             # As stored (the pool's dtype and byte order): what a read checks.
-            block = np.ascontiguousarray(block, dtype=ds.dtype)
-            ds[first_slot:end] = block
-            sums = self._sums(name, create=True)
-            if sums.shape[0] < end:
-                sums.resize(ds.shape[0], axis=0)
+            block = np.ascontiguousarray(block, dtype=np_dtype)
+            _write_rows(ds, first_slot, block)
             stored = slot_sums(block, np.arange(first_slot, end))
             if keys is not None:
                 stored += key_seeds(keys)  # modulo 2**64, as the sums themselves
-                held = self._keys(name)
-                if held.shape[0] < end:
-                    held.resize(ds.shape[0], axis=0)
-                held[first_slot:end] = key_rows(keys)
-            sums[first_slot:end] = stored
-        except (OSError, ValueError, TypeError) as exc:
+                _write_rows(held, first_slot, key_rows(keys))
+            _write_rows(sums, first_slot, stored)
+        except (OSError, ValueError, TypeError, KeyError) as exc:
             raise StorageError(
                 f"writing pool {name} in {self.path} failed: {describe_os_error(exc)}"
             ) from exc
+
+    def _writing(
+        self, name: str, dtype: str, shape: Sequence[int], bound: bool
+    ) -> tuple[Any, np.dtype, Any, Any]:
+        """``(pool, its dtype, sums twin, keys twin or None)`` as low-level dataset
+        handles, for the writer thread; made (or opened) on a pool's first write."""
+        got = self._twins.get(name)
+        if got is not None:
+            return got
+        ds = self._pool(name, dtype, shape).id
+        rows = ds.shape[0]
+        crow = ds.get_create_plist().get_chunk()[0]
+        # A file this object created has no twin it did not make: nothing to look up.
+        sums = None if self._created else self._sums(name)
+        sums_id = (
+            sums.id
+            if sums is not None
+            else _create_twin(self._h5, SUMS_GROUP, name, np.uint64, 2, crow, rows)
+        )
+        held = None
+        if bound:
+            found = None
+            if not self._created:
+                with contextlib.suppress(KeyError, ValueError):
+                    found = h5py.h5d.open(self._h5.id, f"{KEYS_GROUP}/{name}".encode())
+            held = (
+                found
+                if found is not None
+                else _create_twin(self._h5, KEYS_GROUP, name, np.uint8, KEY_WIDTH, crow, rows)
+            )
+        for twin in (sums_id, held):
+            if twin is not None and twin.shape[0] != rows:  # an older file's: as long
+                twin.set_extent((rows, *twin.shape[1:]))
+        got = (ds, ds.dtype, sums_id, held)
+        self._twins[name] = got
+        self._extents[name] = rows
+        return got
 
     def _settle_oldest(self) -> None:
         future, size = self._pending.popleft()
