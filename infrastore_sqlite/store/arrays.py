@@ -26,11 +26,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import math
+import operator
 import os
 import re
 from collections import deque
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -104,30 +106,40 @@ def slot_sums(block: np.ndarray, slots: np.ndarray) -> np.ndarray:
 
 def _hash_block(keys: Sequence[tuple[bytes, str]]) -> np.ndarray:
     """The keys' hashes as a ``(len(keys), 32)`` uint8 block (shorter ones zero-padded)."""
-    raw = b"".join(h for h, _kind in keys)
+    raw = b"".join(map(_FIRST, keys))
     if len(raw) != 32 * len(keys):  # not all 32 bytes: pad each (never so in practice)
         raw = b"".join(bytes(h)[:32].ljust(32, b"\0") for h, _kind in keys)
     return np.frombuffer(raw, dtype=np.uint8).reshape(len(keys), 32)
 
 
-def key_seeds(keys: Sequence[tuple[bytes, str]]) -> np.ndarray:
+def key_seeds(keys: Sequence[tuple[bytes, str]], hashes: np.ndarray | None = None) -> np.ndarray:
     """The two 64-bit terms each array's key adds to its checksums: ``(len(keys), 2)``.
 
     The content hash's bytes 0-7 and 8-15, little-endian. A bound segment stores
     ``slot_sums + key_seeds``; a read subtracts the seeds of the keys it asked for, so
     the bytes of a slot that holds another array (a wrong slot in the catalog) differ by
     the two hashes' difference and never match (a 2**-128 chance for unrelated hashes).
+    ``hashes``: the keys' :func:`_hash_block`, when the caller has it already.
     """
-    block = np.ascontiguousarray(_hash_block(keys)[:, :16])
-    return block.view("<u8").astype(np.uint64, copy=False)
+    block = _hash_block(keys) if hashes is None else hashes
+    return np.ascontiguousarray(block[:, :16]).view("<u8").astype(np.uint64, copy=False)
 
 
-def key_rows(keys: Sequence[tuple[bytes, str]]) -> np.ndarray:
-    """``keys/<pool>`` rows of ``keys``: the 32-byte hash and a kind byte each."""
+def key_rows(keys: Sequence[tuple[bytes, str]], hashes: np.ndarray | None = None) -> np.ndarray:
+    """``keys/<pool>`` rows of ``keys``: the 32-byte hash and a kind byte each
+    (``hashes`` as for :func:`key_seeds`)."""
     out = np.empty((len(keys), KEY_WIDTH), dtype=np.uint8)
-    out[:, :32] = _hash_block(keys)
-    out[:, 32] = [KIND_CODES.get(kind, 255) for _h, kind in keys]
+    out[:, :32] = _hash_block(keys) if hashes is None else hashes
+    kinds = set(map(_SECOND, keys))
+    if len(kinds) == 1:  # one kind a write (the usual): one code for the column
+        out[:, 32] = KIND_CODES.get(kinds.pop(), 255)
+    else:
+        out[:, 32] = list(map(KIND_CODES.get, map(_SECOND, keys), repeat(255)))
     return out
+
+
+_FIRST = operator.itemgetter(0)
+_SECOND = operator.itemgetter(1)
 
 
 #: The weights ``1..n`` of :func:`slot_sums`' second checksum, per row width: a read checks
@@ -508,8 +520,9 @@ class ArrayFile:
             _write_rows(ds, first_slot, block)
             stored = slot_sums(block, np.arange(first_slot, end))
             if keys is not None:
-                stored += key_seeds(keys)  # modulo 2**64, as the sums themselves
-                _write_rows(held, first_slot, key_rows(keys))
+                hashes = _hash_block(keys)
+                stored += key_seeds(keys, hashes)  # modulo 2**64, as the sums themselves
+                _write_rows(held, first_slot, key_rows(keys, hashes))
             _write_rows(sums, first_slot, stored)
         except (OSError, ValueError, TypeError, KeyError) as exc:
             raise StorageError(

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import array
 import contextlib
+import operator
 import struct
 import time
 import weakref
@@ -276,7 +277,7 @@ def _set_checks(state: StoreState, got: Sequence[tuple]) -> None:
 
 
 def _column(rows: Sequence[tuple], at: int) -> list[Any]:
-    return [r[at] for r in rows]
+    return list(map(operator.itemgetter(at), rows))
 
 
 def _encode_columns(rows: Sequence[tuple], blob: bytearray) -> list[Any]:
