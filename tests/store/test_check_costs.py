@@ -173,3 +173,17 @@ def test_a_record_reads_back_as_written_and_a_copy_is_kept(tmp_path: Path) -> No
         ds = h5["journal"][f"{1_000_000_000_000_001:020d}"]
         assert ds.dtype == np.uint8 and ds.chunks is None
         assert ds.attrs["seq"].dtype == np.int64 and ds.attrs["prev"].dtype == np.int64
+
+
+def test_records_written_together_and_damaged_headers_skipped(tmp_path: Path) -> None:
+    f = ArrayFile(tmp_path / "a.h5", "x", bound=True)
+    journal.write_records(f, [(11, 0, b"one"), (12, 11, b"two"), (11, 5, b"again"), (13, 12, b"x")])
+    f.close()
+    with h5py.File(tmp_path / "a.h5", "r+") as h5:
+        group = h5["journal"]
+        assert sorted(group) == [f"{n:020d}" for n in (11, 12, 13)]
+        group[f"{12:020d}"].attrs["seq"] = "12"  # a header that is no number
+        group[f"{13:020d}"].attrs["prev"] = np.array([12, 12])  # not one value
+    with h5py.File(tmp_path / "a.h5", "r") as h5:
+        assert journal.records_of(h5) == [(11, 0, b"one")]
+        assert journal.heads_of(h5) == [(11, 0)]
