@@ -76,6 +76,8 @@ BOUND_ATTR = "sums_bound_to_keys"
 KIND_CODES = {"data": 0, "timestamps": 1}
 KIND_NAMES = {v: k for k, v in KIND_CODES.items()}
 KEY_WIDTH = 33
+#: h5py's deflate level when none is given (``create_dataset(compression="gzip")``).
+_DEFAULT_GZIP = 4
 _SUMS_DTYPE = np.dtype(np.uint64)  # as a read wants them (HDF5 converts, if need be)
 _SUM_K1 = np.uint64(0x9E3779B97F4A7C15)
 _SUM_K2 = np.uint64(0xC2B2AE3D27D4EB4F)
@@ -394,24 +396,42 @@ class ArrayFile:
             ds = self._open_for_reading(name)
             self._pools[name] = ds
             return ds
+        if self._created and dtype is not None and shape is not None:
+            # A file this object created holds no pool it did not make (they are all in
+            # ``_pools``): a new one, made without looking.
+            ds = h5py.Dataset(self._new_pool(name, dtype, shape))
+            self._pools[name] = ds
+            return ds
         group = self._h5["pools"]
         if name in group:
             ds = group[name]
         elif dtype is None or shape is None:
             raise StorageError(f"the array file {self.path} has no pool {name}; run verify")
         else:
-            row_shape = tuple(int(d) for d in shape)
-            np_dtype = NUMPY_DTYPES[dtype]
-            ds = group.create_dataset(
-                name,
-                shape=(0, *row_shape),
-                maxshape=(None, *row_shape),
-                dtype=np_dtype,
-                chunks=_chunks(row_shape, np_dtype.itemsize, 64),
-                **self._filter_args(dtype),
-            )
+            ds = h5py.Dataset(self._new_pool(name, dtype, shape))
         self._pools[name] = ds
         return ds
+
+    def _new_pool(self, name: str, dtype: str, shape: Sequence[int]) -> Any:
+        """A new, empty pool ``pools/<name>``: resizable along its slots, chunked by
+        :func:`_chunks`, filtered as the file's compression says, made as h5py's
+        ``create_dataset`` makes it (shuffle before deflate, no time stamps) through
+        HDF5's own calls (h5py's cost a few hundred microseconds a pool)."""
+        row_shape = tuple(int(d) for d in shape)
+        np_dtype = NUMPY_DTYPES[dtype]
+        plist = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        plist.set_chunk(_chunks(row_shape, np_dtype.itemsize, 64))
+        filters = self._filter_args(dtype)
+        if filters:
+            if filters["shuffle"]:
+                plist.set_shuffle()
+            level = filters["compression_opts"]
+            plist.set_deflate(_DEFAULT_GZIP if level is None else level)
+        plist.set_obj_track_times(False)
+        space = h5py.h5s.create_simple((0, *row_shape), (h5py.h5s.UNLIMITED, *row_shape))
+        tid = h5py.h5t.py_create(np_dtype, logical=1)
+        gid = h5py.h5g.open(self._h5.id, b"pools")
+        return h5py.h5d.create(gid, name.encode(), tid, space, dcpl=plist)
 
     def _open_for_reading(self, name: str) -> h5py.Dataset:
         """Pool ``name`` of a file opened read-only (StorageError when it has none)."""
