@@ -18,6 +18,7 @@ import h5py
 import numpy as np
 import pytest
 
+from infrastore_sqlite.core.elements import NUMPY_DTYPES
 from infrastore_sqlite.errors import DamagedStoreError
 from infrastore_sqlite.store import journal
 from infrastore_sqlite.store.arrays import KEY_WIDTH, ArrayFile, key_seeds, slot_sums
@@ -187,3 +188,55 @@ def test_records_written_together_and_damaged_headers_skipped(tmp_path: Path) ->
     with h5py.File(tmp_path / "a.h5", "r") as h5:
         assert journal.records_of(h5) == [(11, 0, b"one")]
         assert journal.heads_of(h5) == [(11, 0)]
+
+
+def _layout(ds: h5py.Dataset) -> tuple:
+    plist = ds.id.get_create_plist()
+    return (
+        ds.shape,
+        ds.maxshape,
+        ds.chunks,
+        ds.dtype.str,
+        [plist.get_filter(i)[:3] for i in range(plist.get_nfilters())],
+        plist.get_obj_track_times(),
+        plist.get_fill_time(),
+        plist.get_alloc_time(),
+    )
+
+
+@pytest.mark.parametrize("compression", ["auto", "deflate", "none"])
+def test_pools_and_twins_are_made_as_h5py_makes_them(tmp_path: Path, compression: str) -> None:
+    f = ArrayFile(tmp_path / "a.h5", "x", compression=compression, bound=True)
+    cases = {"f64__3": ("f64", [3]), "i8__s": ("i8", []), "bool__2_5": ("bool", [2, 5])}
+    for name, (dtype, shape) in cases.items():
+        arrays = [np.ones(shape, dtype=NUMPY_DTYPES[dtype])] * 2
+        f.write(name, dtype, shape, 0, arrays, [(bytes([k]) * 32, "data") for k in range(2)])
+    f.sync()
+    # The same datasets made by h5py's create_dataset (chunks and filters as the pool's:
+    # what is compared is how the dataset is made, whole pipeline and properties).
+    with h5py.File(tmp_path / "b.h5", "w") as ref:
+        for name, (dtype, shape) in cases.items():
+            pool = f.h5["pools"][name]
+            made = ref.create_dataset(
+                f"pools/{name}",
+                shape=pool.shape,
+                maxshape=(None, *shape),
+                dtype=NUMPY_DTYPES[dtype],
+                chunks=pool.chunks,
+                compression=pool.compression,
+                compression_opts=pool.compression_opts,
+                shuffle=pool.shuffle,
+            )
+            assert _layout(pool) == _layout(made)
+            rows = pool.chunks[0]
+            for group, width, twin_dtype in (("sums", 2, np.uint64), ("keys", KEY_WIDTH, np.uint8)):
+                twin = f.h5[group][name]
+                made = ref.create_dataset(
+                    f"{group}/{name}",
+                    shape=twin.shape,
+                    maxshape=(None, width),
+                    dtype=twin_dtype,
+                    chunks=(rows, width),
+                )
+                assert _layout(twin) == _layout(made)
+    f.close()
