@@ -26,11 +26,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import math
+import operator
 import os
 import re
 from collections import deque
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +76,8 @@ BOUND_ATTR = "sums_bound_to_keys"
 KIND_CODES = {"data": 0, "timestamps": 1}
 KIND_NAMES = {v: k for k, v in KIND_CODES.items()}
 KEY_WIDTH = 33
+#: h5py's deflate level when none is given (``create_dataset(compression="gzip")``).
+_DEFAULT_GZIP = 4
 _SUMS_DTYPE = np.dtype(np.uint64)  # as a read wants them (HDF5 converts, if need be)
 _SUM_K1 = np.uint64(0x9E3779B97F4A7C15)
 _SUM_K2 = np.uint64(0xC2B2AE3D27D4EB4F)
@@ -104,30 +108,40 @@ def slot_sums(block: np.ndarray, slots: np.ndarray) -> np.ndarray:
 
 def _hash_block(keys: Sequence[tuple[bytes, str]]) -> np.ndarray:
     """The keys' hashes as a ``(len(keys), 32)`` uint8 block (shorter ones zero-padded)."""
-    raw = b"".join(h for h, _kind in keys)
+    raw = b"".join(map(_FIRST, keys))
     if len(raw) != 32 * len(keys):  # not all 32 bytes: pad each (never so in practice)
         raw = b"".join(bytes(h)[:32].ljust(32, b"\0") for h, _kind in keys)
     return np.frombuffer(raw, dtype=np.uint8).reshape(len(keys), 32)
 
 
-def key_seeds(keys: Sequence[tuple[bytes, str]]) -> np.ndarray:
+def key_seeds(keys: Sequence[tuple[bytes, str]], hashes: np.ndarray | None = None) -> np.ndarray:
     """The two 64-bit terms each array's key adds to its checksums: ``(len(keys), 2)``.
 
     The content hash's bytes 0-7 and 8-15, little-endian. A bound segment stores
     ``slot_sums + key_seeds``; a read subtracts the seeds of the keys it asked for, so
     the bytes of a slot that holds another array (a wrong slot in the catalog) differ by
     the two hashes' difference and never match (a 2**-128 chance for unrelated hashes).
+    ``hashes``: the keys' :func:`_hash_block`, when the caller has it already.
     """
-    block = np.ascontiguousarray(_hash_block(keys)[:, :16])
-    return block.view("<u8").astype(np.uint64, copy=False)
+    block = _hash_block(keys) if hashes is None else hashes
+    return np.ascontiguousarray(block[:, :16]).view("<u8").astype(np.uint64, copy=False)
 
 
-def key_rows(keys: Sequence[tuple[bytes, str]]) -> np.ndarray:
-    """``keys/<pool>`` rows of ``keys``: the 32-byte hash and a kind byte each."""
+def key_rows(keys: Sequence[tuple[bytes, str]], hashes: np.ndarray | None = None) -> np.ndarray:
+    """``keys/<pool>`` rows of ``keys``: the 32-byte hash and a kind byte each
+    (``hashes`` as for :func:`key_seeds`)."""
     out = np.empty((len(keys), KEY_WIDTH), dtype=np.uint8)
-    out[:, :32] = _hash_block(keys)
-    out[:, 32] = [KIND_CODES.get(kind, 255) for _h, kind in keys]
+    out[:, :32] = _hash_block(keys) if hashes is None else hashes
+    kinds = set(map(_SECOND, keys))
+    if len(kinds) == 1:  # one kind a write (the usual): one code for the column
+        out[:, 32] = KIND_CODES.get(kinds.pop(), 255)
+    else:
+        out[:, 32] = list(map(KIND_CODES.get, map(_SECOND, keys), repeat(255)))
     return out
+
+
+_FIRST = operator.itemgetter(0)
+_SECOND = operator.itemgetter(1)
 
 
 #: The weights ``1..n`` of :func:`slot_sums`' second checksum, per row width: a read checks
@@ -158,6 +172,33 @@ def _rows(dsid: Any, dtype: np.dtype, lo: int, hi: int) -> np.ndarray:
         space.select_hyperslab((lo, *(0 for _ in dims[1:])), count)
         dsid.read(h5py.h5s.create_simple(count), space, out)
     return out
+
+
+def _write_rows(dsid: Any, lo: int, block: np.ndarray) -> None:
+    """``block`` (C-contiguous, of the dataset's dtype) into rows ``lo`` on of a dataset,
+    through HDF5's write call (see :func:`_rows`)."""
+    space = dsid.get_space()
+    space.select_hyperslab((lo, *(0 for _ in block.shape[1:])), block.shape)
+    dsid.write(h5py.h5s.create_simple(block.shape), space, block)
+
+
+def _create_twin(
+    h5: h5py.File, group: str, name: str, dtype: Any, width: int, rows: int, length: int
+) -> Any:
+    """A new twin ``<group>/<name>`` of a pool (``sums`` or ``keys``): ``(length, width)``
+    of ``dtype``, resizable, chunked as its pool (``rows`` a chunk, so a slab's twin rows
+    come in as few chunks as its own), made as h5py's ``create_dataset`` makes it
+    (no filters, no time stamps) through HDF5's own calls."""
+    try:
+        gid = h5py.h5g.open(h5.id, group.encode())
+    except (KeyError, ValueError):  # none yet (HDF5 2 says ValueError)
+        gid = h5.create_group(group).id
+    plist = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    plist.set_chunk((rows, width))
+    plist.set_obj_track_times(False)
+    space = h5py.h5s.create_simple((length, width), (h5py.h5s.UNLIMITED, width))
+    tid = h5py.h5t.py_create(np.dtype(dtype), logical=1)
+    return h5py.h5d.create(gid, name.encode(), tid, space, dcpl=plist)
 
 
 _ERRNO = re.compile(r"errno = (\d+)")
@@ -280,6 +321,8 @@ class ArrayFile:
                 f"cannot open the array file {self.path}: {describe_os_error(exc)}"
             ) from exc
         self._writer: ThreadPoolExecutor | None = None
+        self._compression: str | None = None
+        self._created = mode == "x"
         self._pending: deque[tuple[Future[None], int]] = deque()
         self._pending_bytes = 0
         if mode == "x":
@@ -305,6 +348,10 @@ class ArrayFile:
                 self._h5.close()
                 raise StorageError(f"{self.path} is not an array file of a store (it has no pools)")
         self._pools: dict[str, h5py.Dataset] = {}
+        # A file being written: each pool's handles (pool, dtype, twins) and its rows
+        # allocated so far, kept by the writer thread (:meth:`_writing`).
+        self._twins: dict[str, tuple[Any, np.dtype, Any, Any]] = {}
+        self._extents: dict[str, int] = {}
         # (dataset id, dtype, row shape, rows per chunk) of each pool a read used: what
         # a slab read needs, looked up once instead of through h5py's properties per call.
         self._shapes: dict[str, tuple[Any, np.dtype, tuple[int, ...], int]] = {}
@@ -330,7 +377,10 @@ class ArrayFile:
 
     @property
     def compression(self) -> str:
-        return str(self._h5.attrs.get("compression", "none"))
+        # Read once: an attribute read costs tens of microseconds, paid per new pool.
+        if self._compression is None:
+            self._compression = str(self._h5.attrs.get("compression", "none"))
+        return self._compression
 
     def _filter_args(self, dtype: str) -> dict:
         kind, level, shuffle = parse_compression(self.compression)
@@ -346,24 +396,42 @@ class ArrayFile:
             ds = self._open_for_reading(name)
             self._pools[name] = ds
             return ds
+        if self._created and dtype is not None and shape is not None:
+            # A file this object created holds no pool it did not make (they are all in
+            # ``_pools``): a new one, made without looking.
+            ds = h5py.Dataset(self._new_pool(name, dtype, shape))
+            self._pools[name] = ds
+            return ds
         group = self._h5["pools"]
         if name in group:
             ds = group[name]
         elif dtype is None or shape is None:
             raise StorageError(f"the array file {self.path} has no pool {name}; run verify")
         else:
-            row_shape = tuple(int(d) for d in shape)
-            np_dtype = NUMPY_DTYPES[dtype]
-            ds = group.create_dataset(
-                name,
-                shape=(0, *row_shape),
-                maxshape=(None, *row_shape),
-                dtype=np_dtype,
-                chunks=_chunks(row_shape, np_dtype.itemsize, 64),
-                **self._filter_args(dtype),
-            )
+            ds = h5py.Dataset(self._new_pool(name, dtype, shape))
         self._pools[name] = ds
         return ds
+
+    def _new_pool(self, name: str, dtype: str, shape: Sequence[int]) -> Any:
+        """A new, empty pool ``pools/<name>``: resizable along its slots, chunked by
+        :func:`_chunks`, filtered as the file's compression says, made as h5py's
+        ``create_dataset`` makes it (shuffle before deflate, no time stamps) through
+        HDF5's own calls (h5py's cost a few hundred microseconds a pool)."""
+        row_shape = tuple(int(d) for d in shape)
+        np_dtype = NUMPY_DTYPES[dtype]
+        plist = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        plist.set_chunk(_chunks(row_shape, np_dtype.itemsize, 64))
+        filters = self._filter_args(dtype)
+        if filters:
+            if filters["shuffle"]:
+                plist.set_shuffle()
+            level = filters["compression_opts"]
+            plist.set_deflate(_DEFAULT_GZIP if level is None else level)
+        plist.set_obj_track_times(False)
+        space = h5py.h5s.create_simple((0, *row_shape), (h5py.h5s.UNLIMITED, *row_shape))
+        tid = h5py.h5t.py_create(np_dtype, logical=1)
+        gid = h5py.h5g.open(self._h5.id, b"pools")
+        return h5py.h5d.create(gid, name.encode(), tid, space, dcpl=plist)
 
     def _open_for_reading(self, name: str) -> h5py.Dataset:
         """Pool ``name`` of a file opened read-only (StorageError when it has none)."""
@@ -395,56 +463,20 @@ class ArrayFile:
             self._shapes[name] = got
         return got
 
-    def _sums(self, name: str, *, create: bool = False) -> h5py.Dataset | None:
+    def _sums(self, name: str) -> h5py.Dataset | None:
         """The checksum twin of pool ``name`` (None: the file has none, as files written
-        before them)."""
+        before them, or a file being written not yet: :meth:`_writing` makes it)."""
         key = SUMS_GROUP + "/" + name
         ds = self._pools.get(key)
         if ds is not None:
             return ds
-        if not create:
-            # One low-level open of the path (KeyError: no twin, or no ``sums`` group
-            # at all, as in files written before them).
-            try:
-                ds = h5py.Dataset(h5py.h5d.open(self._h5.id, key.encode()))
-            except KeyError:
-                return None
-            self._pools[key] = ds
-            return ds
-        group = self._h5.get(SUMS_GROUP)
-        if group is None:
-            return None
-        if name in group:
-            ds = group[name]
-        elif create:
-            # Chunked as its pool, so a slab's checksums come in as few chunks as its rows.
-            rows = self._pool(name).chunks[0]
-            ds = group.create_dataset(
-                name, shape=(0, 2), maxshape=(None, 2), dtype=np.uint64, chunks=(rows, 2)
-            )
-        else:
+        # One low-level open of the path (KeyError: no twin, or no ``sums`` group at
+        # all, as in files written before them).
+        try:
+            ds = h5py.Dataset(h5py.h5d.open(self._h5.id, key.encode()))
+        except KeyError:
             return None
         self._pools[key] = ds
-        return ds
-
-    def _keys(self, name: str) -> h5py.Dataset:
-        """The key twin ``keys/<pool>`` of a bound file being written (made on first use)."""
-        key = KEYS_GROUP + "/" + name
-        ds = self._pools.get(key)
-        if ds is None:
-            group = self._h5.require_group(KEYS_GROUP)
-            if name in group:
-                ds = group[name]
-            else:
-                rows = self._pool(name).chunks[0]
-                ds = group.create_dataset(
-                    name,
-                    shape=(0, KEY_WIDTH),
-                    maxshape=(None, KEY_WIDTH),
-                    dtype=np.uint8,
-                    chunks=(rows, KEY_WIDTH),
-                )
-            self._pools[key] = ds
         return ds
 
     def write(
@@ -484,32 +516,75 @@ class ArrayFile:
         self._pending_bytes += size
 
     def _write_now(self, *job: Any) -> None:
-        """Do one write of :meth:`write` (its arguments, in order); the writer thread's side."""
+        """Do one write of :meth:`write` (its arguments, in order); the writer thread's side.
+
+        Through HDF5's own calls on the pool's and its twins' handles, looked up once per
+        pool (:meth:`_writing`): h5py's slicing, resizing and properties cost tens of
+        microseconds a call, several calls a pool, which a bulk add of many small pools
+        (one write each) paid for every twin too."""
         name, dtype, shape, first_slot, arrays, keys = job
-        ds = self._pool(name, dtype, shape)
-        end = first_slot + len(arrays)
         try:
-            if ds.shape[0] < end:
-                ds.resize(max(end, ds.shape[0] + ds.shape[0] // 2), axis=0)
+            ds, np_dtype, sums, held = self._writing(name, dtype, shape, keys is not None)
+            end = first_slot + len(arrays)
+            rows = self._extents[name]
+            if rows < end:
+                # Grown by half at least, its twins with it (they are always as long).
+                rows = max(end, rows + rows // 2)
+                for dsid in (ds, sums, held):
+                    if dsid is not None:
+                        dsid.set_extent((rows, *dsid.shape[1:]))
+                self._extents[name] = rows
             block = arrays[0][None, ...] if len(arrays) == 1 else np.stack(arrays)
             # As stored (the pool's dtype and byte order): what a read checks.
-            block = np.ascontiguousarray(block, dtype=ds.dtype)
-            ds[first_slot:end] = block
-            sums = self._sums(name, create=True)
-            if sums.shape[0] < end:
-                sums.resize(ds.shape[0], axis=0)
+            block = np.ascontiguousarray(block, dtype=np_dtype)
+            _write_rows(ds, first_slot, block)
             stored = slot_sums(block, np.arange(first_slot, end))
             if keys is not None:
-                stored += key_seeds(keys)  # modulo 2**64, as the sums themselves
-                held = self._keys(name)
-                if held.shape[0] < end:
-                    held.resize(ds.shape[0], axis=0)
-                held[first_slot:end] = key_rows(keys)
-            sums[first_slot:end] = stored
-        except (OSError, ValueError, TypeError) as exc:
+                hashes = _hash_block(keys)
+                stored += key_seeds(keys, hashes)  # modulo 2**64, as the sums themselves
+                _write_rows(held, first_slot, key_rows(keys, hashes))
+            _write_rows(sums, first_slot, stored)
+        except (OSError, ValueError, TypeError, KeyError) as exc:
             raise StorageError(
                 f"writing pool {name} in {self.path} failed: {describe_os_error(exc)}"
             ) from exc
+
+    def _writing(
+        self, name: str, dtype: str, shape: Sequence[int], bound: bool
+    ) -> tuple[Any, np.dtype, Any, Any]:
+        """``(pool, its dtype, sums twin, keys twin or None)`` as low-level dataset
+        handles, for the writer thread; made (or opened) on a pool's first write."""
+        got = self._twins.get(name)
+        if got is not None:
+            return got
+        ds = self._pool(name, dtype, shape).id
+        rows = ds.shape[0]
+        crow = ds.get_create_plist().get_chunk()[0]
+        # A file this object created has no twin it did not make: nothing to look up.
+        sums = None if self._created else self._sums(name)
+        sums_id = (
+            sums.id
+            if sums is not None
+            else _create_twin(self._h5, SUMS_GROUP, name, np.uint64, 2, crow, rows)
+        )
+        held = None
+        if bound:
+            found = None
+            if not self._created:
+                with contextlib.suppress(KeyError, ValueError):
+                    found = h5py.h5d.open(self._h5.id, f"{KEYS_GROUP}/{name}".encode())
+            held = (
+                found
+                if found is not None
+                else _create_twin(self._h5, KEYS_GROUP, name, np.uint8, KEY_WIDTH, crow, rows)
+            )
+        for twin in (sums_id, held):
+            if twin is not None and twin.shape[0] != rows:  # an older file's: as long
+                twin.set_extent((rows, *twin.shape[1:]))
+        got = (ds, ds.dtype, sums_id, held)
+        self._twins[name] = got
+        self._extents[name] = rows
+        return got
 
     def _settle_oldest(self) -> None:
         future, size = self._pending.popleft()

@@ -17,6 +17,7 @@ import math
 import operator
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 import apsw
@@ -548,7 +549,7 @@ class Reading:
             found.update(_missing_array(*missing).found)
         segments = self._state.segments
         for (segment, pool), (slots, hashes) in groups.items():
-            keys = [(h, kind) for h in hashes]
+            keys = list(zip(hashes, repeat(kind)))
             try:
                 arrays = read_group(segments, segment, pool, slots, keys, gone_is_missing=final)
             except ArraysDamaged as exc:  # the other groups are read still: name them all

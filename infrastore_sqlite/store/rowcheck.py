@@ -30,6 +30,7 @@ import numbers
 import operator
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice, repeat
 from typing import Any
 
 from ..errors import DamagedStoreError, TimeSeriesError, damage_terms
@@ -47,6 +48,7 @@ SELECT_CHECKED = ", ".join(f"t.{c}" for c in CHECKED_COLUMNS) + f", t.{CHECK_COL
 
 _crc32 = zlib.crc32
 _dumps = marshal.dumps
+_add = operator.add
 
 
 def row_check(values: Sequence[Any]) -> int:
@@ -77,10 +79,25 @@ def sql_row_check(*values: Any) -> int:
     return row_check(values)
 
 
+def row_checks(values: Iterable[tuple]) -> list[int]:
+    """:func:`row_check` of each of ``values`` (plain tuples), in one pass of C calls
+    (``map`` over ``marshal`` then ``crc32``: no Python frame per row, which cost a read
+    or an add as much as the checksum itself)."""
+    values = values if isinstance(values, list) else list(values)
+    try:
+        return list(map(_crc32, map(_dumps, values, repeat(0))))
+    except ValueError:  # a value marshal cannot pack: row by row, as row_check does
+        return [row_check(v) for v in values]
+
+
 def with_checks(first: int, rows: Iterable[tuple]) -> list[tuple]:
     """Rows (:data:`~.prepare.STORED_COLUMNS` order) to be inserted with the consecutive ids from
     ``first``, each with its checksum appended."""
-    return [(*row, row_check((sid, *row))) for sid, row in enumerate(rows, first)]
+    rows = rows if isinstance(rows, list) else list(rows)
+    # ``(id,) + row`` and ``row + (check,)`` as C-level maps (each a plain tuple, even
+    # from a NamedTuple row: tuple concatenation).
+    checks = row_checks(list(map(_add, zip(range(first, first + len(rows))), rows)))
+    return list(map(_add, rows, zip(checks)))
 
 
 def mismatch_error(store_path: str, sid: Any, name: Any) -> DamagedStoreError:
@@ -152,19 +169,24 @@ class RowChecker:
         ``time_series_associations``, e.g. a joined table's).
     """
 
-    __slots__ = ("_fields", "_id_at", "_name_at", "at", "extra")
+    __slots__ = ("_fields", "_id_at", "_name_at", "_stored", "at", "extra")
 
     def __init__(self, selected: Sequence[str | None]) -> None:
         missing = [c for c in CHECKED_COLUMNS if c not in selected]
         names = [*selected, *missing, CHECK_COLUMN]
         self.extra = ", ".join(f"t.{c}" for c in (*missing, CHECK_COLUMN))
         self.at = len(names) - 1
+        self._stored = operator.itemgetter(self.at)
         self._fields = operator.itemgetter(*(names.index(c) for c in CHECKED_COLUMNS))
         self._name_at = names.index("name")
         self._id_at = names.index("id")
 
     def check(self, rows: list[Any], store_path: str) -> list[Any]:
-        """``rows``, each checked (:func:`mismatch_error` names the first that fails)."""
+        """``rows``, each checked (:func:`mismatch_error` names the first that fails):
+        every row's checksum computed and compared in C-level passes (:func:`row_checks`,
+        one list comparison), the rows looked at one by one only when one differs."""
+        if row_checks(list(map(self._fields, rows))) == list(map(self._stored, rows)):
+            return rows
         fields, at = self._fields, self.at
         for r in rows:
             if row_check(fields(r)) != r[at]:
@@ -172,10 +194,15 @@ class RowChecker:
         return rows
 
     def cut(self, rows: Iterable[Any], width: int, store_path: str) -> Iterator[Any]:
-        """``rows`` one at a time, each checked, then cut to its first ``width`` columns
-        (what the caller selected)."""
-        fields, at = self._fields, self.at
-        for r in rows:
-            if row_check(fields(r)) != r[at]:
-                raise mismatch_error(store_path, r[self._id_at], r[self._name_at])
-            yield r[:width]
+        """``rows``, checked (:meth:`check`) a block of them at a time as they come (the
+        memory of a block, not of every row), each then cut to its first ``width``
+        columns (what the caller selected)."""
+        it = iter(rows)
+        first = operator.itemgetter(slice(0, width))
+        while block := list(islice(it, _CUT_BLOCK)):
+            self.check(block, store_path)
+            yield from map(first, block)
+
+
+#: Rows :meth:`RowChecker.cut` checks at once.
+_CUT_BLOCK = 1024
