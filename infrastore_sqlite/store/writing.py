@@ -671,7 +671,7 @@ def _stored(rows: Sequence[CatalogRow], ids: dict[tuple[bytes, str], int]) -> li
         stored[d] = ids[r[d], "data"]
         if r[t] is not None:
             stored[t] = ids[r[t], "timestamps"]
-        out.append(stored)
+        out.append(tuple(stored))  # rowcheck.with_checks extends rows as tuples
     return out
 
 

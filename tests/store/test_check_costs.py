@@ -22,7 +22,7 @@ from infrastore_sqlite.core.elements import NUMPY_DTYPES
 from infrastore_sqlite.errors import DamagedStoreError
 from infrastore_sqlite.store import journal
 from infrastore_sqlite.store.arrays import KEY_WIDTH, ArrayFile, key_seeds, slot_sums
-from infrastore_sqlite.store.prepare import INSERT_COLUMNS
+from infrastore_sqlite.store.prepare import STORED_COLUMNS
 from infrastore_sqlite.store.rowcheck import (
     CHECKED_COLUMNS,
     RowChecker,
@@ -33,10 +33,13 @@ from infrastore_sqlite.store.rowcheck import (
 
 
 def _row(k: int) -> tuple:
-    """A plausible catalog row (:data:`INSERT_COLUMNS` order) for series ``k``."""
+    """A plausible catalog row (:data:`STORED_COLUMNS` order: array ids in the hashes'
+    places) for series ``k``."""
     out = []
-    for c in INSERT_COLUMNS:
-        if c.endswith("hash"):
+    for c in STORED_COLUMNS:
+        if c.endswith("_id") and c != "owner_id":
+            out.append(k * 11 + 1)
+        elif c.endswith("hash"):
             out.append(hashlib.sha256(f"{c}{k}".encode()).digest())
         elif c in ("owner_id", "initial_ms", "length", "count"):
             out.append(k * 7)
@@ -63,7 +66,7 @@ class _Kind(enum.IntEnum):
 def test_values_marshal_cannot_pack_are_checked_as_sqlite_stores_them() -> None:
     rows = [_row(k) for k in range(5)]
     odd = list(rows[3])
-    odd[INSERT_COLUMNS.index("owner_category")] = _Kind.one  # marshal refuses an IntEnum
+    odd[STORED_COLUMNS.index("owner_category")] = _Kind.one  # marshal refuses an IntEnum
     rows[3] = tuple(odd)
     with pytest.raises(ValueError):
         marshal.dumps((4, *rows[3]), 0)
@@ -89,7 +92,7 @@ def _selected(checker_cols: list[str | None], sid: int) -> tuple:
 
 @pytest.mark.parametrize("n", [1, 3, 1024, 2500])
 def test_a_flipped_field_anywhere_in_a_batch_is_refused_naming_its_row(n: int) -> None:
-    cols: list[str | None] = ["id", "name", None, "data_hash"]
+    cols: list[str | None] = ["id", "name", None, "data_id"]
     checker = RowChecker(cols)
     rows = [_selected(cols, sid) for sid in range(1, n + 1)]
     assert checker.check(list(rows), "demo") == rows
