@@ -39,7 +39,7 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-STORES = {"full": {"parts": ("sts", 2000), "query": ("small", 20000)},
+STORES = {"full": {"parts": ("sts", 2000), "query": ("small", 100000)},
           "quick": {"parts": ("sts", 100), "query": ("small", 1000)}}  # fmt: skip
 STEM = "SingleTimeSeries.f64.utc"
 SQL = (

@@ -39,6 +39,8 @@ __all__ = ["connect_parquet", "query_parquet"]
 _NULL_TYPES = {"initial_timestamp": "TIMESTAMP", "length": "BIGINT", "count": "BIGINT"}
 _KEYS = (("issue_time", "TIMESTAMP"), ("percentile", "DOUBLE"), ("scenario", "BIGINT"))
 _BASE = re.compile(r"[A-Za-z0-9_]+")
+#: The ENUM type of the union views' ``partition_name``: the export's partition bases.
+PARTITION_TYPE = "partition_base"
 _INTEGERS = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "BOOLEAN")
 
 
@@ -179,9 +181,18 @@ def _views(sources: list[tuple[str, Partition, dict[str, dict[str, str]]]]) -> l
     # The typed companions, as the SQLite file has them: one per value class and kind of
     # key columns, so that every row of one has the same keys (none NULL).
     typed: dict[tuple[str, str], list[str]] = {}
+    # The partition names as an ENUM, declared in the order VARCHAR sorts them (ORDER BY
+    # and min/max as on text): a join on (partition_name, array_id), as the SQLite form's
+    # views are joined, then compares a small integer where it compared a constant text
+    # (0.20 s against 0.23 s on 100,000 series; array_id alone 0.15 s). DuckDB keeps the
+    # key either way: it proves an equality of constants false, never true.
+    names = sorted((base for base, _p, _t in sources), key=str.encode)
+    listed = ", ".join(f"'{n}'" for n in names)
+    out.append(f"CREATE TYPE {PARTITION_TYPE} AS ENUM ({listed})")
     for base, _p, types in sources:
         vt, st = types["values"], types["series"]
-        head = f"SELECT '{base}' AS partition_name, array_id, {_ts('timestamp', vt['timestamp'])} AS timestamp"
+        name = f"'{base}'::{PARTITION_TYPE} AS partition_name"
+        head = f"SELECT {name}, array_id, {_ts('timestamp', vt['timestamp'])} AS timestamp"
         keys = [
             _ts(c, vt[c]) + f" AS {c}"
             if c == "issue_time" and c in vt
@@ -212,9 +223,9 @@ def _views(sources: list[tuple[str, Partition, dict[str, dict[str, str]]]]) -> l
                 cols.append(f"{_ts(c, st[c])} AS {c}")
             else:
                 cols.append(c)
-        series.append(f"SELECT '{base}' AS partition_name, {', '.join(cols)} FROM {base}_series")
+        series.append(f"SELECT {name}, {', '.join(cols)} FROM {base}_series")
         arrays.append(
-            f"SELECT '{base}' AS partition_name, id, data_hash, time_axis FROM {base}_arrays"
+            f"SELECT {name}, id, data_hash, time_axis FROM {base}_arrays"
         )
         flat = [f"s.{c}" if c == a else f"s.{c} AS {a}" for c, a in FLAT_SERIES_COLUMNS]
         flat += ["v.timestamp", *(f"v.{c}" for c, _ in _KEYS if c in vt), "v.value"]

@@ -133,3 +133,18 @@ def test_a_uri_on_the_s3_server(exported, s3_server: Any) -> None:
     sql = "SELECT owner_id, max(value) FROM all_values_real_static JOIN all_series USING (partition_name, array_id) GROUP BY 1 ORDER BY 1"
     got = query_parquet(uri, sql, storage_options=s3_server.options).fetchall()
     assert repr(got) == repr(query_parquet(exported["pq"], sql).fetchall())  # (NaN == NaN)
+
+
+def test_partition_names_compare_and_read_as_text(exported) -> None:
+    con = connect_parquet(exported["pq"])
+    names = [r[0] for r in con.sql("SELECT DISTINCT partition_name FROM all_series").fetchall()]
+    assert len(names) > 1
+    # A name no partition has is no error: no rows, as on text.
+    assert con.sql("SELECT * FROM all_series WHERE partition_name = 'nope'").fetchall() == []
+    # ORDER BY sorts as text does (the SQLite form's TEXT column).
+    got = [r[0] for r in con.sql("SELECT DISTINCT partition_name FROM all_values ORDER BY 1").fetchall()]
+    assert got == sorted(names, key=str.encode)
+    # The Arrow table (and so the CLI's outputs) has it as a string column.
+    table = query_parquet(exported["pq"], "SELECT partition_name FROM all_arrays", arrow=True)
+    assert table.schema.field("partition_name").type == pa.string()
+    assert set(table.column("partition_name").to_pylist()) == set(names)
