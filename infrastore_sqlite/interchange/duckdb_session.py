@@ -30,12 +30,14 @@ def require_duckdb() -> ModuleType:
     return duckdb
 
 
-def connect() -> Any:
-    """An in-memory DuckDB connection that loads nothing by itself, its zone UTC."""
+def connect(*, search_path: str | None = None) -> Any:
+    """An in-memory DuckDB connection that loads nothing by itself, its zone UTC;
+    relative file names found under ``search_path`` (DuckDB's ``file_search_path``)."""
     duckdb = require_duckdb()
-    con = duckdb.connect(
-        config={"autoinstall_known_extensions": False, "autoload_known_extensions": False}
-    )
+    config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+    if search_path is not None:
+        config["file_search_path"] = search_path
+    con = duckdb.connect(config=config)
     con.execute("SET TimeZone = 'UTC'")
     return con
 
