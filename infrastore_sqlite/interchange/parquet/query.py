@@ -92,10 +92,12 @@ def connect_parquet(
 ) -> Any:
     """A DuckDB connection holding the views over the Parquet export at ``path``."""
     where = locate(os.fspath(path), storage_options)
-    if where.client_options() is None:
+    root = where if where.is_dir() else where.parent
+    if where.client_options() is None and "," not in root.uri:
         # A local export: the footers read by DuckDB in the session the query runs in
-        # (pyarrow, 0.02-0.03 s to import, is not needed on this path).
-        root = where if where.is_dir() else where.parent
+        # (pyarrow, 0.02-0.03 s to import, is not needed on this path). DuckDB's
+        # file_search_path is a comma-separated list: a directory with a comma in its
+        # path is read as elsewhere.
         con = connect(search_path=root.uri)
         found = discover(path, storage_options, read_footer=_DuckFooters(con, root))
     else:

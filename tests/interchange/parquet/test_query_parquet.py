@@ -170,9 +170,11 @@ def test_a_local_query_reads_the_footers_with_duckdb_alone(exported) -> None:
     assert int(n) > 0 and imported == "False", out.stdout
 
 
-def test_a_name_duckdb_is_not_handed_is_read_by_pyarrow(exported, tmp_path: Path) -> None:
-    # A part file whose name holds a space and a quote: its footer read as elsewhere.
-    d = tmp_path / "copy"
+@pytest.mark.parametrize("where", ["copy", "a,b"])
+def test_a_name_duckdb_is_not_handed_is_read_by_pyarrow(exported, tmp_path: Path, where) -> None:
+    # A part file whose name holds a space and a quote, in a directory whose path may
+    # hold a comma (DuckDB's search path is comma-separated): read as elsewhere.
+    d = tmp_path / where
     shutil.copytree(exported["pq"], d)
     values = sorted(d.glob("*.values.parquet"))[0]
     data = values.read_bytes()
