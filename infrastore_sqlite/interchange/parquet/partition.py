@@ -611,6 +611,15 @@ class PartitionReader:
                 else None
             )
             known = self._arrays
+            # The arrays whose first row comes after their second (one numpy pass, so
+            # that an array that starts in order costs nothing more): each is looked at
+            # as a row the array before may have lost (:meth:`_check_handover`).
+            firsts = np.asarray(bounds[:-1])
+            late = (
+                set(firsts[ts[firsts] > ts[np.minimum(firsts + 1, n - 1)]].tolist())
+                if self.type is TimeSeriesType.SingleTimeSeries
+                else ()
+            )
             for a, lo, hi, grid in zip(
                 heads.tolist(),
                 bounds[:-1],
@@ -626,7 +635,8 @@ class PartitionReader:
                     self._bound(a, carry.start, sum(h - b for _, b, h in carry.pieces), limit)
                     continue
                 if carry is not None:
-                    self._check_handover(carry, a, cols["timestamp"], lo, hi, start)
+                    if lo in late:
+                        self._check_handover(carry, a, ts, lo, hi, start)
                     yield carry
                 if a not in known:
                     raise stray_values_row(self.place, a, start + lo + 1)
