@@ -30,12 +30,14 @@ def require_duckdb() -> ModuleType:
     return duckdb
 
 
-def connect() -> Any:
-    """An in-memory DuckDB connection that loads nothing by itself, its zone UTC."""
+def connect(*, search_path: str | None = None) -> Any:
+    """An in-memory DuckDB connection that loads nothing by itself, its zone UTC;
+    relative file names found under ``search_path`` (DuckDB's ``file_search_path``)."""
     duckdb = require_duckdb()
-    con = duckdb.connect(
-        config={"autoinstall_known_extensions": False, "autoload_known_extensions": False}
-    )
+    config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+    if search_path is not None:
+        config["file_search_path"] = search_path
+    con = duckdb.connect(config=config)
     con.execute("SET TimeZone = 'UTC'")
     return con
 
@@ -64,6 +66,20 @@ def load_extension(con: Any, name: str, wheel: str) -> None:
     con.load_extension(str((exact or found)[-1]))
 
 
+def _plain(table: Any) -> Any:
+    """``table`` with its dictionary columns (an ENUM, as ``query --parquet``'s
+    ``partition_name``) as their values' type: text, as the SQLite form gives it."""
+    import pyarrow as pa
+
+    if not any(pa.types.is_dictionary(f.type) for f in table.schema):
+        return table
+    fields = [
+        f.with_type(f.type.value_type) if pa.types.is_dictionary(f.type) else f
+        for f in table.schema
+    ]
+    return table.cast(pa.schema(fields, metadata=table.schema.metadata))
+
+
 def run_sql(con: Any, sql: str, *, arrow: bool) -> Any:
     """``sql`` run in ``con``: a relation (or an Arrow table); DuckDB's refusal of the
     SQL as an InvalidParameterError that lists the views."""
@@ -73,7 +89,7 @@ def run_sql(con: Any, sql: str, *, arrow: bool) -> Any:
         rel = con.sql(sql)
         if rel is None:
             raise InvalidParameterError("the SQL returned no rows to show: give one SELECT")
-        return rel.to_arrow_table() if arrow else rel
+        return _plain(rel.to_arrow_table()) if arrow else rel
     except duckdb.Error as exc:
         views = sorted(
             r[0]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +37,11 @@ from .layout import (
 from .location import MANIFEST, Location, locate
 from .parts import open_parquet, parts_metadata
 
-__all__ = ["Found", "Partition", "discover"]
+__all__ = ["FooterReader", "Found", "Partition", "discover", "read_metadata"]
+
+#: Reads one Parquet file's metadata: an object whose ``metadata`` is the footer's
+#: key-value metadata (bytes to bytes), as ``pyarrow.parquet.FileMetaData``'s is.
+FooterReader = Callable[[Location], Any]
 
 _SUFFIXES = {role: f".{role}.parquet" for role in ROLES}
 
@@ -84,9 +88,15 @@ def _role_of(name: str) -> tuple[str, str] | None:
 
 
 def discover(
-    path: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
+    path: str | os.PathLike[str],
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    read_footer: FooterReader | None = None,
 ) -> Found:
     """The partitions at ``path`` (a directory, a file or a stem, local or a URI), by stem.
+
+    ``read_footer`` reads a file's footer (pyarrow's ``read_metadata`` when None): a
+    reader that already holds another engine's session (``query``) reads them with it.
 
     Raises
     ------
@@ -96,6 +106,7 @@ def discover(
     """
     where = os.fspath(path)
     p = locate(where, storage_options)
+    read = _Footers(read_footer)
     if where.lower().startswith("file://"):
         where = str(p)  # a file:// URI as the path it names
     if p.is_dir():
@@ -104,19 +115,19 @@ def discover(
         if not any(_role_of(n) for n in names) and (split or p.name.endswith(".parquet")):
             # A partition's file (or a foreign file) written as a directory of part files.
             if split is None:
-                return Found(where, [_foreign(p, p.name.removesuffix(".parquet"), None)])
-            return Found(where, [_partition(p.parent, split[0], where, named=True)])
-        return _discover_dir(p, where)
+                return Found(where, [_foreign(p, p.name.removesuffix(".parquet"), None, read)])
+            return Found(where, [_partition(p.parent, split[0], where, read, named=True)])
+        return _discover_dir(p, where, read)
     if p.is_file():
         split = _role_of(p.name)
         if split is None:
             _refuse_a_part(p, where)
             # Any other .parquet file is a foreign values file.
-            return Found(where, [_foreign(p, p.name.removesuffix(".parquet"), None)])
-        return Found(where, [_partition(p.parent, split[0], where, named=True)])
+            return Found(where, [_foreign(p, p.name.removesuffix(".parquet"), None, read)])
+        return Found(where, [_partition(p.parent, split[0], where, read, named=True)])
     values = p.parent / (p.name + _SUFFIXES["values"])
     if any(_exists(p.parent / (p.name + s)) for s in _SUFFIXES.values()):
-        return Found(where, [_partition(p.parent, p.name, where, named=True)])
+        return Found(where, [_partition(p.parent, p.name, where, read, named=True)])
     raise InvalidParameterError(
         f"{where} is neither a directory, a file nor a partition stem (no "
         f"{values.name} there); name what export -f parquet wrote",
@@ -144,11 +155,11 @@ def _refuse_a_part(p: Location, where: str) -> None:
         up = up.parent
 
 
-def _discover_dir(d: Location, where: str) -> Found:
+def _discover_dir(d: Location, where: str, read: _Footers) -> Found:
     stems: dict[str, set[str]] = {}
     ignored: list[str] = []
     names = d.listdir()
-    changed = _check_manifest(d / MANIFEST) if MANIFEST in names else []
+    changed = _check_manifest(d / MANIFEST, read) if MANIFEST in names else []
     for name in sorted(names, key=lambda n: n.encode()):
         split = _role_of(name)
         if split is None or not _exists(d / name):
@@ -167,7 +178,7 @@ def _discover_dir(d: Location, where: str) -> Found:
                 "as a foreign file)",
                 table=str(values),
             )
-        part = _partition(d, stem, where, named=False)
+        part = _partition(d, stem, where, read, named=False)
         if part.type is TimeSeriesType.DeterministicSingleTimeSeries:
             found.set_aside.append(
                 {
@@ -187,7 +198,7 @@ def _discover_dir(d: Location, where: str) -> Found:
     return found
 
 
-def _check_manifest(manifest: Location) -> list[str]:
+def _check_manifest(manifest: Location, read: _Footers) -> list[str]:
     """The files of the directory that differ from what its manifest lists: a file whose
     size differs but whose footer reads was edited since the export (or written again by
     an engine, as a directory of parts) and is read as it is now; a file missing, or cut
@@ -223,7 +234,7 @@ def _check_manifest(manifest: Location) -> list[str]:
         have = path.size()
         if have == size:
             continue
-        if (have is not None and _footer_reads(path)) or (have is None and path.is_dir()):
+        if (have is not None and read.reads(path)) or (have is None and path.is_dir()):
             changed.append(str(path))
             continue
         state = "is missing" if have is None else f"holds {have} bytes and its footer does not read"
@@ -236,15 +247,28 @@ def _check_manifest(manifest: Location) -> list[str]:
     return changed
 
 
-def _footer_reads(path: Location) -> bool:
-    try:
-        _metadata(path)
-    except StorageError:
-        return False
-    return True
+class _Footers:
+    """Reads footers with the given reader (pyarrow's when None); a directory of part
+    files as every part's (:class:`PartsMetadata`)."""
+
+    def __init__(self, read_file: FooterReader | None) -> None:
+        self.read_file = read_file or read_metadata
+
+    def __call__(self, path: Location) -> Any:
+        if not path.is_file() and path.is_dir():
+            return parts_metadata(None, path, self.read_file)
+        return self.read_file(path)
+
+    def reads(self, path: Location) -> bool:
+        """Whether the footer of ``path`` reads."""
+        try:
+            self(path)
+        except StorageError:
+            return False
+        return True
 
 
-def _partition(d: Location, stem: str, where: str, *, named: bool) -> Partition:
+def _partition(d: Location, stem: str, where: str, read: _Footers, *, named: bool) -> Partition:
     files = {role: d.inside(f"{stem}{suffix}") for role, suffix in _SUFFIXES.items()}
     have = {role for role, f in files.items() if _exists(f)}
     if "values" not in have:
@@ -252,10 +276,10 @@ def _partition(d: Location, stem: str, where: str, *, named: bool) -> Partition:
         raise missing_sibling(where, str(other), files["values"].name)
     if "series" not in have:
         # A values file alone is a foreign file (a directory refused it already).
-        return _foreign(files["values"], stem, files["arrays"] if "arrays" in have else None)
+        return _foreign(files["values"], stem, files["arrays"] if "arrays" in have else None, read)
     if "arrays" not in have:
         raise missing_sibling(where, str(files["values"]), files["arrays"].name)
-    metadata = {role: _metadata(files[role]) for role in ROLES}
+    metadata = {role: read(files[role]) for role in ROLES}
     footers = {role: _footer(md) for role, md in metadata.items()}
     _check_footers(stem, files, footers)
     tst = _partition_type(stem, files, footers)
@@ -264,9 +288,9 @@ def _partition(d: Location, stem: str, where: str, *, named: bool) -> Partition:
     return Partition(stem, files, tst, footers, metadata)
 
 
-def _foreign(values: Any, stem: str, arrays: Any) -> Partition:
+def _foreign(values: Any, stem: str, arrays: Any, read: _Footers) -> Partition:
     files = {"values": values} if arrays is None else {"values": values, "arrays": arrays}
-    metadata = {"values": _metadata(values)}
+    metadata = {"values": read(values)}
     footers = {"values": _footer(metadata["values"])}
     meta = footers["values"]
     if meta.get(FORMAT_KEY) == "normalized_v1" or meta.get(FORMAT_KEY, FORMAT) != FORMAT:
@@ -274,12 +298,12 @@ def _foreign(values: Any, stem: str, arrays: Any) -> Partition:
     return Partition(stem, files, None, footers, metadata)
 
 
-def _metadata(path: Location) -> Any:
+def read_metadata(path: Location) -> Any:
     """A file's Parquet metadata (its footer, parsed; of an object, read by range); of a
     directory of part files, every part's (:class:`PartsMetadata`)."""
     _, pq = require_pyarrow()
     if not path.is_file() and path.is_dir():
-        return parts_metadata(pq, path, _metadata)
+        return parts_metadata(pq, path, read_metadata)
     with reading_errors(path):
         return pq.read_metadata(path.open_input())
 
@@ -343,7 +367,7 @@ def _partition_type(
         # No footer (a query engine rewrote the files): the series rows say it.
         _, pq = require_pyarrow()
         with reading_errors(files["series"]):
-            pf = open_parquet(pq, files["series"], _metadata(files["series"]), "series")
+            pf = open_parquet(pq, files["series"], read_metadata(files["series"]), "series")
             if "time_series_type" not in pf.schema_arrow.names:
                 raise InvalidParameterError(
                     f"{files['series']} is missing column(s) a series file carries: "

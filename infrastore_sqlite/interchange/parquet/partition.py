@@ -8,7 +8,8 @@ from __future__ import annotations
 import contextlib
 import operator
 import posixpath
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from ..importing import (
     Place,
     Spec,
     check_columns_present,
+    fmt_ms,
     stray_values_row,
 )
 from ..importing.limits import Limits
@@ -39,7 +41,7 @@ from .layout import (
     ELEMENT_SHAPE_KEY,
 )
 from .location import is_uri
-from .parts import PartsFile, open_parquet, text_columns
+from .parts import PartsFile, open_parquet, stray_run, stray_text, text_columns
 from .spark import spark_instants
 
 _SORT = "sort the file by array_id (then issue_time, timestamp) and import again"
@@ -78,6 +80,9 @@ class _Run:
             return cols[name][lo:hi]
         return np.concatenate([cols[name][lo:hi] for cols, lo, hi in self.pieces])
 
+
+#: A regular series' time axis (``R<steps>/<anchor>/<resolution>``, the layout's spelling).
+_REGULAR_AXIS = re.compile(r"R(\d+)/[^/]+/[^/]+")
 
 #: Values rows converted to numpy at a time: a row group is read in batches of this many,
 #: so memory holds one batch (and the array being stitched), not a whole row group. 64K
@@ -379,6 +384,9 @@ class PartitionReader:
 
     def open_values(self, arrays: Mapping[int, tuple[str, str]]) -> None:
         self._arrays = arrays
+        pf = self._file("values")
+        if isinstance(pf, PartsFile):
+            pf.known = arrays  # (a part's refusal says whether an id is the arrays file's)
         self._check_row_groups()
         self._check_group_order()
 
@@ -423,6 +431,7 @@ class PartitionReader:
         at = pf.schema_arrow.get_field_index("array_id")
         meta = pf.metadata
         prev_hi: int | None = None
+        prev_at = (0, 0)  # the group that held prev_hi, and its first row
         start = 0
         for i in range(meta.num_row_groups):
             rg = meta.row_group(i)
@@ -438,6 +447,7 @@ class PartitionReader:
                     ids = to_numpy(self.pa, col.combine_chunks())
                     lo, hi = int(ids.min()), int(ids.max())
             if lo is not None and hi is not None and prev_hi is not None and lo < prev_hi:
+                self._refuse_stray_between(pf, prev_at, i)
                 raise InvalidParameterError(
                     f"{self.files['values']}: row group {i + 1} (from row {start + 1}) holds "
                     f"array_id {lo} after array_id {prev_hi}, so an array reappears after "
@@ -446,8 +456,62 @@ class PartitionReader:
                     table=self.files["values"],
                 )
             if hi is not None:
-                prev_hi = hi
+                prev_hi, prev_at = hi, (i, start)
             start += rg.num_rows
+
+    def _check_handover(
+        self, prev: _Run, a: int, ts: np.ndarray, lo: int, hi: int, start: int
+    ) -> None:
+        """Refuse the first row of array ``a`` (batch rows ``lo:hi``, timestamps ``ts``
+        in ms) when it is the last row of the array before it given ``a``'s id: that
+        array has fewer rows than its time axis counts (``R<n>/…``, a regular series)
+        and the row's timestamp comes after the next row's. Left alone, the short array
+        fails its data_hash first, and the refusal says to rehash: a rehash would not
+        mend it."""
+        if self.type is not TimeSeriesType.SingleTimeSeries or hi - lo < 2:
+            return
+        if ts[lo] <= ts[lo + 1]:
+            return
+        axis = self._arrays.get(prev.aid, ("", ""))[1]
+        m = _REGULAR_AXIS.fullmatch(axis)
+        n = sum(h - b for _, b, h in prev.pieces)
+        if m is None or n >= int(m.group(1)):
+            return
+        raise InvalidParameterError(
+            f"{self.files['values']} row {start + lo + 1} (timestamp {fmt_ms(int(ts[lo]))}): "
+            f"array_id {a}'s first row comes after its next row, and array_id {prev.aid} "
+            f"before it has {n} rows where its time axis {axis} in {self.files['arrays']} "
+            f"counts {m.group(1)}: the row looks like array_id {prev.aid}'s last, given "
+            f"array_id {a}; give it back array_id {prev.aid} and import again (partition "
+            f"{self.part.stem})",
+            table=self.files["values"],
+        )
+
+    def _refuse_stray_between(self, pf: Any, prev_at: tuple[int, int], i: int) -> None:
+        """Row groups ``prev_at[0]`` to ``i`` (the first starting at file row
+        ``prev_at[1]``) hold ids out of order: refuse naming the run of rows that sits
+        among another array's rows, when one does (their ``array_id`` read; the groups'
+        statistics say only that the order breaks somewhere)."""
+        first, row = prev_at
+        col = pf.read_row_groups(list(range(first, i + 1)), columns=["array_id"]).column(0)
+        if col.null_count or not self.pa.types.is_integer(col.type):
+            return
+        ids = to_numpy(self.pa, col.combine_chunks())
+        if ids.size < 2:
+            return
+        cut = np.flatnonzero(ids[1:] != ids[:-1]) + 1
+        starts = [0, *cut.tolist()]
+        heads = ids[starts].tolist()
+        k = next((k for k in range(1, len(heads)) if heads[k] < heads[k - 1]), None)
+        if k is None:
+            return
+        found = stray_run(heads, [row + x for x in starts], row + ids.size, k, None)
+        if found is not None:
+            raise InvalidParameterError(
+                f"{self.files['values']} {stray_text(found, known=found[2] in self._arrays)} "
+                f"(partition {self.part.stem})",
+                table=self.files["values"],
+            )
 
     def groups(
         self, wanted: Sequence[tuple[tuple[str, str], list[int], Spec | None]], dtype: str
@@ -524,8 +588,8 @@ class PartitionReader:
                 # on, so a file out of order is refused as such, not as a short array
                 # (a group of one batch is checked as the batch is).
                 if found is not None:
-                    heads, at = found
-                    self._check_runs(heads, (start + at).tolist(), seen_last)
+                    heads, at, rows = found
+                    self._check_runs(heads, (start + at).tolist(), seen_last, start + rows)
                 continue
             n = batch.num_rows
             cols = self._numpy(batch, dtype, start)
@@ -533,13 +597,29 @@ class PartitionReader:
             cuts = np.flatnonzero(aid[1:] != aid[:-1]) + 1
             bounds = [0, *cuts.tolist(), n]
             heads = aid[bounds[:-1]]
-            self._check_runs(heads, [start + b for b in bounds[:-1]], seen_last)
+            ts = cols["timestamp"]
+            self._check_runs(
+                heads,
+                [start + b for b in bounds[:-1]],
+                seen_last,
+                start + n,
+                lambda row, ts=ts, start=start: fmt_ms(int(ts[row - start])),
+            )
             grids = (
                 sts_grids(cols["timestamp"], heads, bounds, res_ms)
                 if res_ms and self.type is TimeSeriesType.SingleTimeSeries
                 else None
             )
             known = self._arrays
+            # The arrays whose first row comes after their second (one numpy pass, so
+            # that an array that starts in order costs nothing more): each is looked at
+            # as a row the array before may have lost (:meth:`_check_handover`).
+            firsts = np.asarray(bounds[:-1])
+            late = (
+                set(firsts[ts[firsts] > ts[np.minimum(firsts + 1, n - 1)]].tolist())
+                if self.type is TimeSeriesType.SingleTimeSeries
+                else ()
+            )
             for a, lo, hi, grid in zip(
                 heads.tolist(),
                 bounds[:-1],
@@ -555,6 +635,8 @@ class PartitionReader:
                     self._bound(a, carry.start, sum(h - b for _, b, h in carry.pieces), limit)
                     continue
                 if carry is not None:
+                    if lo in late:
+                        self._check_handover(carry, a, ts, lo, hi, start)
                     yield carry
                 if a not in known:
                     raise stray_values_row(self.place, a, start + lo + 1)
@@ -569,7 +651,7 @@ class PartitionReader:
 
     def _batches(
         self, pf: Any, names: list[str]
-    ) -> Iterator[tuple[tuple[np.ndarray, np.ndarray] | None, Any]]:
+    ) -> Iterator[tuple[tuple[np.ndarray, np.ndarray, int] | None, Any]]:
         """The values file's row groups in order, as ``(None, batch)`` for each non-empty
         batch of ``names``; a group of more than one batch is announced first by ``(its
         array_id runs or None, None)`` (:meth:`_group_runs`). Only pyarrow work (and the
@@ -591,10 +673,10 @@ class PartitionReader:
                 if batch.num_rows:
                     yield None, batch
 
-    def _group_runs(self, pf: Any, i: int) -> tuple[np.ndarray, np.ndarray] | None:
+    def _group_runs(self, pf: Any, i: int) -> tuple[np.ndarray, np.ndarray, int] | None:
         """Row group ``i``'s runs of ``array_id`` (their ids, and the rows they start at,
-        from the group's first), read a batch at a time; None when the column is not a
-        plain integer one (the batches refuse it, naming the row)."""
+        from the group's first) and its rows, read a batch at a time; None when the column
+        is not a plain integer one (the batches refuse it, naming the row)."""
         heads: list[np.ndarray] = []
         rows: list[np.ndarray] = []
         last = None
@@ -616,14 +698,37 @@ class PartitionReader:
             offset += aid.size
         if not heads:
             return None
-        return np.concatenate(heads), np.concatenate(rows)
+        return np.concatenate(heads), np.concatenate(rows), offset
 
-    def _check_runs(self, heads: np.ndarray, rows: list[int], seen_last: int) -> None:
+    def _check_runs(
+        self,
+        heads: np.ndarray,
+        rows: list[int],
+        seen_last: int,
+        end: int,
+        when: Callable[[int], str] | None = None,
+    ) -> None:
         """Refuse a row group whose runs of ``array_id`` (their ids ``heads``, starting at
-        file rows ``rows``) do not ascend from ``seen_last``."""
+        file rows ``rows``, the last ending at ``end``) do not ascend from ``seen_last``;
+        a run sitting among another array's rows (a row moved, or given another id) is
+        named itself, with its first row's timestamp (``when(row)``) when known, rather
+        than the array whose rows go on after it."""
         prev = seen_last
-        for k, a in enumerate(heads.tolist()):
+        ids = heads.tolist()
+        for k, a in enumerate(ids):
             if a < prev or (a == prev and k > 0):
+                before = None if seen_last == -(2**63) else seen_last
+                stray = stray_run(ids, rows, end, k, before)
+                if stray is not None:
+                    text = stray_text(
+                        stray,
+                        known=stray[2] in self._arrays,
+                        when=when(stray[0]) if when is not None else None,
+                    )
+                    raise InvalidParameterError(
+                        f"{self.files['values']} {text} (partition {self.part.stem})",
+                        table=self.files["values"],
+                    )
                 again = a in set(heads[:k].tolist()) or a == seen_last
                 raise InvalidParameterError(
                     f"{self.files['values']} row {rows[k] + 1}: array_id {a} "

@@ -20,8 +20,9 @@ when it is longer.
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,8 @@ __all__ = [
     "open_parquet",
     "parts_metadata",
     "sort_advice",
+    "stray_run",
+    "stray_text",
 ]
 
 #: The sort key of each role's rows (those of its columns a file has), the first column
@@ -65,6 +68,71 @@ def sort_advice(keys: tuple[str, ...] | list[str]) -> str:
         f"df.sortWithinPartitions({quoted}); DuckDB: COPY (SELECT … ORDER BY {cols}) TO …; "
         f"Dask: df.map_partitions(lambda p: p.sort_values([{quoted}])) or "
         f'set_index("{keys[0]}"); Polars: df.sort({quoted}) before writing)'
+    )
+
+
+def stray_run(
+    heads: list[int], starts: list[int], end: int, k: int, before: int | None
+) -> tuple[int, int, int, int | None, int] | None:
+    """The run of rows that sits out of place where ``array_id`` first fails to ascend.
+
+    ``heads`` are the ids of consecutive runs of rows, ``starts`` the rows they start at
+    (``end`` where the last ends), and run ``k`` the first whose id is below the run's
+    before it (``before`` the id before the first run, None when there is none). A row
+    moved into another array's rows, or given another array's id, makes such a run
+    (``1 1 1 3 1 1``, ``1 1 2 2 1 2 2``): run ``k - 1`` or run ``k``, when taking it out
+    leaves the ids of the two runs either side ascending and it is shorter than the runs
+    beside it (the shorter of the two when both are; a long run out of order, or a
+    part written backwards, is a file not sorted, not a stray row). Returns ``(first, end, id, left, right)``: the run's rows
+    ``[first, end)``, its id and the ids of the rows before (None: none) and after it;
+    None when neither run is such.
+    """
+
+    def length(j: int) -> int:
+        return (starts[j + 1] if j + 1 < len(starts) else end) - starts[j]
+
+    def shorter(j: int) -> bool:
+        beside = [length(i) for i in (j - 1, j + 1) if 0 <= i < len(heads)]
+        return all(length(j) < n for n in beside)
+
+    def ascending_without(j: int) -> bool:
+        # The ids of the two runs either side of run j (and ``before``), j taken out.
+        near = [before] if j < 2 and before is not None else []
+        near += heads[max(0, j - 2) : j] + heads[j + 1 : j + 3]
+        return all(a <= b for a, b in itertools.pairwise(near))
+
+    found = [
+        (j, heads[j - 1] if j >= 1 else before, heads[j + 1])
+        for j in (k - 1, k)
+        if j >= 0 and j + 1 < len(heads) and shorter(j) and ascending_without(j)
+    ]
+    if not found:
+        return None
+    j, left, right = min(found, key=lambda c: length(c[0]))
+    return starts[j], starts[j] + length(j), heads[j], left, right
+
+
+def stray_text(
+    found: tuple[int, int, int, int | None, int], *, known: bool, when: str | None = None
+) -> str:
+    """``row N: array_id A sits among array_id B's rows, …`` for :func:`stray_run`'s
+    result (rows 1-based; ``when`` the first row's timestamp), and what to do."""
+    first, end, aid, left, right = found
+    rows = f"row {first + 1}" if end - first == 1 else f"rows {first + 1}-{end}"
+    if when is not None:
+        rows += f" (timestamp {when})"
+    if left is None:
+        where = f"before array_id {right}'s rows"
+    elif left == right:
+        where = f"among array_id {right}'s rows"
+    else:
+        where = f"between array_id {left}'s and array_id {right}'s rows"
+    held = "" if known else ", an array_id the arrays file does not hold,"
+    return (
+        f"{rows}: array_id {aid}{held} sits {where}, apart from the rest of its own: "
+        "a row moved there or given another array's id; give it back its array_id, or "
+        "move it to its array's rows (the file sorted by array_id, then timestamp), and "
+        "import again"
     )
 
 
@@ -177,6 +245,9 @@ class PartsFile:
         self.meta = meta
         self.role = role
         self.read_dictionary = read_dictionary
+        #: The ids the arrays file holds, when the reader has told them (a values part's
+        #: refusal of a stray row says whether its id is one).
+        self.known: Container[int] | None = None
         self._files: dict[int, Any] = {}
         first = self._file(0).schema_arrow
         self.schema_arrow = first
@@ -437,6 +508,17 @@ class _Cursor:
             self._row += keys.size
             return keys
         name = self.owner.keys[0]
+        if name == "array_id" and self.owner.role == "values":
+            cut = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+            starts = [0, *cut.tolist()]
+            k = starts.index(at)
+            rows = [self._row + x for x in starts]
+            found = stray_run(keys[starts].tolist(), rows, self._row + keys.size, k, self._last)
+            if found is not None:
+                known = self.owner.known is None or found[2] in self.owner.known
+                raise InvalidParameterError(
+                    f"{self.path} {stray_text(found, known=known)}", table=str(self.path)
+                )
         raise InvalidParameterError(
             f"{self.path} row {self._row + at + 1}: `{name}` {after} comes after {before}, so "
             f"this part of {self.owner.meta.path} is not sorted by {name}; the parts of a "

@@ -24,13 +24,15 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from ...errors import InvalidParameterError
+from ...errors import InvalidParameterError, StorageError
 from ..duckdb_session import connect, load_extension, run_sql
 from ..layout import FLAT_SERIES_COLUMNS, KEY_KINDS, VIEW_COLUMNS
-from .discovery import Partition, discover
+from .discovery import Partition, discover, read_metadata
 from .layout import ROLES
+from .location import Location, locate
 from .parts import PartsMetadata
 
 __all__ = ["connect_parquet", "query_parquet"]
@@ -39,6 +41,10 @@ __all__ = ["connect_parquet", "query_parquet"]
 _NULL_TYPES = {"initial_timestamp": "TIMESTAMP", "length": "BIGINT", "count": "BIGINT"}
 _KEYS = (("issue_time", "TIMESTAMP"), ("percentile", "DOUBLE"), ("scenario", "BIGINT"))
 _BASE = re.compile(r"[A-Za-z0-9_]+")
+#: A file name relative to the export's directory that may be spelled in DuckDB's SQL.
+_PLAIN = re.compile(r"[A-Za-z0-9_.=+-]+(/[A-Za-z0-9_.=+-]+)*")
+#: The ENUM type of the union views' ``partition_name``: the export's partition bases.
+PARTITION_TYPE = "partition_base"
 _INTEGERS = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "BOOLEAN")
 
 
@@ -85,7 +91,18 @@ def connect_parquet(
     path: str | os.PathLike[str], *, storage_options: Mapping[str, Any] | None = None
 ) -> Any:
     """A DuckDB connection holding the views over the Parquet export at ``path``."""
-    found = discover(path, storage_options)
+    where = locate(os.fspath(path), storage_options)
+    root = where if where.is_dir() else where.parent
+    if where.client_options() is None and "," not in root.uri:
+        # A local export: the footers read by DuckDB in the session the query runs in
+        # (pyarrow, 0.02-0.03 s to import, is not needed on this path). DuckDB's
+        # file_search_path is a comma-separated list: a directory with a comma in its
+        # path is read as elsewhere.
+        con = connect(search_path=root.uri)
+        found = discover(path, storage_options, read_footer=_DuckFooters(con, root))
+    else:
+        con = connect()
+        found = discover(path, storage_options)
     parts = [p for p in found.partitions if not p.foreign]
     if not parts:
         raise InvalidParameterError(
@@ -93,7 +110,6 @@ def connect_parquet(
             "rows to join): name what export -f parquet wrote",
             table=found.where,
         )
-    con = connect()
     values = parts[0].files["values"]
     options = values.client_options()
     if options is not None:  # a place another engine reaches through its client
@@ -112,6 +128,42 @@ def connect_parquet(
     for statement in _views(sources):
         con.execute(statement)
     return con
+
+
+@dataclass(frozen=True, slots=True)
+class _Footer:
+    """A file's footer as discovery reads it: its key-value metadata."""
+
+    metadata: dict[bytes, bytes]
+
+
+class _DuckFooters:
+    """Footers read by DuckDB's ``parquet_kv_metadata`` for discovery: each file named
+    relative to the session's ``file_search_path`` (``root``), a name spelled in the SQL
+    only when it is plain (letters, digits, ``_ . = + -``, no ``..``); any other name's
+    footer is read by pyarrow, as discovery reads it elsewhere."""
+
+    def __init__(self, con: Any, root: Location) -> None:
+        self.con, self.root = con, root.uri
+
+    def __call__(self, path: Location) -> Any:
+        rel = os.path.relpath(path.uri, self.root).replace(os.sep, "/")
+        if not _PLAIN.fullmatch(rel) or ".." in rel.split("/"):
+            return read_metadata(path)
+        import duckdb
+
+        try:
+            rows = self.con.sql(
+                f"SELECT key, value FROM parquet_kv_metadata('{rel}')"  # (a plain name)
+            ).fetchall()
+        except duckdb.Error as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise StorageError(
+                f"reading {path} failed: {first}; if the file was cut short or damaged, "
+                "export it again (or copy it again from where it was exported)",
+                table=str(path),
+            ) from exc
+        return _Footer({bytes(k): bytes(v) for k, v in rows})
 
 
 def _files(p: Partition, role: str) -> list[str]:
@@ -179,9 +231,18 @@ def _views(sources: list[tuple[str, Partition, dict[str, dict[str, str]]]]) -> l
     # The typed companions, as the SQLite file has them: one per value class and kind of
     # key columns, so that every row of one has the same keys (none NULL).
     typed: dict[tuple[str, str], list[str]] = {}
+    # The partition names as an ENUM, declared in the order VARCHAR sorts them (ORDER BY
+    # and min/max as on text): a join on (partition_name, array_id), as the SQLite form's
+    # views are joined, then compares a small integer where it compared a constant text
+    # (0.20 s against 0.23 s on 100,000 series; array_id alone 0.15 s). DuckDB keeps the
+    # key either way: it proves an equality of constants false, never true.
+    names = sorted((base for base, _p, _t in sources), key=str.encode)
+    listed = ", ".join(f"'{n}'" for n in names)
+    out.append(f"CREATE TYPE {PARTITION_TYPE} AS ENUM ({listed})")
     for base, _p, types in sources:
         vt, st = types["values"], types["series"]
-        head = f"SELECT '{base}' AS partition_name, array_id, {_ts('timestamp', vt['timestamp'])} AS timestamp"
+        name = f"'{base}'::{PARTITION_TYPE} AS partition_name"
+        head = f"SELECT {name}, array_id, {_ts('timestamp', vt['timestamp'])} AS timestamp"
         keys = [
             _ts(c, vt[c]) + f" AS {c}"
             if c == "issue_time" and c in vt
@@ -212,10 +273,8 @@ def _views(sources: list[tuple[str, Partition, dict[str, dict[str, str]]]]) -> l
                 cols.append(f"{_ts(c, st[c])} AS {c}")
             else:
                 cols.append(c)
-        series.append(f"SELECT '{base}' AS partition_name, {', '.join(cols)} FROM {base}_series")
-        arrays.append(
-            f"SELECT '{base}' AS partition_name, id, data_hash, time_axis FROM {base}_arrays"
-        )
+        series.append(f"SELECT {name}, {', '.join(cols)} FROM {base}_series")
+        arrays.append(f"SELECT {name}, id, data_hash, time_axis FROM {base}_arrays")
         flat = [f"s.{c}" if c == a else f"s.{c} AS {a}" for c, a in FLAT_SERIES_COLUMNS]
         flat += ["v.timestamp", *(f"v.{c}" for c, _ in _KEYS if c in vt), "v.value"]
         out.append(

@@ -8,6 +8,10 @@ S3 server read in place.
 from __future__ import annotations
 
 import datetime as dt
+import re
+import shutil
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -17,7 +21,7 @@ import pyarrow as pa
 import pytest
 from varied_store import build_varied, new_store
 
-from infrastore_sqlite.errors import InvalidParameterError
+from infrastore_sqlite.errors import InvalidParameterError, StorageError
 from infrastore_sqlite.interchange.layout import VIEW_COLUMNS
 from infrastore_sqlite.interchange.parquet.query import (
     connect_parquet,
@@ -133,3 +137,60 @@ def test_a_uri_on_the_s3_server(exported, s3_server: Any) -> None:
     sql = "SELECT owner_id, max(value) FROM all_values_real_static JOIN all_series USING (partition_name, array_id) GROUP BY 1 ORDER BY 1"
     got = query_parquet(uri, sql, storage_options=s3_server.options).fetchall()
     assert repr(got) == repr(query_parquet(exported["pq"], sql).fetchall())  # (NaN == NaN)
+
+
+def test_partition_names_compare_and_read_as_text(exported) -> None:
+    con = connect_parquet(exported["pq"])
+    names = [r[0] for r in con.sql("SELECT DISTINCT partition_name FROM all_series").fetchall()]
+    assert len(names) > 1
+    # A name no partition has is no error: no rows, as on text.
+    assert con.sql("SELECT * FROM all_series WHERE partition_name = 'nope'").fetchall() == []
+    # ORDER BY sorts as text does (the SQLite form's TEXT column).
+    got = [
+        r[0]
+        for r in con.sql("SELECT DISTINCT partition_name FROM all_values ORDER BY 1").fetchall()
+    ]
+    assert got == sorted(names, key=str.encode)
+    # The Arrow table (and so the CLI's outputs) has it as a string column.
+    table = query_parquet(exported["pq"], "SELECT partition_name FROM all_arrays", arrow=True)
+    assert table.schema.field("partition_name").type == pa.string()
+    assert set(table.column("partition_name").to_pylist()) == set(names)
+
+
+def test_a_local_query_reads_the_footers_with_duckdb_alone(exported) -> None:
+    # pyarrow is not imported on this path (its import cost the query 0.02-0.03 s).
+    code = (
+        "import sys\n"
+        "from infrastore_sqlite.interchange.parquet.query import query_parquet\n"
+        f"rows = query_parquet({str(exported['pq'])!r}, 'SELECT count(*) FROM all_series').fetchall()\n"
+        "print(rows[0][0], 'pyarrow' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    n, imported = out.stdout.split()
+    assert int(n) > 0 and imported == "False", out.stdout
+
+
+@pytest.mark.parametrize("where", ["copy", "a,b"])
+def test_a_name_duckdb_is_not_handed_is_read_by_pyarrow(exported, tmp_path: Path, where) -> None:
+    # A part file whose name holds a space and a quote, in a directory whose path may
+    # hold a comma (DuckDB's search path is comma-separated): read as elsewhere.
+    d = tmp_path / where
+    shutil.copytree(exported["pq"], d)
+    values = sorted(d.glob("*.values.parquet"))[0]
+    data = values.read_bytes()
+    values.unlink()
+    values.mkdir()
+    (values / "part 0's.parquet").write_bytes(data)
+    sql = "SELECT partition_name, count(*) FROM all_values GROUP BY 1 ORDER BY 1"
+    assert query_parquet(d, sql).fetchall() == query_parquet(exported["pq"], sql).fetchall()
+
+
+def test_a_damaged_file_is_named(exported, tmp_path: Path) -> None:
+    d = tmp_path / "cut"
+    shutil.copytree(exported["pq"], d)
+    (d / "_infrastore_manifest.json").unlink(missing_ok=True)
+    victim = sorted(d.glob("*.series.parquet"))[0]
+    victim.write_bytes(victim.read_bytes()[:-20])
+    with pytest.raises(StorageError, match=re.escape(victim.name)) as e:
+        query_parquet(d, "SELECT 1")
+    assert "export it again" in str(e.value)
