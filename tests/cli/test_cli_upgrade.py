@@ -10,7 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "revision3_store"
+from jsonschema import Draft202012Validator
+from repo_root import REPO_ROOT
+
+DATA = REPO_ROOT / "tests" / "data" / "revision3_store"
+SCHEMA = REPO_ROOT / "schemas" / "cli" / "upgrade.json"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -35,7 +39,11 @@ def test_reading_commands_name_upgrade_and_upgrade_migrates(tmp_path: Path) -> N
         assert "read_only" not in run.stderr  # the CLI's spelling, not the API's
     run = _cli("--store", str(store), "-f", "json", "upgrade")
     assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout) == {"store": str(store), "schema_revision": 4}
+    doc = json.loads(run.stdout)
+    assert doc == {"store": str(store), "schema_revision": 4}
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    Draft202012Validator.check_schema(schema)
+    Draft202012Validator(schema).validate(doc)
     run = _cli("--store", str(store), "-f", "json", "list")
     assert run.returncode == 0, run.stderr
     listed = {str(m["id"]): m for m in json.loads(run.stdout)["items"]}
