@@ -34,6 +34,7 @@ import numpy as np
 
 from ...core.elements import pad
 from ...errors import IntegrityError, StorageError
+from ...store.tracing import LOG
 from ..options import ExportOptions, export_options
 from ..pipeline import Prefetch
 from ..plan import SUMMARY_KEYS as SQLITE_SUMMARY_KEYS
@@ -166,6 +167,17 @@ def export_parquet(
     summary = _summary(directory, plan)
     if dry_run:
         return summary
+    if jobs > 1 and not publisher.workers_defer():
+        # Workers there would make their partitions visible before the commit: one
+        # writer keeps the promise that a failed export leaves nothing.
+        LOG.warning(
+            "--jobs %d: writing to %s with one writer, since the workers' files there "
+            "would be visible before the export commits (parallel writers go to local "
+            "directories and s3:// with botocore installed)",
+            jobs,
+            target,
+        )
+        jobs = 1
     publisher.begin()
     try:
         if jobs > 1 and len(plan.partitions) > 1:

@@ -61,6 +61,7 @@ from .uploads import (
     PartSender,
     abort_before_export,
     worker_client,
+    workers_can_hand_over,
 )
 
 __all__ = [
@@ -852,6 +853,9 @@ class ObjectPublisher(Publisher):
 
     def entries(self) -> list[dict[str, Any]]:
         return list(self.files)
+
+    def workers_defer(self) -> bool:
+        return workers_can_hand_over(self.target.bucket.root)
 
     def hand_over(self) -> tuple[str, Any]:
         """A worker's finished partitions for the parent: on ``s3://``, their uploads

@@ -234,6 +234,12 @@ class Publisher(ABC):
     def entries(self) -> list[dict[str, Any]]:
         """What this writer published, as manifest entries (a worker's to report)."""
 
+    def workers_defer(self) -> bool:
+        """Whether a parallel export's workers can hand their files over unpublished
+        (nothing visible before the parent's commit). Where they cannot, the export
+        writes with one writer: a failed export must leave nothing visible."""
+        return True
+
     def hand_over(self) -> Any:
         """A worker's finished partitions, as the parent's :meth:`adopt` takes them
         (picklable): by default its files settled, as manifest entries."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import importlib.util
 import io
 import os
 from collections.abc import Iterable, Iterator, Mapping
@@ -244,6 +245,16 @@ def abort_before_export(uri: str, options: Mapping[str, Any], keys: Iterable[str
 # small enough for one part, its bytes): the parent completes them all at its commit, as
 # it does its own. The parts go out while the file is encoded, as obstore's writer sends
 # them, so neither the speed nor the memory (a part filling and a few in flight) changes.
+
+
+def workers_can_hand_over(root: str) -> bool:
+    """Whether a parallel export's workers writing to ``root`` can hand their uploads
+    over uncompleted (:func:`worker_client` gives them a client): ``s3://`` with botocore
+    installed. gs:// and az:// go through obstore alone, which completes an upload when
+    its writer closes."""
+    if not root.startswith(("s3://", "s3a://")):
+        return False
+    return importlib.util.find_spec("botocore") is not None
 
 
 def worker_client(root: str, options: Mapping[str, Any]) -> Any | None:
