@@ -182,14 +182,22 @@ def upgrade(ctx: click.Context) -> None:
     The reading commands (list, get, info, export, verify) open a store read-only and so
     refuse one whose catalog is older; this one opens it for writing, which runs the
     missing schema steps in one transaction (a kill at any instant leaves the old catalog
-    or the migrated one) and changes nothing else. A current store is left as it is.
+    or the migrated one) and changes nothing else. A current store is left as it is;
+    ``migrated_from`` says which revision was found (empty when the store was current).
     """
     from ..store.catalog import schema_version
 
     output_format(ctx)
-    with open_store(ctx, read_only=False):
-        pass  # the open migrates (Catalog._migrate), or finds the store current
-    emit_doc(ctx, {"store": str(store_path(ctx)), "schema_revision": schema_version()})
+    with open_store(ctx, read_only=False) as store:
+        found = store.migrated_from  # the open migrated, or found the store current
+    emit_doc(
+        ctx,
+        {
+            "store": str(store_path(ctx)),
+            "schema_revision": schema_version(),
+            "migrated_from": found,
+        },
+    )
 
 
 @command(

@@ -110,6 +110,8 @@ class Catalog:
         self.path = str(path)
         self.read_only = read_only
         self.timeout = float(timeout)
+        #: The schema revision this open found and migrated from (None: it was current).
+        self.migrated_from: int | None = None
         flags = apsw.SQLITE_OPEN_READONLY if read_only else apsw.SQLITE_OPEN_READWRITE
         if create:
             flags |= apsw.SQLITE_OPEN_CREATE
@@ -324,6 +326,7 @@ class Catalog:
                         f"nothing was changed (it stays at revision {current})"
                     ) from exc
                 self.conn.execute(f"PRAGMA user_version={int(number)}")
+        self.migrated_from = current
 
     def _describe(self, exc: BaseException) -> str:
         """An apsw error as one line, with the OS error behind it when there is one

@@ -84,6 +84,13 @@ class Store(StoreApi):
         """The store directory."""
         return self._state.path
 
+    @property
+    def migrated_from(self) -> int | None:
+        """The catalog schema revision this open found and migrated from in its one
+        transaction (an older release's store opened for writing); None when the
+        catalog was current."""
+        return self._state.catalog.migrated_from
+
     # The catalog and segments, for the tests that inspect or damage them on purpose.
     @property
     def _catalog(self) -> Catalog:

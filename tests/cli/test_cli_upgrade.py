@@ -40,7 +40,7 @@ def test_reading_commands_name_upgrade_and_upgrade_migrates(tmp_path: Path) -> N
     run = _cli("--store", str(store), "-f", "json", "upgrade")
     assert run.returncode == 0, run.stderr
     doc = json.loads(run.stdout)
-    assert doc == {"store": str(store), "schema_revision": 4}
+    assert doc == {"store": str(store), "schema_revision": 4, "migrated_from": 3}
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
     Draft202012Validator(schema).validate(doc)
@@ -53,4 +53,7 @@ def test_reading_commands_name_upgrade_and_upgrade_migrates(tmp_path: Path) -> N
     assert _cli("--store", str(store), "verify").returncode == 0
     # A current store: upgrade changes nothing and says so the same way.
     run = _cli("--store", str(store), "-f", "json", "upgrade")
-    assert run.returncode == 0 and json.loads(run.stdout)["schema_revision"] == 4
+    assert run.returncode == 0
+    doc = json.loads(run.stdout)
+    assert doc == {"store": str(store), "schema_revision": 4, "migrated_from": None}
+    Draft202012Validator(schema).validate(doc)

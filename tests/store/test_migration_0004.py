@@ -96,6 +96,7 @@ def test_it_migrates_verifies_and_reads_the_same(tmp_path: Path) -> None:
     expected = _expected()
     with Store.open(path) as s:
         assert s._catalog.scalar("PRAGMA user_version") == 4
+        assert s.migrated_from == 3
         cat = s._catalog
         # Arrays numbered 1..N; the series rows name them by id, and nothing else.
         ids = [r[0] for r in cat.execute("SELECT id FROM arrays ORDER BY id")]
@@ -119,6 +120,7 @@ def test_it_migrates_verifies_and_reads_the_same(tmp_path: Path) -> None:
         )
         assert new == max(expected) + 1
     with Store.open(path, read_only=True) as s:
+        assert s.migrated_from is None  # current now: nothing to migrate
         assert s.diagnose().ok
         _reads_as_expected(s, expected, added=(new,))
         assert s.read_by_id(new).data.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
