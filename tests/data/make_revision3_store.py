@@ -16,14 +16,16 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import numpy as np
 
 from infrastore_sqlite import (
     Deterministic,
     NonSequentialTimeSeries,
+    PersistentTimeSeries,
     Probabilistic,
     Scenarios,
     SingleTimeSeries,
@@ -123,6 +125,34 @@ def build(path: Path) -> dict[str, object]:
         s.add_time_series(
             70, "Load", "Component", SingleTimeSeries(T0, "PT30M", rng.random(48), "base")
         )
+        with s.transaction():
+            # The seventh type, other element types and the other time references.
+            times = [T0, T0 + timedelta(minutes=7), T0 + timedelta(hours=5, milliseconds=500)]
+            s.add_time_series(
+                80,
+                "Gen",
+                "Component",
+                PersistentTimeSeries(times, np.array([[1, 2], [3, 4], [5, 6]], np.int32), "pers"),
+            )
+            denver = datetime(2024, 3, 10, tzinfo=ZoneInfo("America/Denver"))
+            s.add_time_series(
+                81, "Gen", "Component", SingleTimeSeries(denver, "PT1H", rng.random(6), "denver")
+            )
+            s.add_time_series(
+                82,
+                "Gen",
+                "Component",
+                SingleTimeSeries(datetime(2024, 1, 1), "PT1H", np.arange(4.0), "wall"),
+            )
+            s.add_time_series(
+                83, "Gen", "Component", SingleTimeSeries(T0, "PT1H", rng.random(5) > 0.5, "flag")
+            )
+            s.add_time_series(
+                84,
+                "Gen",
+                "Component",
+                SingleTimeSeries(T0, "PT1H", rng.random(5).astype(np.float32), "f32"),
+            )
         s.transform_single_time_series("PT6H", "PT3H", resolution="PT30M")
         s.remove_by_ids([2])
         expected = {}

@@ -21,14 +21,14 @@ from pathlib import Path
 import apsw
 import numpy as np
 import pytest
+from repo_root import REPO_ROOT
 
 from infrastore_sqlite import SingleTimeSeries, Store
 from infrastore_sqlite.errors import CatalogMigrationRequiredError
 from infrastore_sqlite.store.catalog import schema_version
 from infrastore_sqlite.store.rowcheck import SQL_FUNCTION, sql_row_check
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "revision3_store"
-REPO = Path(__file__).resolve().parents[2]
+DATA = REPO_ROOT / "tests" / "data" / "revision3_store"
 # The step-3 row columns the old checksum covered (migrations/0003_row_checks.sql).
 _OLD_CHECKED = (
     "id, owner_id, owner_type, owner_category, time_series_type, name, initial_timestamp, "
@@ -74,10 +74,16 @@ def _reads_as_expected(s: Store, expected: dict[int, dict], added: tuple[int, ..
         assert np.ascontiguousarray(data).tobytes().hex() == want["data"], sid
 
 
-def test_the_kept_store_is_of_revision_3_and_every_series_type() -> None:
-    assert _revision(DATA / "store.h5") == 3 < schema_version() == 4
-    types = {v["metadata"]["time_series_type"] for v in _expected().values()}
-    assert len(types) == 6, types  # single, nonsequential, three forecasts, derived
+def test_the_kept_store_is_of_revision_3_and_every_series_type(tmp_path: Path) -> None:
+    # Read from a copy: opening the kept catalog in place would write its -shm beside it.
+    assert _revision(_copy(tmp_path)) == 3 < schema_version() == 4
+    kept = _expected().values()
+    types = {v["metadata"]["time_series_type"] for v in kept}
+    # single, nonsequential, persistent, three forecasts, derived
+    assert len(types) == 7, types
+    references = {v["metadata"]["time_reference"] for v in kept}
+    assert {"utc", "America/Denver", "zoneless"} <= references, references
+    assert {"float64", "float32", "int64", "int32", "bool"} <= {v["dtype"] for v in kept}
 
 
 def test_a_read_only_open_is_refused_saying_how_to_migrate(tmp_path: Path) -> None:
@@ -173,7 +179,7 @@ _MIGRATE = "import sys; from infrastore_sqlite import Store; Store.open(sys.argv
 
 
 def _migrate_in_child(path: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     return subprocess.Popen(
         [sys.executable, "-c", _MIGRATE, str(path)],
         env=env,
