@@ -152,6 +152,17 @@ SERIES_TAIL = [
 ]
 
 
+def varied_store_file(path: Path) -> Path:
+    """A closed store at ``path`` holding :func:`build_varied`'s series (a module's
+    fixture opens it read-only as often as it likes)."""
+    s = new_store(path)
+    try:
+        build_varied(s)
+    finally:
+        s.close()
+    return path
+
+
 def identity(meta: dict[str, Any]) -> tuple:
     """A series' identity in the store (its key), from its metadata."""
     return (

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from varied_store import build_varied, new_store, snapshot
+from varied_store import new_store, snapshot, varied_store_file
 
 from infrastore_sqlite import Store
 from infrastore_sqlite.cli import PROG, cli
@@ -49,13 +49,7 @@ def _objects(server: Any, prefix: str) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def varied(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("varied") / "varied.h5"
-    s = new_store(path)
-    try:
-        build_varied(s)
-    finally:
-        s.close()
-    return path
+    return varied_store_file(tmp_path_factory.mktemp("varied") / "varied.h5")
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from s3server import S3Server
-from varied_store import build_varied, new_store, snapshot
+from varied_store import new_store, snapshot, varied_store_file
 
 from infrastore_sqlite import Store
 from infrastore_sqlite.errors import StorageError
@@ -33,13 +33,7 @@ def server(tmp_path: Path) -> Any:
 
 @pytest.fixture(scope="module")
 def varied(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("varied") / "varied.h5"
-    s = new_store(path)
-    try:
-        build_varied(s)
-    finally:
-        s.close()
-    return path
+    return varied_store_file(tmp_path_factory.mktemp("varied") / "varied.h5")
 
 
 def _contents(store: Store) -> dict:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from varied_store import add, build_varied, new_store, sts
+from varied_store import add, new_store, sts, varied_store_file
 
 from infrastore_sqlite import Store
 from infrastore_sqlite.cli import PROG, cli
@@ -25,13 +25,7 @@ from infrastore_sqlite.interchange.parquet.parallel import order
 
 @pytest.fixture(scope="module")
 def varied(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("varied") / "varied.h5"
-    s = new_store(path)
-    try:
-        build_varied(s)
-    finally:
-        s.close()
-    return path
+    return varied_store_file(tmp_path_factory.mktemp("varied") / "varied.h5")
 
 
 @pytest.fixture(scope="module")

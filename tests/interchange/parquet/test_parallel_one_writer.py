@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from varied_store import build_varied, new_store
+from varied_store import varied_store_file
 
 from infrastore_sqlite import Store
 from infrastore_sqlite.interchange.parquet import export, export_parquet
@@ -22,13 +22,7 @@ from infrastore_sqlite.interchange.plan import plan_export
 
 @pytest.fixture(scope="module")
 def varied(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("varied") / "varied.h5"
-    s = new_store(path)
-    try:
-        build_varied(s)
-    finally:
-        s.close()
-    return path
+    return varied_store_file(tmp_path_factory.mktemp("varied") / "varied.h5")
 
 
 def _defers(uri: str, options: dict[str, str], varied: Path) -> bool:
