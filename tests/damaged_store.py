@@ -3,6 +3,7 @@ find where a series lives in it."""
 
 from __future__ import annotations
 
+import random
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -84,3 +85,13 @@ if __name__ == "__main__":
     shutil.rmtree(target, ignore_errors=True)
     assert build_world(target) == world_expected()
     print(f"wrote {target}")
+
+
+def flipped(value: object, rng: random.Random) -> object:
+    """A catalog cell with one low bit of one byte flipped (of an integer such as an
+    array id, of the UTF-8 of a text, of a blob's bytes), as a disk or a copy would."""
+    if isinstance(value, int):  # an array id (schema step 0004)
+        return value ^ (1 << rng.randrange(7))
+    raw = bytearray(value.encode() if isinstance(value, str) else value)
+    raw[rng.randrange(len(raw))] ^= 1 << rng.randrange(7)
+    return raw.decode() if isinstance(value, str) else bytes(raw)

@@ -27,7 +27,7 @@ import apsw
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from damaged_store import T0, build_world, fresh, segment_files
+from damaged_store import T0, build_world, flipped, fresh, segment_files
 
 from infrastore_sqlite import SingleTimeSeries, Store, TimeSeriesError
 from infrastore_sqlite.cli import cli
@@ -102,11 +102,11 @@ def wal_lost_after_kill(rng: random.Random, path: Path, other: Path) -> str:
 def segment_name_flipped(rng: random.Random, path: Path, other: Path) -> str:
     target = rng.choice(segment_files(path)).name
     at = rng.randrange(len(target) - 3)  # a bit of the hex name, not of ".h5"
-    flipped = target[:at] + chr(ord(target[at]) ^ (1 << rng.randrange(3))) + target[at + 1 :]
+    renamed = target[:at] + chr(ord(target[at]) ^ (1 << rng.randrange(3))) + target[at + 1 :]
     conn = apsw.Connection(str(path / "catalog.sqlite"))
-    conn.execute("UPDATE segments SET name = ? WHERE name = ?", (flipped, target))
+    conn.execute("UPDATE segments SET name = ? WHERE name = ?", (renamed, target))
     conn.close()
-    return f"segment name {target} in the catalog's segments row flipped to {flipped}"
+    return f"segment name {target} in the catalog's segments row flipped to {renamed}"
 
 
 def _row_field_flipped(rng: random.Random, path: Path, column: str) -> str:
@@ -117,12 +117,7 @@ def _row_field_flipped(rng: random.Random, path: Path, column: str) -> str:
         (value,) = conn.execute(
             f"SELECT {column} FROM time_series_associations WHERE id = ?", (sid,)
         ).fetchone()
-        if isinstance(value, int):  # an array id (schema step 0004)
-            new: object = value ^ (1 << rng.randrange(7))
-        else:
-            raw = bytearray(value.encode() if isinstance(value, str) else value)
-            raw[rng.randrange(len(raw))] ^= 1 << rng.randrange(7)
-            new = raw.decode() if isinstance(value, str) else bytes(raw)
+        new = flipped(value, rng)
         conn.execute(f"UPDATE time_series_associations SET {column} = ? WHERE id = ?", (new, sid))
     finally:
         conn.close()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from damaged_store import T0, build_world, segment_files
+from damaged_store import T0, build_world, flipped, segment_files
 
 from infrastore_sqlite import SingleTimeSeries, Store, TimeSeriesError
 from infrastore_sqlite.errors import DamagedStoreError
@@ -121,12 +121,7 @@ def _row_damage(rng, path, column: str) -> None:
         value = s._catalog.scalar(
             f"SELECT {column} FROM time_series_associations WHERE id = ?", (sid,)
         )
-        if isinstance(value, int):  # an array id (schema step 0004)
-            new: object = value ^ (1 << rng.randrange(7))
-        else:
-            raw = bytearray(value.encode() if isinstance(value, str) else value)
-            raw[rng.randrange(len(raw))] ^= 1 << rng.randrange(7)
-            new = raw.decode() if isinstance(value, str) else bytes(raw)
+        new = flipped(value, rng)
         s._catalog.conn.execute(
             f"UPDATE time_series_associations SET {column} = ? WHERE id = ?", (new, sid)
         )
