@@ -259,19 +259,9 @@ def workers_can_hand_over(root: str) -> bool:
 
 def worker_client(root: str, options: Mapping[str, Any]) -> Any | None:
     """A botocore client for a parallel export's worker writing to ``root``; None where
-    there is none (not ``s3://``, or botocore not installed): the worker then completes
-    its uploads as it hands them over."""
-    if not root.startswith(("s3://", "s3a://")):
-        return None
-    try:
-        return _shared_client(root, options)
-    except MissingDependencyError:
-        LOG.warning(
-            "botocore is not installed: the workers of this export complete their "
-            "uploads as they hand each partition over (%s)",
-            _CLOUD_INSTALL,
-        )
-        return None
+    workers cannot hand uploads over (:func:`workers_can_hand_over`), where the export
+    writes with one writer and its workers' publishers need none."""
+    return _shared_client(root, options) if workers_can_hand_over(root) else None
 
 
 #: The clients this process built, by bucket and options: a botocore client takes tens
