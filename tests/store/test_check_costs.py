@@ -21,7 +21,7 @@ import pytest
 from infrastore_sqlite.core.elements import NUMPY_DTYPES
 from infrastore_sqlite.errors import DamagedStoreError
 from infrastore_sqlite.store import journal
-from infrastore_sqlite.store.arrays import KEY_WIDTH, ArrayFile, key_seeds, slot_sums
+from infrastore_sqlite.store.arrays import KEY_WIDTH, ArrayFile, key_seeds, slot_hashes
 from infrastore_sqlite.store.prepare import STORED_COLUMNS
 from infrastore_sqlite.store.rowcheck import (
     CHECKED_COLUMNS,
@@ -136,7 +136,7 @@ def test_twins_are_chunked_as_their_pool_and_grow_with_it(tmp_path: Path) -> Non
     assert sums.dtype == np.uint64 and held.dtype == np.uint8
     assert sums.compression is None and held.compression is None
     block = np.stack(arrays)
-    want = slot_sums(block, np.arange(10)) + key_seeds(keys)
+    want = slot_hashes(block, np.arange(10)) + key_seeds(keys)
     np.testing.assert_array_equal(sums[:10], want)
     assert [bytes(r[:32]) for r in held[:10]] == [k for k, _ in keys]
     assert list(held[:10, 32]) == [0] * 10
