@@ -428,7 +428,13 @@ class ArrayFile:
             return {}
         return {"compression": "gzip", "compression_opts": level, "shuffle": shuffle}
 
-    def _pool(self, name: str, dtype: str | None = None, shape: Sequence[int] | None = None):
+    def _pool(
+        self,
+        name: str,
+        dtype: str | None = None,
+        shape: Sequence[int] | None = None,
+        rows: int = 0,
+    ):
         ds = self._pools.get(name)
         if ds is not None:
             return ds
@@ -439,7 +445,7 @@ class ArrayFile:
         if self._created and dtype is not None and shape is not None:
             # A file this object created holds no pool it did not make (they are all in
             # ``_pools``): a new one, made without looking.
-            ds = h5py.Dataset(self._new_pool(name, dtype, shape))
+            ds = h5py.Dataset(self._new_pool(name, dtype, shape, rows))
             self._pools[name] = ds
             return ds
         group = self._h5["pools"]
@@ -448,15 +454,15 @@ class ArrayFile:
         elif dtype is None or shape is None:
             raise StorageError(f"the array file {self.path} has no pool {name}; run verify")
         else:
-            ds = h5py.Dataset(self._new_pool(name, dtype, shape))
+            ds = h5py.Dataset(self._new_pool(name, dtype, shape, rows))
         self._pools[name] = ds
         return ds
 
-    def _new_pool(self, name: str, dtype: str, shape: Sequence[int]) -> Any:
-        """A new, empty pool ``pools/<name>``: resizable along its slots, chunked by
-        :func:`_chunks`, filtered as the file's compression says, made as h5py's
-        ``create_dataset`` makes it (shuffle before deflate, no time stamps) through
-        HDF5's own calls (h5py's cost a few hundred microseconds a pool)."""
+    def _new_pool(self, name: str, dtype: str, shape: Sequence[int], rows: int = 0) -> Any:
+        """A new pool ``pools/<name>`` of ``rows`` slots (none written): resizable along
+        its slots, chunked by :func:`_chunks`, filtered as the file's compression says,
+        made as h5py's ``create_dataset`` makes it (shuffle before deflate, no time
+        stamps) through HDF5's own calls (h5py's cost a few hundred microseconds a pool)."""
         row_shape = tuple(int(d) for d in shape)
         np_dtype = NUMPY_DTYPES[dtype]
         plist = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
@@ -468,7 +474,7 @@ class ArrayFile:
             level = filters["compression_opts"]
             plist.set_deflate(_DEFAULT_GZIP if level is None else level)
         plist.set_obj_track_times(False)
-        space = h5py.h5s.create_simple((0, *row_shape), (h5py.h5s.UNLIMITED, *row_shape))
+        space = h5py.h5s.create_simple((rows, *row_shape), (h5py.h5s.UNLIMITED, *row_shape))
         tid = h5py.h5t.py_create(np_dtype, logical=1)
         gid = h5py.h5g.open(self._h5.id, b"pools")
         return h5py.h5d.create(gid, name.encode(), tid, space, dcpl=plist)
@@ -564,8 +570,8 @@ class ArrayFile:
         (one write each) paid for every twin too."""
         name, dtype, shape, first_slot, arrays, keys = job
         try:
-            ds, np_dtype, sums, held = self._writing(name, dtype, shape, keys is not None)
             end = first_slot + len(arrays)
+            ds, np_dtype, sums, held = self._writing(name, dtype, shape, keys is not None, end)
             rows = self._extents[name]
             if rows < end:
                 # Grown by half at least, its twins with it (they are always as long).
@@ -595,14 +601,16 @@ class ArrayFile:
             ) from exc
 
     def _writing(
-        self, name: str, dtype: str, shape: Sequence[int], bound: bool
+        self, name: str, dtype: str, shape: Sequence[int], bound: bool, end: int
     ) -> tuple[Any, np.dtype, Any, Any]:
         """``(pool, its dtype, sums twin, keys twin or None)`` as low-level dataset
-        handles, for the writer thread; made (or opened) on a pool's first write."""
+        handles, for the writer thread; made (or opened) on a pool's first write, whose
+        slots end at ``end``: a pool this file makes is made that long, its twins with it
+        (as long as growing them from empty makes them, without three resizes a pool)."""
         got = self._twins.get(name)
         if got is not None:
             return got
-        ds = self._pool(name, dtype, shape).id
+        ds = self._pool(name, dtype, shape, end if self._created else 0).id
         rows = ds.shape[0]
         crow = ds.get_create_plist().get_chunk()[0]
         # A file this object created has no twin it did not make: nothing to look up.
