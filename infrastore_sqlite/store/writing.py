@@ -118,7 +118,11 @@ class Writing:
             prepared = prepare_bulk(items)
             LOG.debug("adding %d series to the store %s", len(prepared), self._state.path)
             with self._transactions.block():
-                return self.insert_prepared(prepared)
+                ids = self.insert_prepared(prepared)
+            # Freed before the collector is back: what it would scan first on waking
+            # (a full pass at 300,000 series, ~0.25 s) is then gone.
+            del prepared
+        return ids
 
     def add_one(
         self,
