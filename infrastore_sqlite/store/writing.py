@@ -574,6 +574,9 @@ class Writing:
                 )
                 ids.update(zip(part, numbers, strict=True))
                 next_id += n
+                # The catalog grows with each part: its cache with it (bounded), or the
+                # hash index's pages would be spilled and read back from the WAL.
+                cat.grow_cache()
         return ids
 
     def _held(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], int]:
