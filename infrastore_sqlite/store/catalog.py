@@ -441,6 +441,12 @@ class Catalog:
                 f"the catalog commit to {self.path} failed: {self._describe(exc)}; nothing was changed"
             ) from exc
 
+    def grow_cache(self) -> None:
+        """Grow the page cache to the catalog's size now, within the same bound as at
+        the start of a write (:meth:`_size_cache`): a bulk add that makes a small
+        catalog large in one transaction asks between its parts."""
+        self._size_cache()
+
     def _size_cache(self) -> None:
         """Grow the page cache with the catalog, up to ``_WRITE_CACHE_KIB``.
 

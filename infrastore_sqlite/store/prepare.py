@@ -146,12 +146,16 @@ def prepare_bulk(items: Iterable[Mapping[str, Any]]) -> list[Prepared]:
     checked = [check_item(i, item) for i, item in enumerate(items)]
     plain = [i for i, c in enumerate(checked) if not c[3].element_type_info.is_ragged]
     hashes: list[bytes | None] = [None] * len(checked)
+    stored: list[np.ndarray | None] = [None] * len(checked)
     arrays = [checked[i][3].stored_array for i in plain]
-    for i, h in zip(plain, data_hashes(arrays), strict=True):
+    for i, h, a in zip(plain, data_hashes(arrays), arrays, strict=True):
         hashes[i] = h
+        stored[i] = a  # the view hashed, not a second one made by row_for
     return [
-        row_for(owner_id, owner_type, category, ts, feats, h)
-        for (owner_id, owner_type, category, ts, feats), h in zip(checked, hashes, strict=True)
+        row_for(owner_id, owner_type, category, ts, feats, h, a)
+        for (owner_id, owner_type, category, ts, feats), h, a in zip(
+            checked, hashes, stored, strict=True
+        )
     ]
 
 
@@ -209,10 +213,13 @@ def row_for(
     ts: Series,
     feats: dict[str, Any],
     known_hash: bytes | None = None,
+    known_array: np.ndarray | None = None,
 ) -> Prepared:
     """A series prepared for the catalog (:class:`Prepared`): its row, its arrays, its
     features and the series itself. The fields of its array are :func:`array_values'`
-    (an import fills the rest of a row from a template, see ``importing/batches.py``)."""
+    (an import fills the rest of a row from a template, see ``importing/batches.py``).
+    ``known_hash`` and ``known_array``: the content hash and ``ts.stored_array`` when
+    the caller has them already (:func:`prepare_bulk` hashes a batch at once)."""
     et = ts.element_type_info
     code, gridded, forecast, irregular, probabilistic = _class_traits(type(ts))
     timestamps = ts.timestamps_ms if irregular else None
@@ -221,7 +228,7 @@ def row_for(
         stored,
     ) = array_values(
         et,
-        ts.stored_array,
+        ts.stored_array if known_array is None else known_array,
         ts.initial_ms if gridded else None,
         ts.count if forecast else None,
         ts.percentiles if probabilistic else None,
