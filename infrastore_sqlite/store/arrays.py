@@ -850,8 +850,10 @@ class ArrayFile:
                 else:
                     # Views would keep the whole slab alive as long as the batch
                     # holding them: when it spans unwanted slots, copy the wanted
-                    # ones out instead.
-                    got.extend(slab[k - lo].copy() for k in at[start:cut].tolist())
+                    # ones out instead, into one block (one allocation per slab, not
+                    # one per array: a batch of many short arrays would otherwise
+                    # leave the heap fragmented with them, issue 37).
+                    got.extend(slab[at[start:cut] - lo])
                 start = cut
         return got, order
 

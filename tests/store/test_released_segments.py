@@ -140,6 +140,7 @@ def test_a_released_segment_reopens_for_what_needs_hdf5(store_path: Path) -> Non
         name = _segment_files(store_path)[0].name
         f = store._segments.reader(name)
         pool = next(iter(f._maps))
+        assert f.h5 and f.hdf5_open  # open again if it was released already
         assert f.release() and not f.hdf5_open
         (row,) = f.read(pool, [0], (slice(0, 3),))  # a part read goes through HDF5
         assert f.hdf5_open and row.shape == (3,)
@@ -153,6 +154,7 @@ def test_a_released_segment_refuses_another_file_in_its_place(
         _check(store)
         first, second = _segment_files(store_path)[:2]
         f = store._segments.reader(first.name)
+        assert f.h5 and f.hdf5_open  # open again if it was released already
         assert f.release()
         aside = tmp_path / "aside.h5"
         os.replace(first, aside)
