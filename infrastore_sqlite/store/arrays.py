@@ -398,6 +398,11 @@ class ArrayFile:
         #: :func:`slot_sums`); None: an unknown ``SUMS_FORMAT_ATTR``, its slots are not
         #: checked against them (a read checks them by content hash).
         self.sum_rows: Any = slot_hashes
+        # (dtype, row shape, rows per chunk) of each pool a read used: kept when the
+        # HDF5 handle is let go (:meth:`release`), which ``_shapes``' dataset ids are not.
+        self._geometry: dict[str, tuple[np.dtype, tuple[int, ...], int]] = {}
+        # The (device, inode) of a released file: a reopen must find the same file.
+        self._identity: tuple[int, int] | None = None
         if mode == "x":
             self.bound = bound
         else:
@@ -413,13 +418,86 @@ class ArrayFile:
     def h5(self) -> h5py.File:
         """The open HDF5 file, once every queued write is in."""
         self.sync()
-        return self._h5
+        return self._file()
+
+    @property
+    def hdf5_open(self) -> bool:
+        """Whether the file is open in HDF5 (a released one reads through its descriptor)."""
+        return self._h5 is not None
+
+    def _file(self) -> h5py.File:
+        """The HDF5 file, opened again if :meth:`release` let it go.
+
+        Raises
+        ------
+        MissingArrayFileError
+            The file is no longer there (a merge removed it since).
+        StorageError
+            Another file is there now, or it cannot be opened.
+        """
+        h5 = self._h5
+        if h5 is not None:
+            return h5
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            raise MissingArrayFileError(
+                f"cannot open the array file {self.path}: it does not exist"
+            ) from None
+        except OSError as exc:
+            raise StorageError(
+                f"cannot open the array file {self.path}: {describe_os_error(exc)}"
+            ) from exc
+        if (st.st_dev, st.st_ino) != self._identity:
+            # Segments are never rewritten in place: a different file under the name is
+            # not the one whose attributes were checked when it was first opened.
+            raise StorageError(
+                f"cannot open the array file {self.path}: another file took its place "
+                "while it was being read; run verify"
+            )
+        try:
+            h5 = self._h5 = h5py.File(self.path, "r", rdcc_nbytes=_READ_CACHE_BYTES, locking=False)
+        except OSError as exc:
+            raise StorageError(
+                f"cannot open the array file {self.path}: {describe_os_error(exc)}"
+            ) from exc
+        return h5
+
+    def release(self) -> bool:
+        """Let go of a read-only file's HDF5 handle when its reads no longer need it.
+
+        HDF5 costs ~0.6 MB per open file (its metadata cache's tables), whatever is read
+        from it. Once every pool read so far has its chunk map and held checksums, a
+        read of them goes through the file descriptor alone (``direct.py``), so the
+        handle is closed and the maps, checksums and descriptor are kept: the store may
+        then hold many segments ready to read for ~50 KB each. Anything else reopens
+        the file (:meth:`_file`). Returns whether the handle was let go.
+        """
+        if (
+            self._h5 is None
+            or not self._read_only
+            or self._fd is None
+            or not self._maps
+            or any(m is None or n not in self._held_sums for n, m in self._maps.items())
+        ):
+            return False
+        try:
+            st = os.fstat(self._fd)
+        except OSError:
+            return False
+        self._identity = (st.st_dev, st.st_ino)
+        self._pools.clear()
+        self._shapes.clear()
+        with contextlib.suppress(Exception):
+            self._h5.close()
+        self._h5 = None
+        return True
 
     @property
     def compression(self) -> str:
         # Read once: an attribute read costs tens of microseconds, paid per new pool.
         if self._compression is None:
-            self._compression = str(self._h5.attrs.get("compression", "none"))
+            self._compression = str(self._file().attrs.get("compression", "none"))
         return self._compression
 
     def _filter_args(self, dtype: str) -> dict:
@@ -448,7 +526,7 @@ class ArrayFile:
             ds = h5py.Dataset(self._new_pool(name, dtype, shape, rows))
             self._pools[name] = ds
             return ds
-        group = self._h5["pools"]
+        group = self._file()["pools"]
         if name in group:
             ds = group[name]
         elif dtype is None or shape is None:
@@ -483,7 +561,7 @@ class ArrayFile:
         """Pool ``name`` of a file opened read-only (StorageError when it has none)."""
         path = f"pools/{name}".encode()
         try:
-            dsid = h5py.h5d.open(self._h5.id, path)
+            dsid = h5py.h5d.open(self._file().id, path)
         except KeyError:
             raise StorageError(
                 f"the array file {self.path} has no pool {name}; run verify"
@@ -494,7 +572,7 @@ class ArrayFile:
             # it, a few MB per segment file, for nothing). Open handles of one dataset
             # share one cache, so the handle that asked is closed before this one opens.
             dsid.close()
-            dsid = h5py.h5d.open(self._h5.id, path, dapl=_NO_CACHE)
+            dsid = h5py.h5d.open(self._file().id, path, dapl=_NO_CACHE)
         return h5py.Dataset(dsid)
 
     def _shape_of(self, name: str) -> tuple[Any, np.dtype, tuple[int, ...], int]:
@@ -507,7 +585,13 @@ class ArrayFile:
             crow = plist.get_chunk()[0] if plist.get_layout() == h5py.h5d.CHUNKED else 1
             got = (dsid, dsid.dtype, tuple(dsid.shape[1:]), crow)
             self._shapes[name] = got
+            self._geometry[name] = got[1:]
         return got
+
+    def _geometry_of(self, name: str) -> tuple[np.dtype, tuple[int, ...], int]:
+        """``(dtype, row shape, rows per chunk)`` of pool ``name`` (no HDF5 call once known)."""
+        got = self._geometry.get(name)
+        return self._shape_of(name)[1:] if got is None else got
 
     def _sums(self, name: str) -> h5py.Dataset | None:
         """The checksum twin of pool ``name`` (None: the file has none, as files written
@@ -519,7 +603,7 @@ class ArrayFile:
         # One low-level open of the path (KeyError: no twin, or no ``sums`` group at
         # all, as in files written before them).
         try:
-            ds = h5py.Dataset(h5py.h5d.open(self._h5.id, key.encode()))
+            ds = h5py.Dataset(h5py.h5d.open(self._file().id, key.encode()))
         except KeyError:
             return None
         self._pools[key] = ds
@@ -682,6 +766,11 @@ class ArrayFile:
             if keys is None or len(keys) != len(slots):
                 return self.read(name, slots), None
             seeds = key_seeds(keys)
+        held = self._held_sums.get(name) if self._read_only else None
+        if held is not None:
+            # Held whole already (below): no HDF5 call, the file may even be released.
+            bad: list[int] = []
+            return self.read(name, slots, (), _check=(held, 0, bad, seeds)), bad
         try:
             sums = self._sums(name)
         except (OSError, ValueError, KeyError, RuntimeError, TypeError):
@@ -767,7 +856,7 @@ class ArrayFile:
         file's checksum function) each slab
         is checked and the wanted slots whose checksum does not match are appended to the
         list."""
-        dsid, dtype, row_shape, crow = self._shape_of(name)
+        dtype, row_shape, crow = self._geometry_of(name)
         n = len(slots)
         given = np.asarray(slots, dtype=np.int64)
         gaps = np.diff(given)
@@ -804,7 +893,7 @@ class ArrayFile:
                 if part:
                     slab = self._pool(name)[(slice(lo, hi), *part)]
                 else:
-                    slab = self._slab(name, dsid, dtype, row_shape, lo, hi)
+                    slab = self._slab(name, dtype, row_shape, lo, hi)
                 if len(slab) != hi - lo:  # h5py clips a slice past the end
                     raise IndexError(f"slots {lo}..{hi - 1} are past the end of the pool")
                 if check is not None:
@@ -821,13 +910,15 @@ class ArrayFile:
                 else:
                     # Views would keep the whole slab alive as long as the batch
                     # holding them: when it spans unwanted slots, copy the wanted
-                    # ones out instead.
-                    got.extend(slab[k - lo].copy() for k in at[start:cut].tolist())
+                    # ones out instead, into one block (one allocation per slab, not
+                    # one per array: a batch of many short arrays would otherwise
+                    # leave the heap fragmented with them, issue 37).
+                    got.extend(slab[at[start:cut] - lo])
                 start = cut
         return got, order
 
     def _slab(
-        self, name: str, dsid: Any, dtype: np.dtype, row_shape: tuple[int, ...], lo: int, hi: int
+        self, name: str, dtype: np.dtype, row_shape: tuple[int, ...], lo: int, hi: int
     ) -> np.ndarray:
         """Rows ``lo`` to ``hi - 1`` of pool ``name`` (fewer where it ends): straight from
         a read-only file where ``direct.py`` can, else through HDF5 (:func:`_rows`)."""
@@ -838,7 +929,7 @@ class ArrayFile:
                 try:
                     if self._fd is None:
                         self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-                    found = chunk_map(dsid)
+                    found = chunk_map(self._shape_of(name)[0])
                 except (OSError, ValueError, KeyError, RuntimeError, TypeError):
                     found = None  # HDF5's read reports what is wrong, as before
                 self._maps[name] = found
@@ -846,7 +937,7 @@ class ArrayFile:
                 out = np.empty((max(0, min(hi, found.slots) - lo), *row_shape), dtype=dtype)
                 if not out.size or found.read(self._fd, out, lo):
                     return out
-        return _rows(dsid, dtype, lo, hi)
+        return _rows(self._shape_of(name)[0], dtype, lo, hi)
 
     @staticmethod
     def _check_slab(
@@ -930,5 +1021,6 @@ class ArrayFile:
                 with contextlib.suppress(OSError):
                     os.close(self._fd)
                 self._fd = None
-            with contextlib.suppress(Exception):
-                self._h5.close()
+            if self._h5 is not None:
+                with contextlib.suppress(Exception):
+                    self._h5.close()

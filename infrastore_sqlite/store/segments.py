@@ -90,6 +90,14 @@ ASIDE_DIR = "segments-aside"
 # segment of every batch, tens of thousands of times. A store of up to 64 segments is
 # read without reopening any.
 _MAX_OPEN_READERS = 64
+# Of those, the most kept open in HDF5 (issue 37, Must 3). A segment whose pools read so
+# far all read straight from the file (``direct.py``: unfiltered pools, their checksums
+# held) lets its HDF5 handle go when it falls out of the most recently used few, keeping
+# its chunk maps, checksums and file descriptor (~50 KB against ~0.7 MB open): an export,
+# whose every batch visits every segment, then reopens nothing, however many segments
+# the store has. Segments that still need HDF5 to read (deflated pools) stay open, up to
+# _MAX_OPEN_READERS as before.
+_MAX_HDF5_OPEN = 4
 # Size-tiered merging: a segment's tier is log8 of its size in units of _TIER_BASE, and
 # _MERGE_FANIN segments of one tier are merged into one of the next. Every array is then
 # rewritten at most _MAX_MERGE_TIER times over the store's life, and a store holds at
@@ -259,6 +267,8 @@ class Segments:
         #: How far this store's writes may queue ahead of the writer thread, in bytes.
         self.write_buffer_bytes = MAX_PENDING_BYTES
         self._readers: OrderedDict[str, ArrayFile] = OrderedDict()
+        # The readers used most recently, the last at the end: the ones not released.
+        self._recent: OrderedDict[str, None] = OrderedDict()
         self._writer: ArrayFile | None = None
         self._writer_name: str | None = None
         self._slots: dict[str, int] = {}
@@ -275,6 +285,7 @@ class Segments:
         f = self._readers.get(name)
         if f is not None:
             self._readers.move_to_end(name)
+            self._used(name)
             return f
         path = self.path(name)
         try:
@@ -317,15 +328,36 @@ class Segments:
             )
         self._readers[name] = f
         while len(self._readers) > _MAX_OPEN_READERS:
-            _, old = self._readers.popitem(last=False)
+            old_name, old = self._readers.popitem(last=False)
+            self._recent.pop(old_name, None)
             old.close()
+        self._used(name)
         return f
+
+    def _used(self, name: str) -> None:
+        """Note reader ``name`` as the most recent; release the HDF5 handle of the one
+        that falls out of the most recent ``_MAX_HDF5_OPEN`` (see there)."""
+        recent = self._recent
+        recent[name] = None
+        recent.move_to_end(name)
+        while len(recent) > _MAX_HDF5_OPEN:
+            old, _ = recent.popitem(last=False)
+            f = self._readers.get(old)
+            if f is not None:
+                f.release()
+
+    def hdf5_open(self) -> int:
+        """How many of the segments held for reading are open in HDF5 now."""
+        return sum(1 for f in self._readers.values() if f.hdf5_open)
 
     def read(
         self, name: str, pool: str, slots: Sequence[int], part: tuple = ()
     ) -> list[np.ndarray]:
         """The arrays at ``slots`` of ``pool`` (only ``part`` of each; see ``ArrayFile.read``)."""
-        return self.reader(name).read(pool, slots, part)
+        try:
+            return self.reader(name).read(pool, slots, part)
+        except MissingArrayFileError:
+            raise self._gone(name) from None
 
     def read_checked(
         self,
@@ -337,7 +369,19 @@ class Segments:
         """Whole arrays checked against the segment's checksums (``ArrayFile.read_checked``;
         ``keys``: the arrays' keys, which a segment's checksums are bound to): the arrays
         and the slots that do not match, or None for a segment without them."""
-        return self.reader(name).read_checked(pool, slots, keys)
+        try:
+            return self.reader(name).read_checked(pool, slots, keys)
+        except MissingArrayFileError:
+            raise self._gone(name) from None
+
+    def _gone(self, name: str) -> SegmentGone:
+        """A released reader found its file gone when it opened it again: like a reader
+        opened after a merge (the caller reads the places again)."""
+        self.forget(name)
+        return SegmentGone(
+            f"the segment {self.path(name)} is gone; the catalog snapshot that named it is "
+            "older than a merge"
+        )
 
     def row_bytes(self, name: str, pool: str) -> int:
         """Bytes of one array (one slot) of ``pool`` in segment ``name``."""
