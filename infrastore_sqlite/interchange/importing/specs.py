@@ -28,7 +28,7 @@ from ...core.timeref import check_period_for_reference
 from ...errors import InvalidParameterError
 from ...model import DESCRIPTORS, OwnerCategory, TimeSeriesType
 from ..layout import series_columns
-from .keys import ArrayKeys
+from .keys import ArrayKeys, compact_hashes, joined_hashes, spelled_hashes
 from .options import IdSet, Options, descriptor_value, parse_features, parse_reference
 from .places import TEXT_HINT, PartitionSource, Place
 
@@ -159,7 +159,7 @@ class SeriesRows:
         later row's bad cell); ids that do not fit 64 bits, or a hash ending in NUL,
         which a column cannot hold, fall back to :meth:`arrays`' dict."""
         ids = array("q")
-        axis_codes = array("q")
+        axis_codes = array("i")  # a handful of distinct axes: 32-bit numbers
         axes: dict[str, int] = {}
         chunks: list[np.ndarray] = []
         hashes: list[bytes] = []
@@ -181,7 +181,8 @@ class SeriesRows:
             axis_codes.append(code)
             hashes.append(h.encode("utf-8", "surrogatepass"))
             if len(hashes) >= _KEY_CHUNK:
-                chunks.append(np.array(hashes, dtype=np.bytes_))
+                # Compacted a chunk at a time: the whole column is never held as text.
+                chunks.append(compact_hashes(np.array(hashes, dtype=np.bytes_)))
                 hashes.clear()
         return self._keys_of(ids, chunks, hashes, axis_codes, axes)
 
@@ -196,15 +197,14 @@ class SeriesRows:
         """The rows so far as :class:`ArrayKeys`, an id held twice with different keys
         refused."""
         if hashes:
-            chunks.append(np.array(hashes, dtype=np.bytes_))
+            chunks.append(compact_hashes(np.array(hashes, dtype=np.bytes_)))
             hashes.clear()
-        if len(chunks) > 1:
-            chunks[:] = [np.concatenate(chunks)]
-        col = chunks[0] if chunks else np.array([], dtype=np.bytes_)
+        col = joined_hashes(chunks)
+        chunks.clear()
         keys = ArrayKeys(
             np.frombuffer(ids, dtype=np.int64) if len(ids) else np.empty(0, np.int64),
             col,
-            np.frombuffer(axis_codes, dtype=np.int64) if len(axis_codes) else np.empty(0, np.int64),
+            np.frombuffer(axis_codes, dtype=np.int32) if len(axis_codes) else np.empty(0, np.int32),
             list(axes),
         )
         twice = keys.conflict
@@ -227,7 +227,7 @@ class SeriesRows:
     ) -> dict[int, tuple[str, str]]:
         """The rows read so far (and ``row``, then ``rest``) as :meth:`arrays` reads them."""
         texts = list(axes)
-        col = [h for c in chunks for h in c.tolist()] + hashes
+        col = [h for c in chunks for h in spelled_hashes(c).tolist()] + hashes
         done = [
             (aid, h.decode("utf-8", "surrogatepass"), texts[a])
             for aid, h, a in zip(ids.tolist(), col, axis_codes.tolist(), strict=True)
@@ -675,8 +675,9 @@ class SpecColumns:
         self.fid: array | list = array("q")
         self.aid: array | list = array("q")
         self.owner: array | list = array("q")
-        self.part = array("q")
-        self.otype = array("q")  # the owner type's number in _otypes
+        # A partition's rows share a handful of parts and owner types: 32-bit numbers.
+        self.part = array("i")
+        self.otype = array("i")  # the owner type's number in _otypes
         self._otypes: dict[str, int] = {}
         self._otype_list: list[str] = []
         self.names = bytearray()  # the row names, UTF-8, one after the other
