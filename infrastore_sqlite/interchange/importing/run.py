@@ -49,7 +49,7 @@ class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
             ids, cuts = _key_order(arrays)
         # Array ids in (key, id) order, and where each key's ids start among them.
         self._ids = np.asarray(ids, dtype=np.int64)
-        self._cuts = np.asarray(cuts, dtype=np.int64)
+        self._cuts: np.ndarray | range = np.asarray(cuts, dtype=np.int64)
         del ids, cuts
         # Each series' key number, from its array id; then where each key's series start
         # and end in (key, id) order.
@@ -57,6 +57,7 @@ class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
         number = np.repeat(np.arange(len(self._cuts) - 1), np.diff(self._cuts))
         by_id = np.argsort(by_key, kind="stable")
         sorted_ids, numbers = by_key[by_id], number[by_id]
+        del number, by_id  # (only the two columns a search needs stay, to the sort)
 
         def entry_of(aids: np.ndarray) -> np.ndarray:
             # Every series' array id is one of ``arrays`` (SeriesRows refused any other).
@@ -66,8 +67,11 @@ class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
         # Where each key's series start in (key, id) order, and (last) their count: key
         # ``k``'s series are ``_lo[k]`` to ``_lo[k + 1]`` (the keys are whole numbers, so
         # where k + 1 starts is where k ends; one column, not two).
-        self._lo = np.searchsorted(entries, np.arange(len(self._cuts)), side="left")
+        self._lo = _counted(np.searchsorted(entries, np.arange(len(self._cuts)), side="left"))
         del entries
+        # A key of one array (every array distinct, the common case) is cut at its own
+        # position: then no column is held for the cuts.
+        self._cuts = _counted(self._cuts)
         self._done = 0  # entries before this one have been handed to the core
         #: Entries made ahead of the core (key, first Spec), by position.
         self._made: dict[int, tuple[tuple[str, str], Spec | None]] = {}
@@ -135,7 +139,7 @@ class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
         """The fixed resolution (ms) of the first series row naming each of ``entries``
         (0: none names it, or its resolution is a calendar one)."""
         start, stop, _ = entries.indices(len(self))
-        lo, hi = self._lo[start:stop], self._lo[start + 1 : stop + 1]
+        lo, hi = np.asarray(self._lo[start:stop]), np.asarray(self._lo[start + 1 : stop + 1])
         named = lo < hi
         ms = np.zeros(len(lo), dtype=np.int64)
         rows = self._packed.order[lo[named]]
@@ -150,7 +154,7 @@ class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
         what a reader checks a batch's grids by, as columns."""
         ms = self._first_ms(slice(None), self._part_ms())
         keep = ms != 0
-        return IdValues(self._ids[self._cuts[:-1]][keep], ms[keep])
+        return IdValues(self._ids[np.asarray(self._cuts[:-1])][keep], ms[keep])
 
     def run_columns(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Entries ``start`` to ``stop`` as int64 columns, without making them: each one's
@@ -159,12 +163,21 @@ class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
         its run reads by, a block of entries at a time (:class:`PartitionSource`)."""
         if self._by_part is None:
             self._by_part = self._part_ms()
-        cuts = self._cuts[start : stop + 1]
+        cuts = np.asarray(self._cuts[start : stop + 1])
         return (
             self._ids[cuts[:-1]],
             np.diff(cuts),
             self._first_ms(slice(start, stop), self._by_part),
         )
+
+
+def _counted(col: np.ndarray) -> np.ndarray | range:
+    """``col`` (ascending int64), or the range it equals when it counts 0, 1, 2, ...
+    (a range indexes and slices as the column does, and holds nothing per entry)."""
+    n = len(col)
+    if n and int(col[0]) == 0 and int(col[-1]) == n - 1 and bool((np.diff(col) == 1).all()):
+        return range(n)
+    return col
 
 
 def _key_order(arrays: Mapping[int, tuple[str, str]]) -> tuple[list[int], list[int]]:

@@ -735,6 +735,9 @@ class SpecColumns:
         number, in that order."""
         aid = np.asarray(self.aid, dtype=np.int64 if type(self.aid) is array else object)
         entries = entry_of(aid)
+        # The array ids only order the rows (a Spec takes its key from the entry): let go.
+        del aid
+        self.aid = array("q")
         fid = np.asarray(self.fid, dtype=np.int64 if type(self.fid) is array else object)
         self.order = np.lexsort((fid, entries))
         return entries[self.order]
