@@ -289,6 +289,7 @@ class SeriesRows:
         self._packer = packed
         self._each_batch(batches, arrays, opts, packed.add)
         packed.parts = {part[-1]: part for part in self._shared.values()}
+        packed.fid, packed.owner = _as_range(packed.fid), _as_range(packed.owner)
         return packed
 
     def _each_batch(
@@ -662,6 +663,18 @@ def _extend(col: array | list, values: Iterable[int]) -> array | list:
     return col
 
 
+def _as_range(col: array | list) -> array | list | range:
+    """``col``, or the range it equals when it counts up by one (an export numbers its
+    series rows, and often their owners, in row order): then nothing is held per row."""
+    if type(col) is not array or not len(col):
+        return col
+    values = np.frombuffer(col, dtype=np.int64)
+    first = int(values[0])
+    if int(values[-1]) - first != len(values) - 1 or not bool((np.diff(values) == 1).all()):
+        return col
+    return range(first, first + len(values))
+
+
 class SpecColumns:
     """A partition's series rows, checked, held as columns (file id, array id, the row's
     owner id, owner type, name, shared part) instead of a :class:`Spec` each: a
@@ -672,9 +685,9 @@ class SpecColumns:
     def __init__(self, table: str, opts: Options) -> None:
         self.table = table
         self._ov = opts.overrides
-        self.fid: array | list = array("q")
+        self.fid: array | list | range = array("q")
         self.aid: array | list = array("q")
-        self.owner: array | list = array("q")
+        self.owner: array | list | range = array("q")
         # A partition's rows share a handful of parts and owner types: 32-bit numbers.
         self.part = array("i")
         self.otype = array("i")  # the owner type's number in _otypes
@@ -738,7 +751,7 @@ class SpecColumns:
         # The array ids only order the rows (a Spec takes its key from the entry): let go.
         del aid
         self.aid = array("q")
-        fid = np.asarray(self.fid, dtype=np.int64 if type(self.fid) is array else object)
+        fid = np.asarray(self.fid, dtype=np.int64 if type(self.fid) in (array, range) else object)
         self.order = np.lexsort((fid, entries))
         return entries[self.order]
 

@@ -1,6 +1,8 @@
-"""What an import holds of a partition's arrays rows stays a few columns (issue 37, Must 3):
-no reordered copy of an export's ascending ids, the hashes compacted a chunk at a time
-(never the whole column as text), measured with tracemalloc rather than a clock."""
+"""What an import holds of a partition's rows stays a few columns (issue 37, Must 3): no
+reordered copy of an export's ascending array ids, the hashes compacted a chunk at a time
+(never the whole column as text, measured with tracemalloc rather than a clock), series
+and owner ids that count up held as ranges, the array ids let go once the rows are
+sorted."""
 
 from __future__ import annotations
 
@@ -10,13 +12,14 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from infrastore_sqlite.interchange.importing import Place, SeriesRows
+from infrastore_sqlite.interchange.importing import Options, Place, SeriesRows
 from infrastore_sqlite.interchange.importing.keys import (
     ArrayKeys,
     compact_hashes,
     joined_hashes,
     spelled_hashes,
 )
+from infrastore_sqlite.interchange.importing.specs import rows_as_batches
 from infrastore_sqlite.model import TimeSeriesType
 
 
@@ -99,3 +102,57 @@ def test_reading_an_exports_arrays_rows_holds_about_their_columns() -> None:
         tracemalloc.stop()
     assert len(keys) == n
     assert peak / n < 130, f"{peak / n:.0f} bytes an array"
+
+
+def _series_rows(rows: SeriesRows, ids: list[int], owners: list[int]) -> list[tuple]:
+    base = {
+        "owner_type": "Gen",
+        "owner_category": "Component",
+        "time_series_type": "SingleTimeSeries",
+        "features": "",
+        "element_type": "f64",
+        "element_shape": "[]",
+        "time_reference": "UTC",
+        "units": "",
+        "quantity_kind": "",
+        "unit_system": "",
+        "component_field": "",
+        "application_data": "",
+        "initial_timestamp": 1_700_000_000_000,
+        "resolution": "PT1H",
+        "length": 4,
+    }
+    out = []
+    for k, (fid, owner) in enumerate(zip(ids, owners, strict=True)):
+        cells = {**base, "array_id": k + 1, "id": fid, "owner_id": owner, "name": f"s{k}"}
+        out.append(tuple(cells[c] for c in rows.columns))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("ids", "owners", "ranges"),
+    [
+        (list(range(5, 15)), list(range(1, 11)), True),  # an export's: counted up by one
+        ([5, 6, 8, 9, 10, 11, 12, 13, 14, 15], [1] * 10, False),  # a gap; one owner
+    ],
+)
+def test_series_ids_that_count_up_are_held_as_a_range(
+    ids: list[int], owners: list[int], ranges: bool
+) -> None:
+    """The packed series rows hold no per-row column for file and owner ids that count
+    up by one (an export's), and make the same Specs either way."""
+    table = [(k + 1, _hash(k), "axis") for k in range(len(ids))]
+    rows = SeriesRows(_place())
+    keys = rows.array_keys(table)
+    packed = rows.spec_columns(rows_as_batches(_series_rows(rows, ids, owners)), keys, Options())
+    assert (type(packed.fid) is range) is ranges and (type(packed.owner) is range) is ranges
+    assert len(packed.aid) == len(ids)
+    # Sorted by (key, id): the array ids are let go, only the order needed them.
+    entries = packed.sort(lambda aids: np.argsort(np.argsort([_hash(int(a) - 1) for a in aids])))
+    assert len(packed.aid) == 0 and sorted(entries.tolist()) == list(range(len(ids)))
+    plain = SeriesRows(_place())
+    expected = plain.specs(_series_rows(plain, ids, owners), dict(keys), Options())
+    got = [packed.spec(j, expected[j].key) for j in range(len(ids))]
+    assert [(s.file_id, s.row_owner_id, s.name, s.key) for s in got] == [
+        (s.file_id, s.row_owner_id, s.name, s.key) for s in expected
+    ]
