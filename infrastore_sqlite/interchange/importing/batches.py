@@ -10,6 +10,7 @@ groups and settles them a batch at a time, in read order.
 
 from __future__ import annotations
 
+from array import array
 from typing import Any
 
 from ...errors import NO_CHECKSUM, DuplicateTimeSeriesError, InvalidParameterError
@@ -52,7 +53,9 @@ class Filing:
         self.ctx = ctx
         self.result = result
         self.write = write
-        self.ids: list[int] = []
+        #: The catalog ids filed, as an int64 column while the partition is read (a
+        #: Python int each would be held beside the partition's columns to its end).
+        self.ids = array("q")
         self._pending: list[Prepared] = []
         self._pending_bytes = 0
 
@@ -63,7 +66,7 @@ class Filing:
             self._pending_bytes += nbytes
             return
         outcome, detail = _check_new(self.ctx, prepared)
-        self.result.outcomes.append(outcome)
+        self.result.count([outcome], listed=True)
         if self.ctx.report and detail:
             self.result.series[-1].update(detail)
 
@@ -90,7 +93,7 @@ class Filing:
             filed = ctx.store.insert_all(
                 self._pending, on_conflict=ctx.on_conflict, filed=ctx.filed
             )
-            self.result.outcomes.extend(filed.outcomes)
+            self.result.count(filed.outcomes, listed=ctx.report)
             self.ids.extend(filed.ids)
             self._pending, self._pending_bytes = [], 0
 

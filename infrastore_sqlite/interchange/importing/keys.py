@@ -35,11 +35,12 @@ class SortedIds:
 _WORDS = np.dtype((np.void, 32))
 #: Each byte's value as a lowercase hex digit (255: it is none).
 _HEX_VALUE = np.full(256, 255, dtype=np.uint8)
-_HEX_VALUE[np.frombuffer(b"0123456789abcdef", dtype=np.uint8)] = np.arange(16, dtype=np.uint8)
+_HEX_DIGIT = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+_HEX_VALUE[_HEX_DIGIT] = np.arange(16, dtype=np.uint8)
 _COMPACT_SLICE = 4096  # hashes converted at a time (~0.5 MB of work buffers)
 
 
-def _compact(hashes: np.ndarray) -> np.ndarray:
+def compact_hashes(hashes: np.ndarray) -> np.ndarray:
     """``hashes`` (UTF-8 bytes) as 32 raw bytes each when every one is 64 lowercase hex
     digits (half the memory; they sort and compare as their texts do), else as given.
     Converted a slice at a time, so the work buffers stay small."""
@@ -57,6 +58,29 @@ def _compact(hashes: np.ndarray) -> np.ndarray:
     return raw.view(_WORDS).reshape(-1)
 
 
+def joined_hashes(chunks: list[np.ndarray]) -> np.ndarray:
+    """Chunks of hashes (each as :func:`compact_hashes` left it) as one column: raw
+    bytes when every chunk is, else every hash as its text (a raw chunk spelled out
+    again as 64 lowercase hex digits)."""
+    if not chunks:
+        return np.array([], dtype=np.bytes_)
+    if any(c.dtype != _WORDS for c in chunks):
+        chunks = [spelled_hashes(c) for c in chunks]
+    return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+
+
+def spelled_hashes(hashes: np.ndarray) -> np.ndarray:
+    """Hashes as texts (UTF-8 bytes): raw ones (:func:`compact_hashes`) spelled out as
+    their 64 lowercase hex digits, others as given."""
+    if hashes.dtype != _WORDS:
+        return hashes
+    octets = hashes.view(np.uint8).reshape(-1, 32)
+    digits = np.empty((len(hashes), 64), dtype=np.uint8)
+    digits[:, 0::2] = _HEX_DIGIT[octets >> 4]
+    digits[:, 1::2] = _HEX_DIGIT[octets & 15]
+    return digits.view("S64").reshape(-1)
+
+
 class ArrayKeys(Mapping[int, tuple[str, str]]):
     """A partition's arrays, ``id -> (data_hash, time_axis)``, held as columns: int64
     ids, the hashes as UTF-8 bytes, each time axis as the number of its distinct text
@@ -67,6 +91,17 @@ class ArrayKeys(Mapping[int, tuple[str, str]]):
     """
 
     def __init__(self, ids: np.ndarray, hashes: np.ndarray, axis: np.ndarray, axes: list[str]):
+        #: An id the rows hold twice with different keys: the one whose differing row
+        #: comes first in row order (as a row-by-row read meets it), or None.
+        self.conflict: int | None = None
+        self._axes = axes
+        if len(ids) < 2 or bool((ids[1:] > ids[:-1]).all()):
+            # Ascending and distinct (an export numbers its arrays 1..n in row order): held
+            # as given, no reordered copy nor per-row comparison (at 300,000 arrays those
+            # were the import's peak, ~90 MB of temporaries).
+            self._ids, self._axis, self._hashes = ids, axis, compact_hashes(hashes)
+            self._pos = SortedIds(self._ids)
+            return
         order = np.argsort(ids, kind="stable")
         ids, hashes, axis = ids[order], hashes[order], axis[order]
         # An id held twice must have one key (else :attr:`conflict` names it); the
@@ -76,16 +111,12 @@ class ArrayKeys(Mapping[int, tuple[str, str]]):
         starts = np.flatnonzero(first)
         group = np.cumsum(first) - 1
         differs = (hashes != hashes[starts][group]) | (axis != axis[starts][group])
-        #: An id the rows hold twice with different keys: the one whose differing row
-        #: comes first in row order (as a row-by-row read meets it), or None.
-        self.conflict: int | None = None
         if differs.any():
             at = np.flatnonzero(differs)
             self.conflict = int(ids[at[np.argmin(order[at])]])
         self._ids, self._axis = ids[first], axis[first]
-        self._hashes = _compact(hashes[first])
+        self._hashes = compact_hashes(hashes[first])
         del hashes
-        self._axes = axes
         self._pos = SortedIds(self._ids)
 
     def __len__(self) -> int:

@@ -86,7 +86,23 @@ class ImportReport(list[int]):
 
 @dataclass(slots=True)
 class PartitionResult:
+    """What one partition's import gathered: the per-series entries and outcomes (only
+    when the caller gets them, ``Context.report``), how many series each outcome took,
+    and the arrays and rows read."""
+
     series: list[dict[str, Any]] = field(default_factory=list)
     outcomes: list[str] = field(default_factory=list)
+    #: Outcome -> how many series it took (a plain import keeps no list of them: a
+    #: partition of millions of series would hold one entry each to the end).
+    counts: dict[str, int] = field(default_factory=dict)
     arrays: int = 0
     rows: int = 0
+
+    def count(self, outcomes: list[str], *, listed: bool) -> None:
+        """Add ``outcomes`` (one per series, in filing order); kept as a list too when
+        ``listed`` (the per-series entries are reported)."""
+        counts = self.counts
+        for outcome in set(outcomes):
+            counts[outcome] = counts.get(outcome, 0) + outcomes.count(outcome)
+        if listed:
+            self.outcomes.extend(outcomes)

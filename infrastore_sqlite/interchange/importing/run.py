@@ -8,6 +8,7 @@ runs it over every partition a container found.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, overload
 
@@ -48,7 +49,7 @@ class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
             ids, cuts = _key_order(arrays)
         # Array ids in (key, id) order, and where each key's ids start among them.
         self._ids = np.asarray(ids, dtype=np.int64)
-        self._cuts = np.asarray(cuts, dtype=np.int64)
+        self._cuts: np.ndarray | range = np.asarray(cuts, dtype=np.int64)
         del ids, cuts
         # Each series' key number, from its array id; then where each key's series start
         # and end in (key, id) order.
@@ -56,15 +57,21 @@ class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
         number = np.repeat(np.arange(len(self._cuts) - 1), np.diff(self._cuts))
         by_id = np.argsort(by_key, kind="stable")
         sorted_ids, numbers = by_key[by_id], number[by_id]
+        del number, by_id  # (only the two columns a search needs stay, to the sort)
 
         def entry_of(aids: np.ndarray) -> np.ndarray:
             # Every series' array id is one of ``arrays`` (SeriesRows refused any other).
             return numbers[np.searchsorted(sorted_ids, aids)]
 
         entries = packed.sort(entry_of)
-        keys = np.arange(len(self._cuts) - 1)
-        self._lo = np.searchsorted(entries, keys, side="left")
-        self._hi = np.searchsorted(entries, keys, side="right")
+        # Where each key's series start in (key, id) order, and (last) their count: key
+        # ``k``'s series are ``_lo[k]`` to ``_lo[k + 1]`` (the keys are whole numbers, so
+        # where k + 1 starts is where k ends; one column, not two).
+        self._lo = _counted(np.searchsorted(entries, np.arange(len(self._cuts)), side="left"))
+        del entries
+        # A key of one array (every array distinct, the common case) is cut at its own
+        # position: then no column is held for the cuts.
+        self._cuts = _counted(self._cuts)
         self._done = 0  # entries before this one have been handed to the core
         #: Entries made ahead of the core (key, first Spec), by position.
         self._made: dict[int, tuple[tuple[str, str], Spec | None]] = {}
@@ -81,7 +88,7 @@ class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
         made = self._made.get(at)
         if made is None:
             key = self.key(at)
-            lo, hi = int(self._lo[at]), int(self._hi[at])
+            lo, hi = int(self._lo[at]), int(self._lo[at + 1])
             first = self._packed.spec(lo, key) if lo < hi and at >= self._done else None
             made = (key, first)
             if at >= self._done and at - self._done < _MADE_AHEAD:
@@ -112,7 +119,7 @@ class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
         done (they name no series row any more)."""
         made = self._made.pop(at, None)
         key, first = made if made is not None else (self.key(at), None)
-        lo, hi = int(self._lo[at]), int(self._hi[at])
+        lo, hi = int(self._lo[at]), int(self._lo[at + 1])
         self._done = at + 1
         if first is None:
             return key, self._packed.specs(lo, hi, key) if lo < hi else []
@@ -128,15 +135,16 @@ class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
                 by_part[number] = res.ms
         return by_part
 
-    def _first_ms(self, entries: np.ndarray | slice, by_part: np.ndarray) -> np.ndarray:
+    def _first_ms(self, entries: slice, by_part: np.ndarray) -> np.ndarray:
         """The fixed resolution (ms) of the first series row naming each of ``entries``
         (0: none names it, or its resolution is a calendar one)."""
-        lo, hi = self._lo[entries], self._hi[entries]
+        start, stop, _ = entries.indices(len(self))
+        lo, hi = np.asarray(self._lo[start:stop]), np.asarray(self._lo[start + 1 : stop + 1])
         named = lo < hi
         ms = np.zeros(len(lo), dtype=np.int64)
         rows = self._packed.order[lo[named]]
         # The parts column as it is held (typed buffer), not copied per call.
-        parts = np.frombuffer(self._packed.part, dtype=np.int64)
+        parts = np.frombuffer(self._packed.part, dtype=np.int32)
         ms[named] = by_part[parts[rows]]
         return ms
 
@@ -146,7 +154,7 @@ class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
         what a reader checks a batch's grids by, as columns."""
         ms = self._first_ms(slice(None), self._part_ms())
         keep = ms != 0
-        return IdValues(self._ids[self._cuts[:-1]][keep], ms[keep])
+        return IdValues(self._ids[np.asarray(self._cuts[:-1])][keep], ms[keep])
 
     def run_columns(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Entries ``start`` to ``stop`` as int64 columns, without making them: each one's
@@ -155,12 +163,21 @@ class _Wanted(Sequence[tuple[tuple[str, str], list[int], Spec | None]]):
         its run reads by, a block of entries at a time (:class:`PartitionSource`)."""
         if self._by_part is None:
             self._by_part = self._part_ms()
-        cuts = self._cuts[start : stop + 1]
+        cuts = np.asarray(self._cuts[start : stop + 1])
         return (
             self._ids[cuts[:-1]],
             np.diff(cuts),
             self._first_ms(slice(start, stop), self._by_part),
         )
+
+
+def _counted(col: np.ndarray) -> np.ndarray | range:
+    """``col`` (ascending int64), or the range it equals when it counts 0, 1, 2, ...
+    (a range indexes and slices as the column does, and holds nothing per entry)."""
+    n = len(col)
+    if n and int(col[0]) == 0 and int(col[-1]) == n - 1 and bool((np.diff(col) == 1).all()):
+        return range(n)
+    return col
 
 
 def _key_order(arrays: Mapping[int, tuple[str, str]]) -> tuple[list[int], list[int]]:
@@ -202,8 +219,8 @@ def _fill_entry(entry: dict[str, Any], result: PartitionResult, ids: list[int]) 
     entry["ids"] = ids
     entry["arrays"] = result.arrays
     entry["rows"] = result.rows
-    for outcome in result.outcomes:
-        entry[outcome] += 1
+    for outcome, count in result.counts.items():
+        entry[outcome] += count
     if not result.series:  # a plain import gathers no per-series entries (ctx.report)
         return
     for s, outcome in zip(result.series, result.outcomes, strict=True):
@@ -314,12 +331,15 @@ def import_partition(
     # among them: the cyclic collector would only rescan them, ever more of them as the
     # partition goes on (as for the store's bulk add).
     with source.reading(), gc_paused():
-        return _import_partition(ctx, source, write=write)
+        result, ids = _import_partition(ctx, source, write=write)
+    # A list only now, the partition's columns let go: its Python ints (~36 bytes a
+    # series) are never held beside them.
+    return result, ids.tolist()
 
 
 def _import_partition(
     ctx: Context, source: PartitionSource, *, write: bool
-) -> tuple[PartitionResult, list[int]]:
+) -> tuple[PartitionResult, array]:
     tables = source.place
     arrays, packed = read_columns(source, ctx.opts)
     total_rows = source.values_count()
@@ -330,7 +350,7 @@ def _import_partition(
                 f"{tables.series} is empty but {tables.values} is not; {TEXT_HINT}",
                 table=tables.series,
             )
-        return result, []
+        return result, array("q")
     dtype = packed.parts[packed.part[0]][1].dtype  # the element type of the first row
     wanted = _Wanted(arrays, packed)
     filing = Filing(ctx, result, write=write)

@@ -28,7 +28,7 @@ from ...core.timeref import check_period_for_reference
 from ...errors import InvalidParameterError
 from ...model import DESCRIPTORS, OwnerCategory, TimeSeriesType
 from ..layout import series_columns
-from .keys import ArrayKeys
+from .keys import ArrayKeys, compact_hashes, joined_hashes, spelled_hashes
 from .options import IdSet, Options, descriptor_value, parse_features, parse_reference
 from .places import TEXT_HINT, PartitionSource, Place
 
@@ -159,7 +159,7 @@ class SeriesRows:
         later row's bad cell); ids that do not fit 64 bits, or a hash ending in NUL,
         which a column cannot hold, fall back to :meth:`arrays`' dict."""
         ids = array("q")
-        axis_codes = array("q")
+        axis_codes = array("i")  # a handful of distinct axes: 32-bit numbers
         axes: dict[str, int] = {}
         chunks: list[np.ndarray] = []
         hashes: list[bytes] = []
@@ -181,7 +181,8 @@ class SeriesRows:
             axis_codes.append(code)
             hashes.append(h.encode("utf-8", "surrogatepass"))
             if len(hashes) >= _KEY_CHUNK:
-                chunks.append(np.array(hashes, dtype=np.bytes_))
+                # Compacted a chunk at a time: the whole column is never held as text.
+                chunks.append(compact_hashes(np.array(hashes, dtype=np.bytes_)))
                 hashes.clear()
         return self._keys_of(ids, chunks, hashes, axis_codes, axes)
 
@@ -196,15 +197,14 @@ class SeriesRows:
         """The rows so far as :class:`ArrayKeys`, an id held twice with different keys
         refused."""
         if hashes:
-            chunks.append(np.array(hashes, dtype=np.bytes_))
+            chunks.append(compact_hashes(np.array(hashes, dtype=np.bytes_)))
             hashes.clear()
-        if len(chunks) > 1:
-            chunks[:] = [np.concatenate(chunks)]
-        col = chunks[0] if chunks else np.array([], dtype=np.bytes_)
+        col = joined_hashes(chunks)
+        chunks.clear()
         keys = ArrayKeys(
             np.frombuffer(ids, dtype=np.int64) if len(ids) else np.empty(0, np.int64),
             col,
-            np.frombuffer(axis_codes, dtype=np.int64) if len(axis_codes) else np.empty(0, np.int64),
+            np.frombuffer(axis_codes, dtype=np.int32) if len(axis_codes) else np.empty(0, np.int32),
             list(axes),
         )
         twice = keys.conflict
@@ -227,7 +227,7 @@ class SeriesRows:
     ) -> dict[int, tuple[str, str]]:
         """The rows read so far (and ``row``, then ``rest``) as :meth:`arrays` reads them."""
         texts = list(axes)
-        col = [h for c in chunks for h in c.tolist()] + hashes
+        col = [h for c in chunks for h in spelled_hashes(c).tolist()] + hashes
         done = [
             (aid, h.decode("utf-8", "surrogatepass"), texts[a])
             for aid, h, a in zip(ids.tolist(), col, axis_codes.tolist(), strict=True)
@@ -289,6 +289,7 @@ class SeriesRows:
         self._packer = packed
         self._each_batch(batches, arrays, opts, packed.add)
         packed.parts = {part[-1]: part for part in self._shared.values()}
+        packed.fid, packed.owner = _as_range(packed.fid), _as_range(packed.owner)
         return packed
 
     def _each_batch(
@@ -662,6 +663,18 @@ def _extend(col: array | list, values: Iterable[int]) -> array | list:
     return col
 
 
+def _as_range(col: array | list) -> array | list | range:
+    """``col``, or the range it equals when it counts up by one (an export numbers its
+    series rows, and often their owners, in row order): then nothing is held per row."""
+    if type(col) is not array or not len(col):
+        return col
+    values = np.frombuffer(col, dtype=np.int64)
+    first = int(values[0])
+    if int(values[-1]) - first != len(values) - 1 or not bool((np.diff(values) == 1).all()):
+        return col
+    return range(first, first + len(values))
+
+
 class SpecColumns:
     """A partition's series rows, checked, held as columns (file id, array id, the row's
     owner id, owner type, name, shared part) instead of a :class:`Spec` each: a
@@ -672,11 +685,12 @@ class SpecColumns:
     def __init__(self, table: str, opts: Options) -> None:
         self.table = table
         self._ov = opts.overrides
-        self.fid: array | list = array("q")
+        self.fid: array | list | range = array("q")
         self.aid: array | list = array("q")
-        self.owner: array | list = array("q")
-        self.part = array("q")
-        self.otype = array("q")  # the owner type's number in _otypes
+        self.owner: array | list | range = array("q")
+        # A partition's rows share a handful of parts and owner types: 32-bit numbers.
+        self.part = array("i")
+        self.otype = array("i")  # the owner type's number in _otypes
         self._otypes: dict[str, int] = {}
         self._otype_list: list[str] = []
         self.names = bytearray()  # the row names, UTF-8, one after the other
@@ -734,7 +748,10 @@ class SpecColumns:
         number, in that order."""
         aid = np.asarray(self.aid, dtype=np.int64 if type(self.aid) is array else object)
         entries = entry_of(aid)
-        fid = np.asarray(self.fid, dtype=np.int64 if type(self.fid) is array else object)
+        # The array ids only order the rows (a Spec takes its key from the entry): let go.
+        del aid
+        self.aid = array("q")
+        fid = np.asarray(self.fid, dtype=np.int64 if type(self.fid) in (array, range) else object)
         self.order = np.lexsort((fid, entries))
         return entries[self.order]
 
