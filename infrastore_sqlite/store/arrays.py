@@ -767,10 +767,10 @@ class ArrayFile:
                 return self.read(name, slots), None
             seeds = key_seeds(keys)
         held = self._held_sums.get(name) if self._read_only else None
-        if held is not None:
+        if held is not None and self.sum_rows is not None:
             # Held whole already (below): no HDF5 call, the file may even be released.
             bad: list[int] = []
-            return self.read(name, slots, (), _check=(held, 0, bad, seeds)), bad
+            return self.read(name, slots, (), _check=(held, 0, bad, seeds, self.sum_rows)), bad
         try:
             sums = self._sums(name)
         except (OSError, ValueError, KeyError, RuntimeError, TypeError):
@@ -797,7 +797,7 @@ class ArrayFile:
                 stored = None
         except (OSError, ValueError, KeyError, RuntimeError, TypeError):
             stored = None
-        bad: list[int] = []
+        bad = []
         check = (
             sums if stored is None else stored,
             0 if stored is None else lo,
