@@ -118,7 +118,7 @@ class Writing:
             prepared = prepare_bulk(items)
             LOG.debug("adding %d series to the store %s", len(prepared), self._state.path)
             with self._transactions.block():
-                ids = self.insert_prepared(prepared)
+                ids = self.insert_prepared(prepared, grow_cache=True)
             # Freed before the collector is back: what it would scan first on waking
             # (a full pass at 300,000 series, ~0.25 s) is then gone.
             del prepared
@@ -142,12 +142,13 @@ class Writing:
         }
         return self.add_bulk([item])[0]
 
-    def insert_prepared(self, prepared: list[Prepared]) -> list[int]:
+    def insert_prepared(self, prepared: list[Prepared], *, grow_cache: bool = False) -> list[int]:
         """Prepared items filed in the running transaction: their new arrays, new feature
-        maps, then their catalog rows (:meth:`_insert_rows`); returns the new ids in order."""
+        maps, then their catalog rows (:meth:`_insert_rows`); returns the new ids in order.
+        ``grow_cache``: see :meth:`store_arrays` (a bulk add's, not an import's)."""
         if not prepared:
             return []
-        array_ids = self.store_arrays(_array_entries(prepared))
+        array_ids = self.store_arrays(_array_entries(prepared), grow_cache=grow_cache)
         cat = self._state.catalog
         features = {p.row.features_hash: p.features for p in prepared}
         known = self._known_features(list(features))
@@ -490,11 +491,14 @@ class Writing:
             series=label,
         )
 
-    def store_arrays(self, arrays: dict[tuple[bytes, str], np.ndarray]) -> dict[tuple, int]:
+    def store_arrays(
+        self, arrays: dict[tuple[bytes, str], np.ndarray], *, grow_cache: bool = False
+    ) -> dict[tuple, int]:
         """Write every array of ``arrays`` (``(hash, kind) -> array``, one per key) the
         catalog does not yet hold into this transaction's segment, pooled by dtype and
         shape, and record where each one went (``arrays`` is left holding only those).
-        Returns the ``arrays`` id of every key, held before or new."""
+        Returns the ``arrays`` id of every key, held before or new. ``grow_cache``: grow
+        the catalog's page cache with it between parts (:meth:`Catalog.grow_cache`)."""
         ids = self._held(arrays)
         for key in ids:
             del arrays[key]
@@ -574,9 +578,11 @@ class Writing:
                 )
                 ids.update(zip(part, numbers, strict=True))
                 next_id += n
-                # The catalog grows with each part: its cache with it (bounded), or the
-                # hash index's pages would be spilled and read back from the WAL.
-                cat.grow_cache()
+                if grow_cache:
+                    # The catalog grows with each part: its cache with it (bounded), or
+                    # the hash index's pages are spilled and read back from the WAL. A
+                    # bulk add asks; an import keeps its start cache (its memory bound).
+                    cat.grow_cache()
         return ids
 
     def _held(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], int]:
