@@ -51,7 +51,13 @@ class ArraySpans:
             ids, lo, hi, t0 = ids[order], lo[order], hi[order], t0[order]
             i0 = i0[order] if i0 is not None else None
             has, ok = has[order], ok[order]
-        self._ids, self._lo, self._hi, self._t0, self._i0 = ids, lo, hi, t0, i0
+        n = len(ids)
+        if n and int(ids[-1]) - int(ids[0]) == n - 1 and bool((np.diff(ids) == 1).all()):
+            # An export numbers its arrays 1..n: the ids are a range, held as one (a
+            # position is then a subtraction), not as a column of 8 bytes an array.
+            ids = range(int(ids[0]), int(ids[0]) + n)
+        self._ids: np.ndarray | range = ids
+        self._lo, self._hi, self._t0, self._i0 = lo, hi, t0, i0
         self._has, self._ok = has, ok
         self._at = SortedIds(self._ids).at  # the position of an id, or -1
 
@@ -100,12 +106,18 @@ class ArraySpans:
         array with rows, its rowid span, its first row's timestamp, and whether that is
         an integer (with its issue time, in a forecast table); lo, hi and t0 are 0 where
         not found."""
-        at = np.searchsorted(self._ids, aids)
-        at = np.minimum(at, max(len(self._ids) - 1, 0))
         if not len(self._ids):
             none = np.zeros(len(aids), dtype=np.int64)
             return none.astype(bool), none, none, none, none.astype(bool)
-        found = (self._ids[at] == aids) & self._has[at]
+        last = len(self._ids) - 1
+        if type(self._ids) is range:
+            at = np.asarray(aids, dtype=np.int64) - self._ids.start
+            held = (at >= 0) & (at <= last)
+            at = np.clip(at, 0, last)
+        else:
+            at = np.minimum(np.searchsorted(self._ids, aids), last)
+            held = self._ids[at] == aids
+        found = held & self._has[at]
         zero = np.int64(0)
         lo = np.where(found, self._lo[at], zero)
         hi = np.where(found, self._hi[at], zero)
