@@ -442,8 +442,8 @@ class Reading:
         _CHECKER.check(rows, str(self._state.path))
         got = list(map(_ID, rows))
         if got == wanted:
-            # Distinct ids asked in ascending order (all of a store's, a list_metadata's)
-            # come back in that order: the rows are the answer as they are.
+            # Every id asked found (the rows come in the order asked, repeats included):
+            # the rows are the answer as they are.
             return rows
         found = dict(zip(got, rows, strict=True))
         if len(found) < len(set(wanted)):
@@ -465,17 +465,19 @@ class Reading:
         return "the series " + ", ".join(bad) if bad else "a series asked for"
 
     def _fields_by_id(self, lookup: np.ndarray) -> list[tuple]:
-        """:meth:`_read_fields`' query: the rows of the ids in ``lookup``, in id order
+        """:meth:`_read_fields`' query: the rows of the ids in ``lookup``, in its order
         (fetched at once: stepping the cursor row by row from Python costs more)."""
         if not lookup.size:
             return []
         return self._state.catalog.execute(
             f"SELECT {_READ_FIELDS}, a.pool, a.slot, a.segment, s.pool, s.slot, s.segment, "
             f"{_CHECKER.extra} "
-            "FROM time_series_associations t LEFT JOIN arrays a "
-            "ON a.id = t.data_id AND a.kind = 'data' LEFT JOIN arrays s "
-            "ON s.id = t.timestamps_id AND s.kind = 'timestamps' "
-            "WHERE t.id IN carray(?) ORDER BY t.id",
+            # The ids' array drives the join: each row looked up by its rowid in the
+            # order asked (no list built from the ids, no sort), so the rows come back
+            # as the answer whatever the order asked; a repeated id gives its row again.
+            "FROM carray(?) c JOIN time_series_associations t ON t.id = c.value "
+            "LEFT JOIN arrays a ON a.id = t.data_id AND a.kind = 'data' LEFT JOIN arrays s "
+            "ON s.id = t.timestamps_id AND s.kind = 'timestamps'",
             (apsw.carray(lookup),),
         ).fetchall()
 
