@@ -244,6 +244,27 @@ _ERRNO_HINTS = {
 }
 
 
+_STR_TYPE = h5py.h5t.py_create(h5py.string_dtype(), logical=True)
+_INT_TYPE = h5py.h5t.py_create(np.dtype(np.int64), logical=True)
+
+
+def write_attribute(obj: h5py.File | h5py.Group, name: str, value: str | int) -> None:
+    """Set the root or group attribute ``name`` to a ``str`` or ``int``, as h5py's
+    ``obj.attrs[name] = value`` stores it (a scalar UTF-8 variable-length string, a
+    scalar int64; the files are the same byte by byte), through HDF5's own calls:
+    h5py's ``attrs`` costs ~40 µs an attribute in Python (dtype guessing, two type
+    objects, a dataspace), and each segment gets eight (~0.2 ms a write transaction).
+    An attribute already there is replaced, as h5py replaces it (deleted, then made)."""
+    if isinstance(value, str):
+        data, tid = np.array(value, dtype=h5py.string_dtype()), _STR_TYPE
+    else:
+        data, tid = np.array(int(value), dtype=np.int64), _INT_TYPE
+    key = name.encode()
+    if h5py.h5a.exists(obj.id, key):
+        h5py.h5a.delete(obj.id, key)
+    h5py.h5a.create(obj.id, key, tid, h5py.h5s.create(h5py.h5s.SCALAR)).write(data)
+
+
 def describe_os_error(exc: BaseException) -> str:
     """An HDF5 or OS error as one readable line.
 
@@ -358,16 +379,16 @@ class ArrayFile:
         self._pending: deque[tuple[Future[None], int]] = deque()
         self._pending_bytes = 0
         if mode == "x":
-            self._h5.attrs["data_format_version"] = DATA_FORMAT_VERSION
-            self._h5.attrs["storage_backend"] = "hdf5"
-            self._h5.attrs["compression"] = compression_spec(
-                compression, compression_level, shuffle
+            write_attribute(self._h5, "data_format_version", DATA_FORMAT_VERSION)
+            write_attribute(self._h5, "storage_backend", "hdf5")
+            write_attribute(
+                self._h5, "compression", compression_spec(compression, compression_level, shuffle)
             )
             self._h5.create_group("pools")
             self._h5.create_group(SUMS_GROUP)
-            self._h5.attrs[SUMS_FORMAT_ATTR] = SUMS_FORMAT
+            write_attribute(self._h5, SUMS_FORMAT_ATTR, SUMS_FORMAT)
             if bound:
-                self._h5.attrs[BOUND_ATTR] = 1
+                write_attribute(self._h5, BOUND_ATTR, 1)
                 self._h5.create_group(KEYS_GROUP)
         else:
             try:
