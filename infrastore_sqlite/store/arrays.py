@@ -87,6 +87,7 @@ KIND_NAMES = {v: k for k, v in KIND_CODES.items()}
 KEY_WIDTH = 33
 #: h5py's deflate level when none is given (``create_dataset(compression="gzip")``).
 _DEFAULT_GZIP = 4
+_SHAPE = operator.attrgetter("shape")
 _SUMS_DTYPE = np.dtype(np.uint64)  # as a read wants them (HDF5 converts, if need be)
 _SUM_K1 = np.uint64(0x9E3779B97F4A7C15)
 _SUM_K2 = np.uint64(0xC2B2AE3D27D4EB4F)
@@ -685,7 +686,14 @@ class ArrayFile:
                     if dsid is not None:
                         dsid.set_extent((rows, *dsid.shape[1:]))
                 self._extents[name] = rows
-            block = arrays[0][None, ...] if len(arrays) == 1 else np.stack(arrays)
+            if len(arrays) == 1:
+                block = arrays[0][None, ...]
+            elif arrays[0].ndim and len(set(map(_SHAPE, arrays))) == 1:
+                # One copy in C: np.stack makes a view of each array in Python first
+                # (~1.5 µs an array: 3 ms of a 2,000-series add's 40, against 0.6 ms).
+                block = np.concatenate(arrays).reshape(len(arrays), *arrays[0].shape)
+            else:  # (shapes that differ: np.stack's refusal)
+                block = np.stack(arrays)
             # As stored (the pool's dtype and byte order): what a read checks.
             block = np.ascontiguousarray(block, dtype=np_dtype)
             _write_rows(ds, first_slot, block)
