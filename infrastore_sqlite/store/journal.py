@@ -46,7 +46,7 @@ import numpy as np
 import orjson
 
 from ..errors import StorageError, TimeSeriesError
-from .arrays import ArrayFile, describe_os_error
+from .arrays import ArrayFile, describe_os_error, write_attribute
 from .prepare import DATA_AT, INSERT_COLUMNS, TIMESTAMPS_AT, hash_sql
 from .rowcheck import CHECK_COLUMN, mismatched_rows, row_check
 from .segments import PENDING_SUFFIX, SEALED_SUFFIX, SEGMENT_DIR
@@ -258,7 +258,7 @@ def record(state: StoreState) -> None:
     # file killed while it was written lacks it, and its records never count as known
     # to a catalog (see :func:`unknown_transactions`).
     state.segments.mark_uncommitted()
-    writer.h5.attrs[COMPLETE_ATTR] = 1
+    write_attribute(writer.h5, COMPLETE_ATTR, 1)
     cat.execute("DELETE FROM temp.journal_ids")
     cat.execute("DELETE FROM temp.journal_attrs")
 

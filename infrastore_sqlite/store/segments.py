@@ -64,6 +64,7 @@ from .arrays import (
     describe_os_error,
     fsync_path,
     parse_compression,
+    write_attribute,
 )
 from .tracing import LOG
 
@@ -440,8 +441,8 @@ class Segments:
                 max_pending_bytes=self.write_buffer_bytes,
                 bound=True,
             )
-            f.h5.attrs["catalog_generation"] = self.generation
-            f.h5.attrs[NAME_ATTR] = name
+            write_attribute(f.h5, "catalog_generation", self.generation)
+            write_attribute(f.h5, NAME_ATTR, name)
         except OSError as exc:  # a segment directory that went missing, permissions
             self.path(name).unlink(missing_ok=True)  # marked: this process's own file
             marker.unlink(missing_ok=True)
