@@ -676,6 +676,12 @@ class ArrayFile:
         (one write each) paid for every twin too."""
         name, dtype, shape, first_slot, arrays, keys = job
         try:
+            # Refused before a byte is written: a pool whose checksums cannot be made.
+            if self.sum_rows is None:
+                raise StorageError(
+                    f"cannot add to {self.path}: its slot checksums are of an unknown kind "
+                    f"(root attribute {SUMS_FORMAT_ATTR}); run verify"
+                )
             end = first_slot + len(arrays)
             ds, np_dtype, sums, held = self._writing(name, dtype, shape, keys is not None, end)
             rows = self._extents[name]
@@ -697,11 +703,6 @@ class ArrayFile:
             # As stored (the pool's dtype and byte order): what a read checks.
             block = np.ascontiguousarray(block, dtype=np_dtype)
             _write_rows(ds, first_slot, block)
-            if self.sum_rows is None:
-                raise StorageError(
-                    f"cannot add to {self.path}: its slot checksums are of an unknown kind "
-                    f"(root attribute {SUMS_FORMAT_ATTR}); run verify"
-                )
             stored = self.sum_rows(block, np.arange(first_slot, end))
             if keys is not None:
                 hashes = _hash_block(keys)

@@ -146,11 +146,16 @@ def test_an_unknown_format_is_not_trusted_and_not_written_to(tmp_path: Path) -> 
     got, bad = f.read_checked(POOL, [0, 1], keys[:2])
     f.close()
     assert bad is None and [a.tolist() for a in got] == [a.tolist() for a in arrays[:2]]
+    with h5py.File(path, "r") as h5:
+        before = {g: h5[f"{g}/{POOL}"][...] for g in ("pools", "sums")}
     g = ArrayFile(path, "r+")
     g.write(POOL, "f64", [6], 5, [arrays[0]], [keys[0]])
     with pytest.raises(StorageError, match=rf"a\.h5.*{SUMS_FORMAT_ATTR}.*run verify"):
         g.sync()
     g.close()
+    with h5py.File(path, "r") as h5:  # refused before a byte was written
+        for group, rows in before.items():
+            assert np.array_equal(h5[f"{group}/{POOL}"][...], rows)
 
 
 def _old_format(path: Path) -> None:
