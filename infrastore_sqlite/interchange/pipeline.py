@@ -16,14 +16,50 @@ the producer makes per item; nothing else is shared.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import gc
+import platform
 import queue
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, or None where the C library is another (macOS, Windows,
+    musl), whose allocators return memory on their own terms."""
+    if not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc":
+        return None
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return trim
+
+
+def release_free_heap() -> bool:
+    """Hand the free memory of every thread's C heap back to the system; True if done.
+
+    glibc gives each thread that allocates its own arena and keeps what is freed in it
+    for that thread's next allocation: once a worker thread is done (the export's read
+    batches, 16 MiB each, freed in the worker's arena), that memory stays resident while
+    the writing thread grows its own for the next phase (the series rows). Measured at
+    300 k series: the SQLite export's peak 157 -> 144 MB with a trim before its series
+    rows. Called between phases, never per item (it walks every arena's free lists).
+    Elsewhere than glibc, nothing is done.
+    """
+    trim = _malloc_trim()
+    if trim is None:
+        return False
+    trim(0)
+    return True
+
 
 _ITEM, _END, _ERROR = 0, 1, 2
 

@@ -49,6 +49,7 @@ from .layout import (
     validate_prefix,
     value_shape_for,
 )
+from .pipeline import release_free_heap
 from .plan_types import (
     HASH_BYTES,
     SUMMARY_KEYS,
@@ -436,6 +437,11 @@ def plan_export(
         _partition_plan(part, by_key.pop(part.key), columns, block, rank, texts, store)
         for part in assign_names(by_key, table_prefix)
     ]
+    del planned, columns, block, by_key
+    # Planning's columns and sort keys (some 200 bytes a series) are freed now, among
+    # the plan's own: given back, so that their pages are not resident for the whole
+    # export while the values are read in another thread (see ``release_free_heap``).
+    release_free_heap()
     return ExportPlan(partitions, time_range, include_derived, derived_left_out)
 
 
@@ -508,18 +514,39 @@ def _partition_plan(
     local = order[new]
     return PartitionPlan(
         part,
-        ids=pick(columns["ids"]),
-        owners=pick(columns["owners"]),
-        aids=aids,
-        anchors=pick(columns["anchors"]),
-        counts=pick(columns["counts"]),
+        ids=narrow(pick(columns["ids"])),
+        owners=narrow(pick(columns["owners"])),
+        aids=narrow(aids),
+        anchors=narrow(pick(columns["anchors"])),
+        counts=narrow(pick(columns["counts"])),
         hashes=HashColumn(np.ascontiguousarray(hashes[local])),
-        axes=AxisColumn(codes[local], texts),
-        array_rows=columns["rows"][take[local]],
-        firsts=local,
+        axes=AxisColumn(narrow(codes[local]), texts),
+        array_rows=narrow(columns["rows"][take[local]]),
+        firsts=narrow(local),
         width=int(pick(columns["widths"]).max()),
         source=store,
     )
+
+
+_INT32 = np.iinfo(np.int32)
+
+
+def narrow(column: np.ndarray) -> np.ndarray:
+    """An ``int64`` plan column held in less: one value throughout as a read-only
+    broadcast of it (8 bytes in all: the anchors of series that start together), else
+    ``int32`` when every value fits (ids, counts, array ids and positions mostly do),
+    else as it is. The export holds its plan's columns from start to end (some 100 bytes
+    a series at ``int64``), so they are a part of its memory that grows with the store.
+    Readers index these columns or spell them out (``tolist``); arithmetic on them that
+    could pass ``int32`` casts first."""
+    if column.size == 0:
+        return column
+    lo, hi = int(column.min()), int(column.max())
+    if lo == hi:
+        return np.broadcast_to(column[:1].copy(), column.shape)
+    if _INT32.min <= lo and hi <= _INT32.max:
+        return column.astype(np.int32)
+    return column
 
 
 # ---------------------------------------------------------------------- row blocks
@@ -678,7 +705,7 @@ def _static_arrays(
     step_bytes = 8 * max(1, math.prod(pp.partition.key.element_shape) or pp.width)
     # Bytes of the arrays up to each one: a batch's end is found by bisecting them (no
     # Python value per array is made ahead of its batch).
-    ends = np.cumsum(pp.array_rows * step_bytes)
+    ends = np.cumsum(pp.array_rows.astype(np.int64) * step_bytes)
     grids: dict[tuple[int, str, int], Affine | np.ndarray] = {}
     start = 0
     n_arrays = len(pp.hashes)

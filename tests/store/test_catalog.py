@@ -228,6 +228,6 @@ def test_a_writers_cache_grows_with_the_catalog_up_to_its_bound(
         c.close()
     reader = Catalog(tmp_path / "c.sqlite", read_only=True)
     try:
-        assert cache_kib(reader) == catalog_module._CACHE_KIB  # readers keep the small one
+        assert cache_kib(reader) == catalog_module._READ_CACHE_KIB  # readers keep the small one
     finally:
         reader.close()

@@ -36,7 +36,7 @@ from ...core.elements import pad
 from ...errors import IntegrityError, StorageError
 from ...store.tracing import LOG
 from ..options import ExportOptions, export_options
-from ..pipeline import Prefetch
+from ..pipeline import Prefetch, release_free_heap
 from ..plan import SUMMARY_KEYS as SQLITE_SUMMARY_KEYS
 from ..plan import (
     ExportPlan,
@@ -249,6 +249,10 @@ def _write_files(
                     done += group.close()
                     group = None
                     publisher.finished(pp, "values")
+                    # The values are written: what the worker's read batches and the
+                    # encoder freed goes back before this thread makes the series and
+                    # arrays files (see ``release_free_heap``).
+                    release_free_heap()
                     if progress:
                         progress(done, total)
                 else:  # "series" or "arrays": the file, a row group at a time

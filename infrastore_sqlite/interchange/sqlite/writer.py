@@ -54,7 +54,7 @@ from ..layout import (
     values_columns,
 )
 from ..options import ExportOptions, export_options
-from ..pipeline import Prefetch
+from ..pipeline import Prefetch, release_free_heap
 from ..plan import (
     ExportPlan,
     ExportSummary,
@@ -436,6 +436,9 @@ def _write(
         # holds it. (The worker made the rows of the smaller partitions while the last
         # statements ran; the others stream from the catalog here.)
         _phase(progress, "writing series")
+        # The worker is done: what its read batches freed goes back before this thread
+        # grows its own heap for the series rows (see ``release_free_heap``).
+        release_free_heap()
         for pp in plan.partitions:
             arrays, series = tails.pop(id(pp), (None, None))
             _insert_arrays(conn, pp, arrays)
