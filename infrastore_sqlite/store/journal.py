@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import array
 import contextlib
+import itertools
 import operator
 import struct
+import tempfile
 import time
 import weakref
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -106,11 +108,102 @@ _SETUP = (
 
 
 #: What the adds of the running transaction filed, by catalog, already encoded (a few
-#: dozen bytes a series, not the rows): ``parts`` (encoded parts, see :func:`_part`),
-#: ``ranges`` (``(first id, count)`` of each) and ``features`` (their feature hashes).
+#: dozen bytes a series, not the rows): ``parts`` (encoded parts, see :func:`_part`, in
+#: a :class:`Parts`), ``ranges`` (``(first id, count)`` of each) and ``features`` (their
+#: feature hashes).
 _NOTED: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 #: Rows read back per part when an add's rows were not noted (memory bounded by it).
 _PART_ROWS = 4096
+#: Bytes of encoded parts a record holds in memory; beyond them its parts go to an
+#: unnamed temporary file (a bulk add of 300,000 distinct arrays notes ~10 MB: the raw
+#: data hashes, which do not compress).
+HELD_PART_BYTES = 1 << 20
+#: Bytes written to the record's dataset at a time once its parts are in a file.
+_COPY_BYTES = 4 << 20
+
+
+class Parts:
+    """The encoded parts of the record being assembled, in order: in memory up to
+    :data:`HELD_PART_BYTES`, then all in an unnamed temporary file (gone with the
+    process, visible nowhere), so a transaction of any size holds a bounded amount.
+
+    Parameters
+    ----------
+    held_bytes
+        Bytes held in memory before the parts move to the file (default
+        :data:`HELD_PART_BYTES`).
+    """
+
+    def __init__(self, *, held_bytes: int | None = None) -> None:
+        self._held_bytes = HELD_PART_BYTES if held_bytes is None else held_bytes
+        self._held: list[bytes] = []
+        self._file: Any = None
+        self.count = 0
+        self.nbytes = 0
+
+    def append(self, part: bytes) -> None:
+        """One more encoded part (:func:`_part`)."""
+        try:
+            if self._file is None and self.nbytes + len(part) > self._held_bytes:
+                self._file = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
+                for held in self._held:
+                    self._file.write(held)
+                self._held = []
+            if self._file is not None:
+                self._file.write(part)
+            else:
+                self._held.append(part)
+        except OSError as exc:
+            self.close()
+            raise StorageError(
+                f"setting aside the transaction record's rows in {tempfile.gettempdir()} "
+                f"failed: {describe_os_error(exc)}; free space there (or name another "
+                "directory in TMPDIR) and run the transaction again"
+            ) from exc
+        self.count += 1
+        self.nbytes += len(part)
+
+    @property
+    def in_memory(self) -> bool:
+        """Whether every part is still held in memory."""
+        return self._file is None
+
+    def joined(self) -> bytes:
+        """Every part, concatenated (only while :attr:`in_memory`)."""
+        if self._file is not None:
+            raise ValueError("the parts are in a file: read them with pieces()")
+        return b"".join(self._held)
+
+    def pieces(self, size: int = _COPY_BYTES) -> Iterator[bytes]:
+        """Every part's bytes in order, at most ``size`` bytes a piece."""
+        if self._file is None:
+            yield from self._held
+            return
+        try:
+            self._file.flush()
+            self._file.seek(0)
+            while piece := self._file.read(size):
+                yield piece
+        except OSError as exc:
+            raise StorageError(
+                f"reading back the transaction record's rows from {tempfile.gettempdir()} "
+                f"failed: {describe_os_error(exc)}; run the transaction again"
+            ) from exc
+
+    def close(self) -> None:
+        """Let the parts go (the file with them)."""
+        self._held = []
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.close()
+            self._file = None
+
+
+def _drop_noted(cat: Any) -> dict[str, Any] | None:
+    noted = _NOTED.pop(cat, None)
+    if noted is not None:
+        noted["parts"].close()
+    return noted
 
 
 def begin(state: StoreState) -> None:
@@ -118,7 +211,7 @@ def begin(state: StoreState) -> None:
     cat = state.catalog
     if cat.read_only:
         return
-    _NOTED.pop(cat, None)
+    _drop_noted(cat)
     try:
         for sql in _SETUP:
             cat.execute(sql)
@@ -140,7 +233,10 @@ def note_added(state: StoreState, ids: Sequence[int], rows: Sequence[tuple]) -> 
     are exactly these, and reads the rows back otherwise."""
     if not ids:
         return
-    noted = _NOTED.setdefault(state.catalog, {"parts": [], "ranges": [], "features": set()})
+    noted = _NOTED.get(state.catalog)
+    if noted is None:
+        noted = {"parts": Parts(), "ranges": [], "features": set()}
+        _NOTED[state.catalog] = noted
     noted["parts"].append(_part(rows, first=ids[0]))
     noted["ranges"].append((ids[0], len(ids)))
     noted["features"].update(_column(rows, _FEATURES_AT))
@@ -171,7 +267,16 @@ def record(state: StoreState) -> None:
     cat = state.catalog
     if cat.read_only:
         return
-    noted = _NOTED.pop(cat, None) or {"parts": [], "ranges": [], "features": set()}
+    noted = _NOTED.pop(cat, None) or {"parts": Parts(), "ranges": [], "features": set()}
+    try:
+        _record(state, noted)
+    finally:
+        noted["parts"].close()
+
+
+def _record(state: StoreState, noted: dict[str, Any]) -> None:
+    """:func:`record`'s work, with what the adds noted (its parts closed by the caller)."""
+    cat = state.catalog
     mark = cat.scalar("SELECT id FROM temp.journal_mark")
     touched = [r[0] for r in cat.execute("SELECT id FROM temp.journal_ids ORDER BY id")]
     keys = [r[0] for r in cat.execute("SELECT key FROM temp.journal_attrs ORDER BY key")]
@@ -195,10 +300,11 @@ def record(state: StoreState) -> None:
         and min(f for f, _ in ranges) == low
         and (max(f + n - 1 for f, n in ranges) == high)
     ):
-        parts = list(noted["parts"])
+        parts = noted["parts"]
         fhs.update(noted["features"])
     else:
-        parts = []
+        noted["parts"].close()
+        parts = noted["parts"] = Parts()
         after = mark
         while count:
             got = cat.execute(
@@ -245,15 +351,21 @@ def record(state: StoreState) -> None:
         "seq": seq,
         "prev": prev,
         "columns": list(INSERT_COLUMNS),
-        "parts": len(parts),
+        "parts": parts.count,
         "removed": removed,
         "features": features,
         "attributes": attributes,
     }
     text = zlib.compress(orjson.dumps(doc), 1)
-    payload = b"".join([struct.pack("<Q", len(text)), text, *parts])
+    head = struct.pack("<Q", len(text)) + text
     writer = state.segments.writer_for_record()
-    write_record(writer, seq, prev, payload)
+    if parts.in_memory:
+        write_record(writer, seq, prev, head + parts.joined())
+    else:
+        # Written a piece at a time from the file: the payload is never whole in memory.
+        write_record_pieces(
+            writer, seq, prev, len(head) + parts.nbytes, itertools.chain([head], parts.pieces())
+        )
     # Last before the seal (every array is in: ``h5`` waits for the queued writes): a
     # file killed while it was written lacks it, and its records never count as known
     # to a catalog (see :func:`unknown_transactions`).
@@ -372,13 +484,7 @@ def write_records(writer: ArrayFile, records: Iterable[tuple[int, int, bytes]]) 
     them, through HDF5's own calls: h5py's cost a few hundred microseconds a record, on
     every write transaction and for every record a merge carries."""
     try:
-        fid = writer.h5.id
-        try:
-            gid = h5py.h5g.open(fid, JOURNAL_GROUP.encode())
-        except (KeyError, ValueError):  # none yet (HDF5 2 says ValueError)
-            gid = writer.h5.create_group(JOURNAL_GROUP).id
-        plist = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
-        plist.set_obj_track_times(False)
+        gid, plist = _journal_group(writer)
         for seq, prev, payload in records:
             name = f"{seq:020d}".encode()
             if gid.links.exists(name):
@@ -387,14 +493,62 @@ def write_records(writer: ArrayFile, records: Iterable[tuple[int, int, bytes]]) 
             space = h5py.h5s.create_simple(data.shape)
             dsid = h5py.h5d.create(gid, name, _U8, space, dcpl=plist)
             dsid.write(h5py.h5s.ALL, h5py.h5s.ALL, data)
-            for key, value in ((b"seq", seq), (b"prev", prev)):
-                held = np.array(value, dtype=np.int64)
-                attr = h5py.h5a.create(dsid, key, _I64, h5py.h5s.create(h5py.h5s.SCALAR))
-                attr.write(held)
+            _set_heads(dsid, seq, prev)
     except (OSError, ValueError, TypeError, RuntimeError, KeyError) as exc:
         raise StorageError(
             f"writing the transaction record into {writer.path} failed: {describe_os_error(exc)}"
         ) from exc
+
+
+def write_record_pieces(
+    writer: ArrayFile, seq: int, prev: int, size: int, pieces: Iterable[bytes]
+) -> None:
+    """One record into a segment being written, as :func:`write_record` writes it, its
+    payload of ``size`` bytes given as ``pieces`` in order (never joined in memory)."""
+    try:
+        gid, plist = _journal_group(writer)
+        name = f"{seq:020d}".encode()
+        if gid.links.exists(name):
+            return
+        dsid = h5py.h5d.create(gid, name, _U8, h5py.h5s.create_simple((size,)), dcpl=plist)
+        at = 0
+        for piece in pieces:
+            if not piece:
+                continue
+            data = np.frombuffer(piece, dtype=np.uint8)
+            if at + data.size > size:
+                raise ValueError("the record's pieces are longer than its size")
+            target = dsid.get_space()
+            target.select_hyperslab((at,), (data.size,))
+            dsid.write(h5py.h5s.create_simple(data.shape), target, data)
+            at += data.size
+        if at != size:
+            raise ValueError("the record's pieces are shorter than its size")
+        _set_heads(dsid, seq, prev)
+    except (OSError, ValueError, TypeError, RuntimeError, KeyError) as exc:
+        raise StorageError(
+            f"writing the transaction record into {writer.path} failed: {describe_os_error(exc)}"
+        ) from exc
+
+
+def _journal_group(writer: ArrayFile) -> tuple[Any, Any]:
+    """The journal group of a segment being written (made if missing) and the dataset
+    creation properties of its records."""
+    try:
+        gid = h5py.h5g.open(writer.h5.id, JOURNAL_GROUP.encode())
+    except (KeyError, ValueError):  # none yet (HDF5 2 says ValueError)
+        gid = writer.h5.create_group(JOURNAL_GROUP).id
+    plist = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    plist.set_obj_track_times(False)
+    return gid, plist
+
+
+def _set_heads(dsid: Any, seq: int, prev: int) -> None:
+    """A record's ``seq`` and ``prev`` attributes."""
+    for key, value in ((b"seq", seq), (b"prev", prev)):
+        held = np.array(value, dtype=np.int64)
+        attr = h5py.h5a.create(dsid, key, _I64, h5py.h5s.create(h5py.h5s.SCALAR))
+        attr.write(held)
 
 
 _U8 = h5py.h5t.py_create(np.dtype(np.uint8), logical=True)

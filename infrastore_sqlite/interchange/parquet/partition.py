@@ -6,6 +6,7 @@ walked together by ``array_id``.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import operator
 import posixpath
 import re
@@ -316,23 +317,41 @@ class PartitionReader:
 
     def series_batches(self, columns: Sequence[str]) -> Iterable[Sequence[Sequence[Any]]]:
         file = self.files["series"]
-        seen: set[int] = set()
+        # An array id seen again after another's rows is refused. While the ids ascend
+        # (as the layout orders them) none can be: the ids whose rows ended are kept as
+        # int64 columns, a batch at a time (8 bytes an array; a set of Python ints took
+        # ~57, 17 MB for 300,000), and become a set only once the order breaks.
+        seen: set[Any] | None = None
+        ended: list[np.ndarray] = []
+        top: int = -1 << 63
         last: Any = None
         tr_at = list(columns).index("time_reference")
         shape_at = list(columns).index("element_shape")
         start = 0
         for cols in self._columns("series", list(columns)):
+            batch_ended: list[int] = []
             for row, aid in enumerate(cols[0], start=start + 1):
                 if aid != last:
-                    if aid in seen:
-                        raise InvalidParameterError(
-                            f"{file} row {row}: array_id {aid} reappears after another "
-                            f"array's rows (partition {self.part.stem}); {_SORT}",
-                            table=file,
-                        )
-                    if last is not None:
-                        seen.add(last)
+                    if seen is None and not (type(aid) is int and top < aid < 1 << 63):
+                        seen = {*itertools.chain.from_iterable(e.tolist() for e in ended)}
+                        seen.update(batch_ended)
+                        ended = batch_ended = []
+                    if seen is None:
+                        if last is not None:
+                            batch_ended.append(last)
+                        top = aid
+                    else:
+                        if aid in seen:
+                            raise InvalidParameterError(
+                                f"{file} row {row}: array_id {aid} reappears after another "
+                                f"array's rows (partition {self.part.stem}); {_SORT}",
+                                table=file,
+                            )
+                        if last is not None:
+                            seen.add(last)
                     last = aid
+            if batch_ended:
+                ended.append(np.array(batch_ended, dtype=np.int64))
             if self._row_tr is None:
                 self._row_tr = next((v for v in cols[tr_at] if isinstance(v, str)), None)
             if self._shape is None:
