@@ -9,44 +9,21 @@ the cap.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pytest
+from segmented_store import ADDS, PER_ADD, build_segmented, values
 
 import infrastore_sqlite as I
 from infrastore_sqlite.store import segments
 
-T0 = datetime(2024, 1, 1, tzinfo=UTC)
 CAP = 2
-ADDS = 5  # segments written (fewer than a merge's fan-in of 8: none is merged)
-PER_ADD = 6
-
-
-def _data(k: int) -> np.ndarray:
-    return np.random.default_rng(k).random(24)
 
 
 @pytest.fixture
 def store_path(tmp_path: Path) -> Path:
-    path = tmp_path / "s.h5"
-    with I.Store.create(path) as store:
-        for a in range(ADDS):  # one segment per bulk add
-            store.add_time_series_bulk(
-                [
-                    {
-                        "owner_id": a * PER_ADD + k + 1,
-                        "owner_type": "Gen",
-                        "owner_category": "Component",
-                        "time_series": I.SingleTimeSeries(
-                            T0, "PT1H", _data(a * PER_ADD + k), f"s{a * PER_ADD + k}"
-                        ),
-                    }
-                    for k in range(PER_ADD)
-                ]
-            )
-    return path
+    return build_segmented(tmp_path / "s.h5")
 
 
 @pytest.fixture
@@ -69,7 +46,7 @@ def _check(store: I.Store) -> None:
     got = {s.name: s.data for s in store.read_by_ids([r.id for r in store.select_rows()])}
     assert sorted(got) == sorted(f"s{k}" for k in range(ADDS * PER_ADD))
     for k in range(ADDS * PER_ADD):
-        np.testing.assert_array_equal(got[f"s{k}"], _data(k))
+        np.testing.assert_array_equal(got[f"s{k}"], values(k))
 
 
 def test_the_store_has_more_segments_than_the_cap(store_path: Path) -> None:

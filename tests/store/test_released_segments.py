@@ -11,48 +11,22 @@ from __future__ import annotations
 
 import os
 import shutil
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pytest
+from segmented_store import ADDS, PER_ADD, build_segmented, values
 
 import infrastore_sqlite as I
 from infrastore_sqlite.errors import StorageError
 from infrastore_sqlite.store import arrays, segments
 
-T0 = datetime(2024, 1, 1, tzinfo=UTC)
 CAP = 2
-ADDS = 5  # segments written (fewer than a merge's fan-in of 8: none is merged)
-PER_ADD = 6
-
-
-def _data(k: int) -> np.ndarray:
-    return np.random.default_rng(k).random(24)
-
-
-def _build(path: Path, compression: str = "none") -> Path:
-    with I.Store.create(path, compression=compression) as store:
-        for a in range(ADDS):  # one segment per bulk add
-            store.add_time_series_bulk(
-                [
-                    {
-                        "owner_id": a * PER_ADD + k + 1,
-                        "owner_type": "Gen",
-                        "owner_category": "Component",
-                        "time_series": I.SingleTimeSeries(
-                            T0, "PT1H", _data(a * PER_ADD + k), f"s{a * PER_ADD + k}"
-                        ),
-                    }
-                    for k in range(PER_ADD)
-                ]
-            )
-    return path
 
 
 @pytest.fixture
 def store_path(tmp_path: Path) -> Path:
-    return _build(tmp_path / "s.h5")
+    return build_segmented(tmp_path / "s.h5")
 
 
 @pytest.fixture
@@ -75,7 +49,7 @@ def _check(store: I.Store) -> None:
     got = {s.name: s.data for s in store.read_by_ids([r.id for r in store.select_rows()])}
     assert sorted(got) == sorted(f"s{k}" for k in range(ADDS * PER_ADD))
     for k in range(ADDS * PER_ADD):
-        np.testing.assert_array_equal(got[f"s{k}"], _data(k))
+        np.testing.assert_array_equal(got[f"s{k}"], values(k))
 
 
 def _segment_files(path: Path) -> list[Path]:
@@ -128,7 +102,7 @@ def test_exports_keep_at_most_the_cap_open_in_hdf5(
 
 def test_deflated_segments_stay_open_and_read(tmp_path: Path, seen: list[tuple[int, int]]) -> None:
     """A pool read through HDF5 (deflated) needs its handle: such a segment is not released."""
-    path = _build(tmp_path / "z.h5", compression="deflate")
+    path = build_segmented(tmp_path / "z.h5", compression="deflate")
     with I.Store.open(path, read_only=True) as store:
         _check(store)
         assert store._segments.hdf5_open() == ADDS
