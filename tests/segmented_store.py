@@ -42,3 +42,11 @@ def build_segmented(path: Path, compression: str = "none") -> Path:
                 ]
             )
     return path
+
+
+def check_every_series(store: I.Store) -> None:
+    """Every series of :func:`build_segmented` reads back whole and exact."""
+    got = {s.name: s.data for s in store.read_by_ids([r.id for r in store.select_rows()])}
+    assert sorted(got) == sorted(f"s{k}" for k in range(ADDS * PER_ADD))
+    for k in range(ADDS * PER_ADD):
+        np.testing.assert_array_equal(got[f"s{k}"], values(k))

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
-from segmented_store import ADDS, PER_ADD, build_segmented, values
+from segmented_store import ADDS, build_segmented, check_every_series
 
 import infrastore_sqlite as I
 from infrastore_sqlite.store import segments
@@ -42,13 +41,6 @@ def most_open(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return seen
 
 
-def _check(store: I.Store) -> None:
-    got = {s.name: s.data for s in store.read_by_ids([r.id for r in store.select_rows()])}
-    assert sorted(got) == sorted(f"s{k}" for k in range(ADDS * PER_ADD))
-    for k in range(ADDS * PER_ADD):
-        np.testing.assert_array_equal(got[f"s{k}"], values(k))
-
-
 def test_the_store_has_more_segments_than_the_cap(store_path: Path) -> None:
     names = [p for p in (store_path / segments.SEGMENT_DIR).iterdir() if p.suffix == ".h5"]
     assert len(names) == ADDS > CAP
@@ -56,7 +48,7 @@ def test_the_store_has_more_segments_than_the_cap(store_path: Path) -> None:
 
 def test_reads_keep_at_most_the_cap_open(store_path: Path, most_open: list[int]) -> None:
     with I.Store.open(store_path, read_only=True) as store:
-        _check(store)
+        check_every_series(store)
         assert store._segments._readers  # something was read through the open files
     assert most_open and max(most_open) == CAP  # the cap was reached, never passed
 
@@ -77,4 +69,4 @@ def test_exports_keep_at_most_the_cap_open(
             back.import_sqlite(out)
         else:
             back.import_parquet(out)
-        _check(back)
+        check_every_series(back)

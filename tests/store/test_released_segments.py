@@ -13,9 +13,8 @@ import os
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
-from segmented_store import ADDS, PER_ADD, build_segmented, values
+from segmented_store import ADDS, build_segmented, check_every_series
 
 import infrastore_sqlite as I
 from infrastore_sqlite.errors import StorageError
@@ -45,13 +44,6 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
     return out
 
 
-def _check(store: I.Store) -> None:
-    got = {s.name: s.data for s in store.read_by_ids([r.id for r in store.select_rows()])}
-    assert sorted(got) == sorted(f"s{k}" for k in range(ADDS * PER_ADD))
-    for k in range(ADDS * PER_ADD):
-        np.testing.assert_array_equal(got[f"s{k}"], values(k))
-
-
 def _segment_files(path: Path) -> list[Path]:
     return sorted(p for p in (path / segments.SEGMENT_DIR).iterdir() if p.suffix == ".h5")
 
@@ -64,8 +56,8 @@ def test_reads_hold_every_segment_but_keep_the_cap_open_in_hdf5(
     store_path: Path, seen: list[tuple[int, int]]
 ) -> None:
     with I.Store.open(store_path, read_only=True) as store:
-        _check(store)
-        _check(store)  # again: every segment read through its kept maps
+        check_every_series(store)
+        check_every_series(store)  # again: every segment read through its kept maps
     assert max(o for o, _ in seen) <= CAP + 1  # the one asked for, before it is used
     assert max(h for _, h in seen) == ADDS  # held, released: not closed and reopened
 
@@ -97,20 +89,20 @@ def test_exports_keep_at_most_the_cap_open_in_hdf5(
             back.import_sqlite(out)
         else:
             back.import_parquet(out)
-        _check(back)
+        check_every_series(back)
 
 
 def test_deflated_segments_stay_open_and_read(tmp_path: Path, seen: list[tuple[int, int]]) -> None:
     """A pool read through HDF5 (deflated) needs its handle: such a segment is not released."""
     path = build_segmented(tmp_path / "z.h5", compression="deflate")
     with I.Store.open(path, read_only=True) as store:
-        _check(store)
+        check_every_series(store)
         assert store._segments.hdf5_open() == ADDS
 
 
 def test_a_released_segment_reopens_for_what_needs_hdf5(store_path: Path) -> None:
     with I.Store.open(store_path, read_only=True) as store:
-        _check(store)
+        check_every_series(store)
         name = _segment_files(store_path)[0].name
         f = store._segments.reader(name)
         pool = next(iter(f._maps))
@@ -125,7 +117,7 @@ def test_a_released_segment_refuses_another_file_in_its_place(
     store_path: Path, tmp_path: Path
 ) -> None:
     with I.Store.open(store_path, read_only=True) as store:
-        _check(store)
+        check_every_series(store)
         first, second = _segment_files(store_path)[:2]
         f = store._segments.reader(first.name)
         assert f.h5 and f.hdf5_open  # open again if it was released already
@@ -136,4 +128,4 @@ def test_a_released_segment_refuses_another_file_in_its_place(
         with pytest.raises(StorageError, match="another file took its place"):
             f.pools()
         # The reads through the kept descriptor still give the file it checked.
-        _check(store)
+        check_every_series(store)
