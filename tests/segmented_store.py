@@ -50,3 +50,14 @@ def check_every_series(store: I.Store) -> None:
     assert sorted(got) == sorted(f"s{k}" for k in range(ADDS * PER_ADD))
     for k in range(ADDS * PER_ADD):
         np.testing.assert_array_equal(got[f"s{k}"], values(k))
+
+
+def check_imported(out: Path, container: str, home: Path) -> None:
+    """``out`` (an export of the segmented store as ``container``, "sqlite" or "parquet")
+    imported into a new store under ``home``: every series back, exact."""
+    with I.Store.create(home / "back.h5") as back:
+        if container == "sqlite":
+            back.import_sqlite(out)
+        else:
+            back.import_parquet(out)
+        check_every_series(back)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from segmented_store import ADDS, build_segmented, check_every_series
+from segmented_store import ADDS, build_segmented, check_every_series, check_imported
 
 import infrastore_sqlite as I
 from infrastore_sqlite.store import segments
@@ -64,9 +64,4 @@ def test_exports_keep_at_most_the_cap_open(
         else:
             store.export_parquet(out)
     assert most_open and max(most_open) == CAP
-    with I.Store.create(tmp_path / "back.h5") as back:
-        if container == "sqlite":
-            back.import_sqlite(out)
-        else:
-            back.import_parquet(out)
-        check_every_series(back)
+    check_imported(out, container, tmp_path)

@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from segmented_store import ADDS, build_segmented, check_every_series
+from segmented_store import ADDS, build_segmented, check_every_series, check_imported
 
 import infrastore_sqlite as I
 from infrastore_sqlite.errors import StorageError
@@ -84,12 +84,7 @@ def test_exports_keep_at_most_the_cap_open_in_hdf5(
     assert seen and max(o for o, _ in seen) <= CAP + 1
     # Each segment opened once: a released one reads through its descriptor.
     assert len(opened) == len(set(opened)) == ADDS
-    with I.Store.create(tmp_path / "back.h5") as back:
-        if container == "sqlite":
-            back.import_sqlite(out)
-        else:
-            back.import_parquet(out)
-        check_every_series(back)
+    check_imported(out, container, tmp_path)
 
 
 def test_deflated_segments_stay_open_and_read(tmp_path: Path, seen: list[tuple[int, int]]) -> None:
