@@ -79,7 +79,8 @@ BOUND_ATTR = "sums_bound_to_keys"
 # (what this release writes); absent, :func:`slot_sums` (segments written before it, which
 # are read and, when a repair or an older file's next write adds slots, written as they
 # are: one file, one kind of checksum). Another value: a file of a later release or a
-# damaged attribute; its slots are checked by content hash instead (``damage.py``).
+# damaged attribute; its slots are checked by content hash instead, and ``verify`` names
+# the file, deciding which of the two on its checksums (``damage.sums_kind_problem``).
 SUMS_FORMAT_ATTR = "slot_checksum_version"
 SUMS_FORMAT = 2
 KIND_CODES = {"data": 0, "timestamps": 1}
@@ -166,6 +167,39 @@ def key_rows(keys: Sequence[tuple[bytes, str]], hashes: np.ndarray | None = None
 
 
 _SUM_FUNCTIONS = {1: slot_sums, SUMS_FORMAT: slot_hashes}
+#: ``ArrayFile.sums_format_found`` of a file whose root attributes could not be read.
+ATTR_UNREADABLE = object()
+
+
+def matching_sums_format(
+    f: ArrayFile, pool: str, slots: Sequence[int], keys: Sequence[tuple[bytes, str]]
+) -> int | None:
+    """The known kind of slot checksum (1: :func:`slot_sums`, 2: :func:`slot_hashes`)
+    that the stored checksums of ``slots`` of ``pool`` (arrays keyed ``keys``) are, or
+    None when no slot matches any kind this release knows.
+
+    The evidence ``verify`` weighs for a file whose ``SUMS_FORMAT_ATTR`` is unknown: a
+    slot whose checksum matches a known kind (a 2**-128 chance by accident) shows the
+    attribute, not the checksums, is what changed. One slot suffices, so arrays damaged
+    themselves do not hide it.
+    """
+    if not slots:
+        return None
+    order = np.argsort(np.asarray(slots, dtype=np.int64), kind="stable")
+    at = np.asarray(slots, dtype=np.int64)[order]
+    at, first = np.unique(at, return_index=True)
+    picked = [keys[int(order[i])] for i in first]
+    try:
+        h5 = f.h5
+        block = h5[f"pools/{pool}"][at]
+        stored = np.asarray(h5[f"{SUMS_GROUP}/{pool}"][at], dtype=np.uint64)
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError, IndexError):
+        return None
+    seeds = key_seeds(picked) if f.bound else np.uint64(0)
+    for version, sum_rows in _SUM_FUNCTIONS.items():
+        if (sum_rows(block, at) + seeds == stored).all(axis=1).any():
+            return version
+    return None
 
 
 def _is_int(value: Any) -> bool:
@@ -420,6 +454,10 @@ class ArrayFile:
         #: :func:`slot_sums`); None: an unknown ``SUMS_FORMAT_ATTR``, its slots are not
         #: checked against them (a read checks them by content hash).
         self.sum_rows: Any = slot_hashes
+        #: ``SUMS_FORMAT_ATTR`` as the file holds it (None: absent, as in files written
+        #: before it; :data:`ATTR_UNREADABLE` when its metadata could not be read): what
+        #: ``verify`` names when :attr:`sum_rows` is None.
+        self.sums_format_found: Any = SUMS_FORMAT if mode == "x" else None
         # (dtype, row shape, rows per chunk) of each pool a read used: kept when the
         # HDF5 handle is let go (:meth:`release`), which ``_shapes``' dataset ids are not.
         self._geometry: dict[str, tuple[np.dtype, tuple[int, ...], int]] = {}
@@ -430,9 +468,11 @@ class ArrayFile:
         else:
             try:
                 self.bound = bool(self._h5.attrs.get(BOUND_ATTR, 0))
-                version = self._h5.attrs.get(SUMS_FORMAT_ATTR, 1)
+                self.sums_format_found = self._h5.attrs.get(SUMS_FORMAT_ATTR)
+                version = 1 if self.sums_format_found is None else self.sums_format_found
             except (OSError, RuntimeError, KeyError, ValueError, TypeError):
                 self.bound = False  # damaged metadata: a read names it
+                self.sums_format_found = ATTR_UNREADABLE
                 version = None
             self.sum_rows = _SUM_FUNCTIONS.get(version) if _is_int(version) else None
 

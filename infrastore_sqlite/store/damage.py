@@ -44,7 +44,13 @@ from ..errors import (
     damage_terms,
 )
 from ..model import OwnerCategory, TimeSeriesType
-from .arrays import describe_os_error
+from .arrays import (
+    ATTR_UNREADABLE,
+    SUMS_FORMAT,
+    SUMS_FORMAT_ATTR,
+    describe_os_error,
+    matching_sums_format,
+)
 from .journal import row_mismatches, unknown_transactions
 from .prepare import hash_sql
 from .rowcheck import mismatched_rows
@@ -70,6 +76,9 @@ NOT_HELD = "not in catalog"  # a series names an array the catalog has no row fo
 BAD_ROW = "catalog row damaged"  # a series row whose fields no longer decode
 FOREIGN = "not this store's"  # the file carries another catalog's generation
 WRONG_FILE = "wrong file"  # the file holds another segment (swapped, copied, renamed)
+# The file's root attribute ``slot_checksum_version`` (``arrays.SUMS_FORMAT_ATTR``):
+SUMS_KIND_DAMAGED = "checksum kind damaged"  # unreadable, not a version, or its slots' own
+SUMS_KIND_UNKNOWN = "checksum kind unknown"  # a later version whose checksums are unknown
 
 # Slots verified at once when a part read first checks whole arrays (bytes read).
 _VERIFY_BYTES = 64 * 1024 * 1024
@@ -593,6 +602,10 @@ def _diagnose(
                     seg_detail = next(iter(found.values()))[2]
             if seg_problem == TRUNCATED and not found:
                 seg_lost = 0
+            if not seg_problem:
+                kind = sums_kind_problem(segs, name, rows)
+                if kind is not None:
+                    seg_problem, seg_detail = kind
         if progress:
             progress(checked, total)
         if seg_problem:
@@ -600,10 +613,13 @@ def _diagnose(
                 SegmentReport(str(path), seg_problem, seg_detail, len(rows), seg_lost)
             )
             report.damaged_segments.append(name)
-            report.errors.append(
-                f"the segment file {path} is damaged ({seg_problem}): {seg_detail}; "
-                f"{seg_lost} of its {len(rows)} arrays are lost"
-            )
+            if seg_problem in (SUMS_KIND_DAMAGED, SUMS_KIND_UNKNOWN):
+                report.errors.append(f"the segment file {path}: {seg_detail}")
+            else:
+                report.errors.append(
+                    f"the segment file {path} is damaged ({seg_problem}): {seg_detail}; "
+                    f"{seg_lost} of its {len(rows)} arrays are lost"
+                )
     report.checked = checked
     report.lost_keys = set(lost)
     _unnamed_files(state, report, {n for n, _ in segment_rows} | set(unlisted))
@@ -791,6 +807,75 @@ def _category(code: Any) -> str:
         return OwnerCategory(int(code)).name
     except (ValueError, TypeError):
         return str(code)
+
+
+# Catalog rows of a segment whose checksums ``sums_kind_problem`` compares with the kinds
+# this release knows: a few are evidence enough (one matching slot decides).
+_KIND_SAMPLES = 16
+
+
+def sums_kind_problem(segs: Segments, name: str, rows: Sequence[tuple]) -> tuple[str, str] | None:
+    """``(problem, detail)`` when segment ``name``'s root attribute ``slot_checksum_version``
+    is one this release cannot use (``rows``: the catalog's ``(hash, kind, pool, slot)``
+    of its arrays), else None.
+
+    Its arrays still read, each checked by its content hash instead (``read_group``);
+    the file is named so that the cause is fixed. Which cause is decided on evidence: an
+    attribute that cannot be read, is not a whole number above the last known one, or
+    sits on slot checksums of a kind this release knows (a flipped bit in the attribute),
+    is damage, which ``repair`` handles as it does other damage (the arrays copied into a
+    new segment, each checked by its content hash, the file set aside). A later number
+    over checksums of no known kind is what a later release would write: upgrading reads
+    it with its checksums; ``repair`` copies its arrays too, losing nothing, should no
+    later release have written to the store.
+    """
+    try:
+        f = segs.reader(name)
+    except StorageError:
+        return None  # unreadable: check_segment names it
+    if f.sum_rows is not None:
+        return None
+    n = len(rows)
+    found = f.sums_format_found
+    what = f"its root attribute {SUMS_FORMAT_ATTR}"
+    salvage = (
+        f"run repair, which copies its {n} arrays (each checked by its content hash) into a "
+        "new segment and sets the file aside"
+    )
+    if found is ATTR_UNREADABLE:
+        return SUMS_KIND_DAMAGED, f"{what} cannot be read (damaged metadata); {salvage}"
+    value = found.item() if isinstance(found, np.generic) else found
+    shown = repr(value.decode("utf-8", "replace") if isinstance(value, bytes) else value)
+    later = isinstance(value, int) and not isinstance(value, bool) and value > SUMS_FORMAT
+    known = None
+    if later:
+        sample: dict[str, list[tuple]] = {}
+        for r in rows:
+            if r[2] and sum(map(len, sample.values())) < _KIND_SAMPLES:
+                sample.setdefault(r[2], []).append(r)
+        for pool, group in sample.items():
+            known = matching_sums_format(
+                f, pool, [int(r[3]) for r in group], [(bytes(r[0]), r[1]) for r in group]
+            )
+            if known is not None:
+                break
+    if later and known is None:
+        return SUMS_KIND_UNKNOWN, (
+            f"{what} is {shown}, a kind of slot checksum this release does not know "
+            f"(it knows up to {SUMS_FORMAT}): a later release of infrastore-sqlite wrote it; "
+            "its arrays read, each checked by its content hash instead; upgrade "
+            "infrastore-sqlite to that release (pip install --upgrade infrastore-sqlite), "
+            f"or, if no later release wrote to this store, {salvage}"
+        )
+    why = (
+        f"yet its slot checksums are of kind {known}"
+        if known is not None
+        else f"not a kind of slot checksum (1 to {SUMS_FORMAT}, or absent)"
+    )
+    return SUMS_KIND_DAMAGED, (
+        f"{what} is {shown}, {why}: the attribute is damaged; its arrays read, each "
+        f"checked by its content hash instead; {salvage}"
+    )
 
 
 def check_segment(
