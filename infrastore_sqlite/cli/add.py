@@ -337,6 +337,9 @@ def _add_interchange(ctx: click.Context, source: str, path: str, kw: dict[str, A
         "dry_run": kw["dry_run"],
         "overrides": overrides or None,
         "per_partition": True,
+        # Counts and ids are what the command prints: no entry per series kept to the
+        # end (+190 MB of peak RSS at 300,000 series, as the API's import holds none).
+        "detail": False,
         "on_conflict": "replace" if kw["replace"] else "ignore" if kw["ignore"] else "error",
         **bound_keywords(kw),
     }

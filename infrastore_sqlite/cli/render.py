@@ -398,11 +398,14 @@ class Progress:
 def partition_summary(p: Mapping[str, Any]) -> dict[str, Any]:
     """One partition of an import report, without its per-series detail."""
     series = p.get("series")
+    if isinstance(series, list):
+        # An import without per-series entries (``ImportOptions.detail``) counts them.
+        series = len(series) or sum(p.get(k) or 0 for k in OUTCOMES)
     return {
         "values_table": p.get("values_table"),
         "time_series_type": p.get("time_series_type"),
         "status": p.get("status"),
-        "series": len(series) if isinstance(series, list) else series,
+        "series": series,
         **{k: p[k] for k in OUTCOMES if k in p},
         "arrays": p.get("arrays"),
         "rows": p.get("rows"),

@@ -115,6 +115,10 @@ class ImportOptions:
     limits
         The store's bounds on what a file may make a reader hold
         (``max_array_bytes``, ``max_cell_bytes``).
+    detail
+        Whether the report lists every series (an entry each, with its outcome); False:
+        each partition's counts only, so memory does not grow with the file's series
+        (the command line's ``add``, which prints counts and ids).
     """
 
     skip_checksum: bool = False
@@ -125,6 +129,7 @@ class ImportOptions:
     diff: bool = False
     progress: Progress | None = None
     limits: Limits = field(default_factory=Limits)
+    detail: bool = True
 
     def __post_init__(self) -> None:
         check_on_conflict(self.on_conflict)
@@ -165,9 +170,11 @@ class ImportOptions:
         progress: Progress | None = None,
         max_array_bytes: int | None = None,
         max_cell_bytes: int | None = None,
+        detail: bool = True,
     ) -> ImportOptions:
         """The options of the import keywords, as the Store's methods take them."""
         return cls(
+            detail=bool(detail),
             skip_checksum=bool(skip_checksum),
             on_conflict=on_conflict,
             overrides=overrides,

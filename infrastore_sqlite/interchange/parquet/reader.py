@@ -172,6 +172,7 @@ def import_parquet(
     ctx = Context(store, opts, given.skip_checksum, progress, total)
     ctx.on_conflict = given.on_conflict
     ctx.diff = given.diff
+    ctx.report = given.detail or given.diff  # per-series entries, or counts only
     report = ImportReport(found.where, "", dry_run)
     report.set_aside = found.set_aside
     report.ignored = found.ignored

@@ -198,6 +198,7 @@ def import_sqlite(
         ctx = Context(store, opts, given.skip_checksum, progress, total)
         ctx.on_conflict = given.on_conflict
         ctx.diff = given.diff
+        ctx.report = given.detail or given.diff  # per-series entries, or counts only
         report = ImportReport(where, table_prefix, dry_run)
         return run_import(ctx, readers, report, dry_run=dry_run, per_partition=given.per_partition)
     finally:
