@@ -12,6 +12,7 @@ these changing. The members that need the catalog (arrays by hash, owners, attri
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -31,6 +32,7 @@ from ..errors import (
     IoError,
     ParameterTypeError,
     StoreExistsError,
+    Term,
 )
 from ..model import OwnerCategory, TimeSeriesType
 from . import readers
@@ -583,6 +585,15 @@ REFERENCE_WAY_ACROSS = (
 )
 
 
+def _import_term(flag: str, method: str, path: Path) -> Term:
+    """How to import the export at ``path`` into a store (``add --sqlite`` or ``add
+    --parquet`` on the command line, the Store method in Python)."""
+    return Term(
+        f"`infrastore-sqlite --store STORE add {flag} {shlex.quote(str(path))}`",
+        f"Store.{method}({str(path)!r})",
+    )
+
+
 def check_store_file(path: Path) -> str:
     """What is at ``path``: ``"directory"`` (a store) or ``"two files"`` (a store of the
     earlier layout, ``path`` + ``path.sqlite``, which a writable open converts).
@@ -594,21 +605,51 @@ def check_store_file(path: Path) -> str:
     """
     import h5py
 
-    from ..errors import IncompatibleFormatError, MismatchedArtifactError
-    from .segments import catalog_file, legacy_catalog
+    from ..errors import IncompatibleFormatError, MismatchedArtifactError, rebuild_terms
+    from .segments import SEGMENT_DIR, catalog_file, legacy_catalog
 
     if path.is_dir():
-        if not catalog_file(path).is_file():
-            raise MismatchedArtifactError(
-                f"{path} has no catalog ({catalog_file(path).name} is missing in it); a store "
-                "directory holds its catalog and its segments, so restore the catalog that "
-                "was written with them"
+        if catalog_file(path).is_file():
+            return "directory"
+        if not (path / SEGMENT_DIR).is_dir():
+            # Not a store that lost its catalog: a directory of something else (an
+            # export, most often), named where a store was meant.
+            exported = any(path.glob("*.parquet"))
+            raise InvalidParameterError(
+                f"{path} is not a store: it has neither a catalog ({catalog_file(path).name}) "
+                f"nor a {SEGMENT_DIR}/ folder; "
+                + (
+                    "it holds Parquet files, as an export does: import them into a store "
+                    "with {import_parquet}"
+                    if exported
+                    else "name a store directory (one that init or demo made)"
+                ),
+                terms={"import_parquet": _import_term("--parquet", "import_parquet", path)},
             )
-        return "directory"
+        raise MismatchedArtifactError(
+            f"{path} has no catalog ({catalog_file(path).name} is missing in it); a store "
+            "directory holds its catalog and its segments: {rebuild} rebuilds the catalog "
+            "from the records the segments keep (or restore the catalog that was written "
+            "with them)",
+            terms=rebuild_terms(str(path)),
+        )
     if not path.is_file():
         raise IoError(
             f"no store at {path}: it does not exist; create one with "
             "`infrastore-sqlite --store PATH init` or Store.create"
+        )
+    with open(path, "rb") as f:
+        head = f.read(16)
+    if head == b"SQLite format 3\x00" or head[:4] == b"PAR1":
+        sqlite = head[:4] != b"PAR1"
+        raise InvalidParameterError(
+            f"{path} is {'an SQLite' if sqlite else 'a Parquet'} file, not a store (a store "
+            "is a directory); if it is an export, import it into a store with "
+            + ("{import_sqlite}" if sqlite else "{import_parquet}"),
+            terms={
+                "import_sqlite": _import_term("--sqlite", "import_sqlite", path),
+                "import_parquet": _import_term("--parquet", "import_parquet", path),
+            },
         )
     try:
         with h5py.File(path, "r", locking=False) as h5:
