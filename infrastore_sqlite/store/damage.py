@@ -129,8 +129,14 @@ def pool_shape(text: Any, arrays: Sequence[np.ndarray]) -> list[int]:
     return shape
 
 
+# The advice a read's refusal ends with: in verify's own report it would only repeat itself.
+_RUN_VERIFY = ("; run verify", " (run verify to list the series it holds)")
+
+
 def _problem_of(exc: StorageError) -> tuple[str, str]:
     text = str(exc)
+    for advice in _RUN_VERIFY:
+        text = text.removesuffix(advice)
     if isinstance(exc, ForeignSegmentError):
         return FOREIGN, text
     if isinstance(exc, WrongSegmentError):
