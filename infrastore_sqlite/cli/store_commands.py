@@ -497,9 +497,11 @@ def verify(ctx: click.Context) -> None:
     """Check every segment file, every stored array against its hash, and the catalog.
 
     Names each damaged segment file and what is wrong with it (missing, truncated,
-    unreadable, a dataset missing, arrays whose bytes no longer hash to their key), every
-    series that lost data, and the catalog's own integrity check. Never writes. The exit
-    status is 1 when anything is wrong; `repair` then sets the damage aside.
+    unreadable, a dataset missing, arrays whose bytes no longer hash to their key,
+    another store's file or another segment's, a slot_checksum_version damaged or of a
+    later release), every series that lost data, files in segments/ the catalog does not
+    name, and the catalog's own integrity check. Never writes. The exit status is 1 when
+    anything is wrong; `repair` then sets the damage aside.
     """
     output_format(ctx)
     with open_store(ctx, read_only=True) as store, Progress(ctx, "verify", "array") as bar:
