@@ -95,10 +95,14 @@ def _print_error(ctx: click.Context, message: str, extra: Mapping[str, Any] | No
             else:
                 again = f"{command} --ignore"
                 why = "--ignore skips the series already in the store and adds the rest"
+            # Committed need not mean changed: a --replace run files its unchanged series.
+            changed = sum((p.get("added") or 0) + (p.get("replaced") or 0) for p in done)
             click.echo(
                 f"{len(done)} partition(s) before it were committed and stay "
                 f"({extra['committed_series']} series): "
-                f"{shown([p['values_table'] for p in done])}.\n"
+                f"{shown([p['values_table'] for p in done])}"
+                + ("" if changed else "; they changed nothing in the store")
+                + ".\n"
                 f"Once the cause is fixed, resume with: {again}\n({why})",
                 err=True,
             )
