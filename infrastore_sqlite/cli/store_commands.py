@@ -286,7 +286,17 @@ def one(store: Store, kw: Mapping[str, Any], *, command_name: str = "get") -> An
         raise click.UsageError(f"{command_name} needs a selector: {needs}")
     rows = select(store, kw)
     if not rows:
-        raise NotFoundError("no series matches the selection; `list` with the same flags shows why")
+        # `list` with the same flags prints an empty table: name what helps instead.
+        ids = list(kw.get("ids") or ())
+        if ids and not filters_of(kw):
+            which = ", ".join(str(i) for i in ids)
+            raise NotFoundError(
+                f"the store holds no series with id {which}; `list` shows the ids it holds"
+            )
+        raise NotFoundError(
+            "no series matches all of these selector flags; `list` with fewer of them "
+            "shows what the store holds"
+        )
     if len(rows) > 1:
         shown = [_candidate(r) for r in rows[:CANDIDATES_SHOWN]]
         cols = [

@@ -386,7 +386,7 @@ def test_get_ambiguity_lists_candidates(pristine: Path) -> None:
     )
     assert len(json.loads(many.stderr)["candidates"]) == 8
     r = run("--store", str(pristine), "get", "--name", "nothing")
-    assert r.exit_code == 1 and "no series matches the selection" in r.stderr
+    assert r.exit_code == 1 and "no series matches all of these selector flags" in r.stderr
     r = run("--store", str(pristine), "get")
     assert r.exit_code == 2 and "get needs a selector" in r.stderr
 
