@@ -50,7 +50,9 @@ def open_database(
             "or an existing database)"
         )
     if not create and not p.is_file():
-        raise InvalidParameterError(f"{path} is not a file")
+        raise InvalidParameterError(
+            f"{path} is not a file" + ("" if p.exists() else " (nothing exists at that path)")
+        )
     refuse_links(p, writing=not (read_only or through_link))
     if read_only:
         flags = apsw.SQLITE_OPEN_READONLY
