@@ -1,13 +1,12 @@
 """interchange/write_behind.py: a file written front to back leaves the page cache a
-window behind its writer, its content intact; the Parquet export uses it for its values
-files and they read back the same."""
+window behind its writer, its content intact; the Parquet export uses it for its local
+values files and they read back the same."""
 
 from __future__ import annotations
 
 import ctypes
 import mmap
 import os
-import sqlite3
 import sys
 from pathlib import Path
 
@@ -123,32 +122,3 @@ def test_parquet_export_through_write_behind(
     table = pq.read_table(values_file, columns=["array_id", "value"]).to_pandas()
     got = sorted(tuple(g["value"].to_numpy()) for _, g in table.groupby("array_id"))
     assert got == sorted(tuple(v) for v in series)
-
-
-@linux_only
-def test_sqlite_export_through_write_behind(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A new SQLite file of many windows (256 KiB here) is complete and sound, and most
-    of it has left the page cache by the time the export returns."""
-    monkeypatch.setattr(write_behind, "WINDOW_BYTES", 256 << 10)
-    store = new_store(tmp_path / "s.h5")
-    rng = np.random.default_rng(5)
-    series = [rng.random(20_000) for _ in range(40)]
-    for i, values in enumerate(series):
-        add(store, sts(f"s{i}", values), owner=i + 1)
-    out = tmp_path / "e.sqlite"
-    store.export_sqlite(out)
-    store.close()
-    assert out.stat().st_size > 16 * (256 << 10)
-    assert _resident(out).mean() < 0.5
-    with sqlite3.connect(f"file:{out}?mode=ro", uri=True) as c:
-        assert c.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        rows = c.execute(
-            "SELECT array_id, value FROM SingleTimeSeries_f64_utc_values ORDER BY rowid"
-        ).fetchall()
-    c.close()
-    got = {}
-    for aid, v in rows:
-        got.setdefault(aid, []).append(v)
-    assert sorted(tuple(v) for v in got.values()) == sorted(tuple(v) for v in series)

@@ -64,7 +64,6 @@ from ..plan import (
     plan_export,
     series_records,
 )
-from ..write_behind import WriteBehind
 from .cells import encode_json_cells, encode_scalar_cells, has_negative_zero
 from .companions import (
     ExportOrigin,
@@ -221,13 +220,7 @@ def export_sqlite(
                 # One statement each: a pragma that answers with a row (journal_mode)
                 # would otherwise leave the statements after it unrun.
                 conn.execute(f"PRAGMA {pragma}").fetchall()
-            # The new file goes to the disk as it grows instead of filling the page
-            # cache (see ``write_behind.py``); an existing database is left to the kernel.
-            behind = WriteBehind(tmp)
-            try:
-                _write(conn, store, plan, origin, str(target), progress, fresh=True, behind=behind)
-            finally:
-                behind.close()
+            _write(conn, store, plan, origin, str(target), progress, fresh=True)
             conn.execute("PRAGMA journal_mode=DELETE")
         finally:
             conn.close()
@@ -397,7 +390,6 @@ def _write(
     progress: Progress | None,
     *,
     fresh: bool,
-    behind: WriteBehind | None = None,
 ) -> None:
     prefix = origin.prefix
     with write_transaction(conn, where, "writing"):
@@ -436,14 +428,6 @@ def _write(
                     if not negative_zero:
                         assert insert is not None
                         insert(blocks, cells)
-                        if behind is not None:
-                            try:
-                                behind.advance()
-                            except OSError as exc:
-                                raise StorageError(
-                                    f"writing {where} failed: {exc.strerror or exc}; nothing "
-                                    "was written"
-                                ) from exc
                     done += sum(b.n for b in blocks)
                     if progress:
                         progress(done, total)
