@@ -19,7 +19,10 @@ complete window of ``window`` bytes past the last, then waits for the window bef
 that one (whose writeback was started a call or more earlier, so it is normally done)
 and drops its pages from the cache. At most ~2 windows of the file are dirty or cached
 at once. A page the writer rewrites later is simply dirty again: dropping a clean page
-never loses data. The calls are advice: where the platform has no
+never loses data. The price: a file of more than two windows is written at the disk's
+pace as it goes, where the kernel would have let up to its dirty threshold (a few GB
+here) wait in memory and returned sooner on a slow disk; beyond that threshold the
+kernel throttles the writer anyway. The calls are advice: where the platform has no
 ``sync_file_range`` (not Linux) nothing is done (``posix_fadvise`` alone drops only
 pages already written back, which a writer outruns). A write error the disk reports here
 (``EIO``, ``ENOSPC``) is raised as ``OSError`` for the caller to name the file; any
