@@ -28,6 +28,12 @@ Speedup = reference seconds / our seconds (> 1: ours is faster), beside the same
 CPU seconds (less disturbed by other load on the machine). The memory table gives each
 operation's peak RSS per store size and its growth from the smallest store to the largest
 of the ``small`` builder (issue 26, target 2: at most 50 MB from 10 k to 300 k series).
+The cost table gives our CPU seconds per row at the smallest and the largest store of each
+builder and op, as rows/s of CPU, and their ratio; issue 37's targets (``COST_TARGETS``:
+the add at 300 k vs 10 k series, the SQLite export at 300 k vs 100 k, the ``year``
+store's SQLite export at 20,000 series vs 1,000, i.e. 175 M rows vs 9 M; each at most
+1.2x) are judged where the run has both sizes, e.g.
+``--ours-only --sizes 1000 --year-sizes 1000,20000 --ops export``.
 
 ``--billion`` (issue 37): ours alone on 10^9 values, 114,155 series × 8,760 hourly f64,
 every array distinct (the ``year`` builder), one partition: the store is built by bulk adds
@@ -224,6 +230,47 @@ def memory_growth(records: list[dict[str, Any]], builder: str) -> list[dict[str,
     return out
 
 
+# Issue 37's targets on how an operation's CPU cost per row grows with the store:
+# (builder, op, smaller n, larger n, the most the larger may cost per row over the smaller).
+COST_TARGETS = (
+    ("small", "add", 10_000, 300_000, 1.2),
+    ("small", "export", 100_000, 300_000, 1.2),
+    ("year", "export", 1_000, 20_000, 1.2),
+)
+
+
+def cost_growth(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Ours' CPU seconds per row at the smallest and the largest store of each builder
+    and op, and their ratio (> 1: the larger store costs more per row; every store of a
+    builder has the same values per series, so per row is per series too). A pair that
+    :data:`COST_TARGETS` names is judged; other pairs are reported."""
+    by: dict[tuple[str, str], dict[int, float]] = {}
+    for r in records:
+        cpu, rows = r.get("cpu_seconds_median"), r.get("rows")
+        if r["impl"] == "ours" and cpu and rows:
+            by.setdefault((r["builder"], r["op"]), {})[r["n"]] = cpu / rows
+    out = []
+    for (builder, op), per_row in by.items():
+        pairs = [(lo, hi, t) for b, o, lo, hi, t in COST_TARGETS if (b, o) == (builder, op)]
+        pairs = [(lo, hi, t) for lo, hi, t in pairs if lo in per_row and hi in per_row]
+        if not pairs and len(per_row) >= 2:
+            pairs = [(min(per_row), max(per_row), None)]
+        for lo, hi, target in pairs:
+            growth = per_row[hi] / per_row[lo]
+            out.append(
+                {
+                    "builder": builder,
+                    "op": op,
+                    "n": [lo, hi],
+                    "rows_per_cpu_s": [1 / per_row[lo], 1 / per_row[hi]],
+                    "cost_ratio": growth,
+                    "target": target,
+                    "met": None if target is None else growth <= target,
+                }
+            )
+    return out
+
+
 def _fmt(v: float | None, spec: str) -> str:
     return "-" if v is None else format(v, spec)
 
@@ -263,10 +310,28 @@ def report(doc: dict[str, Any], markdown: bool = False) -> str:
         ]
         for m in doc["memory"]
     ]
+    cost_head = ["store", "op", "series", "M rows/s of CPU", "CPU per row, larger / smaller"]
+    cost_head.append("target")
+    cost_body = [
+        [
+            c["builder"],
+            c["op"],
+            " -> ".join(f"{n:,}" for n in c["n"]),
+            " -> ".join(f"{v / 1e6:.2f}" for v in c["rows_per_cpu_s"]),
+            f"{c['cost_ratio']:.2f}",
+            "-"
+            if c["met"] is None
+            else ("met" if c["met"] else "MISSED") + f" (<= {c['target']:.1f})",
+        ]
+        for c in doc.get("scaling", [])
+    ]
     render = results.render_markdown if markdown else results.render_text
     parts = ["speedup = reference s / ours (> 1: ours is faster)", render(head, body)]
     if mem_body:
         parts += ["peak RSS growth (issue 26, target 2)", render(mem_head, mem_body)]
+    if cost_body:
+        parts += ["CPU cost per row, smaller -> larger store (issue 37)"]
+        parts += [render(cost_head, cost_body)]
     if doc["failures"]:
         parts.append(f"{len(doc['failures'])} failed run(s): see the JSON's failures")
     return "\n\n".join(parts)
@@ -517,6 +582,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "results": records,
         "memory": memory_growth(records, "small"),
+        "scaling": cost_growth(records),
         "failures": runner.failures,
     }
     print(report(doc))

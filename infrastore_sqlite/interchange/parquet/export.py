@@ -45,6 +45,7 @@ from ..plan import (
     iter_partition_arrays,
     plan_export,
 )
+from ..write_behind import WriteBehind
 from .encode import (
     Column,
     Repeated,
@@ -237,6 +238,7 @@ def _write_files(
                         publisher.sink(pp, "values"),
                         publisher.final(pp, "values"),
                         encoder,
+                        behind=publisher.write_behind(pp, "values"),
                     )
                 elif kind == "segments":
                     assert group is not None
@@ -444,9 +446,14 @@ class _Group:
         sink: Any,
         where: str,
         encoder: ThreadPoolExecutor,
+        *,
+        behind: WriteBehind | None = None,
     ) -> None:
         key = pp.partition.key
         self.pa = pa
+        #: Sends the file's written part to the disk as it grows (a local file), so the
+        #: export does not fill the page cache with it (see ``write_behind.py``).
+        self.behind = behind
         #: The file as it will be named once published (for messages).
         self.where = where
         self.encoder = encoder
@@ -536,6 +543,8 @@ class _Group:
         self.buffers.clear()  # before the series and arrays files are built
         with _storage_errors(self.where):
             self.writer.close()
+        if self.behind is not None:
+            self.behind.close()
         return written
 
     def abandon(self) -> None:
@@ -546,6 +555,8 @@ class _Group:
                 self.pending.popleft().result()
         with contextlib.suppress(Exception):
             self.writer.close()
+        if self.behind is not None:
+            self.behind.close()
 
     def _write(
         self,
@@ -584,6 +595,8 @@ class _Group:
         table = pa.Table.from_arrays(arrays, schema=self.schema)
         with _storage_errors(self.where):
             self.writer.write_table(table, row_group_size=group_rows)
+            if self.behind is not None:
+                self.behind.advance()
         return rows
 
     def _buffer(self, column: str, rows: int, dtype: np.dtype) -> np.ndarray:

@@ -17,6 +17,7 @@ from typing import Any
 
 from ....errors import InvalidParameterError
 from ...plan import ExportPlan, PartitionPlan
+from ...write_behind import WriteBehind
 from ..layout import file_names
 from .base import PUBLISH_ORDER, Location, Publisher, refuse_collisions
 
@@ -177,6 +178,11 @@ class LocalPublisher(Publisher):
 
     def sink(self, pp: PartitionPlan, role: str) -> Path:
         return self._by_role[self._index[id(pp)], role]
+
+    def write_behind(self, pp: PartitionPlan, role: str) -> WriteBehind:
+        """The file goes to the disk as it grows, not into the page cache (see
+        ``interchange/write_behind.py``)."""
+        return WriteBehind(self.sink(pp, role))
 
     def finished(self, pp: PartitionPlan, role: str) -> None:
         """A file is written (local files wait for :meth:`commit`)."""

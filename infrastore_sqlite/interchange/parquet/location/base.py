@@ -18,6 +18,7 @@ from typing import Any
 
 from ....errors import OVERWRITE, InvalidParameterError, shown
 from ...plan import ExportPlan, PartitionPlan
+from ...write_behind import WriteBehind
 from ..layout import file_names
 
 __all__ = [
@@ -221,6 +222,11 @@ class Publisher(ABC):
     def final(self, pp: PartitionPlan, role: str) -> str:
         """The file's name as it appears once published (for messages)."""
         return str(self.target / file_names(pp.partition)[role])
+
+    def write_behind(self, pp: PartitionPlan, role: str) -> WriteBehind | None:
+        """A write-behind for the file :meth:`sink` names, or None where the file does
+        not go through this machine's page cache (an upload)."""
+        return None
 
     @abstractmethod
     def finished(self, pp: PartitionPlan, role: str) -> None:
