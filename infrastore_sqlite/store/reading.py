@@ -33,7 +33,7 @@ from ..model.slicing import slice_range, slice_window
 from .api import hash_bytes, series_id
 from .damage import NOT_HELD, ArraysDamaged, damage_error, read_group
 from .queries import INT64_MAX, INT64_MIN, check_owner, missing_ids
-from .rowcheck import RowChecker
+from .rowcheck import CHECKED_COLUMNS, RowChecker
 from .rows import SeriesRow, decode_shape
 from .segments import SegmentGone
 
@@ -58,23 +58,32 @@ def series_from(
     Ragged composites are stored at their minimal width; ``pad`` restores the width
     the series was added with (an export wants the minimal form and passes False).
     """
+    # In the read's layout (``_READ_FIELDS``: :data:`~.rowcheck.CHECKED_COLUMNS`' order);
+    # the columns a series object is not built from are None.
     fields = (
         row.id,
+        None,  # owner_id
+        None,  # owner_type
+        None,  # owner_category
         row.type,
         row.name,
-        row.element_type,
-        row.time_reference,
+        None,  # initial_timestamp
+        row.initial_ms,
+        row.resolution,
+        None,  # length
+        row.horizon,
+        row.interval,
+        row.count,
+        None,  # timestamps_id
         row.units,
         row.quantity_kind,
         row.unit_system,
         row.component_field,
         row.application_data,
-        row.initial_ms,
-        row.resolution,
-        row.horizon,
-        row.interval,
-        row.count,
+        row.time_reference,
         row.percentiles,
+        row.element_type,
+        None,  # element_shape
         row.array_shape,
     )
     return _series_of(fields, stored, ts_ms, pad)
@@ -103,21 +112,56 @@ def _missing_array(*keys: tuple[bytes, str]) -> ArraysDamaged:
     )
 
 
-# What a series object is built from, in this order (``_series_of``); a read selects
-# these columns, then the data hash, the timestamps hash (of the arrays rows the series
-# row names by id) and the data array's place.
-_READ_FIELDS = (
-    "t.id, t.time_series_type, t.name, t.element_type, t.time_reference, t.units, "
-    "t.quantity_kind, t.unit_system, t.component_field, t.application_data, t.initial_ms, "
-    "t.resolution, t.horizon, t.interval, t.count, t.percentiles_json, t.array_shape, "
-    "a.hash, s.hash"
-)
-# Then the data array's pool, slot and segment, and the time axis' (None: it has none).
-_AT_DATA_HASH, _AT_TS_HASH, _AT_POOL, _AT_TS_POOL = 17, 18, 19, 22
+# What a series object is built from: a read selects every column the row check covers,
+# in the order it packs them (the check then takes them as one slice of the row, not a
+# pick of 26 positions: rowcheck.RowChecker), then the data hash and the timestamps hash
+# (of the arrays rows the series row names by id), the data array's pool, slot and
+# segment, the time axis' (None: it has none), and last the checksum.
+_READ_FIELDS = ", ".join(f"t.{c}" for c in CHECKED_COLUMNS) + ", a.hash, s.hash"
+_AT_DATA_HASH = len(CHECKED_COLUMNS)
+_AT_TS_HASH, _AT_POOL, _AT_TS_POOL = _AT_DATA_HASH + 1, _AT_DATA_HASH + 2, _AT_DATA_HASH + 5
 _ID = operator.itemgetter(0)
-# The check of a read's rows: the columns its checksum covers that it does not read
-# already are selected after the array places (rowcheck.RowChecker).
-_CHECKER = RowChecker([c.strip().removeprefix("t.") for c in _READ_FIELDS.split(",")] + [None] * 6)
+_CHECKER = RowChecker([*CHECKED_COLUMNS, *[None] * 8])
+# Where ``_series_of`` finds each field in that layout (a plain index: a read builds one
+# series per row).
+(
+    _F_TYPE,
+    _F_NAME,
+    _F_INITIAL_MS,
+    _F_RESOLUTION,
+    _F_HORIZON,
+    _F_INTERVAL,
+    _F_COUNT,
+    _F_UNITS,
+    _F_QUANTITY_KIND,
+    _F_UNIT_SYSTEM,
+    _F_COMPONENT_FIELD,
+    _F_APPLICATION_DATA,
+    _F_TIME_REFERENCE,
+    _F_PERCENTILES,
+    _F_ELEMENT_TYPE,
+    _F_ARRAY_SHAPE,
+) = map(
+    CHECKED_COLUMNS.index,
+    (
+        "time_series_type",
+        "name",
+        "initial_ms",
+        "resolution",
+        "horizon",
+        "interval",
+        "count",
+        "units",
+        "quantity_kind",
+        "unit_system",
+        "component_field",
+        "application_data",
+        "time_reference",
+        "percentiles_json",
+        "element_type",
+        "array_shape",
+    ),
+)
 
 # What ``iter_select_fields`` may name: every catalog column (the id and the columns a
 
@@ -126,64 +170,70 @@ def _series_of(f: tuple, stored: np.ndarray, ts_ms: np.ndarray | None, pad: bool
     """A series object from its ``_READ_FIELDS`` (a catalog row's: the type as its enum
     or catalog code, percentiles and array shape decoded or as catalog JSON text) and
     its stored array, with no re-validation: the values were checked when written."""
-    cls, et, resolution, ragged, forecast, windows, probabilistic = _series_kind(f[1], f[3], f[11])
+    cls, et, resolution, ragged, forecast, windows, probabilistic = _series_kind(
+        f[_F_TYPE], f[_F_ELEMENT_TYPE], f[_F_RESOLUTION]
+    )
     arr = stored
     if pad and ragged:
-        width = (f[16] if isinstance(f[16], tuple) else decode_shape(f[16]))[-1]
+        width = (
+            f[_F_ARRAY_SHAPE]
+            if isinstance(f[_F_ARRAY_SHAPE], tuple)
+            else decode_shape(f[_F_ARRAY_SHAPE])
+        )[-1]
         if arr.shape[-1] != width:
             extra = np.zeros((*arr.shape[:-1], width - arr.shape[-1]), arr.dtype)
             arr = np.concatenate([arr, extra], axis=-1)
     if resolution is None:  # the irregular types
         return cls.restore(
-            name=f[2],
+            name=f[_F_NAME],
             data=arr,
             element_type=et,
-            time_reference=f[4],
+            time_reference=f[_F_TIME_REFERENCE],
             timestamps_ms=ts_ms,
-            units=f[5],
-            quantity_kind=f[6],
-            unit_system=f[7],
-            component_field=f[8],
-            application_data=f[9],
+            units=f[_F_UNITS],
+            quantity_kind=f[_F_QUANTITY_KIND],
+            unit_system=f[_F_UNIT_SYSTEM],
+            component_field=f[_F_COMPONENT_FIELD],
+            application_data=f[_F_APPLICATION_DATA],
         )
     if not forecast:
         return cls.restore(
-            name=f[2],
+            name=f[_F_NAME],
             data=arr,
             element_type=et,
-            time_reference=f[4],
-            initial_ms=f[10],
+            time_reference=f[_F_TIME_REFERENCE],
+            initial_ms=f[_F_INITIAL_MS],
             resolution=resolution,
-            units=f[5],
-            quantity_kind=f[6],
-            unit_system=f[7],
-            component_field=f[8],
-            application_data=f[9],
+            units=f[_F_UNITS],
+            quantity_kind=f[_F_QUANTITY_KIND],
+            unit_system=f[_F_UNIT_SYSTEM],
+            component_field=f[_F_COMPONENT_FIELD],
+            application_data=f[_F_APPLICATION_DATA],
         )
-    horizon, interval = _period(f[12], "horizon"), _period(f[13], "interval")
+    horizon, interval = _period(f[_F_HORIZON], "horizon"), _period(f[_F_INTERVAL], "interval")
     if windows:
-        arr = _materialize_windows(arr, resolution, horizon, interval, f[14])
-    p = f[15]
+        arr = _materialize_windows(arr, resolution, horizon, interval, f[_F_COUNT])
+    p = f[_F_PERCENTILES]
     return cls.restore(
-        name=f[2],
+        name=f[_F_NAME],
         data=arr,
         element_type=et,
-        time_reference=f[4],
-        initial_ms=f[10],
+        time_reference=f[_F_TIME_REFERENCE],
+        initial_ms=f[_F_INITIAL_MS],
         resolution=resolution,
         horizon=horizon,
         interval=interval,
-        count=f[14],
+        count=f[_F_COUNT],
         percentiles=(
             (list(p if isinstance(p, list) else orjson.loads(p)) if p else [])
             if probabilistic
             else None
         ),
-        units=f[5],
-        quantity_kind=f[6],
-        unit_system=f[7],
-        component_field=f[8],
-        application_data=f[9],
+        units=f[_F_UNITS],
+        quantity_kind=f[_F_QUANTITY_KIND],
+        unit_system=f[_F_UNIT_SYSTEM],
+        component_field=f[_F_COMPONENT_FIELD],
+        application_data=f[_F_APPLICATION_DATA],
     )
 
 
