@@ -5,6 +5,8 @@
   integer milliseconds and their text forms;
 * :mod:`.elements` — element types (the dtype of one value, scalar or struct), their
   encoding and decoding;
+* :mod:`.distinct` — the distinct values of an integer array (``np.unique`` without its
+  one-time import of ``numpy.ma``);
 * :mod:`.hashing` — the content hashes (data, timestamps, features) the store and the
   interchange files carry.
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..core.distinct import distinct_ints
 from ..core.elements import DTYPE_NAMES, NUMPY_DTYPES
 from ..core.periods import Period, as_period, divide, grid, grid_index, step
 from ..core.timeref import datetime_to_ms, ms_to_axis_instant, ms_to_datetime, ms_to_datetimes
@@ -462,7 +463,7 @@ def build_static_reader(
     else:  # persistent: each column carries its own breakpoints forward
         keys = {(r.timestamps_hash, "timestamps") for r in rows}
         stamps = {k[0]: np.asarray(v, dtype=np.int64) for k, v in store.load_arrays(keys).items()}
-        timeline = np.unique(np.concatenate(list(stamps.values())))
+        timeline = distinct_ints(np.concatenate(list(stamps.values())))
         anchor, length = int(timeline[0]), len(timeline)
         offsets = dict.fromkeys((r.id for r in rows), 0)
 

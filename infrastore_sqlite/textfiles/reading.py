@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.distinct import distinct_ints
 from ..core.elements import NUMPY_DTYPES, ElementType, parse_element_type
 from ..core.periods import Period, as_period, divide, grid, step
 from ..core.timeref import ms_to_rfc3339, normalize_time_reference, parse_instant
@@ -544,7 +545,7 @@ def _forecast(src: _Source, spec: CsvSpec, et: ElementType, clock: _Clock, kwarg
         if spec.initial_timestamp is None
         else clock.ms(spec.initial_timestamp, "--initial-timestamp")
     )
-    distinct = np.unique(issue)
+    distinct = distinct_ints(issue)
     first_window = target[issue == issue[0]]
     res = _period(spec.resolution, "resolution") or _infer_step(first_window, src, "resolution")
     horizon = _period(spec.horizon, "horizon")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import orjson
 
+from ...core.distinct import distinct_ints
 from ...core.elements import ElementType, parse_element_type
 from ...core.hashing import validate_features
 from ...core.periods import Period, as_period
@@ -194,19 +195,6 @@ def parse_features(text: str, what: str) -> dict[str, Any]:
         return validate_features(value)
     except InvalidParameterError as exc:
         raise InvalidParameterError(f"{what}: {exc}") from None
-
-
-def distinct_ints(values: np.ndarray) -> np.ndarray:
-    """The distinct values of a 1-D integer array, ascending (``np.unique``'s answer).
-
-    Not ``np.unique`` itself: its first plain call in a process imports ``numpy.ma`` (it
-    asks ``np.ma.is_masked``), ~9 ms of CPU that an import of a small store (~160 ms in
-    all) paid for one call here.
-    """
-    ordered = np.sort(values)
-    if len(ordered) < 2:
-        return ordered
-    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
 
 
 class IdSet:

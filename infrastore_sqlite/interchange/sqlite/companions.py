@@ -43,6 +43,7 @@ import numpy as np
 import orjson
 
 from ..._version import __version__
+from ...core.distinct import distinct_ints
 from ...core.periods import Period
 from ...core.timeref import reference_kind, zone_info
 from ...errors import InvalidParameterError
@@ -601,7 +602,7 @@ def write_zone_hours(
     local = hour + offset // 3600  # the wall clock's hour, counted as ``hour`` is
     days, day_of = np.unique(local // 24, return_inverse=True)
     dates = [f"{_date_of(int(d))}T" for d in days]
-    texts = {int(o): _offset_text(int(o)) for o in np.unique(offset)}
+    texts = {int(o): _offset_text(int(o)) for o in distinct_ints(offset)}
     rows = [
         (key, dates[d] + _HOURS[h], texts[o])
         for key, d, h, o in zip(

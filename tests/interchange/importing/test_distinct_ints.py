@@ -1,4 +1,4 @@
-"""``importing.options.distinct_ints`` (what ``IdSet.update`` sorts an import's ids
+"""``core.distinct.distinct_ints`` (what ``IdSet.update`` sorts an import's ids
 with): ``np.unique``'s answer, and a fresh process's import of a store never pays for
 ``numpy.ma``, which ``np.unique``'s first plain call imports."""
 
@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from infrastore_sqlite.interchange.importing.options import IdSet, distinct_ints
+from infrastore_sqlite.core.distinct import distinct_ints
+from infrastore_sqlite.interchange.importing.options import IdSet
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 17, 1000])
@@ -61,3 +62,32 @@ def test_an_import_leaves_numpy_ma_alone(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "False"
+
+
+def test_an_export_with_flat_views_leaves_numpy_ma_alone(tmp_path: Path) -> None:
+    """A zone's flat view (its ISO text from ``infrastore_zone_hours``, the offsets'
+    distinct values) in a fresh process: ``numpy.ma`` is not imported (it was, by a plain
+    ``np.unique`` in ``companions.write_zone_hours``)."""
+    code = textwrap.dedent(
+        f"""
+        import sys
+        from datetime import datetime
+        from zoneinfo import ZoneInfo
+        import numpy as np
+        from infrastore_sqlite import SingleTimeSeries, Store
+        with Store.create({str(tmp_path / "a")!r}) as s:
+            start = datetime(2024, 3, 1, tzinfo=ZoneInfo("America/Denver"))
+            s.add_time_series(1, "Gen", "Component", SingleTimeSeries(start, "PT1H",
+                              np.arange(24.0 * 60), "load"))
+            s.export_sqlite({str(tmp_path / "x.db")!r})
+        print("numpy.ma" in sys.modules)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "False"
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "x.db") as db:
+        assert db.execute("SELECT count(*) FROM infrastore_zone_hours").fetchone()[0] > 0
