@@ -383,18 +383,34 @@ def array_values(
     has it. (Positional: a bulk add calls it once per series.)"""
     stored = shrink(et, data) if et.is_ragged else data
     shape = data.shape
+    texts = _SHAPE_TEXTS.get(shape)
+    if texts is None:
+        texts = _shape_texts(shape)
     values = (
         None if initial_ms is None else _catalog_instant(initial_ms),
         initial_ms,
-        int(shape[0]),
+        shape[0],  # a shape's entries are ints already
         count,
         None if timestamps is None else timestamps_hash(timestamps),
         None if percentiles is None else orjson.dumps(percentiles).decode(),
-        shape_json(shape[1:]),
-        shape_json(shape),
+        texts[0],
+        texts[1],
         data_hash(stored) if known_hash is None else known_hash,
     )
     return values, stored
+
+
+#: ``shape -> (element shape text, array shape text)`` of the shapes seen: one lookup a
+#: series where two :func:`shape_json` calls and a slice cost it three times as much.
+_SHAPE_TEXTS: dict[tuple[int, ...], tuple[str, str]] = {}
+
+
+def _shape_texts(shape: tuple[int, ...]) -> tuple[str, str]:
+    """:data:`_SHAPE_TEXTS`' entry of ``shape``, made (and the cache kept bounded)."""
+    if len(_SHAPE_TEXTS) >= 1024:
+        _SHAPE_TEXTS.clear()
+    texts = _SHAPE_TEXTS[shape] = (shape_json(shape[1:]), shape_json(shape))
+    return texts
 
 
 def series_label(name: str, owner_id: int) -> str:

@@ -25,7 +25,6 @@ from ..errors import (
     REMOVE,
     TRANSFORM,
     DuplicateTimeSeriesError,
-    IntegrityError,
     InvalidParameterError,
 )
 from ..model import OwnerCategory, TimeSeriesType
@@ -59,7 +58,7 @@ from .prepare import (
     shape_json,
 )
 from .queries import check_owner
-from .rowcheck import CHECK_COLUMN, RowChecker, with_checks
+from .rowcheck import CHECK_COLUMN, RowChecker, row_checks
 from .rows import SeriesRow, feature_rows
 from .tracing import LOG
 
@@ -79,11 +78,11 @@ _INSERT_ROW = (
     + ")"
 )
 
-#: A row as stored (:data:`STORED_COLUMNS`, the arrays by id) with its checksum
-#: (:mod:`.rowcheck`), its series id known beforehand.
+#: A row as stored: its series id (known beforehand), :data:`STORED_COLUMNS` (the arrays
+#: by id) and its checksum (:mod:`.rowcheck`).
 _INSERT_CHECKED = (
-    f"INSERT INTO time_series_associations ({', '.join(STORED_COLUMNS)}, {CHECK_COLUMN}) "
-    f"VALUES ({', '.join('?' * (len(STORED_COLUMNS) + 1))})"
+    f"INSERT INTO time_series_associations (id, {', '.join(STORED_COLUMNS)}, {CHECK_COLUMN}) "
+    f"VALUES ({', '.join('?' * (len(STORED_COLUMNS) + 2))})"
 )
 
 
@@ -96,6 +95,7 @@ _INSERT_ARRAY = (
 #: ``write_buffer_bytes``, 16 MiB by default: a few parts run ahead of it).
 WRITE_PART_BYTES = 4 * 1024 * 1024
 _FIRST = operator.itemgetter(0)
+_add = operator.add
 _SECOND = operator.itemgetter(1)
 
 
@@ -262,9 +262,10 @@ class Writing:
         inserting them one at a time would have refused it.
         """
         cat = self._state.catalog
-        # AUTOINCREMENT numbers the rows of one writer consecutively from past the
-        # highest id ever used, so the ids are known without RETURNING (which costs
-        # SQLite four times the insert itself).
+        # Numbered as AUTOINCREMENT would number them (consecutively from past the
+        # highest id ever used; the explicit ids move sqlite_sequence on as its own do),
+        # so the ids are known without RETURNING (which costs SQLite four times the
+        # insert itself) and each row's checksum, which covers its id, is made with it.
         first = 1 + cat.scalar(
             "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence "
             "WHERE name = 'time_series_associations'), 0), "
@@ -272,7 +273,9 @@ class Writing:
         )
         rows = [p.row for p in prepared]
         try:
-            cat.executemany(_INSERT_CHECKED, with_checks(first, _stored(rows, array_ids)))
+            stored = _stored(first, rows, array_ids)
+            # Each row's checksum appended by C-level maps (no Python frame per row).
+            cat.executemany(_INSERT_CHECKED, list(map(_add, stored, zip(row_checks(stored)))))
         except apsw.ConstraintError as exc:
             done = cat.scalar(
                 "SELECT COUNT(*) FROM time_series_associations WHERE id >= ?", (first,)
@@ -280,11 +283,6 @@ class Writing:
             raise self._duplicate(prepared[done].row, prepared[done].label) from exc
         ids = list(range(first, first + len(prepared)))
         journal.note_added(self._state, ids, rows)
-        if cat.conn.last_insert_rowid() != ids[-1]:
-            raise IntegrityError(
-                "the catalog numbered new series out of sequence; nothing was added. Run "
-                "verify, and report this"
-            )
         family = [
             sid for sid, p in zip(ids, prepared, strict=True) if p.row.time_series_type in (2, 3)
         ]
@@ -718,17 +716,20 @@ class Writing:
         )
 
 
-def _stored(rows: Sequence[CatalogRow], ids: dict[tuple[bytes, str], int]) -> list[tuple]:
-    """``rows`` as the catalog stores them (:data:`STORED_COLUMNS`): each array's hash
-    replaced by its ``arrays`` id."""
+def _stored(
+    first: int, rows: Sequence[CatalogRow], ids: dict[tuple[bytes, str], int]
+) -> list[tuple]:
+    """``rows`` as the catalog stores them, each with its series id from ``first`` on in
+    front (``id`` then :data:`STORED_COLUMNS`, what the checksum covers): each array's
+    hash replaced by its ``arrays`` id."""
     out = []
     d, t = DATA_AT, TIMESTAMPS_AT
-    for r in rows:
-        stored = list(r)
-        stored[d] = ids[r[d], "data"]
+    for sid, r in enumerate(rows, first):
+        stored = [sid, *r]
+        stored[d + 1] = ids[r[d], "data"]
         if r[t] is not None:
-            stored[t] = ids[r[t], "timestamps"]
-        out.append(tuple(stored))  # rowcheck.with_checks extends rows as tuples
+            stored[t + 1] = ids[r[t], "timestamps"]
+        out.append(tuple(stored))  # a tuple: the checksum packs the row as one
     return out
 
 
