@@ -10,7 +10,7 @@ read that hands rows to a caller compares it (:class:`RowChecker`); a row that d
 not match is damage — refused, named by ``verify``, restored by ``repair`` from the
 segments' records — never the new truth.
 
-Where it is written: an add computes it with the row it inserts (:func:`with_checks`,
+Where it is written: an add computes it with the row it inserts (:func:`row_checks`,
 the one path whose cost grows with a bulk add); every other path that inserts or changes
 rows (replacements, owner changes, transforms, repair) gets it from the journal's record
 of the transaction, which reads back every row the transaction touched anyway
@@ -48,7 +48,6 @@ SELECT_CHECKED = ", ".join(f"t.{c}" for c in CHECKED_COLUMNS) + f", t.{CHECK_COL
 
 _crc32 = zlib.crc32
 _dumps = marshal.dumps
-_add = operator.add
 
 
 def row_check(values: Sequence[Any]) -> int:
@@ -88,16 +87,6 @@ def row_checks(values: Iterable[tuple]) -> list[int]:
         return list(map(_crc32, map(_dumps, values, repeat(0))))
     except ValueError:  # a value marshal cannot pack: row by row, as row_check does
         return [row_check(v) for v in values]
-
-
-def with_checks(first: int, rows: Iterable[tuple]) -> list[tuple]:
-    """Rows (:data:`~.prepare.STORED_COLUMNS` order) to be inserted with the consecutive ids from
-    ``first``, each with its checksum appended."""
-    rows = rows if isinstance(rows, list) else list(rows)
-    # ``(id,) + row`` and ``row + (check,)`` as C-level maps (each a plain tuple, even
-    # from a NamedTuple row: tuple concatenation).
-    checks = row_checks(list(map(_add, zip(range(first, first + len(rows))), rows)))
-    return list(map(_add, rows, zip(checks)))
 
 
 def mismatch_error(store_path: str, sid: Any, name: Any) -> DamagedStoreError:

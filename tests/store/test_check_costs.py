@@ -28,7 +28,6 @@ from infrastore_sqlite.store.rowcheck import (
     RowChecker,
     row_check,
     row_checks,
-    with_checks,
 )
 
 
@@ -52,11 +51,10 @@ def _row(k: int) -> tuple:
     return tuple(out)
 
 
-def test_with_checks_stores_the_checksum_row_check_defines() -> None:
-    rows = [_row(k) for k in range(50)]
-    got = with_checks(101, rows)
-    assert got == [(*row, row_check((sid, *row))) for sid, row in enumerate(rows, 101)]
-    assert all(type(r) is tuple for r in got)
+def test_row_checks_are_the_checksum_row_check_defines() -> None:
+    rows = [(sid, *_row(sid)) for sid in range(101, 151)]
+    assert row_checks(rows) == [row_check(r) for r in rows]
+    assert row_checks(iter(rows)) == [row_check(r) for r in rows]
 
 
 class _Kind(enum.IntEnum):
@@ -70,10 +68,10 @@ def test_values_marshal_cannot_pack_are_checked_as_sqlite_stores_them() -> None:
     rows[3] = tuple(odd)
     with pytest.raises(ValueError):
         marshal.dumps((4, *rows[3]), 0)
-    got = with_checks(1, rows)
+    got = row_checks([(sid, *row) for sid, row in enumerate(rows, 1)])
     plain = (4, *_row(3))  # what SQLite stores for it: the plain 1
-    assert got[3][-1] == row_check(plain)
-    assert [r[-1] for r in got] == [row_check((sid, *_row(sid - 1))) for sid in range(1, 6)]
+    assert got[3] == row_check(plain)
+    assert got == [row_check((sid, *_row(sid - 1))) for sid in range(1, 6)]
     assert row_checks([(1, *rows[0]), (4, *rows[3])]) == [
         row_check((1, *rows[0])),
         row_check(plain),
