@@ -176,14 +176,16 @@ def data_hashes(arrays: Sequence[numpy.ndarray]) -> list[bytes]:
     groups: dict[tuple[Any, tuple[int, ...]], list[int]] = {}
     # A batch's arrays mostly share one dtype object and shape: then the group is the
     # last one's, without hashing a dtype per array (a third of this loop's cost).
-    last_dtype = last_shape = members = None
+    last_dtype: Any = None
+    last_shape: Any = None
+    members: list[int] = []  # (the last group's; none before the first array)
     for i, arr in enumerate(arrays):
         if type(arr) is not numpy.ndarray and not isinstance(arr, numpy.ndarray):
             out[i] = data_hash(arr)
             continue
         dtype, shape = arr.dtype, arr.shape
         if dtype is last_dtype and shape == last_shape:
-            members.append(i)  # type: ignore[union-attr]
+            members.append(i)
         elif arr.nbytes > _BATCH_ARRAY_BYTES:
             out[i] = data_hash(arr)
         else:
