@@ -635,8 +635,13 @@ def check_store_file(path: Path) -> str:
         )
     if not path.is_file():
         raise IoError(
-            f"no store at {path}: it does not exist; create one with "
-            "`infrastore-sqlite --store PATH init` or Store.create"
+            f"no store at {path}: it does not exist; create one with {{create}}",
+            terms={
+                "create": Term(
+                    f"`infrastore-sqlite --store {shlex.quote(str(path))} init`",
+                    f"Store.create({str(path)!r})",
+                )
+            },
         )
     with open(path, "rb") as f:
         head = f.read(16)

@@ -98,7 +98,16 @@ def test_missing_store_wording(tmp_path: Path) -> None:
     assert (r.exit_code, r.stdout) == (1, "")
     assert r.stderr == (
         f"Error: no store at {missing}: it does not exist; create one with "
-        "`infrastore-sqlite --store PATH init` or Store.create\n"
+        f"`infrastore-sqlite --store {missing} init`\n"
+    )
+    # In Python the same refusal names the API's way (never a command line).
+    from infrastore_sqlite import Store
+    from infrastore_sqlite.errors import IoError
+
+    with pytest.raises(IoError) as exc:
+        Store.open(missing)
+    assert str(exc.value) == (
+        f"no store at {missing}: it does not exist; create one with Store.create({str(missing)!r})"
     )
 
 
