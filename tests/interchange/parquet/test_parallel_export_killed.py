@@ -49,32 +49,60 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-#: The export with ``jobs=2`` in a process of its own. The parent's partitions after its
-#: first start after a pause (a stand-in for a long partition: the worker hands its
-#: first over meanwhile, and one partition is still to be dealt); once the parent took
-#: a worker's partition it prints what it was handed and kills (``argv[3]``) itself or
-#: the worker, with SIGKILL: no cleanup runs in the one killed.
+#: The export with ``jobs=2`` in a process of its own, its order of events fixed by
+#: waits, not pauses (a fixed pause raced on a loaded machine: the worker, slow to start,
+#: was dealt a small partition after the parent took the large one, or handed its first
+#: over after the parent had dealt them all). The parent, done with its first partition,
+#: waits until the worker was dealt one (the next largest, which the worker sends in
+#: parts); before its next, until it took the worker's partition, polling its progress
+#: step (where it takes the workers' results), so one partition is still to be dealt.
+#: Once the parent took a worker's partition it prints what it was handed and kills
+#: (``argv[3]``) itself or the worker, with SIGKILL: no cleanup runs in the one killed.
+#: A wait that runs out (120 s) ends the script with a ``TIMEOUT`` message on stderr.
 _KILLED = """
 import multiprocessing, os, signal, sys, time
 from infrastore_sqlite import Store
-from infrastore_sqlite.interchange.parquet import export
+from infrastore_sqlite.interchange.parquet import export, parallel
 from infrastore_sqlite.interchange.parquet.location import _object
 
+LIMIT = 120.0
 write_files = export._write_files
+pack = parallel._pack
 
-calls = []
+calls, dealt, adopted = [], [], []
+
+def dealing(plan, i):
+    dealt.append(i)  # in the parent: partition i goes to a worker
+    return pack(plan, i)
+
+parallel._pack = dealing
+
+def wait_for(what, seen, step):
+    end = time.monotonic() + LIMIT
+    while not seen:
+        if time.monotonic() > end:
+            print(f"TIMEOUT: {what} within {LIMIT:.0f} s", file=sys.stderr, flush=True)
+            os._exit(3)
+        step(0, 0)  # the parent's progress step: where it deals and takes partitions
+        time.sleep(0.02)
 
 def later(*args, **kwargs):
+    if multiprocessing.parent_process() is not None:  # a worker: as it is
+        return write_files(*args, **kwargs)
+    step = args[5]
     if calls:
-        time.sleep(4)
+        wait_for("the parent took no worker's partition", adopted, step)
     calls.append(1)
-    return write_files(*args, **kwargs)
+    write_files(*args, **kwargs)
+    if len(calls) == 1:
+        wait_for("no partition was dealt to the worker", dealt, step)
 
 export._write_files = later
 adopt = _object.ObjectPublisher.adopt
 
 def adopt_then_kill(self, handed):
     adopt(self, handed)
+    adopted.append(1)
     kind, items = handed
     print(kind, sorted({type(got).__name__ for _, files in items for _, got in files}),
           flush=True)
@@ -116,6 +144,7 @@ def test_a_killed_parallel_export_leaves_nothing_and_runs_again(
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
     done = proc
+    assert "TIMEOUT" not in err.read_text(), err.read_text()  # a wait ran out
     # A worker's partition was handed over as uploads never completed (its values file
     # in parts the worker sent, when it was the large partition).
     assert out.read_text().startswith("pending ['HeldFile'"), err.read_text()
