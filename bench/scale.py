@@ -310,8 +310,14 @@ def report(doc: dict[str, Any], markdown: bool = False) -> str:
         ]
         for m in doc["memory"]
     ]
-    cost_head = ["store", "op", "series", "M rows/s of CPU", "CPU per row, larger / smaller"]
-    cost_head.append("target")
+    cost_head = [
+        "store",
+        "op",
+        "series",
+        "M rows/s of CPU",
+        "CPU per row, larger / smaller",
+        "target",
+    ]
     cost_body = [
         [
             c["builder"],
@@ -330,8 +336,10 @@ def report(doc: dict[str, Any], markdown: bool = False) -> str:
     if mem_body:
         parts += ["peak RSS growth (issue 26, target 2)", render(mem_head, mem_body)]
     if cost_body:
-        parts += ["CPU cost per row, smaller -> larger store (issue 37)"]
-        parts += [render(cost_head, cost_body)]
+        parts += [
+            "CPU cost per row, smaller -> larger store (issue 37)",
+            render(cost_head, cost_body),
+        ]
     if doc["failures"]:
         parts.append(f"{len(doc['failures'])} failed run(s): see the JSON's failures")
     return "\n\n".join(parts)

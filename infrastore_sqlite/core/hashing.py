@@ -210,7 +210,7 @@ def data_hashes(arrays: Sequence[numpy.ndarray]) -> list[bytes]:
     last_shape: Any = None
     members: list[int] = []  # (the last group's; none before the first array)
     for i, arr in enumerate(arrays):
-        if type(arr) is not numpy.ndarray and not isinstance(arr, numpy.ndarray):
+        if not isinstance(arr, numpy.ndarray):
             out[i] = data_hash(arr)
             continue
         dtype, shape = arr.dtype, arr.shape

@@ -185,10 +185,9 @@ def matching_sums_format(
     """
     if not slots:
         return None
-    order = np.argsort(np.asarray(slots, dtype=np.int64), kind="stable")
-    at = np.asarray(slots, dtype=np.int64)[order]
-    at, first = np.unique(at, return_index=True)
-    picked = [keys[int(order[i])] for i in first]
+    # Each slot once, ascending (as HDF5 selects), with the key of its first mention.
+    at, first = np.unique(np.asarray(slots, dtype=np.int64), return_index=True)
+    picked = [keys[int(i)] for i in first]
     try:
         h5 = f.h5
         block = h5[f"pools/{pool}"][at]

@@ -23,6 +23,7 @@ writes.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -856,9 +857,8 @@ def sums_kind_problem(segs: Segments, name: str, rows: Sequence[tuple]) -> tuple
     known = None
     if later:
         sample: dict[str, list[tuple]] = {}
-        for r in rows:
-            if r[2] and sum(map(len, sample.values())) < _KIND_SAMPLES:
-                sample.setdefault(r[2], []).append(r)
+        for r in itertools.islice((r for r in rows if r[2]), _KIND_SAMPLES):
+            sample.setdefault(r[2], []).append(r)
         for pool, group in sample.items():
             known = matching_sums_format(
                 f, pool, [int(r[3]) for r in group], [(bytes(r[0]), r[1]) for r in group]

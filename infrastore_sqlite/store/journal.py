@@ -486,14 +486,7 @@ def write_records(writer: ArrayFile, records: Iterable[tuple[int, int, bytes]]) 
     try:
         gid, plist = _journal_group(writer)
         for seq, prev, payload in records:
-            name = f"{seq:020d}".encode()
-            if gid.links.exists(name):
-                continue
-            data = np.frombuffer(payload, dtype=np.uint8)
-            space = h5py.h5s.create_simple(data.shape)
-            dsid = h5py.h5d.create(gid, name, _U8, space, dcpl=plist)
-            dsid.write(h5py.h5s.ALL, h5py.h5s.ALL, data)
-            _set_heads(dsid, seq, prev)
+            _write_one(gid, plist, seq, prev, len(payload), [payload])
     except (OSError, ValueError, TypeError, RuntimeError, KeyError) as exc:
         raise StorageError(
             f"writing the transaction record into {writer.path} failed: {describe_os_error(exc)}"
@@ -507,28 +500,39 @@ def write_record_pieces(
     payload of ``size`` bytes given as ``pieces`` in order (never joined in memory)."""
     try:
         gid, plist = _journal_group(writer)
-        name = f"{seq:020d}".encode()
-        if gid.links.exists(name):
-            return
-        dsid = h5py.h5d.create(gid, name, _U8, h5py.h5s.create_simple((size,)), dcpl=plist)
-        at = 0
-        for piece in pieces:
-            if not piece:
-                continue
-            data = np.frombuffer(piece, dtype=np.uint8)
-            if at + data.size > size:
-                raise ValueError("the record's pieces are longer than its size")
-            target = dsid.get_space()
-            target.select_hyperslab((at,), (data.size,))
-            dsid.write(h5py.h5s.create_simple(data.shape), target, data)
-            at += data.size
-        if at != size:
-            raise ValueError("the record's pieces are shorter than its size")
-        _set_heads(dsid, seq, prev)
+        _write_one(gid, plist, seq, prev, size, pieces)
     except (OSError, ValueError, TypeError, RuntimeError, KeyError) as exc:
         raise StorageError(
             f"writing the transaction record into {writer.path} failed: {describe_os_error(exc)}"
         ) from exc
+
+
+def _write_one(
+    gid: Any, plist: Any, seq: int, prev: int, size: int, pieces: Iterable[bytes]
+) -> None:
+    """Record ``seq`` (``journal/<seq>``, kept if already there) of ``size`` bytes given
+    as ``pieces`` in order, each written where it falls (never joined), then its heads."""
+    name = f"{seq:020d}".encode()
+    if gid.links.exists(name):
+        return
+    dsid = h5py.h5d.create(gid, name, _U8, h5py.h5s.create_simple((size,)), dcpl=plist)
+    at = 0
+    for piece in pieces:
+        if not piece:
+            continue
+        data = np.frombuffer(piece, dtype=np.uint8)
+        if at + data.size > size:
+            raise ValueError("the record's pieces are longer than its size")
+        if data.size == size:  # the whole payload: no selection to make
+            dsid.write(h5py.h5s.ALL, h5py.h5s.ALL, data)
+        else:
+            target = dsid.get_space()
+            target.select_hyperslab((at,), (data.size,))
+            dsid.write(h5py.h5s.create_simple(data.shape), target, data)
+        at += data.size
+    if at != size:
+        raise ValueError("the record's pieces are shorter than its size")
+    _set_heads(dsid, seq, prev)
 
 
 def _journal_group(writer: ArrayFile) -> tuple[Any, Any]:
