@@ -53,6 +53,7 @@ STORAGE_OPTION = Term("--storage-option KEY=VALUE", "storage_options={...}")
 OTHER_PREFIX = Term("--table-prefix P", 'table_prefix="P"')
 EXPORT_SQLITE = Term("`infrastore-sqlite export -f sqlite --db FILE`", "Store.export_sqlite")
 DIFF = Term("`infrastore-sqlite diff --sqlite FILE`", "Store.diff_sqlite")
+LIST = Term("`infrastore-sqlite list`", "list_metadata")
 READ_ONLY_OPEN = Term(
     "the reading commands (list, get, info, export, verify)", "Store.open(path, read_only=True)"
 )

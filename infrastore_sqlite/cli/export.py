@@ -32,7 +32,13 @@ from .base import (
     open_store,
     output_format,
 )
-from .options import TIME_RANGE, bound_keywords, filters_of, limit_options, selector_options
+from .options import (
+    TIME_RANGE,
+    bound_keywords,
+    limit_options,
+    selection_of,
+    selector_options,
+)
 from .render import Progress, command, dumps, emit_doc, emit_rows, note, on_interrupt
 from .store_commands import one
 
@@ -148,12 +154,13 @@ SUMMARY_FORMATS = TABLE_FORMATS
         "    --time-range 2024-07-01T00:00:00Z..2024-07-02T00:00:00Z",
         "sqlite3 demo.db 'SELECT partition_name, count(*) FROM all_values GROUP BY 1'",
         f"{PROG} --store demo-store export -f parquet --dir parquet --summary json",
+        f"{PROG} --store demo-store export -f sqlite --db two.db --id 1 --id 4",
         f"{PROG} --store demo-store export -f csv --owner-id 101 --type single \\",
         "    --name max_active_power",
         f"{PROG} --store demo-store export -f jsonl --dir series --owner-type PowerLoad",
     )
 )
-@selector_options(ids=False)
+@selector_options()
 @click.option(
     "--db",
     metavar="FILE",
@@ -265,7 +272,7 @@ def export(
     are instants, which zoneless series refuse (--zoned leaves them out).
     """
     fmt = output_format(ctx, EXPORT_FORMATS)
-    filters = filters_of(kw)
+    filters = selection_of(kw)
     container = globals_of(ctx).container
     if container is not None:
         # -f named both: the container, and how its summary prints.
@@ -473,7 +480,7 @@ def _export_series(
             raise click.UsageError("--summary goes with --dir (the files written)", ctx)
         on_interrupt(ctx, "interrupted: the series was not written in full")
         with open_store(ctx, read_only=True) as store:
-            row = one(store, {**kw, "ids": ()}, command_name=f"export -f {fmt}")
+            row = one(store, kw, command_name=f"export -f {fmt}")
             series = (
                 store.read_by_ids_range([row.id], time_range)[0]
                 if time_range is not None
@@ -490,7 +497,7 @@ def _export_series(
     )
     with open_store(ctx, read_only=True) as store, Progress(ctx, "export", "series") as bar:
         files = export_series_files(
-            store, directory, fmt, time_range=time_range, progress=bar, **filters_of(kw)
+            store, directory, fmt, time_range=time_range, progress=bar, **selection_of(kw)
         )
     rows_out = [dataclasses.asdict(f) for f in files]
     columns = ["id", "owner_id", "name", "file", "rows"]

@@ -221,13 +221,17 @@ def filters_of(kw: Mapping[str, Any]) -> dict[str, Any]:
     return {mapping.get(k, k): kw[k] for k in _SELECTOR_KEYS if kw.get(k) is not None}
 
 
+def selection_of(kw: Mapping[str, Any]) -> dict[str, Any]:
+    """Selector flags with ``--id`` → ``list_metadata`` keywords (``ids=`` among them)."""
+    filters = filters_of(kw)
+    if kw.get("ids"):
+        filters["ids"] = tuple(kw["ids"])
+    return filters
+
+
 def select(store: Store, kw: Mapping[str, Any]) -> list[Any]:
-    rows = store.select_rows(**filters_of(kw))
-    ids = kw.get("ids") or ()
-    if ids:
-        wanted = set(ids)
-        rows = [r for r in rows if r.id in wanted]
-    return rows
+    """The catalog rows the selector flags (``--id`` among them) match, in id order."""
+    return store.select_rows(**selection_of(kw))
 
 
 def limit_options(f: Callable[..., Any]) -> Callable[..., Any]:

@@ -275,13 +275,13 @@ def _candidate(row: Any) -> dict[str, Any]:
 
 def one(store: Store, kw: Mapping[str, Any], *, command_name: str = "get") -> Any:
     """The one series the selector flags match, for ``get`` or ``export -f csv|json|jsonl``
-    to stdout; each refusal names the flags that command takes (export has no ``--id``)."""
+    to stdout; each refusal names the flags that command takes."""
     if command_name == "get":
         needs = "--id N, or --owner-id, --name, …"
         narrow = "--id or another selector flag"
     else:
-        needs = "--owner-id, --name, --type, … (or --dir DIR for a file per series)"
-        narrow = "another selector flag (--owner-id, --name, --type, --resolution, --feature), or write a file per series with --dir DIR"
+        needs = "--id N, or --owner-id, --name, --type, … (or --dir DIR for a file per series)"
+        narrow = "--id or another selector flag (--owner-id, --name, --type, --resolution, --feature), or write a file per series with --dir DIR"
     if not kw.get("ids") and not filters_of(kw):
         raise click.UsageError(f"{command_name} needs a selector: {needs}")
     rows = select(store, kw)

@@ -38,6 +38,7 @@ from ..errors import (
 )
 from ..model import AnySeries, TimeSeriesType
 from ..model.slicing import slice_range
+from ..store.queries import refuse_unknown_ids
 from ..store.reading import series_from
 from ..store.rows import SeriesRow, decode_shape
 from .layout import (
@@ -334,6 +335,8 @@ def plan_export(
         planned.widths.append,
     )
     axis_code = planned.axis_code
+    if filters.get("ids") is not None:
+        refuse_unknown_ids(store, filters["ids"])
     for r in store.iter_select_fields(_PLAN_FIELDS, **filters):
         fields = r[head] + r[tail]
         c = classes.get(fields)

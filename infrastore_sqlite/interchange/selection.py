@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import INCLUDE_DERIVED, TRANSFORM, InvalidParameterError
 from ..model import TimeSeriesType
-from ..store.rows import build_filter
+from ..store.rows import build_filter, series_ids
 
 __all__ = ["Selection", "check_range"]
 
@@ -45,6 +45,8 @@ class Selection:
     filters
         ``list_metadata``'s keywords (``owner_id``, ``name``, ``time_series_type``, …);
         an unknown name or a bad value is refused here, as ``list_metadata`` refuses it.
+        And ``ids``: only these catalog ids among the rows the others select (an id the
+        store does not hold is refused when the export is planned).
     time_range
         ``(start, end)``, half-open; each series is clipped as ``read_by_ids_range`` does.
     include_derived
@@ -58,7 +60,12 @@ class Selection:
 
     def __post_init__(self) -> None:
         filters = dict(self.filters)
+        ids = filters.pop("ids", None)
         build_filter(filters)  # the names and values, as list_metadata checks them
+        if ids is not None:
+            # The export's own keyword (not list_metadata's): a tuple, frozen as the rest;
+            # the plan hands it to the catalog query as one bound array.
+            filters["ids"] = series_ids(ids)
         tst = filters.get("time_series_type")
         if (
             tst is not None

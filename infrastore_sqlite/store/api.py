@@ -37,7 +37,7 @@ from ..errors import (
 from ..model import OwnerCategory, TimeSeriesType
 from . import readers
 from .readers import ForecastReader, StaticReader
-from .rows import SeriesRow, filter_keywords
+from .rows import SeriesRow, check_filter_keys, filter_keywords
 
 if TYPE_CHECKING:
     from .store import Store
@@ -121,17 +121,17 @@ class StoreApi:
     @filter_keywords
     def list_names(self, **filters: Any) -> list[str]:
         """The distinct series names among the matching series, sorted."""
-        return sorted({r.name for r in self.iter_select_rows(**filters)})
+        return sorted({r.name for r in self.iter_select_rows(**check_filter_keys(filters))})
 
     @filter_keywords
     def list_owner_types(self, **filters: Any) -> list[str]:
         """The distinct owner types among the matching series, sorted."""
-        return sorted({r.owner_type for r in self.iter_select_rows(**filters)})
+        return sorted({r.owner_type for r in self.iter_select_rows(**check_filter_keys(filters))})
 
     @filter_keywords
     def has_any_time_series(self, **filters: Any) -> bool:
         """Whether any series matches the filters."""
-        return next(iter(self.iter_select_rows(**filters)), None) is not None
+        return next(iter(self.iter_select_rows(**check_filter_keys(filters))), None) is not None
 
     def has_exact_time_series(
         self,

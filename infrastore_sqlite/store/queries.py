@@ -18,6 +18,7 @@ import apsw
 import numpy as np
 
 from ..errors import (
+    LIST,
     DamagedStoreError,
     InvalidParameterError,
     NotFoundError,
@@ -39,6 +40,7 @@ from .rows import SELECT_ROWS, SeriesRow, build_filter
 
 if TYPE_CHECKING:
     from .state import StoreState
+    from .store import Store
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # Positions in SELECT_ROWS of the text columns (a flipped type bit in a row turns text
@@ -76,8 +78,19 @@ def missing_ids(missing: list[int]) -> NotFoundError:
     return NotFoundError(
         f"no series with id {', '.join(map(str, missing[:10]))}"
         + (" …" if len(missing) > 10 else "")
-        + "; list_metadata shows the ids the store holds"
+        + "; {list} shows the ids the store holds",
+        terms={"list": LIST},
     )
+
+
+def refuse_unknown_ids(store: Store, ids: Sequence[int]) -> None:
+    """Refuse a selection by ``ids`` that names a series the store does not hold: an id
+    asked for by number is a typo or a removed series, not a filter that matched nothing
+    (the other filters may still leave a held id out)."""
+    held = {r[0] for r in store.iter_select_fields(("id",), ids=ids)}
+    missing = sorted(set(ids) - held)
+    if missing:
+        raise missing_ids(missing)
 
 
 # series row is written with), and the feature map's text.
@@ -168,14 +181,17 @@ class Queries:
             out[key] = {"int": i, "float": f, "bool": bool(b), "str": text}[kind]
         return out
 
-    def select_rows(self, **filters: Any) -> list[SeriesRow]:
-        """Catalog rows matching the ``list_metadata`` filters, in id order."""
-        where, params = build_filter(filters)
+    def select_rows(self, ids: Sequence[int] | None = None, /, **filters: Any) -> list[SeriesRow]:
+        """Catalog rows matching the ``list_metadata`` filters (and among ``ids``, when
+        given), in id order."""
+        where, params = build_filter(filters, ids)
         return self.select(where, params)
 
-    def iter_select_rows(self, **filters: Any) -> Iterator[SeriesRow]:
+    def iter_select_rows(
+        self, ids: Sequence[int] | None = None, /, **filters: Any
+    ) -> Iterator[SeriesRow]:
         """``select_rows`` streamed: one row at a time, in id order."""
-        where, params = build_filter(filters)
+        where, params = build_filter(filters, ids)
         return self.iter_select(where, params)
 
     def iter_select_fields(
@@ -193,22 +209,16 @@ class Queries:
             or ``"features_json"`` (the feature map's JSON text; ±inf are ``null``
             there, :meth:`typed_features` has them).
         ids
-            Only these series ids (any order; missing ones are left out), else the
-            rows ``filters`` select.
+            Only these series ids (any order; missing ones are left out), of the rows
+            ``filters`` select.
         **filters
-            ``list_metadata``'s keywords (not with ``ids``).
+            ``list_metadata``'s keywords.
         """
         bad = [f for f in fields if f not in _FIELD_COLUMNS]
         if bad:
             raise InvalidParameterError(f"not a catalog field: {', '.join(bad)}")
         self._state.check_open()
-        if ids is not None:
-            wanted = [i for i in ids if INT64_MIN <= i <= INT64_MAX]
-            if not wanted:
-                return iter(())
-            where, params = "t.id IN carray(?)", [apsw.carray(np.array(wanted, dtype=np.int64))]
-        else:
-            where, params = build_filter(filters)
+        where, params = build_filter(filters, ids)
         # Then the columns each row's checksum covers that are not asked for: checked,
         # then cut off (rowcheck.py).
         checker = _checkers.get(tuple(fields))

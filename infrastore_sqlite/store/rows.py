@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import apsw
 import numpy as np
 import orjson
 
@@ -217,17 +218,29 @@ def _query_features(features: Any) -> dict[str, Any] | None:
     return None if unstorable else checked
 
 
-def build_filter(filters: dict[str, Any]) -> tuple[str, list[Any]]:
-    """Turn ``list_metadata`` keywords into a WHERE clause (without the keyword) and params.
-
-    Values are always bound; the column names come from this function only.
-    """
+def check_filter_keys(filters: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``filters`` when every name is a ``list_metadata`` keyword; else the TypeError that
+    names the others (``ids`` among them: the reference's listing calls do not take it)."""
     unknown = set(filters) - set(FILTER_KEYS)
     if unknown:
         raise TypeError(
             f"unknown filter keyword(s): {', '.join(sorted(unknown))}; "
             f"accepted: {', '.join(FILTER_KEYS)}"
         )
+    return filters
+
+
+def build_filter(
+    filters: dict[str, Any], ids: Sequence[int] | None = None
+) -> tuple[str, list[Any]]:
+    """Turn ``list_metadata`` keywords into a WHERE clause (without the keyword) and params.
+
+    ``ids``, when given, keeps only those series ids among the rows the filters select
+    (an export's or a command's ``--id``; not a ``list_metadata`` keyword, which mirrors
+    the reference's). Values are always bound; the column names come from this function
+    only.
+    """
+    check_filter_keys(filters)
     clauses: list[str] = []
     params: list[Any] = []
 
@@ -236,6 +249,15 @@ def build_filter(filters: dict[str, Any]) -> tuple[str, list[Any]]:
         params.append(value)
 
     f = {k: v for k, v in filters.items() if v is not None}
+    if ids is not None:
+        # One bound array, not one parameter per id: a selection of 10^5 ids stays one
+        # statement (SQLite's parameter limit is 32,766). An id no int64 holds matches no row.
+        wanted = [i for i in series_ids(ids) if -(2**63) <= i < 2**63]
+        if wanted:
+            clauses.append("t.id IN carray(?)")
+            params.append(apsw.carray(np.array(wanted, dtype=np.int64)))
+        else:
+            clauses.append("0")
     if "owner_id" in f:
         if isinstance(f["owner_id"], bool) or not isinstance(f["owner_id"], int | np.integer):
             raise ParameterTypeError(f"owner_id must be an integer, got {f['owner_id']!r}")
@@ -289,6 +311,19 @@ def build_filter(filters: dict[str, Any]) -> tuple[str, list[Any]]:
     elif f.get("features_exact"):
         eq("features_hash", features_hash({}))
     return (" AND ".join(clauses) or "1"), params
+
+
+def series_ids(ids: Any) -> tuple[int, ...]:
+    """The ``ids`` filter as a tuple of catalog ids, or the refusal that names what is wrong
+    (a string, a bool or a float where ids go)."""
+    if isinstance(ids, str | bytes) or not hasattr(ids, "__iter__"):
+        raise ParameterTypeError(f"ids must be a list of integer series ids, got {ids!r}")
+    out = []
+    for i in ids:
+        if isinstance(i, bool) or not isinstance(i, int | np.integer):
+            raise ParameterTypeError(f"ids must be integer series ids, got {i!r} among them")
+        out.append(int(i))
+    return tuple(out)
 
 
 def _feature_column(value: Any) -> tuple[str, str]:

@@ -344,14 +344,17 @@ class Store(StoreApi):
 
     # ------------------------------------------------------------------ listing
     @filter_keywords
-    def select_rows(self, **filters: Any) -> list[SeriesRow]:
-        """Catalog rows matching the ``list_metadata`` filters, in id order."""
-        return self._queries.select_rows(**filters)
+    def select_rows(self, *, ids: Sequence[int] | None = None, **filters: Any) -> list[SeriesRow]:
+        """Catalog rows matching the ``list_metadata`` filters, in id order; with ``ids``,
+        only those of them (missing ids are left out)."""
+        return self._queries.select_rows(ids, **filters)
 
     @filter_keywords
-    def iter_select_rows(self, **filters: Any) -> Iterator[SeriesRow]:
+    def iter_select_rows(
+        self, *, ids: Sequence[int] | None = None, **filters: Any
+    ) -> Iterator[SeriesRow]:
         """``select_rows`` streamed: one row at a time, in id order."""
-        return self._queries.iter_select_rows(**filters)
+        return self._queries.iter_select_rows(ids, **filters)
 
     @filter_keywords
     def iter_select_fields(
@@ -369,10 +372,10 @@ class Store(StoreApi):
             or ``"features_json"`` (the feature map's JSON text; ±inf are ``null``
             there, :meth:`typed_features` has them).
         ids
-            Only these series ids (any order; missing ones are left out), else the
+            Only these series ids (any order; missing ones are left out), among the
             rows ``filters`` select.
         **filters
-            ``list_metadata``'s keywords (not with ``ids``).
+            ``list_metadata``'s keywords.
         """
         return self._queries.iter_select_fields(fields, ids, **filters)
 
@@ -755,6 +758,7 @@ class Store(StoreApi):
         table_prefix: str = "",
         time_range: tuple[datetime, datetime] | None = None,
         include_derived: bool = False,
+        ids: Sequence[int] | None = None,
         dry_run: bool = False,
         overwrite: bool = False,
         progress: Callable[[int, int], None] | None = None,
@@ -765,9 +769,11 @@ class Store(StoreApi):
         """Export the selection to the SQLite interchange layout; see
         :func:`infrastore_sqlite.interchange.sqlite.export_sqlite`.
 
-        ``options`` (an :class:`~infrastore_sqlite.interchange.options.ExportOptions`)
-        holds the selection, ``dry_run``, ``overwrite`` and ``progress`` as one value,
-        instead of those keywords."""
+        ``ids`` keeps only the series of those catalog ids among those the filters select
+        (an id the store does not hold is refused). ``options`` (an
+        :class:`~infrastore_sqlite.interchange.options.ExportOptions`) holds the selection,
+        ``dry_run``, ``overwrite`` and ``progress`` as one value, instead of those
+        keywords."""
         from ..interchange.sqlite import export_sqlite
 
         LOG.info("exporting from the store %s to %s", self.path, path)
@@ -777,6 +783,7 @@ class Store(StoreApi):
             table_prefix=table_prefix,
             time_range=time_range,
             include_derived=include_derived,
+            ids=ids,
             dry_run=dry_run,
             overwrite=overwrite,
             progress=progress,
@@ -792,6 +799,7 @@ class Store(StoreApi):
         *,
         time_range: tuple[datetime, datetime] | None = None,
         include_derived: bool = False,
+        ids: Sequence[int] | None = None,
         dry_run: bool = False,
         progress: Callable[[int, int], None] | None = None,
         overwrite: bool = False,
@@ -808,6 +816,7 @@ class Store(StoreApi):
         ``az://``, ``abfs://``, ``file://``; needs ``pip install 'infrastore-sqlite[cloud]'``),
         with client options in ``storage_options`` (Polars' names). ``overwrite=True``
         replaces files already there; ``jobs=N`` writes partitions from N processes;
+        ``ids`` keeps only the series of those catalog ids (as for :meth:`export_sqlite`);
         ``options`` holds the selection, ``dry_run``, ``overwrite`` and ``progress`` as
         one value."""
         from ..interchange.parquet import export_parquet
@@ -817,6 +826,7 @@ class Store(StoreApi):
             dir,
             time_range=time_range,
             include_derived=include_derived,
+            ids=ids,
             dry_run=dry_run,
             progress=progress,
             overwrite=overwrite,

@@ -28,6 +28,7 @@ from ..core.periods import step
 from ..core.timeref import render_instants
 from ..errors import InvalidParameterError
 from ..model import TimeSeriesType
+from ..store.queries import refuse_unknown_ids
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -212,6 +213,7 @@ def export_series_files(
     *,
     time_range: tuple[datetime, datetime] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    ids: Sequence[int] | None = None,
     **filters: Any,
 ) -> list[SeriesFile]:
     """Write each selected series to its own file in ``directory``.
@@ -230,6 +232,9 @@ def export_series_files(
         ``(start, end)``, half-open; each series is clipped as ``read_by_ids_range`` does.
     progress
         Called as ``progress(series_done, series_total)``.
+    ids
+        Only the series of these catalog ids among those the filters select; an id the
+        store does not hold is refused before anything is written.
     **filters
         ``list_metadata``'s keywords.
 
@@ -242,13 +247,17 @@ def export_series_files(
     ------
     InvalidParameterError
         An unknown format, or files of these names already in ``directory``.
+    NotFoundError
+        An id of ``ids`` the store does not hold.
     """
     if fmt not in SERIES_FILE_FORMATS:
         raise InvalidParameterError(
             f"unknown series file format {fmt!r}; one of {', '.join(SERIES_FILE_FORMATS)}"
         )
     target = Path(directory)
-    rows = store.select_rows(**filters)
+    if ids is not None:
+        refuse_unknown_ids(store, ids)
+    rows = store.select_rows(ids=ids, **filters)
     names = [file_name(r.id, r.owner_id, r.name, fmt) for r in rows]
     there = [n for n in names if (target / n).exists()]
     if there:

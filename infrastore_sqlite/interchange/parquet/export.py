@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from types import ModuleType
@@ -82,6 +82,7 @@ def export_parquet(
     *,
     time_range: tuple[datetime, datetime] | None = None,
     include_derived: bool = False,
+    ids: Sequence[int] | None = None,
     dry_run: bool = False,
     progress: Progress | None = None,
     overwrite: bool = False,
@@ -110,6 +111,9 @@ def export_parquet(
         ``(start, end)``, half-open; each series is clipped as ``read_by_ids_range`` does.
     include_derived
         Also export DeterministicSingleTimeSeries (materialized windows).
+    ids
+        Only the series of these catalog ids among those the filters select; an id the
+        store does not hold is refused before anything is written.
     dry_run
         Plan and check for existing files only: return the partitions, write nothing.
     progress
@@ -152,6 +156,7 @@ def export_parquet(
         options,
         time_range=time_range,
         include_derived=include_derived,
+        ids=ids,
         dry_run=dry_run,
         overwrite=overwrite,
         progress=progress,

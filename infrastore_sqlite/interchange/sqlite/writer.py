@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -89,6 +89,7 @@ def export_sqlite(
     table_prefix: str = "",
     time_range: tuple[datetime, datetime] | None = None,
     include_derived: bool = False,
+    ids: Sequence[int] | None = None,
     dry_run: bool = False,
     overwrite: bool = False,
     progress: Progress | None = None,
@@ -114,6 +115,9 @@ def export_sqlite(
         ``(start, end)``, half-open; each series is clipped as ``read_by_ids_range`` does.
     include_derived
         Also export DeterministicSingleTimeSeries (materialized windows).
+    ids
+        Only the series of these catalog ids among those the filters select; an id the
+        store does not hold is refused before anything is written.
     dry_run
         Plan only: return the partitions that would be written, touch nothing.
     overwrite
@@ -160,6 +164,7 @@ def export_sqlite(
         options,
         time_range=time_range,
         include_derived=include_derived,
+        ids=ids,
         dry_run=dry_run,
         overwrite=overwrite,
         progress=progress,
