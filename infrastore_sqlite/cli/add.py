@@ -76,6 +76,9 @@ def _given(value: Any) -> bool:
         f"{PROG} --store demo-store add --csv wind/4_201_max_active_power.csv --owner-id 204 \\",
         "    --owner-type RenewableDispatch --name max_active_power --type single \\",
         "    --resolution PT1H --units pu --feature model_year=2030",
+        f"{PROG} --store demo-store export -f csv --dir fc --id 12",
+        f"{PROG} --store demo-store add --csv fc/12_201_max_active_power.csv --owner-id 202 \\",
+        "    --owner-type RenewableDispatch --name max_active_power --feature source=nwp",
         f"{PROG} --store demo-store export -f sqlite --db demo.db",
         f"{PROG} --store copy-store init",
         f"{PROG} --store copy-store add --sqlite demo.db --dry-run",
@@ -129,7 +132,8 @@ def _given(value: Any) -> bool:
     "--type",
     "type_",
     type=TYPE_NAME,
-    help="single, non_sequential, persistent, deterministic, probabilistic or scenarios.",
+    help="single, non_sequential, persistent, deterministic, probabilistic or scenarios "
+    "(--csv: read from the header when not given).",
 )
 @click.option(
     "--element-type",
@@ -246,7 +250,10 @@ def add(
     SingleTimeSeries is checked against its --initial-timestamp/--resolution grid),
     'issue_time,target_time,value…' (a forecast, one row per window step, percentiles
     or scenarios side by side), or value cells alone that fill the series' shape
-    row-major. Needs --owner-id, --owner-type, --name and --type.
+    row-major. Needs --owner-id, --owner-type and --name. Without --type the header
+    says it, as export -f csv writes it: timestamp a SingleTimeSeries (on one grid),
+    issue_time,target_time a Deterministic, value[p0.5] columns a Probabilistic,
+    value[s0] columns Scenarios; value cells alone need --type.
 
     --sqlite FILE imports every partition under --table-prefix, committing one
     transaction per partition. --owner-id, --owner-type, --owner-category, --name,
@@ -458,16 +465,18 @@ def _add_csv(ctx: click.Context, path: str, kw: dict[str, Any]) -> None:
         raise click.UsageError(
             "--owner-id does not combine with --layout wide: each column names its owner", ctx
         )
+    # A long-layout CSV's header says its type (as export -f csv writes it); the wide
+    # layout's columns do not.
     needed = [("--name", "name"), ("--type", "type_")]
     if not wide:
-        needed = [("--owner-id", "owner_id"), ("--owner-type", "owner_type"), *needed]
+        needed = [("--owner-id", "owner_id"), ("--owner-type", "owner_type"), ("--name", "name")]
     missing = [flag for flag, key in needed if kw[key] is None]
     if missing:
         raise click.UsageError(
             f"add --csv needs {', '.join(f for f, _ in needed)} (missing: {', '.join(missing)})",
             ctx,
         )
-    if kw["type_"] not in WRITABLE_TYPES:
+    if kw["type_"] is not None and kw["type_"] not in WRITABLE_TYPES:
         raise click.BadParameter(
             f"{kw['type_'].name} cannot be added: it is derived from a stored "
             "SingleTimeSeries; add that and run `transform`",

@@ -28,7 +28,7 @@ import io
 import math
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -76,12 +76,13 @@ _LANE_RE = re.compile(r"value\[(?P<kind>[ps])(?P<label>[^\]]+)\]", re.IGNORECASE
 class CsvSpec:
     """What the flags say about the series a CSV holds.
 
-    Every field but ``type`` and ``name`` is optional; what the file implies (the
-    anchor, the element shape, a forecast's count, percentiles from ``value[p0.1]``
-    headers) fills the rest, and what is given is checked against the file.
+    Every field but ``name`` is optional; what the file implies (the anchor, the element
+    shape, a forecast's count, percentiles from ``value[p0.1]`` headers) fills the rest,
+    and what is given is checked against the file. ``type`` None reads it from the
+    header, as ``export -f csv`` writes it (:func:`read_csv_series`).
     """
 
-    type: TimeSeriesType
+    type: TimeSeriesType | None
     name: str
     element_type: str | None = None
     element_shape: tuple[int, ...] | None = None
@@ -372,7 +373,7 @@ def read_csv_series(source: str | Path, spec: CsvSpec) -> Any:
     InvalidParameterError
         The file or the flags are not acceptable; the message names the line and column.
     """
-    if spec.type not in WRITABLE_TYPES:
+    if spec.type is not None and spec.type not in WRITABLE_TYPES:
         raise InvalidParameterError(
             f"{spec.type.name} cannot be added: it is derived from a stored SingleTimeSeries; "
             "add that one and run `transform`"
@@ -381,6 +382,8 @@ def read_csv_series(source: str | Path, spec: CsvSpec) -> Any:
     src = _Source(source)
     _check_header(src, et.dtype)
     layout = _layout(src)
+    if spec.type is None:
+        spec = replace(spec, type=_type_of(src, layout))
     kwargs = {"element_type": str(et), **{k: v for k, v in spec.descriptors.items()}}
     clock = _Clock(spec.time_reference)
     if layout == "forecast":
@@ -400,6 +403,26 @@ def read_csv_series(source: str | Path, spec: CsvSpec) -> Any:
     if layout == "timestamp":
         return _timestamped(src, spec, et, clock, kwargs)
     return _flat_static(src, spec, et, clock, kwargs)
+
+
+def _type_of(src: _Source, layout: str) -> TimeSeriesType:
+    """The series type a header says, as ``export -f csv`` writes it: ``timestamp,value…``
+    a SingleTimeSeries (its timestamps must then lie on one grid), ``issue_time,
+    target_time`` a forecast whose value columns name its lanes (``value[p0.5]`` a
+    Probabilistic, ``value[s0]`` Scenarios, else a Deterministic)."""
+    if layout == "timestamp":
+        return TimeSeriesType.SingleTimeSeries
+    if layout == "forecast":
+        kinds = {(m["kind"].lower() if m else "") for m in map(_LANE_RE.match, src.header[2:])}
+        if kinds == {"p"}:
+            return TimeSeriesType.Probabilistic
+        if kinds == {"s"}:
+            return TimeSeriesType.Scenarios
+        return TimeSeriesType.Deterministic
+    raise InvalidParameterError(
+        f"{src.label} has neither a timestamp nor issue_time,target_time columns, so it does "
+        "not say which series it holds: pass --type (and --initial-timestamp, --resolution)"
+    )
 
 
 def _timestamped(src: _Source, spec: CsvSpec, et: ElementType, clock: _Clock, kwargs: dict):
@@ -441,7 +464,9 @@ def _timestamped(src: _Source, spec: CsvSpec, et: ElementType, clock: _Clock, kw
         i = int(bad[0])
         raise InvalidParameterError(
             f"{src.where(i, 0)}: {src.data[i][0]} is not on the {res} grid anchored at "
-            f"{clock.show(anchor)} (step {i} is {clock.show(int(expected[i]))})"
+            f"{clock.show(anchor)} (step {i} is {clock.show(int(expected[i]))}); a "
+            "SingleTimeSeries is one grid: --type non_sequential (or persistent) keeps the "
+            "timestamps as given"
         )
     return SingleTimeSeries(_dt64(anchor), str(res), data, spec.name, time_reference=tr, **kwargs)
 

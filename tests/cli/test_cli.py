@@ -228,8 +228,9 @@ def test_add_csv_refusals_name_the_line(tmp_path: Path) -> None:
 def test_add_csv_needs_its_identity_flags(tmp_path: Path) -> None:
     r = run("--store", str(tmp_path / "s.h5"), "add", "--csv", "x.csv", "--name", "n")
     assert r.exit_code == 2
-    assert "add --csv needs --owner-id, --owner-type, --name, --type (missing: --owner-id, " \
-        "--owner-type, --type)" in r.stderr  # fmt: skip
+    # The header says the type (add --csv without --type), so it is not among them.
+    assert "add --csv needs --owner-id, --owner-type, --name (missing: --owner-id, " \
+        "--owner-type)" in r.stderr  # fmt: skip
     r = run("add", "--csv", "x.csv", "--sqlite", "y.db")
     assert r.exit_code == 2 and "exactly one source" in r.stderr
     r = run("add", "--csv", "x.csv", "--owner-id", "1", "--owner-type", "X", "--name", "n",
