@@ -10,21 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner, Result
+from cli_run import demo_store, run
 
 from infrastore_sqlite import Store
-from infrastore_sqlite.cli import cli
-
-
-def run(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> str:
-    store = str(tmp_path_factory.mktemp("csv-type") / "demo-store")
-    assert run("demo", store).exit_code == 0
-    return store
+    return demo_store(tmp_path_factory, "csv-type")
 
 
 def _rows(store: str) -> list[dict]:

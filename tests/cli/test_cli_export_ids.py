@@ -9,20 +9,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
-
-from infrastore_sqlite.cli import cli
-
-
-def run(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+from cli_run import demo_store, run
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> str:
-    store = str(tmp_path_factory.mktemp("export-ids") / "demo-store")
-    assert run("demo", store).exit_code == 0
-    return store
+    return demo_store(tmp_path_factory, "export-ids")
 
 
 def _listed(demo: str, *flags: str) -> list[dict]:

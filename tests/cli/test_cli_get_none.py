@@ -5,20 +5,12 @@ ids the store holds, or at fewer flags."""
 from __future__ import annotations
 
 import pytest
-from click.testing import CliRunner, Result
-
-from infrastore_sqlite.cli import cli
-
-
-def run(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+from cli_run import demo_store, run
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> str:
-    store = str(tmp_path_factory.mktemp("get-none") / "demo-store")
-    assert run("demo", store).exit_code == 0
-    return store
+    return demo_store(tmp_path_factory, "get-none")
 
 
 def test_an_id_the_store_does_not_hold(demo: str) -> None:
