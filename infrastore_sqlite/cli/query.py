@@ -27,6 +27,8 @@ from .render import command, emit_doc, emit_rows
 @click.argument("sql")
 @click.option(
     "--parquet",
+    # --dir as well: the flag export -f parquet wrote the directory with.
+    "--dir",
     "parquet_path",
     metavar="PATH",
     help="An export -f parquet directory (or URI: s3://BUCKET/PREFIX); a partition's file "

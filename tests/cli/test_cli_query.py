@@ -47,6 +47,9 @@ def test_every_format_gives_the_same_rows(exported: Path) -> None:
     assert [{"partition_name": r["partition_name"], "n": int(r["n"])} for r in rows] == doc
     table = _run("query", "--parquet", pqdir, SQL)
     assert table.exit_code == 0 and all(r["partition_name"] in table.stdout for r in doc)
+    # --dir, the flag export -f parquet wrote the directory with, names it too.
+    by_dir = json.loads(_run("-f", "json", "query", "--dir", pqdir, SQL).stdout)["items"]
+    assert by_dir == doc
     # The SQLite form answers the same query with the same rows.
     assert (
         json.loads(_run("-f", "json", "query", "--db", str(exported / "x.db"), SQL).stdout)["items"]
