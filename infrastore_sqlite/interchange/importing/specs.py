@@ -764,11 +764,21 @@ class SpecColumns:
     def specs(self, lo: int, hi: int, key: tuple[str, str]) -> list[Spec]:
         """The Specs of the series ``lo`` to ``hi`` in ``(key, id)`` order, all of the
         array key ``key``."""
+        return self._specs_at(self.order[lo:hi].tolist(), itertools.repeat(key))
+
+    def first_specs(self, starts: Sequence[int], keys: Sequence[tuple[str, str]]) -> list[Spec]:
+        """The Spec of the series at each of ``starts`` in ``(key, id)`` order, the
+        ``k``-th of the array key ``keys[k]``: :meth:`spec` of many at once (one column
+        pick, not a call and a slice each)."""
+        return self._specs_at(self.order[np.asarray(starts, dtype=np.int64)].tolist(), keys)
+
+    def _specs_at(self, rows: list[int], keys: Iterable[tuple[str, str]]) -> list[Spec]:
+        """The Specs of the series rows ``rows`` (positions as packed), each of its key."""
         ov, table, names, ends = self._ov, self.table, self.names, self.ends
         fid, owner, otype, part = self.fid, self.owner, self.otype, self.part
         otypes, parts = self._otype_list, self.parts
         out = []
-        for i in self.order[lo:hi].tolist():
+        for i, key in zip(rows, keys, strict=False):  # keys may repeat one key endlessly
             row_name = names[ends[i - 1] if i else 0 : ends[i]].decode("utf-8", "surrogatepass")
             row_owner = owner[i]
             # Positional, as SeriesRows makes them.

@@ -301,8 +301,11 @@ class ValuesLookup:
                 "CASE WHEN typeof(s.timestamp) = 'integer' THEN s.timestamp ELSE 0 END, "
                 f"{issue} FROM (SELECT id, "
                 f"(SELECT min({rid}) FROM {table} WHERE {col} = a.id) AS lo, "
-                f"(SELECT max({rid}) FROM {table} WHERE {col} = a.id) AS hi FROM {t.A} AS a) "
-                f"AS x LEFT JOIN {t.V} AS s ON s.rowid = x.lo"
+                f"(SELECT max({rid}) FROM {table} WHERE {col} = a.id) AS hi FROM {t.A} AS a "
+                # LIMIT -1 (no limit) keeps the subquery a subquery: flattened into the
+                # join, its min() seek ran once for each of the four places x.lo is named
+                # (five seeks an array instead of two: 2,000 arrays 5.7 -> 4.3 ms).
+                f"LIMIT -1) AS x LEFT JOIN {t.V} AS s ON s.rowid = x.lo"
             ),
             forecast=t.type.is_forecast,
             # (Capped: a hostile count reserves nothing; past it the columns grow.)
