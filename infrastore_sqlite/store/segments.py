@@ -58,6 +58,7 @@ import numpy as np
 
 from ..errors import MismatchedArtifactError, StorageError, shown
 from .arrays import (
+    INLINE_WRITE_BYTES,
     MAX_PENDING_BYTES,
     ArrayFile,
     MissingArrayFileError,
@@ -440,6 +441,7 @@ class Segments:
                 shuffle=shuffle,
                 max_pending_bytes=self.write_buffer_bytes,
                 bound=True,
+                inline_write_bytes=INLINE_WRITE_BYTES,
             )
             write_attribute(f.h5, "catalog_generation", self.generation)
             write_attribute(f.h5, NAME_ATTR, name)

@@ -1,0 +1,108 @@
+"""Small segment writes done in the caller's thread (``ArrayFile(inline_write_bytes=)``)."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import infrastore_sqlite
+from infrastore_sqlite.errors import StorageError
+from infrastore_sqlite.store.arrays import INLINE_WRITE_BYTES, ArrayFile
+
+T0 = datetime(2026, 1, 1)
+
+
+@pytest.fixture
+def threads_of_writes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of the thread each ``_write_now`` ran in, in order."""
+    seen: list[str] = []
+    real = ArrayFile._write_now
+
+    def write_now(self, *job):
+        seen.append(threading.current_thread().name)
+        return real(self, *job)
+
+    monkeypatch.setattr(ArrayFile, "_write_now", write_now)
+    return seen
+
+
+def test_small_writes_are_done_before_write_returns(
+    tmp_path: Path, threads_of_writes: list[str]
+) -> None:
+    f = ArrayFile(tmp_path / "a.h5", "x", inline_write_bytes=100)
+    f.write("f64__3", "f64", [3], 0, [np.full(3, 1.0)])  # 24 bytes
+    f.write("f64__3", "f64", [3], 1, [np.full(3, 2.0), np.full(3, 3.0)])  # 48 bytes
+    assert threads_of_writes == ["MainThread", "MainThread"]
+    assert not f._pending  # nothing queued: no thread was started for them
+    assert [a.tolist() for a in f.read("f64__3", [2, 0, 1])] == [[3.0] * 3, [1.0] * 3, [2.0] * 3]
+    f.close()
+
+
+def test_a_larger_write_starts_the_thread_and_the_writes_after_it_follow_in_order(
+    tmp_path: Path, threads_of_writes: list[str]
+) -> None:
+    f = ArrayFile(tmp_path / "a.h5", "x", inline_write_bytes=100)
+    f.write("f64__3", "f64", [3], 0, [np.full(3, 0.0)])  # inline
+    f.write("f64__3", "f64", [3], 1, [np.full(3, float(k)) for k in (1, 2, 3, 4, 5)])  # 120 B
+    f.write("f64__3", "f64", [3], 6, [np.full(3, 6.0)])  # small, but queued behind it
+    got = f.read("f64__3", list(range(7)))
+    assert [a[0] for a in got] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    assert threads_of_writes[0] == "MainThread"
+    assert all(t.startswith("infrastore-sqlite-h5") for t in threads_of_writes[1:])
+    assert len(threads_of_writes) == 3
+    f.close()
+
+
+def test_an_inline_write_that_fails_names_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    f = ArrayFile(tmp_path / "a.h5", "x", inline_write_bytes=1000)
+
+    def full(self, *job):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ArrayFile, "_write_now", full)
+    with pytest.raises(StorageError, match=r"a\.h5.*No space left"):
+        f.write("f64__3", "f64", [3], 0, [np.zeros(3)])
+    f.close()
+
+
+def _items(n: int) -> list[dict]:
+    return [
+        {
+            "owner_id": k,
+            "owner_type": "Gen",
+            "owner_category": "Component",
+            "time_series": infrastore_sqlite.SingleTimeSeries(
+                T0, "PT1H", np.arange(168.0) + k, "p"
+            ),
+        }
+        for k in range(n)
+    ]
+
+
+def test_a_small_add_writes_its_segment_in_the_callers_thread(
+    tmp_path: Path, threads_of_writes: list[str]
+) -> None:
+    with infrastore_sqlite.Store.create(tmp_path / "s") as s:
+        ids = s.add_time_series_bulk(_items(50))
+        assert threads_of_writes == ["MainThread"]
+        got = s.read_by_ids(ids)
+    assert [float(g.data[0]) for g in got] == [float(k) for k in range(50)]
+
+
+def test_a_large_add_hands_its_parts_to_the_writer_thread(
+    tmp_path: Path, threads_of_writes: list[str]
+) -> None:
+    n = INLINE_WRITE_BYTES // (168 * 8) + 1  # one part, just over the bound
+    with infrastore_sqlite.Store.create(tmp_path / "s") as s:
+        ids = s.add_time_series_bulk(_items(n))
+        assert threads_of_writes and all(
+            t.startswith("infrastore-sqlite-h5") for t in threads_of_writes
+        )
+        got = s.read_by_ids([ids[0], ids[-1]])
+    assert [float(g.data[0]) for g in got] == [0.0, float(n - 1)]
