@@ -487,6 +487,12 @@ class Segments:
         """This transaction's segment while it is being written."""
         return self._writer
 
+    def start_writeback(self) -> None:
+        """Start flushing this transaction's segment to the device while the caller
+        goes on (:meth:`ArrayFile.start_writeback`); :meth:`seal` still makes it durable."""
+        if self._writer is not None:
+            self._writer.start_writeback()
+
     def seal(self) -> tuple[str, int, int, list[str]] | None:
         """Finish this transaction's segment (durable on return) before the commit that
         names it; returns ``(name, bytes, slots, pools)``, or None if nothing was written."""

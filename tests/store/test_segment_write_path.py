@@ -1,7 +1,10 @@
-"""Small segment writes done in the caller's thread (``ArrayFile(inline_write_bytes=)``)."""
+"""An add's segment writes: small ones in the caller's thread
+(``ArrayFile(inline_write_bytes=)``), and the segment flushed early (``start_writeback``)."""
 
 from __future__ import annotations
 
+import errno
+import os
 import threading
 from datetime import datetime
 from pathlib import Path
@@ -71,7 +74,7 @@ def test_an_inline_write_that_fails_names_the_file(
     f.close()
 
 
-def _items(n: int) -> list[dict]:
+def _items(n: int, start: int = 0) -> list[dict]:
     return [
         {
             "owner_id": k,
@@ -81,7 +84,7 @@ def _items(n: int) -> list[dict]:
                 T0, "PT1H", np.arange(168.0) + k, "p"
             ),
         }
-        for k in range(n)
+        for k in range(start, start + n)
     ]
 
 
@@ -106,3 +109,61 @@ def test_a_large_add_hands_its_parts_to_the_writer_thread(
         )
         got = s.read_by_ids([ids[0], ids[-1]])
     assert [float(g.data[0]) for g in got] == [0.0, float(n - 1)]
+
+
+def _fd_path(fd: int) -> str:
+    return os.readlink(f"/proc/self/fd/{fd}")
+
+
+def test_a_bulk_add_flushes_its_segment_in_the_writer_thread_before_the_seal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events: list[tuple[str, str, str]] = []
+    real_fdatasync, real_fsync = os.fdatasync, os.fsync
+
+    def fdatasync(fd: int) -> None:
+        events.append(("fdatasync", _fd_path(fd), threading.current_thread().name))
+        real_fdatasync(fd)
+
+    def fsync(fd: int) -> None:
+        events.append(("fsync", _fd_path(fd), threading.current_thread().name))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
+    monkeypatch.setattr(os, "fsync", fsync)
+    with infrastore_sqlite.Store.create(tmp_path / "s") as s:
+        events.clear()
+        ids = s.add_time_series_bulk(_items(20))
+        segment = next((tmp_path / "s" / "segments").glob("*.h5"))
+        got = s.read_by_ids(ids)
+    assert [float(g.data[0]) for g in got] == [float(k) for k in range(20)]
+    on_segment = [(call, thread) for call, path, thread in events if path == str(segment)]
+    # First the early flush, in the writer thread; then the seal's fsync, which the
+    # durability of the commit rests on, in the caller's.
+    assert on_segment[0][0] == "fdatasync"
+    assert on_segment[0][1].startswith("infrastore-sqlite-h5")
+    assert on_segment[-1] == ("fsync", "MainThread")
+
+
+def test_a_failed_early_flush_fails_the_add_and_leaves_the_store_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_fdatasync = os.fdatasync
+
+    def failing(fd: int) -> None:
+        if _fd_path(fd).endswith(".h5"):
+            raise OSError(errno.EIO, "Input/output error")
+        real_fdatasync(fd)
+
+    with infrastore_sqlite.Store.create(tmp_path / "s") as s:
+        s.add_time_series_bulk(_items(3))
+        before = sorted(p.name for p in (tmp_path / "s" / "segments").iterdir())
+        monkeypatch.setattr(os, "fdatasync", failing)
+        with pytest.raises(StorageError, match=r"syncing .*segments/.*\.h5 failed.*Input/output"):
+            s.add_time_series_bulk(_items(5, start=3))
+        monkeypatch.setattr(os, "fdatasync", real_fdatasync)
+        assert len(s.list_metadata()) == 3
+        assert sorted(p.name for p in (tmp_path / "s" / "segments").iterdir()) == before
+        # The store goes on: the next add is filed.
+        s.add_time_series_bulk(_items(1, start=3))
+        assert len(s.list_metadata()) == 4
