@@ -14,7 +14,7 @@ import pytest
 
 import infrastore_sqlite
 from infrastore_sqlite.errors import StorageError
-from infrastore_sqlite.store.arrays import INLINE_WRITE_BYTES, ArrayFile
+from infrastore_sqlite.store.arrays import INLINE_WRITE_BYTES, WRITEBACK_MIN_BYTES, ArrayFile
 
 T0 = datetime(2026, 1, 1)
 
@@ -111,6 +111,10 @@ def test_a_large_add_hands_its_parts_to_the_writer_thread(
     assert [float(g.data[0]) for g in got] == [0.0, float(n - 1)]
 
 
+#: Series of 168 f64 enough for an early flush (``WRITEBACK_MIN_BYTES``).
+_EARLY = WRITEBACK_MIN_BYTES // (168 * 8) + 1
+
+
 def _fd_path(fd: int) -> str:
     return os.readlink(f"/proc/self/fd/{fd}")
 
@@ -133,10 +137,10 @@ def test_a_bulk_add_flushes_its_segment_in_the_writer_thread_before_the_seal(
     monkeypatch.setattr(os, "fsync", fsync)
     with infrastore_sqlite.Store.create(tmp_path / "s") as s:
         events.clear()
-        ids = s.add_time_series_bulk(_items(20))
+        ids = s.add_time_series_bulk(_items(_EARLY))
         segment = next((tmp_path / "s" / "segments").glob("*.h5"))
-        got = s.read_by_ids(ids)
-    assert [float(g.data[0]) for g in got] == [float(k) for k in range(20)]
+        got = s.read_by_ids([ids[0], ids[-1]])
+    assert [float(g.data[0]) for g in got] == [0.0, float(_EARLY - 1)]
     on_segment = [(call, thread) for call, path, thread in events if path == str(segment)]
     # First the early flush, in the writer thread; then the seal's fsync, which the
     # durability of the commit rests on, in the caller's.
@@ -160,10 +164,28 @@ def test_a_failed_early_flush_fails_the_add_and_leaves_the_store_as_it_was(
         before = sorted(p.name for p in (tmp_path / "s" / "segments").iterdir())
         monkeypatch.setattr(os, "fdatasync", failing)
         with pytest.raises(StorageError, match=r"syncing .*segments/.*\.h5 failed.*Input/output"):
-            s.add_time_series_bulk(_items(5, start=3))
+            s.add_time_series_bulk(_items(_EARLY, start=3))
         monkeypatch.setattr(os, "fdatasync", real_fdatasync)
         assert len(s.list_metadata()) == 3
         assert sorted(p.name for p in (tmp_path / "s" / "segments").iterdir()) == before
         # The store goes on: the next add is filed.
         s.add_time_series_bulk(_items(1, start=3))
         assert len(s.list_metadata()) == 4
+
+
+def test_a_small_add_leaves_the_flush_to_the_seal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    flushed: list[str] = []
+    real_fdatasync = os.fdatasync
+
+    def fdatasync(fd: int) -> None:
+        flushed.append(_fd_path(fd))
+        real_fdatasync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
+    with infrastore_sqlite.Store.create(tmp_path / "s") as s:
+        flushed.clear()
+        s.add_time_series_bulk(_items(_EARLY - 2))  # just under the bound
+        assert len(s.list_metadata()) == _EARLY - 2
+    assert not [p for p in flushed if p.endswith(".h5")]
