@@ -432,6 +432,7 @@ class ArrayFile:
         self._pending: deque[tuple[Future[None], int]] = deque()
         self._pending_bytes = 0
         self._unflushed = 0  # bytes written since the last start_writeback
+        self._flushes: list[Future[None]] = []  # start_writeback's, checked by finish
         if mode == "x":
             write_attribute(self._h5, "data_format_version", DATA_FORMAT_VERSION)
             write_attribute(self._h5, "storage_backend", "hdf5")
@@ -747,16 +748,18 @@ class ArrayFile:
         writes, in the writer thread (whose ``fdatasync`` waits without the GIL while the
         caller goes on): :meth:`finish`'s fsync then has little left to wait for.
 
-        Its failure is this file's write failure, reported by :meth:`sync` (never
-        dropped: a writeback error the kernel reports to this descriptor is not
-        reported again to the one :meth:`finish` opens). Nothing when less than
-        :data:`WRITEBACK_MIN_BYTES` was written since the last one."""
+        Not a queued write: :meth:`sync` (and so :attr:`h5`) does not wait for it, so the
+        caller may write more (a transaction's record) while it runs. Its failure is this
+        file's write failure, reported by :meth:`finish` (never dropped: a writeback
+        error the kernel reports to this descriptor is not reported again to the one
+        :meth:`finish` opens). Nothing when less than :data:`WRITEBACK_MIN_BYTES` was
+        written since the last one."""
         if self._unflushed < WRITEBACK_MIN_BYTES:
             return
         self._unflushed = 0
         if self._writer is None:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="infrastore-sqlite-h5")
-        self._pending.append((self._writer.submit(self._write_back), 0))
+        self._flushes.append(self._writer.submit(self._write_back))
 
     def _write_back(self) -> None:
         """:meth:`start_writeback`'s flush; the writer thread's side."""
@@ -1129,6 +1132,8 @@ class ArrayFile:
             self._h5.flush()
             # close() writes the last metadata; its failure must be seen, not suppressed.
             self._h5.close()
+            for flush in self._flushes:  # start_writeback's: a failed one fails the file
+                flush.result()
         except StorageError:
             self.close()
             raise
@@ -1147,8 +1152,9 @@ class ArrayFile:
                 self.sync()
         finally:
             if self._writer is not None:
-                self._writer.shutdown(wait=True)
+                self._writer.shutdown(wait=True)  # a flush still running too
                 self._writer = None
+            self._flushes = []
             if self._fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(self._fd)

@@ -9,6 +9,7 @@ import threading
 from datetime import datetime
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
 
@@ -189,3 +190,30 @@ def test_a_small_add_leaves_the_flush_to_the_seal(
         s.add_time_series_bulk(_items(_EARLY - 2))  # just under the bound
         assert len(s.list_metadata()) == _EARLY - 2
     assert not [p for p in flushed if p.endswith(".h5")]
+
+
+def test_the_early_flush_does_not_hold_up_what_is_written_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    n = WRITEBACK_MIN_BYTES // 8
+    f = ArrayFile(tmp_path / "a.h5", "x", inline_write_bytes=WRITEBACK_MIN_BYTES)
+    f.write(f"f64__{n}", "f64", [n], 0, [np.arange(n, dtype=np.float64)])
+    started, release = threading.Event(), threading.Event()
+    real_fdatasync = os.fdatasync
+
+    def held(fd: int) -> None:
+        started.set()
+        release.wait(30)
+        real_fdatasync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", held)
+    f.start_writeback()
+    assert started.wait(30)
+    # The file is open to the caller (a transaction's record) while the flush runs.
+    f.h5.attrs["after"] = 1
+    assert not f._flushes[0].done()
+    release.set()
+    f.finish()
+    with h5py.File(tmp_path / "a.h5", "r") as h5:
+        assert int(h5.attrs["after"]) == 1
+        assert h5[f"pools/f64__{n}"][0, -1] == n - 1
