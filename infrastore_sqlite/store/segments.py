@@ -58,6 +58,7 @@ import numpy as np
 
 from ..errors import MismatchedArtifactError, StorageError, shown
 from .arrays import (
+    INLINE_WRITE_BYTES,
     MAX_PENDING_BYTES,
     ArrayFile,
     MissingArrayFileError,
@@ -440,6 +441,7 @@ class Segments:
                 shuffle=shuffle,
                 max_pending_bytes=self.write_buffer_bytes,
                 bound=True,
+                inline_write_bytes=INLINE_WRITE_BYTES,
             )
             write_attribute(f.h5, "catalog_generation", self.generation)
             write_attribute(f.h5, NAME_ATTR, name)
@@ -484,6 +486,12 @@ class Segments:
     def writer(self) -> ArrayFile | None:
         """This transaction's segment while it is being written."""
         return self._writer
+
+    def start_writeback(self) -> None:
+        """Start flushing this transaction's segment to the device while the caller
+        goes on (:meth:`ArrayFile.start_writeback`); :meth:`seal` still makes it durable."""
+        if self._writer is not None:
+            self._writer.start_writeback()
 
     def seal(self) -> tuple[str, int, int, list[str]] | None:
         """Finish this transaction's segment (durable on return) before the commit that

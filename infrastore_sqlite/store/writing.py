@@ -118,7 +118,7 @@ class Writing:
             prepared = prepare_bulk(items)
             LOG.debug("adding %d series to the store %s", len(prepared), self._state.path)
             with self._transactions.block():
-                ids = self.insert_prepared(prepared, grow_cache=True)
+                ids = self.insert_prepared(prepared, grow_cache=True, write_back=True)
             # Freed before the collector is back: what it would scan first on waking
             # (a full pass at 300,000 series, ~0.25 s) is then gone.
             del prepared
@@ -142,13 +142,18 @@ class Writing:
         }
         return self.add_bulk([item])[0]
 
-    def insert_prepared(self, prepared: list[Prepared], *, grow_cache: bool = False) -> list[int]:
+    def insert_prepared(
+        self, prepared: list[Prepared], *, grow_cache: bool = False, write_back: bool = False
+    ) -> list[int]:
         """Prepared items filed in the running transaction: their new arrays, new feature
         maps, then their catalog rows (:meth:`_insert_rows`); returns the new ids in order.
-        ``grow_cache``: see :meth:`store_arrays` (a bulk add's, not an import's)."""
+        ``grow_cache`` and ``write_back``: see :meth:`store_arrays` (a bulk add's, not an
+        import's)."""
         if not prepared:
             return []
-        array_ids = self.store_arrays(_array_entries(prepared), grow_cache=grow_cache)
+        array_ids = self.store_arrays(
+            _array_entries(prepared), grow_cache=grow_cache, write_back=write_back
+        )
         cat = self._state.catalog
         features = {p.row.features_hash: p.features for p in prepared}
         known = self._known_features(list(features))
@@ -490,13 +495,21 @@ class Writing:
         )
 
     def store_arrays(
-        self, arrays: dict[tuple[bytes, str], np.ndarray], *, grow_cache: bool = False
+        self,
+        arrays: dict[tuple[bytes, str], np.ndarray],
+        *,
+        grow_cache: bool = False,
+        write_back: bool = False,
     ) -> dict[tuple, int]:
         """Write every array of ``arrays`` (``(hash, kind) -> array``, one per key) the
         catalog does not yet hold into this transaction's segment, pooled by dtype and
         shape, and record where each one went (``arrays`` is left holding only those).
         Returns the ``arrays`` id of every key, held before or new. ``grow_cache``: grow
-        the catalog's page cache with it between parts (:meth:`Catalog.grow_cache`)."""
+        the catalog's page cache with it between parts (:meth:`Catalog.grow_cache`).
+        ``write_back``: start flushing the segment to the device once every array is
+        handed over (``Segments.start_writeback``), so that the seal's fsync, after the
+        catalog rows, finds little left to write (a bulk add, whose transaction ends
+        with its rows)."""
         ids = self._held(arrays)
         for key in ids:
             del arrays[key]
@@ -581,6 +594,8 @@ class Writing:
                     # the hash index's pages are spilled and read back from the WAL. A
                     # bulk add asks; an import keeps its start cache (its memory bound).
                     cat.grow_cache()
+        if write_back:
+            self._state.segments.start_writeback()
         return ids
 
     def _held(self, keys: Iterable[tuple[bytes, str]]) -> dict[tuple[bytes, str], int]:
