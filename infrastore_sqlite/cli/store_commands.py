@@ -281,7 +281,10 @@ def one(store: Store, kw: Mapping[str, Any], *, command_name: str = "get") -> An
         narrow = "--id or another selector flag"
     else:
         needs = "--id N, or --owner-id, --name, --type, … (or --dir DIR for a file per series)"
-        narrow = "--id or another selector flag (--owner-id, --name, --type, --resolution, --feature), or write a file per series with --dir DIR"
+        narrow = (
+            "--id or another selector flag (--owner-id, --name, --type, --resolution, "
+            "--feature), or write a file per series with --dir DIR"
+        )
     if not kw.get("ids") and not filters_of(kw):
         raise click.UsageError(f"{command_name} needs a selector: {needs}")
     rows = select(store, kw)

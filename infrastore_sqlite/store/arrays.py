@@ -53,7 +53,8 @@ _SUMS_HELD_BYTES = 16 * 1024 * 1024  # a read-only pool's checksums held whole u
 # Bytes of queued writes the caller may run ahead of the writer thread by.
 MAX_PENDING_BYTES = 16 * 1024 * 1024
 # A store's segment writes (``Segments``) up to this size, to a file that has not started
-# its writer thread, are done in the caller's thread (``ArrayFile(inline_write_bytes=)``): HDF5 and numpy hold the GIL, so a thread started for a small add
+# its writer thread, are done in the caller's thread (``ArrayFile(inline_write_bytes=)``):
+# HDF5 and numpy hold the GIL, so a thread started for a small add
 # (a process's first, or a store's only) cost more in its start and GIL hand-offs than
 # it overlapped (first add of a process, alternating, medians of 12: `mixed 40` wall
 # -6 %, CPU -10 %; `small 2,000` (one 2.7 MB write) wall -2 %, CPU -7 %). A bulk add
