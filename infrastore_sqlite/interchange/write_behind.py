@@ -10,12 +10,12 @@ s of system CPU when the memory it landed in had been free for a few seconds, 5.
 it had just been freed, and 0.9-1.0 s with this write-behind (its pages go back to the
 allocator a window behind the writer and are reused while still warm); the Parquet
 export of 10^9 values spent 34 % of its CPU in that copy. The SQLite export of a new file
-uses it past 4 GiB: on a machine whose memory had long been in use it measured the same
-with it or without (1-3 % more CPU on 175 M rows), but on a fresh VM that export of 7 GB
-spent 20-24 s of its 55-60 s CPU in the kernel, 3.4-4.0 s with this write-behind (37-40 s
-wall instead of 54-59). The price of dropping what was written: a reader right after
-reads it from the disk (the 2.2 GB file of an export imported at once: 34.5 s against
-23.3 s from the cache), hence the SQLite export's 4 GiB start.
+of 100 M rows or more uses it too: on a machine whose memory had long been in use it
+measured the same with it or without (1-3 % more CPU on 175 M rows), but on a fresh VM
+that export of 7 GB spent 20-24 s of its 55-60 s CPU in the kernel, 3.4-4.0 s with this
+write-behind (36-37 s wall instead of 54-59). The price of dropping what was written: a
+reader right after reads it from the disk (a 2.2 GB file imported at once: 34.5 s against
+23.3 s from the cache), hence the SQLite export's threshold.
 
 :class:`WriteBehind` watches a file another writer (pyarrow) writes, through a
 descriptor of its own: each :meth:`WriteBehind.advance` starts the writeback of every
@@ -82,14 +82,9 @@ class WriteBehind:
     writer (see the module docstring). Use :meth:`advance` as it grows, then
     :meth:`close`."""
 
-    def __init__(
-        self, path: str | os.PathLike[str], *, window: int | None = None, start: int = 0
-    ) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, window: int | None = None) -> None:
         self.path = Path(path)
         self.window = window or WINDOW_BYTES
-        #: Nothing is done until the file is this large (a smaller file stays cached, as
-        #: the kernel would keep it, for a reader that comes next).
-        self.start = start
         self._fd: int | None = None
         self._off = _sync_file_range() is None or not hasattr(os, "posix_fadvise")
         self.started = 0  #: bytes whose writeback was started
@@ -112,8 +107,6 @@ class WriteBehind:
             self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         fd, w = self._fd, self.window
         size = os.fstat(fd).st_size
-        if size < self.start:
-            return
         sync = _sync_file_range()
         assert sync is not None  # (else _off)
         while self.started + w <= size:

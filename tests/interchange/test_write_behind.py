@@ -85,29 +85,6 @@ def test_without_sync_file_range_nothing_is_done(
 
 
 @linux_only
-def test_nothing_is_done_before_the_start(tmp_path: Path) -> None:
-    """``start``: a file is left in the page cache until it is that large, then every
-    window behind the writer goes, the first ones included."""
-    path = tmp_path / "late.bin"
-    behind = WriteBehind(path, window=WINDOW, start=4 * WINDOW)
-    data = np.random.default_rng(9).integers(0, 255, 8 * WINDOW, dtype=np.uint8).tobytes()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        seen = []
-        for at in range(0, len(data), WINDOW // 4):
-            os.write(fd, data[at : at + WINDOW // 4])
-            behind.advance()
-            seen.append((at + WINDOW // 4, behind.started))
-    finally:
-        os.close(fd)
-        behind.close()
-    assert all(started == 0 for size, started in seen if size < 4 * WINDOW)
-    assert (behind.started, behind.dropped) == (8 * WINDOW, 7 * WINDOW)
-    assert not _resident(path)[: (7 * WINDOW) // PAGE].any()
-    assert path.read_bytes() == data
-
-
-@linux_only
 def test_a_file_that_stays_small_is_left_alone(tmp_path: Path) -> None:
     path = tmp_path / "small.bin"
     behind = WriteBehind(path, window=WINDOW)

@@ -14,9 +14,10 @@ outgrows the cache and made the export slow down with size.
 A worker thread reads the store and encodes the value cells (``pipeline.Prefetch``)
 while this thread runs the inserts, which release the GIL, so the two overlap.
 
-A new file past 4 GiB (``WRITE_BEHIND_START``) goes to the disk as it grows and leaves
-the page cache (``write_behind.WriteBehind``, a window behind the inserts): such a file
-does not pile up in memory, whose fresh pages cost a fault each on a virtual machine.
+A new file of 100 M value rows or more (``WRITE_BEHIND_ROWS``, ~4 GB) goes to the disk
+as it grows and leaves the page cache (``write_behind.WriteBehind``, a window behind the
+inserts): such a file does not pile up in memory, whose fresh pages cost a fault each on
+a virtual machine.
 
 Atomicity: a new file is written under a temporary name beside the target
 (``.<name>.partial-<pid>-<id>``) and linked into place only when complete; a link never
@@ -231,14 +232,15 @@ def export_sqlite(
                 # One statement each: a pragma that answers with a row (journal_mode)
                 # would otherwise leave the statements after it unrun.
                 conn.execute(f"PRAGMA {pragma}").fetchall()
-            # Past WRITE_BEHIND_START, the file's written part leaves the page cache as
-            # it grows (see ``write_behind.py``).
-            behind = WriteBehind(tmp, start=WRITE_BEHIND_START)
+            # A file of WRITE_BEHIND_ROWS or more leaves the page cache as it grows (see
+            # ``write_behind.py``); a smaller one stays there for the next reader.
+            behind = WriteBehind(tmp) if plan.total_rows >= WRITE_BEHIND_ROWS else None
             try:
                 _write(conn, store, plan, origin, str(target), progress, fresh=True,
                        behind=behind)  # fmt: skip
             finally:
-                behind.close()
+                if behind is not None:
+                    behind.close()
             conn.execute("PRAGMA journal_mode=DELETE")
         finally:
             conn.close()
@@ -399,14 +401,15 @@ def _phase(progress: Progress | None, name: str) -> None:
         announce(name)
 
 
-#: A new file is written behind (``write_behind.WriteBehind``) once it is this large. On
-#: this project's VM the export of a 7 GB file spent a third of its CPU faulting in fresh
-#: page-cache memory (the `year` store of 20,000 series: 54-59 s, 20-24 s of it system
-#: CPU); written behind past 4 GiB, 37-40 s, system CPU 3.4-4.0 s. A smaller file stays
-#: cached for whoever reads it next: written behind from its first byte, the 2.2 GB file
-#: of 300,000 small series was imported right after in 34.5 s from the disk, against
-#: 23.3 s from the cache.
-WRITE_BEHIND_START = 4 << 30
+#: A new file of this many value rows or more (~4 GB) is written behind
+#: (``write_behind.WriteBehind``) from its first page. On this project's VM the export of a
+#: 7 GB file (the `year` store of 20,000 series, 175 M rows) spent a third of its CPU
+#: faulting in fresh page-cache memory: 54-59 s, 20-24 s of it system CPU; written behind,
+#: 36-37 s, system CPU 3.4-4.0 s (from 4 GiB on only: 39-42 s). A smaller file stays
+#: cached for whoever reads it next: written behind, the 2.2 GB file of 300,000 small
+#: series (50 M rows) was imported right after in 34.5 s from the disk, against 23.3 s
+#: from the cache.
+WRITE_BEHIND_ROWS = 100_000_000
 
 
 def _advance(behind: WriteBehind, where: str) -> None:

@@ -39,12 +39,12 @@ def test_the_file_is_written_behind_and_reads_back_exact(
     made: list[WriteBehind] = []
 
     class Watched(WriteBehind):
-        def __init__(self, path: Path, *, start: int) -> None:
-            super().__init__(path, start=start)
+        def __init__(self, path: Path) -> None:
+            super().__init__(path)
             made.append(self)
 
     monkeypatch.setattr(writer, "WriteBehind", Watched)
-    monkeypatch.setattr(writer, "WRITE_BEHIND_START", 0)
+    monkeypatch.setattr(writer, "WRITE_BEHIND_ROWS", 1)
     store, series = filled
     db = tmp_path / "out.db"
     store.export_sqlite(db)
@@ -60,26 +60,26 @@ def test_the_file_is_written_behind_and_reads_back_exact(
     assert got == sorted(tuple(v) for v in series)
 
 
-def test_a_file_under_the_start_stays_cached(
+def test_a_smaller_export_is_left_in_the_page_cache(
     filled: tuple[Store, list[np.ndarray]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Under ``WRITE_BEHIND_START`` (4 GiB) nothing is written behind: the file stays in
-    the page cache for the reader that comes next."""
-    monkeypatch.setattr(write_behind, "WINDOW_BYTES", WINDOW)
+    """Under ``WRITE_BEHIND_ROWS`` (100 M value rows) nothing is written behind: the
+    file stays in the page cache for the reader that comes next."""
     made: list[WriteBehind] = []
 
     class Watched(WriteBehind):
-        def __init__(self, path: Path, *, start: int) -> None:
-            super().__init__(path, start=start)
+        def __init__(self, path: Path) -> None:
+            super().__init__(path)
             made.append(self)
 
     monkeypatch.setattr(writer, "WriteBehind", Watched)
+    assert writer.WRITE_BEHIND_ROWS == 100_000_000
     store, _ = filled
     store.export_sqlite(tmp_path / "out.db")
-    (behind,) = made
-    assert behind.start == writer.WRITE_BEHIND_START == 4 << 30
-    assert (behind.started, behind.dropped) == (0, 0)
-    assert (tmp_path / "out.db").stat().st_size > 2 * WINDOW
+    assert made == []
+    monkeypatch.setattr(writer, "WRITE_BEHIND_ROWS", 320_000)  # this export's rows
+    store.export_sqlite(tmp_path / "again.db")
+    assert len(made) == 1
 
 
 @pytest.mark.skipif(
@@ -92,7 +92,7 @@ def test_a_disk_error_met_behind_fails_the_export_and_leaves_nothing(
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(WriteBehind, "_advance", full)
-    monkeypatch.setattr(writer, "WRITE_BEHIND_START", 0)
+    monkeypatch.setattr(writer, "WRITE_BEHIND_ROWS", 1)
     store, _ = filled
     out = tmp_path / "out"
     out.mkdir()
