@@ -32,10 +32,9 @@ def filled(tmp_path: Path) -> tuple[Store, list[np.ndarray]]:
     store.close()
 
 
-def test_the_file_is_written_behind_and_reads_back_exact(
-    filled: tuple[Store, list[np.ndarray]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(write_behind, "WINDOW_BYTES", WINDOW)
+@pytest.fixture
+def made(monkeypatch: pytest.MonkeyPatch) -> list[WriteBehind]:
+    """Each write-behind the SQLite writer makes, as it makes it."""
     made: list[WriteBehind] = []
 
     class Watched(WriteBehind):
@@ -44,6 +43,16 @@ def test_the_file_is_written_behind_and_reads_back_exact(
             made.append(self)
 
     monkeypatch.setattr(writer, "WriteBehind", Watched)
+    return made
+
+
+def test_the_file_is_written_behind_and_reads_back_exact(
+    filled: tuple[Store, list[np.ndarray]],
+    made: list[WriteBehind],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(write_behind, "WINDOW_BYTES", WINDOW)
     monkeypatch.setattr(writer, "WRITE_BEHIND_ROWS", 1)
     store, series = filled
     db = tmp_path / "out.db"
@@ -61,18 +70,13 @@ def test_the_file_is_written_behind_and_reads_back_exact(
 
 
 def test_a_smaller_export_is_left_in_the_page_cache(
-    filled: tuple[Store, list[np.ndarray]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    filled: tuple[Store, list[np.ndarray]],
+    made: list[WriteBehind],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Under ``WRITE_BEHIND_ROWS`` (100 M value rows) nothing is written behind: the
     file stays in the page cache for the reader that comes next."""
-    made: list[WriteBehind] = []
-
-    class Watched(WriteBehind):
-        def __init__(self, path: Path) -> None:
-            super().__init__(path)
-            made.append(self)
-
-    monkeypatch.setattr(writer, "WriteBehind", Watched)
     assert writer.WRITE_BEHIND_ROWS == 100_000_000
     store, _ = filled
     store.export_sqlite(tmp_path / "out.db")
