@@ -330,11 +330,12 @@ def describe_os_error(exc: BaseException) -> str:
     return text if len(text) <= 240 else text[:237] + "..."
 
 
-def fsync_path(path: str | Path) -> None:
-    """Flush a file's (or a directory's entries') bytes to the device."""
+def fsync_path(path: str | Path, *, data_only: bool = False) -> None:
+    """Flush a file's (or a directory's entries') bytes to the device (``data_only``: its
+    data, and only the metadata needed to read it back: ``fdatasync``)."""
     fd = os.open(str(path), os.O_RDONLY)
     try:
-        os.fsync(fd)
+        (os.fdatasync if data_only else os.fsync)(fd)
     finally:
         os.close(fd)
 
@@ -716,22 +717,19 @@ class ArrayFile:
         # All of one dtype and shape: one size each (not a sum over a batch's arrays).
         size = len(arrays) * int(arrays[0].nbytes) if len(arrays) else 0
         self._unflushed += size
-        if self._writer is None:
-            if size <= self.inline_write_bytes:
-                # Nothing is queued (no thread yet): written here, in order; a failure
-                # reported as the queue's are (:meth:`_settle_oldest`).
-                try:
-                    self._write_now(
-                        name, dtype, shape, first_slot, arrays, keys if self.bound else None
-                    )
-                except StorageError:
-                    raise
-                except Exception as exc:
-                    raise StorageError(
-                        f"writing to {self.path} failed: {describe_os_error(exc)}"
-                    ) from exc
-                return
-            self._writer = ThreadPoolExecutor(1, thread_name_prefix="infrastore-sqlite-h5")
+        job = (name, dtype, shape, first_slot, arrays, keys if self.bound else None)
+        if self._writer is None and size <= self.inline_write_bytes:
+            # Nothing is queued (no thread yet): written here, in order; a failure
+            # reported as the queue's are (:meth:`_settle_oldest`).
+            try:
+                self._write_now(*job)
+            except StorageError:
+                raise
+            except Exception as exc:
+                raise StorageError(
+                    f"writing to {self.path} failed: {describe_os_error(exc)}"
+                ) from exc
+            return
         # Report a failed write early, and keep the queue (the arrays it holds) bounded.
         # The bound is checked before this write is queued, not after: a write larger
         # than the bound (one bulk add of many series) is queued alone and the caller
@@ -741,9 +739,7 @@ class ArrayFile:
             self._pending[0][0].done() or self._pending_bytes + size > self.max_pending_bytes
         ):
             self._settle_oldest()
-        future = self._writer.submit(
-            self._write_now, name, dtype, shape, first_slot, arrays, keys if self.bound else None
-        )
+        future = self._writer_thread().submit(self._write_now, *job)
         self._pending.append((future, size))
         self._pending_bytes += size
 
@@ -761,18 +757,18 @@ class ArrayFile:
         if self._unflushed < WRITEBACK_MIN_BYTES:
             return
         self._unflushed = 0
+        self._flushes.append(self._writer_thread().submit(self._write_back))
+
+    def _writer_thread(self) -> ThreadPoolExecutor:
+        """The writer thread, started on first use."""
         if self._writer is None:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="infrastore-sqlite-h5")
-        self._flushes.append(self._writer.submit(self._write_back))
+        return self._writer
 
     def _write_back(self) -> None:
         """:meth:`start_writeback`'s flush; the writer thread's side."""
         try:
-            fd = os.open(self.path, os.O_RDONLY)
-            try:
-                os.fdatasync(fd)
-            finally:
-                os.close(fd)
+            fsync_path(self.path, data_only=True)
         except OSError as exc:
             raise StorageError(f"syncing {self.path} failed: {describe_os_error(exc)}") from exc
 

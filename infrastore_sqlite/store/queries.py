@@ -14,9 +14,6 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-import apsw
-import numpy as np
-
 from ..errors import (
     LIST,
     DamagedStoreError,
@@ -42,7 +39,6 @@ if TYPE_CHECKING:
     from .state import StoreState
     from .store import Store
 
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # Positions in SELECT_ROWS of the text columns (a flipped type bit in a row turns text
 # into bytes, which no reader of a series expects) and of the integer ones.
 _TEXT_OF = operator.itemgetter(2, 5, 7, 9, 10, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 25)
@@ -262,14 +258,9 @@ class Queries:
     def rows_by_ids(self, ids: Sequence[int]) -> list[SeriesRow]:
         """Rows for ``ids`` in the order given; NotFoundError names any missing id."""
         wanted = [series_id(i) for i in ids]
-        # One query for all of them: the ids go in as one int64 buffer (an id no int64
-        # holds is no rowid, so it is simply missing).
-        lookup = np.array([i for i in wanted if INT64_MIN <= i <= INT64_MAX], dtype=np.int64)
-        found = (
-            {r.id: r for r in self.iter_select("t.id IN carray(?)", (apsw.carray(lookup),))}
-            if lookup.size
-            else {}
-        )
+        # One query for all of them (the ids bound as one int64 array; one no int64 holds
+        # is no rowid, so it is simply missing).
+        found = {r.id: r for r in self.iter_select(*build_filter({}, wanted))}
         missing = [i for i in wanted if i not in found]
         if missing:
             raise missing_ids(missing)

@@ -32,9 +32,9 @@ from ..model import SERIES_CLASSES, Deterministic, OwnerCategory, Series, TimeSe
 from ..model.slicing import slice_range, slice_window
 from .api import hash_bytes, series_id
 from .damage import NOT_HELD, ArraysDamaged, damage_error, read_group
-from .queries import INT64_MAX, INT64_MIN, check_owner, missing_ids
+from .queries import check_owner, missing_ids
 from .rowcheck import CHECKED_COLUMNS, RowChecker
-from .rows import SeriesRow, decode_shape
+from .rows import INT64_MAX, INT64_MIN, SeriesRow, decode_shape
 from .segments import SegmentGone
 
 if TYPE_CHECKING:

@@ -36,6 +36,9 @@ LEFT JOIN arrays da ON da.id = t.data_id
 LEFT JOIN arrays ta ON ta.id = t.timestamps_id
 """
 
+#: The range of a catalog id (SQLite's rowid): an id outside it matches no row.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
 FILTER_KEYS = (
     "owner_id",
     "owner_category",
@@ -252,7 +255,7 @@ def build_filter(
     if ids is not None:
         # One bound array, not one parameter per id: a selection of 10^5 ids stays one
         # statement (SQLite's parameter limit is 32,766). An id no int64 holds matches no row.
-        wanted = [i for i in series_ids(ids) if -(2**63) <= i < 2**63]
+        wanted = [i for i in series_ids(ids) if INT64_MIN <= i <= INT64_MAX]
         if wanted:
             clauses.append("t.id IN carray(?)")
             params.append(apsw.carray(np.array(wanted, dtype=np.int64)))
